@@ -1,0 +1,57 @@
+"""An optional on-disk response cache, so that re-running a notebook costs no calls.
+
+Keyed by model, endpoint, messages, schema and sampling settings. SQLite, so several processes of a
+sweep can share one cache file safely.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from dataclasses import asdict
+from pathlib import Path
+
+from toolkit.llm.base import Completion, Request
+
+
+def cache_key(model: str, base_url: str | None, request: Request) -> str:
+    payload = json.dumps(
+        [model, base_url, request.messages, request.schema, request.temperature, request.max_tokens,
+         request.seed],
+        sort_keys=True, ensure_ascii=False, default=str,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+class ResponseCache:
+    def __init__(self, path: str | Path):
+        path = Path(path)
+        if path.suffix != ".sqlite":
+            path = path / "responses.sqlite"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, completion TEXT)")
+        self._db.commit()
+
+    def get(self, key: str) -> Completion | None:
+        with self._lock:
+            row = self._db.execute("SELECT completion FROM responses WHERE key=?", (key,)).fetchone()
+        if row is None:
+            return None
+        completion = Completion(**json.loads(row[0]))
+        completion.cache_hit = True
+        completion.cost_usd = 0.0 if completion.cost_usd is not None else None
+        completion.attempts = 0
+        completion.latency_ms = 0.0
+        return completion
+
+    def put(self, key: str, completion: Completion) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?)",
+                             (key, json.dumps(asdict(completion))))
+            self._db.commit()

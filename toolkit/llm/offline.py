@@ -1,0 +1,254 @@
+"""Backends that need no network: ``random``, ``scripted:PATH``, ``replay:DIR``, ``chaos:RATE``,
+and rule-based backends (``heuristic``) that read the request's structured observation.
+
+All randomness comes from ``request.seed``, so a seeded game plays the same every time.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from toolkit.llm.base import Completion, LLMError, Request, estimate_tokens, messages_text
+
+_WORDS = ("I", "think", "we", "should", "watch", "carefully", "nobody", "is", "safe", "yet", "let", "us",
+          "listen", "before", "voting")
+
+
+def _rng(request: Request, salt: str = "") -> random.Random:
+    return random.Random(f"{request.seed}:{salt}:{request.meta.get('replay_key', '')}")
+
+
+def _offline_completion(text: str, model: str, request: Request) -> Completion:
+    # Offline answers cost nothing; their token counts are estimates (flagged) so tables stay comparable.
+    return Completion(text=text, model=model, base_url=None,
+                      prompt_tokens=estimate_tokens(messages_text(request.messages)),
+                      completion_tokens=estimate_tokens(text), usage_estimated=True, cost_usd=0.0)
+
+
+def sample_from_schema(schema: dict[str, Any], rng: random.Random, root: dict[str, Any] | None = None) -> Any:
+    """A random value that satisfies a (pydantic-made) JSON schema: enums, refs, anyOf, objects, arrays."""
+    root = root or schema
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        return sample_from_schema(root.get("$defs", {})[name], rng, root)
+    if "enum" in schema:
+        return rng.choice(schema["enum"])
+    if "const" in schema:
+        return schema["const"]
+    if "anyOf" in schema:
+        options = [s for s in schema["anyOf"] if s.get("type") != "null"] or schema["anyOf"]
+        return sample_from_schema(rng.choice(options), rng, root)
+    kind = schema.get("type", "string")
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {k: sample_from_schema(v, rng, root) for k, v in props.items()}
+    if kind == "array":
+        return [sample_from_schema(schema.get("items", {}), rng, root) for _ in range(rng.randint(0, 2))]
+    if kind == "integer":
+        return rng.randint(schema.get("minimum", 0), schema.get("maximum", 10))
+    if kind == "number":
+        return rng.uniform(schema.get("minimum", 0.0), schema.get("maximum", 1.0))
+    if kind == "boolean":
+        return rng.random() < 0.5
+    if kind == "null":
+        return None
+    return " ".join(rng.choice(_WORDS) for _ in range(rng.randint(3, 10))).capitalize() + "."
+
+
+class RandomBackend:
+    """Legal random answers: every enum (e.g. legal targets) is sampled uniformly from the schema."""
+
+    model = "random"
+    base_url = None
+
+    async def complete(self, request: Request) -> Completion:
+        if request.schema is None:
+            text = sample_from_schema({"type": "string"}, _rng(request))
+        else:
+            text = json.dumps(sample_from_schema(request.schema, _rng(request, "random")))
+        return _offline_completion(text, self.model, request)
+
+
+# Rule-based backends are registered by name → "module:Class", imported on first use, so that the LLM
+# layer does not import the game. A rule-based backend reads ``request.observation``.
+RULE_BACKENDS: dict[str, str] = {"heuristic": "toolkit.werewolf.heuristic:HeuristicBackend"}
+
+
+def rule_backend(name: str) -> Any:
+    import importlib
+
+    module, _, cls = RULE_BACKENDS[name].partition(":")
+    return getattr(importlib.import_module(module), cls)()
+
+
+def _context_id(request: Request) -> str:
+    meta = request.meta
+    return str(meta.get("game_id") or meta.get("session_id") or "")
+
+
+class ScriptedBackend:
+    """Answers from a YAML/JSON file.
+
+    - ``answers: [...]`` (or a bare list): returned in order, per game or session.
+    - ``decisions: [{day, action, seat, ...}]``: each is used once, for the first request whose
+      observation matches its ``day``/``action``/``seat``; its remaining fields are the answer
+      (``target: null`` passes). ``default: random|heuristic|error`` answers anything not listed.
+    - ``roles: {seat: role}`` is read by the game, not here.
+    """
+
+    MATCH_KEYS = ("day", "action", "seat")
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        try:
+            data = yaml.safe_load(self.path.read_text())
+        except (OSError, yaml.YAMLError) as exc:
+            raise ValueError(f"scripted:{path}: cannot read the script: {exc}") from exc
+        if isinstance(data, list):
+            data = {"answers": data}
+        if not isinstance(data, dict):
+            raise ValueError(f"scripted:{path}: expected a mapping with answers/decisions/roles/default")
+        self.model = f"scripted:{self.path.name}"
+        self.base_url = None
+        self.answers = data.get("answers") or []
+        self.decisions = data.get("decisions") or []
+        self.roles = data.get("roles") or {}
+        default = data.get("default", "error")
+        if default not in ("random", "heuristic", "error"):
+            raise ValueError(f"scripted:{path}: default must be random, heuristic or error, not {default!r}")
+        self.default = None if default == "error" else (RandomBackend() if default == "random"
+                                                        else rule_backend("heuristic"))
+        self._next_answer: dict[str, int] = defaultdict(int)
+        self._used: dict[str, set[int]] = defaultdict(set)
+
+    async def complete(self, request: Request) -> Completion:
+        ctx = _context_id(request)
+        obs = request.observation or {}
+        if self.decisions and obs:
+            for i, decision in enumerate(self.decisions):
+                if i in self._used[ctx]:
+                    continue
+                if all(str(decision.get(k)) == str(obs.get(k)) for k in self.MATCH_KEYS if k in decision):
+                    self._used[ctx].add(i)
+                    answer = {k: v for k, v in decision.items() if k not in self.MATCH_KEYS}
+                    return _offline_completion(json.dumps(answer), self.model, request)
+        if self._next_answer[ctx] < len(self.answers):
+            answer = self.answers[self._next_answer[ctx]]
+            self._next_answer[ctx] += 1
+            text = answer if isinstance(answer, str) else json.dumps(answer)
+            return _offline_completion(text, self.model, request)
+        if self.default is not None:
+            completion = await self.default.complete(request)
+            completion.model = f"{self.model}+{completion.model}"
+            return completion
+        where = {k: obs.get(k) for k in self.MATCH_KEYS if k in obs}
+        raise LLMError(f"{self.model}: no scripted answer for {where or 'this request'} and default is error")
+
+
+class ReplayBackend:
+    """Answers taken from an earlier run's ``calls`` table, matched by ``meta['replay_key']``.
+
+    The n-th request with a given key gets the n-th recorded call with that key (re-asks included);
+    a recorded failure is raised again, so fallbacks replay too.
+    """
+
+    def __init__(self, results_dir: str | Path, game_id: str | None = None):
+        from toolkit.results import load  # the log format belongs to toolkit.record/results
+
+        self.model = f"replay:{Path(results_dir).name}"
+        self.base_url = None
+        calls = load(results_dir).calls
+        if game_id is not None:
+            calls = calls[calls["game_id"] == game_id]
+        if calls.empty:
+            raise ValueError(f"replay:{results_dir}: no recorded calls"
+                             + (f" for game {game_id}" if game_id else ""))
+        self._recorded: dict[str, list[dict]] = defaultdict(list)
+        for row in calls.sort_values(["game_id", "seq"]).to_dict("records"):
+            self._recorded[str(row.get("replay_key"))].append(row)
+        self._served: dict[tuple[str, str], int] = defaultdict(int)
+
+    async def complete(self, request: Request) -> Completion:
+        key = str(request.meta.get("replay_key"))
+        n = self._served[(_context_id(request), key)]
+        self._served[(_context_id(request), key)] += 1
+        rows = self._recorded.get(key, [])
+        if n >= len(rows):
+            raise LLMError(f"{self.model}: no recorded answer #{n + 1} for {key}")
+        row = rows[n]
+        if not row.get("ok", True) and not row.get("response_text"):
+            raise LLMError(f"{self.model}: replayed failure: {row.get('error')}")
+        return _offline_completion(row.get("response_text") or "", self.model, request)
+
+
+CHAOS_KINDS = ("prose", "truncated", "wrong_keys", "wrong_types", "illegal", "empty", "transport")
+
+
+class ChaosBackend:
+    """At ``rate``, a bad answer of one of CHAOS_KINDS; otherwise a good one from ``inner``.
+
+    For fault tests: prose without JSON, truncated JSON, wrong keys, wrong types, an illegal choice
+    (a value outside the schema's enum), an empty string, or a raised transport error.
+    """
+
+    def __init__(self, rate: float, inner: Any | None = None):
+        if not 0.0 <= rate <= 1.0:
+            raise ValueError(f"chaos:{rate}: the rate must be between 0 and 1")
+        self.rate = rate
+        self.model = f"chaos:{rate:g}"
+        self.base_url = None
+        self.inner = inner
+        self._heuristic = None
+
+    def _good(self, request: Request):
+        if self.inner is not None:
+            return self.inner
+        if (request.observation or {}).get("game"):
+            self._heuristic = self._heuristic or rule_backend("heuristic")
+            return self._heuristic
+        return RandomBackend()
+
+    async def complete(self, request: Request) -> Completion:
+        rng = _rng(request, "chaos")
+        good = await self._good(request).complete(request)
+        if rng.random() >= self.rate:
+            good.model = self.model
+            return good
+        kind = rng.choice(CHAOS_KINDS)
+        if kind == "transport":
+            raise LLMError(f"{self.model}: injected transport error", retryable=True)
+        try:
+            answer = json.loads(good.text)
+        except ValueError:
+            answer = {"answer": good.text}
+        text = {
+            "prose": "Hmm, let me think about this. I am not sure what to do here.",
+            "truncated": good.text[: max(1, len(good.text) // 2)],
+            "wrong_keys": json.dumps({f"X_{k}": v for k, v in answer.items()} if isinstance(answer, dict)
+                                     else {"X": answer}),
+            "wrong_types": json.dumps({k: [1, 2] for k in answer} if isinstance(answer, dict) else [1]),
+            "illegal": json.dumps(_illegal(answer, request.schema)),
+            "empty": "",
+        }[kind]
+        completion = _offline_completion(text, self.model, request)
+        return completion
+
+
+def _illegal(answer: Any, schema: dict[str, Any] | None) -> Any:
+    """The answer with every enum-constrained field set to a value outside its enum."""
+    if not isinstance(answer, dict) or not schema:
+        return {"target": "Player99"}
+    out = dict(answer)
+    for name, prop in schema.get("properties", {}).items():
+        options = prop.get("anyOf", [prop])
+        if any("enum" in o or "$ref" in o for o in options):
+            out[name] = "Player99"
+    if out == answer:
+        out = {**answer, **{k: "Player99" for k in answer}}
+    return out

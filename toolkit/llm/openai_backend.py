@@ -1,0 +1,191 @@
+"""Any OpenAI-compatible endpoint through the official ``openai`` SDK.
+
+One ``AsyncOpenAI`` client and one concurrency cap per endpoint (per event loop), tenacity retries with
+exponential backoff and jitter on 429 (honouring ``Retry-After``), 5xx, timeouts and dropped connections;
+no retry on other 4xx. Structured output goes as ``response_format: json_schema``; an endpoint that
+rejects it gets the schema in the prompt instead, once and for the rest of the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+from tenacity import (AsyncRetrying, retry_if_exception, stop_after_attempt, stop_after_delay,
+                      wait_exponential_jitter)
+
+from toolkit.llm.base import Completion, LLMError, Request, TransientError, estimate_tokens, messages_text
+from toolkit.llm.cache import ResponseCache, cache_key
+from toolkit.llm.pricing import cost_usd
+
+
+@dataclass
+class OpenAIConfig:
+    max_connections: int = 8
+    timeout_s: float = 60.0
+    max_attempts: int = 6
+    max_total_wait_s: float = 120.0
+    backoff_initial_s: float = 0.5
+    backoff_max_s: float = 20.0
+    retry_after_cap_s: float = 60.0
+    cache_dir: str | None = None
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> "OpenAIConfig":
+        env = {
+            "max_connections": ("TOOLKIT_MAX_CONNECTIONS", int),
+            "timeout_s": ("TOOLKIT_TIMEOUT_S", float),
+            "max_attempts": ("TOOLKIT_MAX_ATTEMPTS", int),
+            "cache_dir": ("TOOLKIT_CACHE_DIR", str),
+        }
+        values: dict[str, Any] = {}
+        for name, (var, cast) in env.items():
+            if os.environ.get(var):
+                values[name] = cast(os.environ[var])
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+
+# Endpoints that refused response_format=json_schema: from then on the schema goes in the prompt.
+_SCHEMA_IN_PROMPT: set[str] = set()
+# Per event loop: {endpoint: (client, semaphore)}. httpx connections and asyncio semaphores belong to a loop.
+_POOLS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict]" = weakref.WeakKeyDictionary()
+
+
+def _pool(base_url: str | None, api_key: str, config: OpenAIConfig):
+    loop = asyncio.get_running_loop()
+    pools = _POOLS.setdefault(loop, {})
+    key = (base_url, api_key)
+    if key not in pools:
+        client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0,
+                                    timeout=config.timeout_s)
+        pools[key] = (client, asyncio.Semaphore(config.max_connections))
+    return pools[key]
+
+
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    try:
+        value = exc.response.headers.get("retry-after")
+        return float(value) if value is not None else None
+    except (AttributeError, ValueError):
+        return None
+
+
+def schema_instruction(schema: dict[str, Any]) -> str:
+    return ("Reply with one JSON object and nothing else. It must match this JSON schema:\n"
+            + json.dumps(schema, ensure_ascii=False))
+
+
+class OpenAIBackend:
+    def __init__(self, model: str, base_url: str | None = None, *, config: OpenAIConfig | None = None,
+                 api_key: str | None = None):
+        self.model = model
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self.config = config or OpenAIConfig.from_env()
+        # Local servers (llama.cpp, vLLM, Ollama) accept any key; hosted ones say 401 with a clear error.
+        self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or "no-key"
+        self.cache = ResponseCache(self.config.cache_dir) if self.config.cache_dir else None
+
+    @property
+    def endpoint(self) -> str:
+        return self.base_url or "https://api.openai.com/v1"
+
+    def _wait(self, retry_state) -> float:
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
+        if isinstance(exc, TransientError) and exc.retry_after is not None:
+            return min(exc.retry_after, self.config.retry_after_cap_s)
+        backoff = wait_exponential_jitter(initial=self.config.backoff_initial_s, max=self.config.backoff_max_s)
+        return backoff(retry_state)
+
+    async def complete(self, request: Request) -> Completion:
+        key = cache_key(self.model, self.base_url, request) if self.cache else None
+        if key and (hit := self.cache.get(key)) is not None:
+            return hit
+        client, semaphore = _pool(self.base_url, self._api_key, self.config)
+        attempts = 0
+        started = time.perf_counter()
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.config.max_attempts) | stop_after_delay(self.config.max_total_wait_s),
+            wait=self._wait,
+            retry=retry_if_exception(lambda e: isinstance(e, TransientError)),
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    attempts += 1
+                    async with semaphore:
+                        completion = await self._once(client, request)
+        except TransientError as exc:
+            raise LLMError(f"{self.model} at {self.endpoint}: gave up after {attempts} attempts: {exc}",
+                           attempts=attempts, retryable=True) from exc
+        except LLMError as exc:
+            exc.attempts = attempts
+            raise
+        completion.attempts = attempts
+        completion.latency_ms = (time.perf_counter() - started) * 1000
+        if key:
+            self.cache.put(key, completion)
+        return completion
+
+    async def _once(self, client: openai.AsyncOpenAI, request: Request) -> Completion:
+        messages = request.messages
+        kwargs: dict[str, Any] = {}
+        if request.schema is not None:
+            if self.endpoint in _SCHEMA_IN_PROMPT:
+                messages = [{"role": "system", "content": schema_instruction(request.schema)}, *messages]
+            else:
+                kwargs["response_format"] = {"type": "json_schema", "json_schema": {
+                    "name": request.schema_name, "schema": request.schema}}
+        for name in ("temperature", "max_tokens", "seed"):
+            if getattr(request, name) is not None:
+                kwargs[name] = getattr(request, name)
+        try:
+            response = await client.chat.completions.create(model=self.model, messages=messages, **kwargs)
+        except openai.RateLimitError as exc:
+            raise TransientError(f"429 rate limited: {exc.message}", retry_after=_retry_after(exc)) from exc
+        except openai.APITimeoutError as exc:
+            raise TransientError(f"timed out after {self.config.timeout_s:g}s") from exc
+        except openai.APIConnectionError as exc:
+            raise TransientError(f"connection error: {exc}") from exc
+        except openai.APIStatusError as exc:
+            if exc.status_code >= 500:
+                raise TransientError(f"{exc.status_code} server error: {exc.message}",
+                                     retry_after=_retry_after(exc)) from exc
+            if (exc.status_code == 400 and "response_format" in kwargs
+                    and any(w in str(exc.message).lower() for w in ("response_format", "json_schema", "schema"))):
+                _SCHEMA_IN_PROMPT.add(self.endpoint)
+                return await self._once(client, request)
+            hint = {401: " (check OPENAI_API_KEY)", 404: " (check the model name and base URL)"}.get(exc.status_code, "")
+            raise LLMError(f"{self.model} at {self.endpoint}: HTTP {exc.status_code}{hint}: {exc.message}") from exc
+        except openai.APIResponseValidationError as exc:
+            raise TransientError(f"malformed response body: {exc.message}") from exc
+        except ValueError as exc:  # a 200 whose body is not JSON
+            raise TransientError(f"malformed response body: {exc}") from exc
+        return self._to_completion(response, messages)
+
+    def _to_completion(self, response: Any, messages: list[dict[str, Any]]) -> Completion:
+        try:
+            text = response.choices[0].message.content or ""
+        except (AttributeError, IndexError, TypeError) as exc:
+            raise TransientError(f"malformed response body: no choices ({type(response).__name__})") from exc
+        usage = getattr(response, "usage", None)
+        if usage is not None and usage.prompt_tokens is not None:
+            prompt_tokens, completion_tokens = usage.prompt_tokens, usage.completion_tokens or 0
+            details = getattr(usage, "prompt_tokens_details", None)
+            cached = (getattr(details, "cached_tokens", 0) or 0) if details else 0
+            estimated = False
+        else:
+            prompt_tokens, completion_tokens = estimate_tokens(messages_text(messages)), estimate_tokens(text)
+            cached, estimated = 0, True
+        return Completion(
+            text=text, model=self.model, base_url=self.endpoint, prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens, cached_tokens=cached, usage_estimated=estimated,
+            cost_usd=cost_usd(self.model, prompt_tokens, completion_tokens, cached),
+        )

@@ -1,0 +1,117 @@
+"""The run log: every row of every table streams to ``<results>/<run_id>/<table>.jsonl`` as it happens
+(one line, flushed), and is compacted to ``<table>.parquet`` when the run closes. A run that dies
+leaves JSONL files that ``toolkit.results.load`` still reads.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import subprocess
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+import toolkit
+from toolkit.tables import TABLES
+
+_KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-]{12,})")
+
+
+def redact(text: str) -> str:
+    """Remove API keys (the configured one, and anything shaped like ``sk-...``) from a log line."""
+    key = os.environ.get("OPENAI_API_KEY")
+    if key and len(key) >= 8 and key in text:
+        text = text.replace(key, "[redacted]")
+    return _KEY_PATTERN.sub("[redacted]", text) if "sk-" in text else text
+
+
+def git_sha() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(toolkit.__file__).parent,
+                             capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+class Run:
+    """One run's folder of tables. Use as a context manager, or call ``close()``."""
+
+    def __init__(self, results_dir: str | Path = "results", experiment: str = "adhoc",
+                 config: dict[str, Any] | None = None, seed: int | None = None, run_id: str | None = None):
+        stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+        self.run_id = run_id or f"{experiment}-{stamp}-{uuid.uuid4().hex[:6]}"
+        self.folder = Path(results_dir) / self.run_id
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._files: dict[str, Any] = {}
+        self.closed = False
+        self.write("runs", {"run_id": self.run_id, "experiment": experiment, "started_at": now(),
+                            "git_sha": git_sha(), "toolkit_version": toolkit.__version__,
+                            "config": json.dumps(config or {}, default=str), "seed": seed})
+
+    def write(self, table: str, row: dict[str, Any]) -> None:
+        if table not in TABLES:
+            raise KeyError(f"unknown table {table!r}; tables are {sorted(TABLES)}")
+        if self.closed:
+            raise RuntimeError(f"run {self.run_id} is closed")
+        handle = self._files.get(table)
+        if handle is None:
+            handle = self._files[table] = open(self.folder / f"{table}.jsonl", "a", encoding="utf-8")
+        handle.write(redact(json.dumps(row, ensure_ascii=False, default=str)) + "\n")
+        handle.flush()
+
+    def close(self) -> None:
+        """Compact every table to Parquet (the JSONL goes once its Parquet is safely written)."""
+        if self.closed:
+            return
+        self.closed = True
+        for handle in self._files.values():
+            handle.close()
+        for table in self._files:
+            compact(self.folder, table)
+
+    def __enter__(self) -> "Run":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Rows of a JSONL file; a torn last line (the process died mid-write) is skipped."""
+    rows = []
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                continue
+    return rows
+
+
+def frame(table: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
+    df = pd.DataFrame(rows)
+    for column in TABLES[table]:
+        if column not in df.columns:
+            df[column] = pd.Series(dtype="object")
+    return df
+
+
+def compact(folder: Path, table: str) -> None:
+    source = folder / f"{table}.jsonl"
+    if not source.exists():
+        return
+    target = folder / f"{table}.parquet"
+    tmp = target.with_suffix(".parquet.tmp")
+    frame(table, read_jsonl(source)).to_parquet(tmp, index=False)
+    os.replace(tmp, target)
+    source.unlink()

@@ -1,0 +1,54 @@
+"""Load a results folder (every run found below it) into pandas DataFrames."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from toolkit.record import frame, read_jsonl
+from toolkit.tables import TABLES
+
+
+@dataclass
+class Results:
+    runs: pd.DataFrame
+    games: pd.DataFrame
+    players: pd.DataFrame
+    events: pd.DataFrame
+    calls: pd.DataFrame
+    sessions: pd.DataFrame
+    tool_calls: pd.DataFrame
+
+    def __repr__(self) -> str:
+        sizes = ", ".join(f"{t}={len(getattr(self, t))}" for t in TABLES)
+        return f"Results({sizes})"
+
+
+def run_folders(path: str | Path) -> list[Path]:
+    path = Path(path)
+    found = {p.parent for pattern in ("runs.parquet", "runs.jsonl") for p in path.rglob(pattern)}
+    return sorted(found)
+
+
+def read_table(folder: Path, table: str) -> pd.DataFrame | None:
+    parquet, jsonl = folder / f"{table}.parquet", folder / f"{table}.jsonl"
+    if parquet.exists():
+        return pd.read_parquet(parquet)
+    if jsonl.exists():
+        return frame(table, read_jsonl(jsonl))
+    return None
+
+
+def load(path: str | Path) -> Results:
+    """All runs under ``path`` (finished runs from Parquet, killed ones from their JSONL)."""
+    if not Path(path).exists():
+        raise FileNotFoundError(f"no results folder at {path}")
+    tables: dict[str, pd.DataFrame] = {}
+    folders = run_folders(path)
+    for table, columns in TABLES.items():
+        parts = [df for f in folders if (df := read_table(f, table)) is not None and len(df)]
+        tables[table] = (pd.concat(parts, ignore_index=True) if parts
+                         else pd.DataFrame({c: pd.Series(dtype="object") for c in columns}))
+    return Results(**tables)

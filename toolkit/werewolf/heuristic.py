@@ -1,0 +1,178 @@
+"""Rule-based players: a real baseline opponent that reads the observation, never the prompt.
+
+Seer checks unknown players and reveals a found wolf; Witch saves on night 1 (and later a revealed Seer)
+and poisons a player a Seer called a werewolf; Guard protects a revealed Seer; wolves never target each
+other, follow their team's first proposal, go for a revealed Seer, rarely vote against a teammate (bus),
+and sometimes fake a Seer claim; villagers vote on claims and accusations. All randomness comes from
+the request's seed.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from typing import Any
+
+from toolkit.llm.base import Completion, Request, estimate_tokens
+
+FAKE_CLAIM_RATE = 0.3
+BUS_RATE = 0.05
+
+
+class HeuristicBackend:
+    model = "heuristic"
+    base_url = None
+
+    async def complete(self, request: Request) -> Completion:
+        obs = request.observation or {}
+        if obs.get("game") != "werewolf":
+            raise ValueError("the heuristic backend plays werewolf only: it needs a werewolf observation")
+        rng = random.Random(f"{request.seed}:{request.meta.get('replay_key', '')}")
+        answer = decide(obs, rng)
+        text = json.dumps(answer)
+        # No prompt is read, so only the answer's tokens are counted (an estimate, flagged).
+        return Completion(text=text, model=self.model, completion_tokens=estimate_tokens(text),
+                          usage_estimated=True, cost_usd=0.0)
+
+
+def decide(obs: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    action = obs["action"]
+    if action == "speak":
+        return {"speech": speak(obs, rng)}
+    if action == "reflect":
+        top = suspicion(obs, rng)
+        return {"reflection": f"Day {obs['day']}: I am {obs['role']}. My main suspect is {top or 'unclear'}."}
+    choices = list(obs["choices"])
+    return {"target": globals()[f"_{action}"](obs, choices, rng)}
+
+
+# ------------------------------------------------------------------ reading the table
+def seer_claims(obs: dict[str, Any]) -> dict[str, list[str]]:
+    """Seer claimant → the players they called werewolves (in order)."""
+    claimants: dict[str, list[str]] = {}
+    for speaker, kind, value in obs["claims"]:
+        if kind == "role" and value == "Seer":
+            claimants.setdefault(speaker, [])
+    for speaker, kind, value in obs["claims"]:
+        if kind == "accuse" and speaker in claimants:
+            claimants[speaker].append(value)
+    return claimants
+
+
+def known_good(obs: dict[str, Any]) -> set[str]:
+    good = {obs["seat"]}
+    if obs["role"] == "Werewolf":
+        good |= set(obs.get("teammates", []))
+    good |= {p for p, r in obs.get("checks", {}).items() if r == "good"}
+    return good
+
+
+def suspicion(obs: dict[str, Any], rng: random.Random, pool: list[str] | None = None) -> str | None:
+    """The most suspected living player by claims and accusations, excluding known-good ones."""
+    pool = [p for p in (pool or obs["alive"]) if p not in known_good(obs)]
+    if not pool:
+        return None
+    for p, r in obs.get("checks", {}).items():
+        if r == "werewolf" and p in pool:
+            return p
+    score: Counter[str] = Counter()
+    claims = seer_claims(obs)
+    for claimant, accused in claims.items():
+        weight = 3 if len(claims) == 1 else 1  # a contested seer claim is weaker evidence
+        for target in accused:
+            score[target] += weight
+            if target == obs["seat"]:
+                score[claimant] += 4  # they lied about me: they are a wolf
+    for speaker, kind, value in obs["claims"]:
+        if kind == "suspect":
+            score[value] += 1
+        elif kind == "clear" and speaker in claims and len(claims) == 1:
+            score[value] -= 2
+    scored = [p for p in pool if score[p] > 0]
+    if scored:
+        best = max(score[p] for p in scored)
+        return rng.choice([p for p in scored if score[p] == best])
+    return rng.choice(pool)
+
+
+# ------------------------------------------------------------------ night
+def _protect(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str | None:
+    claimed = [p for p in seer_claims(obs) if p in choices]
+    if claimed:
+        return claimed[0]
+    return obs["seat"] if obs["seat"] in choices and rng.random() < 0.5 else rng.choice(choices)
+
+
+def _hunt(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str:
+    proposals = obs.get("proposals") or []
+    if proposals and proposals[0][1] in choices and rng.random() < 0.9:
+        return proposals[0][1]  # follow the team
+    claimed = [p for p in seer_claims(obs) if p in choices]
+    if claimed:
+        return claimed[0]
+    return rng.choice(choices)
+
+
+def _verify(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str:
+    unknown = [p for p in choices if p not in obs.get("checks", {})]
+    suspects = [v for s, k, v in obs["claims"] if k in ("accuse", "suspect") and v in unknown]
+    return rng.choice(suspects or unknown or choices)
+
+
+def _save(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str | None:
+    victim = obs.get("victim")
+    if obs["day"] == 1 or victim in seer_claims(obs):
+        return victim
+    return None
+
+
+def _poison(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str | None:
+    claims = seer_claims(obs)
+    if len(claims) == 1:
+        (accused,) = claims.values()
+        for target in accused:
+            if target in choices:
+                return target
+    return None
+
+
+# ------------------------------------------------------------------ day
+def _vote(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str:
+    if obs["role"] == "Werewolf":
+        mates = set(obs.get("teammates", []))
+        accused = Counter(v for s, k, v in obs["claims"] if k == "accuse" and v in choices)
+        doomed = [m for m in mates if m in choices and accused[m] >= 1]
+        if doomed and rng.random() < BUS_RATE:
+            return doomed[0]
+        village = [p for p in choices if p not in mates]
+        claimed = [p for p in seer_claims(obs) if p in village]
+        return claimed[0] if claimed else (suspicion(obs, rng, village) or rng.choice(choices))
+    return suspicion(obs, rng, choices) or rng.choice(choices)
+
+
+def speak(obs: dict[str, Any], rng: random.Random) -> str:
+    role, seat = obs["role"], obs["seat"]
+    if obs["phase"] == "last_words":
+        top = suspicion(obs, rng)
+        return f"I was on the village side. Watch {top}." if top else "Good luck, everyone."
+    if role == "Seer":
+        wolves = [p for p, r in obs.get("checks", {}).items() if r == "werewolf" and p in obs["alive"]]
+        if wolves:
+            good = [p for p, r in obs["checks"].items() if r == "good" and p in obs["alive"]]
+            extra = f" {good[0]} is good." if good else ""
+            return f"I am the Seer. {wolves[0]} is a werewolf.{extra} Vote for {wolves[0]}."
+    if role == "Werewolf":
+        mates = set(obs.get("teammates", []))
+        village = [p for p in obs["alive"] if p not in mates and p != seat]
+        real = [p for p in seer_claims(obs) if p not in mates and p != seat]
+        already_claimed = seat in seer_claims(obs)
+        if village and (real or already_claimed or rng.random() < FAKE_CLAIM_RATE / max(1, 4 - obs["day"])):
+            target = real[0] if real else rng.choice(village)
+            return f"I am the Seer. {target} is a werewolf. Vote for {target}."
+        if village:
+            return f"I am a Villager. I suspect {rng.choice(village)}."
+    top = suspicion(obs, rng, [p for p in obs["alive"] if p != seat])
+    if top:
+        return f"I am a Villager. I suspect {top}."
+    return "I have nothing certain yet; let us listen carefully."

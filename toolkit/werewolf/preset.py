@@ -1,0 +1,67 @@
+"""Presets: the role counts and every rule flag of a game, loaded from YAML files."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+PRESETS_DIR = Path(__file__).with_name("presets")
+ROLES = ("Werewolf", "Villager", "Guard", "Witch", "Seer")
+SPECIAL_ROLES = ("Guard", "Witch", "Seer")
+
+
+class Preset(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    roles: dict[str, int]
+    guard_no_repeat: bool = False
+    witch_one_potion_per_night: bool = False
+    witch_no_self_save: bool = False
+    reveal_roles_on_death: bool = False
+    speech_order: Literal["rotate", "fixed"] = "rotate"
+    vote_tie: Literal["none", "revote", "random"] = "none"
+    last_words: bool = False
+    win_rule: Literal["side_kill", "parity"] = "side_kill"
+    max_days: int = Field(10, ge=1)
+
+    @field_validator("roles")
+    @classmethod
+    def _known_roles(cls, roles: dict[str, int]) -> dict[str, int]:
+        unknown = set(roles) - set(ROLES)
+        if unknown:
+            raise ValueError(f"unknown roles {sorted(unknown)}; roles are {ROLES}")
+        if roles.get("Werewolf", 0) < 1:
+            raise ValueError("a game needs at least one Werewolf")
+        if sum(roles.values()) - roles["Werewolf"] < 1:
+            raise ValueError("a game needs at least one player on the village side")
+        return roles
+
+    @property
+    def n_players(self) -> int:
+        return sum(self.roles.values())
+
+    @property
+    def seats(self) -> list[str]:
+        return [f"Player{i}" for i in range(1, self.n_players + 1)]
+
+    def role_list(self) -> list[str]:
+        return [role for role in ROLES for _ in range(self.roles.get(role, 0))]
+
+
+def available_presets() -> list[str]:
+    return sorted(p.stem for p in PRESETS_DIR.glob("*.yaml"))
+
+
+@lru_cache(maxsize=64)
+def load_preset(name_or_path: str | Path) -> Preset:
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = PRESETS_DIR / f"{name_or_path}.yaml"
+    if not path.exists():
+        raise ValueError(f"no preset {name_or_path!r}; presets are {available_presets()} or a YAML path")
+    return Preset.model_validate(yaml.safe_load(path.read_text()))
