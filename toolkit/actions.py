@@ -125,6 +125,9 @@ class Action:
         model = output or self.output
         messages = self.messages(values)
         meta = {"action": self.name, **(meta or {})}
+        if ctx is not None:  # stateful backends (scripted, replay) keep their place per game or session
+            meta.setdefault("game_id", ctx.game_id)
+            meta.setdefault("session_id", ctx.session_id)
         error = None
         for attempt in range(2):  # the first ask, then one re-ask that shows the model its error
             request = Request(messages=messages, schema=json_schema(model), schema_name=self.name,

@@ -12,6 +12,10 @@ picks the behaviour, so one server serves every test:
 - ``faults:RATE``: at RATE a random fault (429 with Retry-After 0, 500, hang, reset, malformed),
   otherwise ``ok``. Seeded, and every request's outcome is kept in ``server.log``.
 - ``say``: the next text queued with ``server.say(...)``.
+- ``queue``: the next behaviour queued with ``server.queue(...)`` (``ok`` when none is left), e.g.
+  ``server.queue("429:1", "ok")`` for one rate limit with ``Retry-After: 1`` and then an answer.
+
+``server.max_active`` is the most requests it was handling at once (to check concurrency caps).
 """
 
 from __future__ import annotations
@@ -60,6 +64,17 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.server.owner
         behaviour = owner.pick(str(body.get("model", "ok")))
         owner.record(behaviour, body)
+        with owner.lock:
+            owner.active += 1
+            owner.max_active = max(owner.max_active, owner.active)
+        try:
+            self._behave(behaviour, body)
+        finally:
+            with owner.lock:
+                owner.active -= 1
+
+    def _behave(self, behaviour: str, body: dict[str, Any]) -> None:
+        owner = self.server.owner
         kind, _, arg = behaviour.partition(":")
         if kind == "slow":
             time.sleep(float(arg or 0.2))
@@ -96,6 +111,9 @@ class FakeOpenAIServer:
         self.log: list[tuple[str, str]] = []  # (requested model, behaviour chosen)
         self.requests: list[dict[str, Any]] = []
         self._said: list[str] = []
+        self._queued: list[str] = []
+        self.active = 0
+        self.max_active = 0
         self.httpd = self._Server(("127.0.0.1", port), _Handler)
         self.httpd.owner = self
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -108,8 +126,15 @@ class FakeOpenAIServer:
         with self.lock:
             self._said.extend(texts)
 
+    def queue(self, *behaviours: str) -> None:
+        with self.lock:
+            self._queued.extend(behaviours)
+
     def pick(self, model: str) -> str:
         kind, _, arg = model.partition(":")
+        if kind == "queue":
+            with self.lock:
+                return self._queued.pop(0) if self._queued else "ok"
         if kind != "faults":
             return model
         with self.lock:

@@ -3,7 +3,7 @@
 TABLES: dict[str, tuple[str, ...]] = {
     "runs": ("run_id", "experiment", "started_at", "git_sha", "toolkit_version", "config", "seed"),
     "games": ("game_id", "run_id", "seed", "preset", "winner", "win_reason", "days", "n_calls",
-              "prompt_tokens", "completion_tokens", "cost_usd", "n_fallbacks", "wall_s"),
+              "prompt_tokens", "completion_tokens", "cost_usd", "n_fallbacks", "wall_s", "config"),
     "players": ("game_id", "seat", "role", "side", "model", "reflection", "experience", "strategy",
                 "survived", "death_day", "death_cause"),
     "events": ("game_id", "seq", "day", "phase", "kind", "actor", "target", "text", "visibility", "fallback"),

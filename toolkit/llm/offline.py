@@ -21,7 +21,8 @@ _WORDS = ("I", "think", "we", "should", "watch", "carefully", "nobody", "is", "s
 
 
 def _rng(request: Request, salt: str = "") -> random.Random:
-    return random.Random(f"{request.seed}:{salt}:{request.meta.get('replay_key', '')}")
+    # A re-ask (more messages) draws afresh; the same request always draws the same.
+    return random.Random(f"{request.seed}:{salt}:{request.meta.get('replay_key', '')}:{len(request.messages)}")
 
 
 def _offline_completion(text: str, model: str, request: Request) -> Completion:
@@ -182,9 +183,10 @@ class ReplayBackend:
         if n >= len(rows):
             raise LLMError(f"{self.model}: no recorded answer #{n + 1} for {key}")
         row = rows[n]
-        if not row.get("ok", True) and not row.get("response_text"):
+        text = row.get("response_text")
+        if not isinstance(text, str):  # None, or NaN from a table: the recorded call got no answer
             raise LLMError(f"{self.model}: replayed failure: {row.get('error')}")
-        return _offline_completion(row.get("response_text") or "", self.model, request)
+        return _offline_completion(text, self.model, request)
 
 
 CHAOS_KINDS = ("prose", "truncated", "wrong_keys", "wrong_types", "illegal", "empty", "transport")

@@ -100,7 +100,8 @@ class OpenAIBackend:
         exc = retry_state.outcome.exception() if retry_state.outcome else None
         if isinstance(exc, TransientError) and exc.retry_after is not None:
             return min(exc.retry_after, self.config.retry_after_cap_s)
-        backoff = wait_exponential_jitter(initial=self.config.backoff_initial_s, max=self.config.backoff_max_s)
+        backoff = wait_exponential_jitter(multiplier=self.config.backoff_initial_s, max=self.config.backoff_max_s,
+                                          jitter=self.config.backoff_initial_s)
         return backoff(retry_state)
 
     async def complete(self, request: Request) -> Completion:

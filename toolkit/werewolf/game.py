@@ -6,6 +6,7 @@ actions). Nothing a player answers can crash a game.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import traceback
 import uuid
@@ -79,7 +80,8 @@ class GameRunner:
     """Plays one game. ``backends`` may be shared between games so endpoints share clients and caps."""
 
     def __init__(self, config: GameConfig, run: Run | None = None, backends: dict[str, Backend] | None = None,
-                 game_id: str | None = None, on_event: Callable[[Event, Game], None] | None = None):
+                 game_id: str | None = None, on_event: Callable[[Event, Game], None] | None = None,
+                 seat_backends: dict[str, Backend] | None = None):
         self.config = config
         self.preset = config.resolved_preset()
         self.run = run
@@ -88,8 +90,10 @@ class GameRunner:
         self.on_event = on_event
         specs = [config.seat_config(s).spec for s in self.preset.seats]
         self.game = Game(self.preset, config.seed, config.roles or scripted_roles(specs))
+        seat_backends = seat_backends or {}
         self.players = {seat: Player(seat, self.game.roles[seat], config.seat_config(seat),
-                                     self._backend(config.seat_config(seat).spec)) for seat in self.preset.seats}
+                                     seat_backends.get(seat) or self._backend(config.seat_config(seat).spec))
+                        for seat in self.preset.seats}
         self.ctx = CallContext(run=run, game_id=self.game_id)
         preset_values = {**self.preset.model_dump(), "n_players": self.preset.n_players}
         self.values = {"preset": preset_values, "rules": render("werewolf/rules.j2", preset=preset_values)}
@@ -199,7 +203,14 @@ class GameRunner:
             "game_id": self.game_id, "run_id": self.run.run_id, "seed": g.seed, "preset": self.preset.name,
             "winner": winner, "win_reason": reason, "days": g.day, "n_calls": c.calls,
             "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens, "cost_usd": c.cost_usd,
-            "n_fallbacks": c.fallbacks, "wall_s": round(wall_s, 4)})
+            "n_fallbacks": c.fallbacks, "wall_s": round(wall_s, 4), "config": json.dumps(self.replay_config())})
+
+    def replay_config(self) -> dict[str, Any]:
+        """What ``toolkit replay`` needs to set the same game up again."""
+        return {"preset": self.preset.model_dump(), "seed": self.config.seed, "roles": self.game.roles,
+                "recent": self.config.recent, "temperature": self.config.temperature,
+                "seats": {s: {"spec": p.config.spec, "reflection": p.config.reflection,
+                              "experience": p.config.experience} for s, p in self.players.items()}}
 
 
 async def play_game(config: GameConfig, run: Run | None = None, **kwargs: Any) -> GameResult:

@@ -17,6 +17,10 @@ MESSAGE_KINDS = ("speech", "vote", "elimination", "announcement", "death", "hunt
                  "check", "save", "poison")
 
 
+MAX_MESSAGE_CHARS = 400  # a speech longer than this is cut in other players' prompts
+SUMMARY_DAYS = 4  # earlier days summarised; older ones survive as the dead list and private knowledge
+
+
 def observe(game: Game, seat: str, ask: Ask, recent: int = 12) -> dict[str, Any]:
     role = game.roles[seat]
     visible = [e for e in game.events if e.visible_to(seat, role)]
@@ -30,7 +34,7 @@ def observe(game: Game, seat: str, ask: Ask, recent: int = 12) -> dict[str, Any]
         "phase": game.phase, "action": ask.action, "choices": list(ask.choices), "can_pass": ask.can_pass,
         "alive": list(game.alive), "dead": [s for s in game.seats if s not in game.alive],
         "recent": [_message(e) for e in recent_events],
-        "summary": _summarise(older),
+        "summary": _summarise(older)[-SUMMARY_DAYS:],
         "claims": [list(c) for c in dict.fromkeys(claims)],
     }
     if role == "Werewolf":
@@ -50,7 +54,8 @@ def observe(game: Game, seat: str, ask: Ask, recent: int = 12) -> dict[str, Any]
 
 
 def _message(e: Event) -> dict[str, Any]:
-    return {"day": e.day, "kind": e.kind, "actor": e.actor, "target": e.target, "text": e.text,
+    text = e.text if len(e.text) <= MAX_MESSAGE_CHARS else e.text[:MAX_MESSAGE_CHARS] + " […]"
+    return {"day": e.day, "kind": e.kind, "actor": e.actor, "target": e.target, "text": text,
             "private": e.visibility != "public"}
 
 

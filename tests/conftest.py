@@ -1,0 +1,21 @@
+import pytest
+
+from toolkit.fake_server import FakeOpenAIServer
+
+# Retries in tests wait milliseconds, not seconds; Retry-After is still honoured where a test sets it.
+FAST = dict(backoff_initial_s=0.005, backoff_max_s=0.02, timeout_s=2.0, max_attempts=6)
+
+
+@pytest.fixture
+def server():
+    """A loopback OpenAI-compatible test double (real HTTP; see toolkit.fake_server)."""
+    with FakeOpenAIServer(seed=1) as srv:
+        yield srv
+
+
+@pytest.fixture(autouse=True)
+def _no_real_endpoint(monkeypatch):
+    # Tests never reach a hosted model, whatever the developer's shell has set.
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("TOOLKIT_CACHE_DIR", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-0123456789")

@@ -1,0 +1,139 @@
+"""``python -m toolkit``: play, replay (more commands join as their issues land)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from typing import Any
+
+from toolkit.record import Run
+from toolkit.werewolf.preset import available_presets
+from toolkit.werewolf.rules import PUBLIC, Event, Game
+
+ROLE_COLOURS = {"Werewolf": "31", "Seer": "35", "Witch": "36", "Guard": "34", "Villager": "32"}
+
+
+class Transcript:
+    """Prints events as they happen: public ones plainly, night actions marked private (god view)."""
+
+    def __init__(self, colour: bool | None = None, stream: Any = None):
+        self.stream = stream or sys.stdout
+        self.colour = self.stream.isatty() and not os.environ.get("NO_COLOR") if colour is None else colour
+
+    def _c(self, code: str, text: str) -> str:
+        return f"\033[{code}m{text}\033[0m" if self.colour else text
+
+    def __call__(self, e: Event, game: Game) -> None:
+        who = ""
+        if e.actor:
+            role = game.roles.get(e.actor, "")
+            who = self._c(ROLE_COLOURS.get(role, "0"), f"{e.actor} ({role})") + ": "
+        if e.visibility == PUBLIC:
+            line = f"[day {e.day} {e.phase}] {who}{e.text}"
+            if e.kind in ("announcement", "elimination", "death"):
+                line = self._c("1", line)
+        else:
+            line = self._c("2", f"[day {e.day} {e.phase}] (private to {e.visibility}) {who}{e.text}")
+        if e.fallback:
+            line += self._c("33", "  [fallback]")
+        print(line, file=self.stream)
+
+
+def _pairs(items: list[str], what: str) -> dict[str, str]:
+    out = {}
+    for item in items:
+        for part in item.split(","):
+            key, sep, value = part.partition("=")
+            if not sep or not key or not value:
+                raise SystemExit(f"error: {what} must look like Player3=VALUE, got {part!r}")
+            out[key.strip()] = value.strip()
+    return out
+
+
+def cmd_play(args: argparse.Namespace) -> int:
+    from toolkit.werewolf.experience import ExperiencePool
+    from toolkit.werewolf.game import GameConfig, GameRunner
+
+    seats = _pairs(args.seat or [], "--seat")
+    roles = _pairs([args.roles], "--roles") if args.roles else None
+    pool = ExperiencePool(os.path.join(args.out, "experience", "pool.jsonl")) if args.experience else None
+    config = GameConfig(preset=args.preset, seed=args.seed, model=args.model, seats=seats, roles=roles,
+                        reflection=args.reflection, experience=args.experience, max_days=args.max_days,
+                        temperature=args.temperature, experience_pool=pool)
+    try:
+        with Run(args.out, "play", config={k: v for k, v in vars(args).items() if k != "func"},
+                 seed=args.seed) as run:
+            runner = GameRunner(config, run, on_event=None if args.quiet else Transcript())
+            result = asyncio.run(runner.play())
+    except ValueError as exc:  # a broken preset, spec, roles or script: say what, not a traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"winner: {result.winner} ({result.win_reason.splitlines()[0]}) after {result.days} days")
+    print(f"tables: {run.folder}  (game {result.game_id}, {result.ctx.calls} calls, "
+          f"{result.ctx.fallbacks} fallbacks)")
+    return 0 if result.winner != "error" else 1
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from toolkit.werewolf.replay import EVENT_FIELDS, event_tuple, replay_game
+
+    try:
+        with Run(args.out, "replay", config={k: v for k, v in vars(args).items() if k != "func"}) as run:
+            result, recorded = asyncio.run(replay_game(args.dir, args.game, run, args.fork_at, args.model,
+                                                       None if args.quiet else Transcript()))
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    new = [event_tuple(e) for e in result.events]
+    print(f"winner: {result.winner} ({result.win_reason.splitlines()[0]}) after {result.days} days")
+    if args.fork_at is None:
+        same = new == recorded
+        print(f"replayed {len(new)} events: {'identical to the recording' if same else 'DIFFERENT from the recording'}")
+        if not same:
+            for i, (a, b) in enumerate(zip(new, recorded)):
+                if a != b:
+                    print(f"first difference at event {i}:\n  recorded {dict(zip(EVENT_FIELDS, b))}\n"
+                          f"  replayed {dict(zip(EVENT_FIELDS, a))}")
+                    break
+            return 1
+    else:
+        shared = sum(1 for _ in zip(new[: args.fork_at], recorded[: args.fork_at]))
+        print(f"forked at event {args.fork_at} ({shared} events replayed), then {args.model} played on")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m toolkit", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    play = sub.add_parser("play", help="play one werewolf game and write its tables")
+    play.add_argument("--preset", default="classic7", help=f"one of {available_presets()} or a YAML path")
+    play.add_argument("--seed", type=int, default=0)
+    play.add_argument("--model", default="heuristic", help="spec for every seat (heuristic, random, "
+                      "scripted:PATH, replay:DIR, chaos:RATE, local, openai:MODEL[@URL])")
+    play.add_argument("--seat", action="append", metavar="SEAT=SPEC", help="a seat's own spec (repeatable)")
+    play.add_argument("--roles", metavar="SEAT=ROLE,...", help="fix the roles instead of shuffling")
+    play.add_argument("--reflection", action=argparse.BooleanOptionalAction, default=False)
+    play.add_argument("--experience", action="store_true", help="use and grow the experience pool")
+    play.add_argument("--max-days", type=int)
+    play.add_argument("--temperature", type=float)
+    play.add_argument("--out", default="results")
+    play.add_argument("--quiet", action="store_true", help="no transcript, only the result line")
+    play.set_defaults(func=cmd_play)
+
+    replay = sub.add_parser("replay", help="re-run a logged game from its recorded answers")
+    replay.add_argument("dir", help="results folder holding the game")
+    replay.add_argument("--game", required=True, help="game_id to replay")
+    replay.add_argument("--fork-at", type=int, help="replay up to this event seq, then let --model play")
+    replay.add_argument("--model", default="heuristic", help="spec that plays after --fork-at")
+    replay.add_argument("--out", default="results/replays")
+    replay.add_argument("--quiet", action="store_true")
+    replay.set_defaults(func=cmd_replay)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)

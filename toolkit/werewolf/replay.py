@@ -1,0 +1,73 @@
+"""Re-run a logged game from its recorded answers, exactly; or fork it at an event and let another
+model continue from there (a counterfactual)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+from toolkit.llm import Backend, Completion, Request, get_backend
+from toolkit.llm.offline import ReplayBackend
+from toolkit.record import Run
+from toolkit.results import load
+from toolkit.werewolf.game import GameConfig, GameResult, GameRunner
+from toolkit.werewolf.players import SeatConfig
+from toolkit.werewolf.preset import Preset
+
+EVENT_FIELDS = ("seq", "day", "phase", "kind", "actor", "target", "text", "visibility", "fallback")
+
+
+class ForkBackend:
+    """``before`` until ``switched()`` says so, then ``after``."""
+
+    def __init__(self, before: Backend, after: Backend, switched: Callable[[], bool]):
+        self.before, self.after, self.switched = before, after, switched
+
+    @property
+    def model(self) -> str:
+        return self.after.model if self.switched() else self.before.model
+
+    @property
+    def base_url(self) -> str | None:
+        return (self.after if self.switched() else self.before).base_url
+
+    async def complete(self, request: Request) -> Completion:
+        return await (self.after if self.switched() else self.before).complete(request)
+
+
+def recorded_game(results_dir: str | Path, game_id: str) -> tuple[dict[str, Any], list[tuple]]:
+    results = load(results_dir)
+    games = results.games[results.games["game_id"] == game_id]
+    if games.empty:
+        known = ", ".join(results.games["game_id"].astype(str).head(10))
+        raise ValueError(f"no game {game_id!r} in {results_dir} (some games there: {known})")
+    events = results.events[results.events["game_id"] == game_id].sort_values("seq")
+    return json.loads(games.iloc[0]["config"]), [event_tuple(e) for e in events.to_dict("records")]
+
+
+def event_tuple(e: Any) -> tuple:
+    get = e.get if isinstance(e, dict) else lambda k: getattr(e, k)
+    return tuple(None if (v := get(k)) is None or v != v else v for k in EVENT_FIELDS)  # NaN → None
+
+
+async def replay_game(results_dir: str | Path, game_id: str, run: Run | None = None, fork_at: int | None = None,
+                model: str | None = None, on_event=None) -> tuple[GameResult, list[tuple]]:
+    """Returns the new game's result and the recorded events (to compare with)."""
+    config, recorded = recorded_game(results_dir, game_id)
+    seats = {s: SeatConfig(spec=c["spec"], reflection=c["reflection"], experience=c["experience"])
+             for s, c in config["seats"].items()}
+    game_config = GameConfig(preset=Preset.model_validate(config["preset"]), seed=config["seed"],
+                             roles=config["roles"], seats=seats, recent=config["recent"],
+                             temperature=config.get("temperature"))
+    replay = ReplayBackend(results_dir, game_id)
+    runner: GameRunner | None = None
+    if fork_at is None:
+        seat_backends: dict[str, Backend] = {s: replay for s in seats}
+    else:
+        after = get_backend(model or "heuristic")
+        fork = ForkBackend(replay, after, lambda: runner is not None and len(runner.game.events) >= fork_at)
+        seat_backends = {s: fork for s in seats}
+    runner = GameRunner(game_config, run, seat_backends=seat_backends, on_event=on_event,
+                        game_id=f"{game_id}-{'replay' if fork_at is None else f'fork{fork_at}'}")
+    return await runner.play(), recorded
