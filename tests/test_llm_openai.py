@@ -124,5 +124,7 @@ async def test_thirty_percent_faults_every_call_completes_once(server, tmp_path)
     calls = load(tmp_path).calls
     assert len(calls) == 200 and calls["seq"].is_unique and calls["ok"].all()
     faults = sum(1 for _, b in server.log if b != "ok")
-    assert faults > 30  # about 30% of the requests failed ...
-    assert int(calls["attempts"].sum()) == len(server.log) == 200 + faults  # ... and each was retried
+    assert faults > 30  # about 30% of the requests that reached the server failed ...
+    assert len(server.log) - faults == 200  # ... each call got exactly one good answer, no duplicates ...
+    # ... after retrying every fault (an attempt may also die on a stale connection before the server sees it)
+    assert int(calls["attempts"].sum()) >= len(server.log) and calls["attempts"].max() > 1

@@ -57,6 +57,7 @@ class ActionResult:
     fallback: bool = False
     error: str | None = None
     messages: list[dict[str, Any]] = field(default_factory=list)
+    calls: int = 1  # model calls this action made (2 after a re-ask)
 
 
 @lru_cache(maxsize=4096)
@@ -134,14 +135,14 @@ class Action:
                               observation=observation, temperature=temperature, seed=seed, meta=meta)
             value, text, error = await self._ask(backend, request, model, ctx, final=attempt == 1)
             if value is not None:
-                return ActionResult(value, messages=messages)
+                return ActionResult(value, messages=messages, calls=attempt + 1)
             if text is None:  # a transport failure: nothing for the model to learn from a re-ask
                 break
             messages = [*messages, {"role": "assistant", "content": text},
                         {"role": "user", "content": render("reask.j2", error=error)}]
         if ctx is not None:
             ctx.fallbacks += 1
-        return ActionResult(fallback(), fallback=True, error=error, messages=messages)
+        return ActionResult(fallback(), fallback=True, error=error, messages=messages, calls=attempt + 1)
 
     async def _ask(self, backend: Backend, request: Request, model: type[BaseModel], ctx: CallContext | None,
                    final: bool) -> tuple[BaseModel | None, str | None, str | None]:

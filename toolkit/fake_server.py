@@ -34,6 +34,7 @@ from toolkit.llm.offline import sample_from_schema
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go in two writes; no 40 ms delayed-ACK stall
     server: "FakeOpenAIServer._Server"
 
     def log_message(self, *args: Any) -> None:  # quiet
@@ -185,3 +186,33 @@ class FakeOpenAIServer:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+def serve_in_subprocess(seed: int = 0):
+    """Start the test server in its own process (so its work does not share our GIL); returns
+    ``(process, base_url)``. The caller terminates the process."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "toolkit.fake_server", "--seed", str(seed)],
+                            stdout=subprocess.PIPE, text=True)
+    base_url = proc.stdout.readline().strip()
+    if not base_url.startswith("http"):
+        proc.kill()
+        raise RuntimeError("the test server did not start")
+    return proc, base_url
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="loopback OpenAI-compatible test server (not a model)")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    server = FakeOpenAIServer(seed=args.seed, port=args.port)
+    print(server.base_url, flush=True)
+    try:
+        server.httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass

@@ -63,6 +63,7 @@ class GameResult:
     events: list[Event]
     roles: dict[str, str]
     ctx: CallContext
+    critical_path_calls: int = 0
 
 
 def scripted_roles(specs: list[str]) -> dict[str, str] | None:
@@ -100,6 +101,9 @@ class GameRunner:
         self._written = 0
         self._reflected_day = 0
         self.stop_requested = False
+        # The longest chain of model calls the game had to wait for, one after another: the game cannot
+        # finish faster than this many call latencies, however much is asked concurrently.
+        self.critical_path_calls = 0
 
     def _backend(self, spec: str) -> Backend:
         if spec not in self.backends:
@@ -127,6 +131,7 @@ class GameRunner:
             await self._reflect()
         asks = g.pending()
         decisions = await asyncio.gather(*(self.ask(a) for a in asks))
+        self.critical_path_calls += max((d.calls for d in decisions), default=0)
         for a, d in zip(asks, decisions):
             try:
                 g.apply(a.seat, a.action, d.target, d.text, d.fallback)
@@ -138,15 +143,16 @@ class GameRunner:
     async def _reflect(self) -> None:
         seats = [s for s in self.game.alive if self.players[s].config.reflection]
 
-        async def one(seat: str) -> None:
+        async def one(seat: str) -> int:
             ask = Ask(seat, "reflect")
             obs = observe(self.game, seat, ask, self.config.recent)
-            value, _, _ = await self.players[seat].act(
+            value, _, _, calls = await self.players[seat].act(
                 "reflect", obs, {**self.values, "obs": obs}, self.ctx, self.config.seed,
                 self.key(seat, "reflect"), temperature=self.config.temperature)
             self.players[seat].notes = value.reflection
+            return calls
 
-        await asyncio.gather(*(one(s) for s in seats))
+        self.critical_path_calls += max(await asyncio.gather(*(one(s) for s in seats)), default=0)
 
     def _write_events(self) -> None:
         new = self.game.events[self._written:]
@@ -182,7 +188,7 @@ class GameRunner:
         self._write_events()
         self._finish(winner, reason, time.perf_counter() - started)
         return GameResult(self.game_id, self.config.seed, winner, reason, self.game.day, list(self.game.events),
-                          dict(self.game.roles), self.ctx)
+                          dict(self.game.roles), self.ctx, self.critical_path_calls)
 
     def _finish(self, winner: str, reason: str, wall_s: float) -> None:
         g, c = self.game, self.ctx

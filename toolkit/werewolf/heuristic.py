@@ -68,8 +68,25 @@ def known_good(obs: dict[str, Any]) -> set[str]:
     return good
 
 
+def trusted_seer(obs: dict[str, Any]) -> str | None:
+    """The Seer claimant this seat believes: the first to claim, unless it accused this seat (a lie) or is
+    known to be a wolf. A later claimant who was accused by an earlier one is the classic wolf counter-claim."""
+    good = known_good(obs)
+    for claimant, accused in seer_claims(obs).items():
+        if obs["seat"] in accused and obs["role"] != "Werewolf":
+            continue
+        if obs.get("checks", {}).get(claimant) == "werewolf":
+            continue
+        if claimant == obs["seat"] and obs["role"] != "Seer":
+            continue
+        if any(a in good and a != obs["seat"] for a in accused) and obs["role"] != "Werewolf":
+            continue
+        return claimant
+    return None
+
+
 def suspicion(obs: dict[str, Any], rng: random.Random, pool: list[str] | None = None) -> str | None:
-    """The most suspected living player by claims and accusations, excluding known-good ones."""
+    """The most suspected living player by checks, trusted claims and accusations (known-good excluded)."""
     pool = [p for p in (pool or obs["alive"]) if p not in known_good(obs)]
     if not pool:
         return None
@@ -78,17 +95,22 @@ def suspicion(obs: dict[str, Any], rng: random.Random, pool: list[str] | None = 
             return p
     score: Counter[str] = Counter()
     claims = seer_claims(obs)
+    trusted = trusted_seer(obs)
     for claimant, accused in claims.items():
-        weight = 3 if len(claims) == 1 else 1  # a contested seer claim is weaker evidence
         for target in accused:
-            score[target] += weight
-            if target == obs["seat"]:
-                score[claimant] += 4  # they lied about me: they are a wolf
+            score[target] += 4 if claimant == trusted else 1
+            if target == obs["seat"] and obs["role"] != "Werewolf":
+                score[claimant] += 6  # they lied about me: they are a wolf
+    for claimant in claims:
+        if trusted and claimant != trusted and claimant in claims[trusted]:
+            score[claimant] += 2  # counter-claimed after being accused
+    if trusted:
+        for speaker, kind, value in obs["claims"]:
+            if kind == "clear" and speaker == trusted:
+                score[value] -= 3
     for speaker, kind, value in obs["claims"]:
         if kind == "suspect":
-            score[value] += 1
-        elif kind == "clear" and speaker in claims and len(claims) == 1:
-            score[value] -= 2
+            score[value] += 0.5
     scored = [p for p in pool if score[p] > 0]
     if scored:
         best = max(score[p] for p in scored)
@@ -98,9 +120,9 @@ def suspicion(obs: dict[str, Any], rng: random.Random, pool: list[str] | None = 
 
 # ------------------------------------------------------------------ night
 def _protect(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str | None:
-    claimed = [p for p in seer_claims(obs) if p in choices]
-    if claimed:
-        return claimed[0]
+    seer = trusted_seer(obs)
+    if seer in choices:
+        return seer
     return obs["seat"] if obs["seat"] in choices and rng.random() < 0.5 else rng.choice(choices)
 
 
@@ -122,16 +144,15 @@ def _verify(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str:
 
 def _save(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str | None:
     victim = obs.get("victim")
-    if obs["day"] == 1 or victim in seer_claims(obs):
+    if obs["day"] == 1 or victim == trusted_seer(obs):
         return victim
     return None
 
 
 def _poison(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str | None:
-    claims = seer_claims(obs)
-    if len(claims) == 1:
-        (accused,) = claims.values()
-        for target in accused:
+    seer = trusted_seer(obs)
+    if seer is not None:
+        for target in seer_claims(obs)[seer]:
             if target in choices:
                 return target
     return None
@@ -172,7 +193,8 @@ def speak(obs: dict[str, Any], rng: random.Random) -> str:
             return f"I am the Seer. {target} is a werewolf. Vote for {target}."
         if village:
             return f"I am a Villager. I suspect {rng.choice(village)}."
-    top = suspicion(obs, rng, [p for p in obs["alive"] if p != seat])
-    if top:
-        return f"I am a Villager. I suspect {top}."
-    return "I have nothing certain yet; let us listen carefully."
+    if seer_claims(obs):
+        top = suspicion(obs, rng, [p for p in obs["alive"] if p != seat])
+        if top:
+            return f"I am a Villager. I suspect {top}."
+    return "I am a Villager. I have nothing certain yet; let us listen carefully."

@@ -33,6 +33,7 @@ class Decision:
     text: str = ""
     fallback: bool = False
     error: str | None = None
+    calls: int = 1
 
 
 @dataclass
@@ -46,7 +47,7 @@ class Player:
 
     async def act(self, action: str, obs: dict[str, Any], values: dict[str, Any], ctx: CallContext,
                   seed: int, key: str, choices: tuple[str, ...] = (), can_pass: bool = False,
-                  temperature: float | None = None) -> tuple[BaseModel, bool, str | None]:
+                  temperature: float | None = None) -> tuple[BaseModel, bool, str | None, int]:
         def fallback() -> BaseModel:
             rng = random.Random(f"{seed}:fallback:{key}")
             if action == "speak":
@@ -60,12 +61,12 @@ class Player:
             self.backend, {**values, "reflection": self.notes, "experiences": self.experiences},
             fallback=fallback, ctx=ctx, output=output_model(action, choices, can_pass), observation=obs,
             meta={"seat": self.seat, "role": self.role, "replay_key": key}, temperature=temperature, seed=seed)
-        return result.value, result.fallback, result.error
+        return result.value, result.fallback, result.error, result.calls
 
     async def decide(self, ask: Ask, obs: dict[str, Any], values: dict[str, Any], ctx: CallContext, seed: int,
                      key: str, temperature: float | None = None) -> Decision:
-        value, fallback, error = await self.act(ask.action, obs, values, ctx, seed, key, ask.choices,
-                                                ask.can_pass, temperature)
+        value, fallback, error, calls = await self.act(ask.action, obs, values, ctx, seed, key, ask.choices,
+                                                       ask.can_pass, temperature)
         if ask.action == "speak":
-            return Decision(text=value.speech, fallback=fallback, error=error)
-        return Decision(target=value.target, fallback=fallback, error=error)
+            return Decision(text=value.speech, fallback=fallback, error=error, calls=calls)
+        return Decision(target=value.target, fallback=fallback, error=error, calls=calls)
