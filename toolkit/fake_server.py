@@ -103,6 +103,7 @@ class FakeOpenAIServer:
 
     class _Server(ThreadingHTTPServer):
         daemon_threads = True
+        request_queue_size = 1024  # the default 5 drops bursts of new connections (1 s SYN retries)
         owner: "FakeOpenAIServer"
 
     def __init__(self, seed: int = 0, port: int = 0):

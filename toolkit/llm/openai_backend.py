@@ -58,15 +58,40 @@ _SCHEMA_IN_PROMPT: set[str] = set()
 _POOLS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict]" = weakref.WeakKeyDictionary()
 
 
-def _pool(base_url: str | None, api_key: str, config: OpenAIConfig):
+async def _close_at_loop_end(clients: list) -> Any:
+    """An async generator the event loop closes when it shuts down (``asyncio.run`` does), so every
+    client's connections are closed cleanly however the caller ends its loop."""
+    try:
+        yield
+    finally:
+        for client in clients:
+            await client.close()
+
+
+async def _pool(base_url: str | None, api_key: str, config: OpenAIConfig):
     loop = asyncio.get_running_loop()
-    pools = _POOLS.setdefault(loop, {})
+    pools = _POOLS.get(loop)
+    if pools is None:
+        clients: list = []
+        closer = _close_at_loop_end(clients)
+        await closer.__anext__()  # registered with the loop's async-generator hooks from here on
+        pools = _POOLS[loop] = {"_closer": (closer, clients)}
     key = (base_url, api_key)
     if key not in pools:
         client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0,
-                                    timeout=config.timeout_s)
+                                    timeout=config.timeout_s, http_client=_http_client(config))
+        pools["_closer"][1].append(client)
         pools[key] = (client, asyncio.Semaphore(config.max_connections))
     return pools[key]
+
+
+def _http_client(config: OpenAIConfig):
+    """aiohttp as the SDK's transport (its documented choice for high concurrency: the default pool scans
+    every connection per request); the SDK's default where aiohttp is not installed."""
+    try:
+        return openai.DefaultAioHttpClient(timeout=config.timeout_s)
+    except (RuntimeError, ImportError, AttributeError):
+        return None
 
 
 def _retry_after(exc: openai.APIStatusError) -> float | None:
@@ -108,7 +133,7 @@ class OpenAIBackend:
         key = cache_key(self.model, self.base_url, request) if self.cache else None
         if key and (hit := self.cache.get(key)) is not None:
             return hit
-        client, semaphore = _pool(self.base_url, self._api_key, self.config)
+        client, semaphore = await _pool(self.base_url, self._api_key, self.config)
         attempts = 0
         started = time.perf_counter()
         retrying = AsyncRetrying(
@@ -137,18 +162,24 @@ class OpenAIBackend:
 
     async def _once(self, client: openai.AsyncOpenAI, request: Request) -> Completion:
         messages = request.messages
-        kwargs: dict[str, Any] = {}
+        # The body is already plain JSON, so it goes as the SDK's documented pass-through ``extra_body``
+        # (same bytes on the wire): the SDK's typed transform of messages costs ~0.7 ms a call.
+        body: dict[str, Any] = {"messages": messages}
         if request.schema is not None:
             if self.endpoint in _SCHEMA_IN_PROMPT:
-                messages = [{"role": "system", "content": schema_instruction(request.schema)}, *messages]
+                body["messages"] = [{"role": "system", "content": schema_instruction(request.schema)}, *messages]
             else:
-                kwargs["response_format"] = {"type": "json_schema", "json_schema": {
+                body["response_format"] = {"type": "json_schema", "json_schema": {
                     "name": request.schema_name, "schema": request.schema}}
+        kwargs: dict[str, Any] = {}
         for name in ("temperature", "max_tokens", "seed"):
             if getattr(request, name) is not None:
                 kwargs[name] = getattr(request, name)
         try:
-            response = await client.chat.completions.create(model=self.model, messages=messages, **kwargs)
+            # with_raw_response: we read the JSON ourselves, skipping the SDK's model construction (~0.5 ms).
+            raw = await client.chat.completions.with_raw_response.create(model=self.model, messages=[],
+                                                                          extra_body=body, **kwargs)
+            response = json.loads(raw.content)
         except openai.RateLimitError as exc:
             raise TransientError(f"429 rate limited: {exc.message}", retry_after=_retry_after(exc)) from exc
         except openai.APITimeoutError as exc:
@@ -159,7 +190,7 @@ class OpenAIBackend:
             if exc.status_code >= 500:
                 raise TransientError(f"{exc.status_code} server error: {exc.message}",
                                      retry_after=_retry_after(exc)) from exc
-            if (exc.status_code == 400 and "response_format" in kwargs
+            if (exc.status_code == 400 and "response_format" in body
                     and any(w in str(exc.message).lower() for w in ("response_format", "json_schema", "schema"))):
                 _SCHEMA_IN_PROMPT.add(self.endpoint)
                 return await self._once(client, request)
@@ -169,18 +200,17 @@ class OpenAIBackend:
             raise TransientError(f"malformed response body: {exc.message}") from exc
         except ValueError as exc:  # a 200 whose body is not JSON
             raise TransientError(f"malformed response body: {exc}") from exc
-        return self._to_completion(response, messages)
+        return self._to_completion(response, body["messages"])
 
     def _to_completion(self, response: Any, messages: list[dict[str, Any]]) -> Completion:
         try:
-            text = response.choices[0].message.content or ""
-        except (AttributeError, IndexError, TypeError) as exc:
-            raise TransientError(f"malformed response body: no choices ({type(response).__name__})") from exc
-        usage = getattr(response, "usage", None)
-        if usage is not None and usage.prompt_tokens is not None:
-            prompt_tokens, completion_tokens = usage.prompt_tokens, usage.completion_tokens or 0
-            details = getattr(usage, "prompt_tokens_details", None)
-            cached = (getattr(details, "cached_tokens", 0) or 0) if details else 0
+            text = response["choices"][0]["message"].get("content") or ""
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise TransientError(f"malformed response body: no choices ({str(response)[:80]})") from exc
+        usage = response.get("usage") or {}
+        if usage.get("prompt_tokens") is not None:
+            prompt_tokens, completion_tokens = usage["prompt_tokens"], usage.get("completion_tokens") or 0
+            cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
             estimated = False
         else:
             prompt_tokens, completion_tokens = estimate_tokens(messages_text(messages)), estimate_tokens(text)
