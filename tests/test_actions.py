@@ -26,8 +26,10 @@ def test_template_values_are_data_never_template():
     runner = GameRunner(GameConfig(seed=1))
     ask = runner.game.pending()[0]
     obs = observe(runner.game, ask.seat, ask)
-    base = render("werewolf/speak.j2", **runner.values, obs=obs, reflection="MARK", experiences=[])
-    injected = render("werewolf/speak.j2", **runner.values, obs=obs, reflection=hostile, experiences=[])
+    base = render("werewolf/speak.j2", **runner.values, obs=obs, reflection="MARK", experiences=[],
+                  strategy="default")
+    injected = render("werewolf/speak.j2", **runner.values, obs=obs, reflection=hostile, experiences=[],
+                      strategy="default")
     assert hostile in injected and "49" not in injected.replace(hostile, "")
     assert injected.replace(hostile, "MARK") == base  # nothing else in the prompt changed
 

@@ -144,7 +144,7 @@ def test_prompt_size_stays_bounded_as_the_game_grows():
             if ask.action == "speak":
                 game.apply(ask.seat, "speak", text=f"I am a Villager. I suspect {game.alive[0]}. " * 3)
                 obs = observe(game, ask.seat, ask)
-                sizes[game.day] = len(render("werewolf/speak.j2", **runner.values, obs=obs, reflection="",
+                sizes[game.day] = len(render("werewolf/speak.j2", **runner.values, obs=obs, reflection="", strategy="",
                                              experiences=[]))
             elif ask.action == "vote":  # pairwise votes: everyone gets one vote, a tie
                 alive = game.alive

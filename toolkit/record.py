@@ -22,9 +22,9 @@ from toolkit.tables import TABLES
 _KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-]{12,})")
 
 
-def redact(text: str) -> str:
+def redact(text: str, key: str | None = None) -> str:
     """Remove API keys (the configured one, and anything shaped like ``sk-...``) from a log line."""
-    key = os.environ.get("OPENAI_API_KEY")
+    key = os.environ.get("OPENAI_API_KEY") if key is None else key
     if key and len(key) >= 8 and key in text:
         text = text.replace(key, "[redacted]")
     return _KEY_PATTERN.sub("[redacted]", text) if "sk-" in text else text
@@ -53,6 +53,7 @@ class Run:
         self.folder = Path(results_dir) / self.run_id
         self.folder.mkdir(parents=True, exist_ok=True)
         self._files: dict[str, Any] = {}
+        self._key = os.environ.get("OPENAI_API_KEY") or ""
         self.closed = False
         self.write("runs", {"run_id": self.run_id, "experiment": experiment, "started_at": now(),
                             "git_sha": git_sha(), "toolkit_version": toolkit.__version__,
@@ -66,7 +67,7 @@ class Run:
         handle = self._files.get(table)
         if handle is None:
             handle = self._files[table] = open(self.folder / f"{table}.jsonl", "a", encoding="utf-8")
-        handle.write(redact(json.dumps(row, ensure_ascii=False, default=str)) + "\n")
+        handle.write(redact(json.dumps(row, ensure_ascii=False, default=str), self._key) + "\n")
         handle.flush()
 
     def close(self) -> None:

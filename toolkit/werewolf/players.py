@@ -24,7 +24,7 @@ class SeatConfig:
     spec: str = "heuristic"
     reflection: bool = False
     experience: bool = False
-    strategy: str | None = None
+    strategy: str | None = None  # "honest" keeps a wolf from impersonating; prompts may read others
 
 
 @dataclass
@@ -58,7 +58,8 @@ class Player:
             return output_model(action, choices, can_pass)(target=target)
 
         result = await ACTIONS[action].run(
-            self.backend, {**values, "reflection": self.notes, "experiences": self.experiences},
+            self.backend, {**values, "reflection": self.notes, "experiences": self.experiences,
+                           "strategy": self.config.strategy or "default"},
             fallback=fallback, ctx=ctx, output=output_model(action, choices, can_pass), observation=obs,
             meta={"seat": self.seat, "role": self.role, "replay_key": key}, temperature=temperature, seed=seed)
         return result.value, result.fallback, result.error, result.calls
