@@ -87,8 +87,9 @@ def parse(text: str, model: type[BaseModel]) -> tuple[BaseModel | None, str | No
             data, repaired = json_repair.loads(text), True
         except Exception as exc:  # json_repair raises a variety of errors on hostile input
             return None, f"could not read JSON ({type(exc).__name__})"
-    if isinstance(data, list) and data and isinstance(data[0], dict):
-        data = data[0]
+    if isinstance(data, list):
+        from_list = getattr(model, "from_list", None)  # a model that accepts a bare list (agent commands)
+        data = from_list(data) if from_list else (data[0] if data and isinstance(data[0], dict) else data)
     if not isinstance(data, dict):
         return None, "no JSON object found in the answer; reply with one JSON object"
     try:

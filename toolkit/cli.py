@@ -1,4 +1,4 @@
-"""``python -m toolkit``: play, replay (more commands join as their issues land)."""
+"""``python -m toolkit``: play, replay, engineer, engineer-suite."""
 
 from __future__ import annotations
 
@@ -104,6 +104,42 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_engineer(args: argparse.Namespace) -> int:
+    from toolkit.agent.human import StdinChannel
+    from toolkit.agent.loop import Agent
+    from toolkit.agent.role import load_role
+
+    try:
+        role = load_role(args.role)
+        with Run(args.out, "engineer", config={k: v for k, v in vars(args).items() if k != "func"}) as run:
+            agent = Agent(role, args.task, args.workspace, args.model, run=run, channel=StdinChannel(),
+                          eval_mode=args.eval or None, max_steps=args.max_steps)
+            result = asyncio.run(agent.run_session())
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for t in result.tool_calls:
+        print(f"[{'ok' if t.ok else 'FAILED'}] {t.tool} {t.args_json()[:100]}")
+    print(f"ended_by: {result.ended_by} after {result.steps} steps; tables: {run.folder}; trajectory: "
+          f"{agent.workspace.root / '.agent' / 'trajectories' / (result.session_id + '.json')}")
+    return 0 if result.ended_by != "error" else 1
+
+
+def cmd_suite(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from toolkit.agent.suite import run_suite
+
+    with Run(args.out, "engineer-suite", config={k: v for k, v in vars(args).items() if k != "func"}) as run:
+        results = asyncio.run(run_suite(args.model, run, Path(run.folder) / "workspaces",
+                                        names=args.task or None))
+    for name, r in results.items():
+        print(f"{name:28s} success={r.success!s:5s} ended_by={r.ended_by:9s} steps={r.steps} "
+              f"tools={len(r.tool_calls)}")
+    print(f"succeeded: {sum(bool(r.success) for r in results.values())}/{len(results)}; tables: {run.folder}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m toolkit", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -131,6 +167,23 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--out", default="results/replays")
     replay.add_argument("--quiet", action="store_true")
     replay.set_defaults(func=cmd_replay)
+
+    eng = sub.add_parser("engineer", help="run the engineer agent on a task in a workspace folder")
+    eng.add_argument("--task", required=True)
+    eng.add_argument("--workspace", required=True)
+    eng.add_argument("--model", default="openai:gpt-4o-mini", help="any model spec; scripted:PATH plays a file")
+    eng.add_argument("--role", default="engineer", help="a role in prompts/agent/roles/ or a YAML path")
+    eng.add_argument("--max-steps", type=int)
+    eng.add_argument("--eval", action="store_true", help="end the session at git pull/push/commit")
+    eng.add_argument("--out", default="results")
+    eng.set_defaults(func=cmd_engineer)
+
+    suite = sub.add_parser("engineer-suite", help="run the offline engineer task suite")
+    suite.add_argument("--model", default="scripted:{task}/good.yaml",
+                       help="spec; {task} stands for each task's folder")
+    suite.add_argument("--task", action="append", help="only these tasks (repeatable)")
+    suite.add_argument("--out", default="results")
+    suite.set_defaults(func=cmd_suite)
     return parser
 
 

@@ -1,0 +1,5 @@
+from shapes import calc
+
+
+def report(r):
+    return f"area={calc(r):.2f}"

@@ -1,0 +1,2 @@
+def calc(r):
+    return 3.14159 * r * r

@@ -1,0 +1,104 @@
+"""Tools that are LLM calls of their own: ``write_new_code`` and ``CodeReview.review`` / ``fix``.
+Each has its own prompt file in ``prompts/agent/`` and writes through the Editor (atomic, checked)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, Field
+
+from toolkit.actions import Action
+from toolkit.agent.tools import ToolError, tool
+
+if TYPE_CHECKING:
+    from toolkit.agent.loop import Agent
+
+
+class Code(BaseModel):
+    content: str = Field(..., description="the complete file text")
+
+
+class Comment(BaseModel):
+    line: int = 0
+    severity: Literal["error", "warning", "style"] = "warning"
+    comment: str
+
+
+class Review(BaseModel):
+    comments: list[Comment] = Field(default_factory=list)
+
+
+WRITE_CODE = Action("write_new_code", "agent/write_code.j2", Code)
+REVIEW = Action("review", "agent/review.j2", Review)
+FIX = Action("fix", "agent/fix.j2", Code)
+
+
+class CodeWriter:
+    def __init__(self, agent: "Agent"):
+        self.agent = agent
+
+    @tool(name="write_new_code", exclusive=True)
+    async def write_new_code(self, path: str, file_description: str) -> str:
+        """Write a whole new file with a separate model call, from the requirement, the plan and recent memory.
+
+        Args:
+            path: file path relative to the workspace.
+            file_description: what the file must contain and do.
+        """
+        target = self.agent.workspace.path(path)
+        result = await self.agent.ask(WRITE_CODE, {"path": path, "description": file_description,
+                                                   "existing": _read(target)}, "write_new_code")
+        if result.fallback:
+            raise ToolError(f"no usable code came back for {path}: {result.error}")
+        return self.agent.editor.write_file(path, result.value.content)
+
+
+class CodeReview:
+    def __init__(self, agent: "Agent"):
+        self.agent = agent
+        self.last: dict[str, Review] = {}
+
+    @tool
+    async def review(self, path: str) -> str:
+        """Review a file with a separate model call; returns numbered comments (also kept for fix).
+
+        Args:
+            path: file path relative to the workspace.
+        """
+        target = self.agent.workspace.path(path, must_exist=True)
+        result = await self.agent.ask(REVIEW, {"path": path, "code": _numbered(_read(target))}, "review")
+        if result.fallback:
+            raise ToolError(f"the review of {path} failed: {result.error}")
+        self.last[path] = result.value
+        if not result.value.comments:
+            return f"No comments on {path}."
+        return "\n".join(f"{i}. line {c.line} [{c.severity}] {c.comment}"
+                         for i, c in enumerate(result.value.comments, 1))
+
+    @tool(exclusive=True)
+    async def fix(self, path: str) -> str:
+        """Apply the last review's comments on a file with a separate model call.
+
+        Args:
+            path: file path relative to the workspace.
+        """
+        review = self.last.get(path)
+        if review is None or not review.comments:
+            raise ToolError(f"no review comments to apply for {path}; run CodeReview.review first")
+        target = self.agent.workspace.path(path, must_exist=True)
+        comments = "\n".join(f"- line {c.line} [{c.severity}] {c.comment}" for c in review.comments)
+        result = await self.agent.ask(FIX, {"path": path, "code": _read(target), "comments": comments}, "fix")
+        if result.fallback:
+            raise ToolError(f"no usable fix came back for {path}: {result.error}")
+        return self.agent.editor.write_file(path, result.value.content)
+
+
+def _read(path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (FileNotFoundError, IsADirectoryError):
+        return ""
+
+
+def _numbered(text: str) -> str:
+    return "\n".join(f"{i:>4}|{line}" for i, line in enumerate(text.splitlines(), 1))

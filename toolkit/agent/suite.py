@@ -1,0 +1,90 @@
+"""The offline engineer task suite: each task folder in ``experiments/engineer_tasks/`` holds
+``task.yaml`` (the task text, a check command that decides success, optional role, eval mode, human
+answers), ``files/`` (the starting workspace) and scripted trajectories (``good.yaml``, ``bad.yaml``).
+The runner copies the files into a fresh git workspace with a local bare ``origin``, runs the loop, runs
+the check, and records sessions, tool calls and calls like any other run."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from toolkit.agent.human import ScriptedChannel
+from toolkit.agent.loop import Agent, SessionResult
+from toolkit.agent.role import load_role
+from toolkit.agent.workspace import scrubbed_env
+from toolkit.record import Run
+
+TASKS_DIR = Path(__file__).resolve().parents[2] / "experiments" / "engineer_tasks"
+
+
+@dataclass
+class TaskSpec:
+    name: str
+    folder: Path
+    task: str
+    check: str
+    role: str = "engineer"
+    eval: bool = False
+    human_answers: tuple[str, ...] = ()
+    max_steps: int | None = None
+
+
+def load_tasks(folder: str | Path = TASKS_DIR, names: list[str] | None = None) -> list[TaskSpec]:
+    tasks = []
+    for path in sorted(Path(folder).glob("*/task.yaml")):
+        data = yaml.safe_load(path.read_text())
+        spec = TaskSpec(name=path.parent.name, folder=path.parent, task=data["task"], check=data["check"],
+                        role=data.get("role", "engineer"), eval=data.get("eval", False),
+                        human_answers=tuple(data.get("human_answers", [])), max_steps=data.get("max_steps"))
+        if names is None or spec.name in names:
+            tasks.append(spec)
+    if names and len(tasks) != len(names):
+        raise ValueError(f"unknown tasks {sorted(set(names) - {t.name for t in tasks})}")
+    return tasks
+
+
+def _sh(cmd: list[str], cwd: Path) -> None:
+    subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, env=scrubbed_env())
+
+
+def prepare_workspace(task: TaskSpec, root: Path) -> Path:
+    """``root/<task>/work`` (a git repo with the task's files committed) and ``root/<task>/origin.git``."""
+    base = root / task.name
+    if base.exists():
+        shutil.rmtree(base)
+    work = base / "work"
+    shutil.copytree(task.folder / "files", work)
+    remote = base / "origin.git"
+    _sh(["git", "init", "-q", "--bare", str(remote)], base)
+    _sh(["git", "init", "-q", "-b", "main"], work)
+    for key, value in (("user.name", "Agent"), ("user.email", "agent@example.invalid")):
+        _sh(["git", "config", key, value], work)
+    (work / ".git" / "info" / "exclude").write_text(".agent/\n__pycache__/\n.pytest_cache/\n")
+    _sh(["git", "add", "-A"], work)
+    _sh(["git", "commit", "-q", "-m", "start"], work)
+    _sh(["git", "remote", "add", "origin", str(remote)], work)
+    return work
+
+
+def check(task: TaskSpec, work: Path) -> bool:
+    out = subprocess.run(task.check, shell=True, cwd=work, capture_output=True, timeout=120, env=scrubbed_env())
+    return out.returncode == 0
+
+
+async def run_task(task: TaskSpec, model: str, run: Run | None, root: Path) -> SessionResult:
+    """``model`` may name the task's own folder as ``{task}``, e.g. ``scripted:{task}/good.yaml``."""
+    work = prepare_workspace(task, root)
+    agent = Agent(load_role(task.role), task.task, work, model.replace("{task}", str(task.folder)), run=run,
+                  channel=ScriptedChannel(list(task.human_answers)), eval_mode=task.eval, max_steps=task.max_steps,
+                  session_id=f"{task.name}-{run.run_id if run else 'adhoc'}")
+    return await agent.run_session(check=lambda: check(task, work))
+
+
+async def run_suite(model: str, run: Run | None, root: Path, folder: str | Path = TASKS_DIR,
+                    names: list[str] | None = None) -> dict[str, SessionResult]:
+    return {t.name: await run_task(t, model, run, root) for t in load_tasks(folder, names)}
