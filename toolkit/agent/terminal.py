@@ -13,7 +13,7 @@ import uuid
 from collections import deque
 from pathlib import Path
 
-from toolkit.agent.tools import ToolError, tool
+from toolkit.agent.tools import Failed, ToolError, tool
 from toolkit.agent.workspace import Workspace, scrubbed_env
 
 SERVER_PATTERNS = re.compile(
@@ -141,8 +141,9 @@ class Terminal:
             raise
         text = out.text().rstrip("\n")
         if timed_out:
-            return f"{text}\n[killed after {limit:g}s timeout; exit code {code}]".strip()
-        return f"{text}\n[exit code {code}]".strip()
+            return Failed(f"{text}\n[killed after {limit:g}s timeout; exit code {code}]".strip())
+        result = f"{text}\n[exit code {code}]".strip()
+        return result if code == 0 else Failed(result)
 
     def _kill_children(self) -> None:
         if self.proc is None:

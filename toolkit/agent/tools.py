@@ -124,7 +124,12 @@ class Toolbox:
         except Exception as exc:  # a tool bug: one line for the model, the traceback for the log
             log.exception("tool %s failed", name)
             return ToolResult(name, args, False, f"{name} failed: {type(exc).__name__}: {exc}", started)
-        return ToolResult(name, args, True, "" if out is None else str(out), started)
+        return ToolResult(name, args, not isinstance(out, Failed), "" if out is None else str(out), started)
+
+
+class Failed(str):
+    """A tool's output that counts as a failure (e.g. a shell command's non-zero exit): shown in full,
+    recorded with ok=False, and the step's later commands are skipped."""
 
 
 class ToolError(Exception):
