@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
-.PHONY: install play test bench
+.PHONY: install play test bench example
 install: $(STAMP)
 
 play: $(STAMP)
@@ -23,3 +23,11 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+# The example study under results/examples/: two sweeps, then the report (PNGs + summary.md).
+example: $(STAMP)
+	rm -rf results/examples
+	$(PY) -m toolkit sweep experiments/sweeps/example.yaml --workers 2
+	$(PY) -m toolkit sweep experiments/sweeps/engineer.yaml --workers 2
+	$(PY) -m toolkit report results/examples --out results/examples
+	$(PY) -m toolkit report results/examples-engineer --out results/examples/engineer

@@ -1,4 +1,4 @@
-"""``python -m toolkit``: play, replay, engineer, engineer-suite."""
+"""``python -m toolkit``: play, replay, engineer, engineer-suite, sweep, report."""
 
 from __future__ import annotations
 
@@ -140,6 +140,31 @@ def cmd_suite(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from toolkit.sweep import run_sweep
+
+    try:
+        summary = run_sweep(args.file, workers=args.workers, executor=args.executor, scheduler=args.scheduler,
+                            results_root=args.results)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    columns = [c for c in ("cell_id", "ok", "games", "village_win_rate", "village_ci_low", "village_ci_high",
+                           "sessions", "success_rate", "error") if c in summary.columns]
+    print(summary[columns].to_string(index=False))
+    failed = int((~summary["ok"].astype(bool)).sum())
+    print(f"cells: {len(summary)}, failed: {failed}")
+    return 1 if failed else 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from toolkit.report import write_report
+
+    for path in write_report(args.dir, args.out):
+        print(path)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m toolkit", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -184,6 +209,19 @@ def build_parser() -> argparse.ArgumentParser:
     suite.add_argument("--task", action="append", help="only these tasks (repeatable)")
     suite.add_argument("--out", default="results")
     suite.set_defaults(func=cmd_suite)
+
+    sweep = sub.add_parser("sweep", help="run a sweep file: one papermill notebook run per grid cell")
+    sweep.add_argument("file")
+    sweep.add_argument("--workers", type=int, default=1)
+    sweep.add_argument("--executor", choices=["local", "dask"], default="local")
+    sweep.add_argument("--scheduler", help="a dask scheduler address (default: a LocalCluster)")
+    sweep.add_argument("--results", default="results", help="results root; cells go to RESULTS/<sweep>/<cell>/")
+    sweep.set_defaults(func=cmd_sweep)
+
+    report = sub.add_parser("report", help="write plots (PNG) and summary.md for a results folder")
+    report.add_argument("dir")
+    report.add_argument("--out", help="where to write (default: DIR)")
+    report.set_defaults(func=cmd_report)
     return parser
 
 

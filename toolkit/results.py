@@ -41,8 +41,11 @@ def read_table(folder: Path, table: str) -> pd.DataFrame | None:
     return None
 
 
-def load(path: str | Path) -> Results:
-    """All runs under ``path`` (finished runs from Parquet, killed ones from their JSONL)."""
+def load(path: str | Path, complete_games: bool = False) -> Results:
+    """All runs under ``path`` (finished runs from Parquet, killed ones from their JSONL).
+
+    ``complete_games=True`` keeps only games that have a ``games`` row, dropping the partial rows a killed
+    process left for a game it never finished (a resumed cell plays that seed again)."""
     if not Path(path).exists():
         raise FileNotFoundError(f"no results folder at {path}")
     tables: dict[str, pd.DataFrame] = {}
@@ -51,4 +54,12 @@ def load(path: str | Path) -> Results:
         parts = [df for f in folders if (df := read_table(f, table)) is not None and len(df)]
         tables[table] = (pd.concat(parts, ignore_index=True) if parts
                          else pd.DataFrame({c: pd.Series(dtype="object") for c in columns}))
+    if complete_games:
+        finished = set(tables["games"]["game_id"])
+        for table in ("players", "events", "calls"):
+            frame_ = tables[table]
+            keep = frame_["game_id"].isin(finished) | frame_["game_id"].isna()
+            if table == "calls":
+                keep |= frame_["session_id"].notna()
+            tables[table] = frame_[keep].reset_index(drop=True)
     return Results(**tables)

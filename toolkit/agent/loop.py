@@ -80,12 +80,12 @@ class Agent:
     def __init__(self, role: RoleConfig, task: str, workspace: str | os.PathLike, model: str | Backend = "scripted",
                  run: Run | None = None, channel: Channel | None = None, eval_mode: bool | None = None,
                  max_steps: int | None = None, wall_clock_s: float = 1800, budget_usd: float | None = None,
-                 session_id: str | None = None, remote: str = "origin"):
+                 session_id: str | None = None, remote: str = "origin", model_name: str | None = None):
         self.role = role
         self.task = task
         self.workspace = Workspace(workspace)
         self.backend = get_backend(model) if isinstance(model, str) else model
-        self.model = model if isinstance(model, str) else self.backend.model
+        self.model = model_name or (model if isinstance(model, str) else self.backend.model)
         self.run = run
         self.eval_mode = role.eval if eval_mode is None else eval_mode
         self.max_steps = max_steps or role.max_react_loop

@@ -81,7 +81,7 @@ async def run_task(task: TaskSpec, model: str, run: Run | None, root: Path) -> S
     work = prepare_workspace(task, root)
     agent = Agent(load_role(task.role), task.task, work, model.replace("{task}", str(task.folder)), run=run,
                   channel=ScriptedChannel(list(task.human_answers)), eval_mode=task.eval, max_steps=task.max_steps,
-                  session_id=f"{task.name}-{run.run_id if run else 'adhoc'}")
+                  session_id=f"{task.name}-{run.run_id if run else 'adhoc'}", model_name=model)
     return await agent.run_session(check=lambda: check(task, work))
 
 

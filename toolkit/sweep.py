@@ -1,0 +1,178 @@
+"""Sweeps: one papermill execution of a parameterised notebook per grid cell, in separate processes
+(locally or on a Dask cluster), each writing its executed notebook and tables under
+``results/<sweep>/<cell>/``. Finished cells are skipped on a rerun (and a cell skips its finished games),
+a failed cell is recorded with its error and does not stop the others, and the sweep ends with
+``summary.parquet`` and plots.
+
+Sweep file (YAML)::
+
+    name: reflection-study
+    notebook: experiments/werewolf.ipynb
+    parameters: {preset: classic7, n_games: 50}     # fixed for every cell
+    grid: {wolf_model: [heuristic, random], reflection: [false, true]}
+    repeats: 1                                        # each repeat r plays seeds from seed + 10000 * r
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import time
+import traceback
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Cell:
+    sweep: str
+    cell_id: str
+    notebook: str
+    folder: str
+    parameters: dict[str, Any]
+    grid_values: dict[str, Any]
+
+
+def _slug(value: Any) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(value)).strip("-")[:40] or "x"
+
+
+def load_sweep(path: str | Path, results_root: str | Path = "results") -> tuple[dict[str, Any], list[Cell]]:
+    spec = yaml.safe_load(Path(path).read_text())
+    missing = {"name", "notebook", "grid"} - set(spec or {})
+    if missing:
+        raise ValueError(f"{path}: a sweep needs {sorted(missing)}")
+    notebook = Path(spec["notebook"])
+    if not notebook.is_absolute():
+        notebook = (REPO / notebook) if (REPO / notebook).exists() else Path(path).parent / notebook
+    if not notebook.exists():
+        raise ValueError(f"{path}: notebook {spec['notebook']} not found")
+    fixed = spec.get("parameters") or {}
+    grid = spec["grid"] or {}
+    keys = list(grid)
+    cells = []
+    for r in range(int(spec.get("repeats", 1))):
+        for values in itertools.product(*(grid[k] if isinstance(grid[k], list) else [grid[k]] for k in keys)):
+            chosen = dict(zip(keys, values))
+            cell_id = "__".join(f"{k}-{_slug(v)}" for k, v in chosen.items()) or "all"
+            if int(spec.get("repeats", 1)) > 1:
+                cell_id += f"__rep{r}"
+            folder = Path(results_root) / spec["name"] / cell_id
+            params = {**fixed, **chosen, "results_dir": str(folder.resolve())}
+            if r:
+                params["seed"] = int(params.get("seed", 0)) + 10000 * r
+            cells.append(Cell(spec["name"], cell_id, str(notebook.resolve()), str(folder.resolve()), params, chosen))
+    return spec, cells
+
+
+def execute_cell(cell: Cell) -> dict[str, Any]:
+    """Run one cell's notebook with papermill (its kernel is a separate process). Never raises."""
+    import papermill
+
+    folder = Path(cell.folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    status = {"cell_id": cell.cell_id, **{f"param.{k}": v for k, v in cell.grid_values.items()}}
+    try:
+        papermill.execute_notebook(cell.notebook, str(folder / "notebook.ipynb"), parameters=cell.parameters,
+                                   kernel_name="python3", progress_bar=False, cwd=str(REPO))
+        status.update(ok=True, error=None)
+        (folder / "FAILED.json").unlink(missing_ok=True)
+    except Exception as exc:  # recorded: the other cells go on
+        status.update(ok=False, error=f"{type(exc).__name__}: {str(exc)[-2000:]}")
+        (folder / "FAILED.json").write_text(json.dumps({**status, "traceback": traceback.format_exc()[-4000:]}))
+    status["wall_s"] = round(time.time() - started, 2)
+    if status["ok"]:
+        (folder / "DONE.json").write_text(json.dumps(status))
+    return status
+
+
+def _die_with_parent() -> None:
+    """Pool workers end when the sweep process is killed (Linux), instead of running on as orphans."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def run_sweep(path: str | Path, workers: int = 1, executor: str = "local", scheduler: str | None = None,
+              results_root: str | Path = "results", progress: bool = True) -> pd.DataFrame:
+    from tqdm.auto import tqdm
+
+    spec, cells = load_sweep(path, results_root)
+    todo = [c for c in cells if not (Path(c.folder) / "DONE.json").exists()]
+    statuses = [json.loads((Path(c.folder) / "DONE.json").read_text()) for c in cells if c not in todo]
+    bar = tqdm(total=len(cells), initial=len(cells) - len(todo), desc=spec["name"], disable=not progress)
+    if executor == "local":
+        with ProcessPoolExecutor(max_workers=workers, initializer=_die_with_parent) as pool:
+            for future in as_completed([pool.submit(execute_cell, c) for c in todo]):
+                statuses.append(future.result())
+                bar.update()
+    elif executor == "dask":
+        from dask.distributed import Client, LocalCluster
+        from dask.distributed import as_completed as dask_completed
+
+        cluster = None if scheduler else LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                                      dashboard_address=None)
+        with Client(scheduler or cluster) as client:
+            for future in dask_completed(client.map(execute_cell, todo, pure=False)):
+                statuses.append(future.result())
+                bar.update()
+        if cluster is not None:
+            cluster.close()
+    else:
+        raise ValueError(f"executor must be local or dask, not {executor!r}")
+    bar.close()
+    return summarise(spec, cells, statuses, Path(results_root) / spec["name"])
+
+
+def summarise(spec: dict[str, Any], cells: list[Cell], statuses: list[dict], folder: Path) -> pd.DataFrame:
+    from toolkit import analysis as A
+    from toolkit import plots as P
+    from toolkit.results import load
+
+    by_id = {s["cell_id"]: s for s in statuses}
+    rows = []
+    for cell in cells:
+        status = by_id.get(cell.cell_id, {"ok": False, "error": "not run"})
+        row = {"cell_id": cell.cell_id, **cell.grid_values, "ok": status.get("ok"), "error": status.get("error"),
+               "wall_s": status.get("wall_s")}
+        if Path(cell.folder).exists():
+            tables = load(cell.folder, complete_games=True)
+            if len(tables.games):
+                wins = A.win_rates(tables.games).set_index("side")
+                row.update(games=len(tables.games), village_win_rate=float(wins.loc["village", "rate"]),
+                           village_ci_low=float(wins.loc["village", "ci_low"]),
+                           village_ci_high=float(wins.loc["village", "ci_high"]),
+                           calls_per_game=float(tables.games["n_calls"].mean()),
+                           fallbacks=int(tables.games["n_fallbacks"].sum()))
+            if len(tables.sessions):
+                done = tables.sessions["success"].dropna().astype(bool)
+                row.update(sessions=len(tables.sessions), success_rate=float(done.mean()) if len(done) else None,
+                           tool_calls=len(tables.tool_calls))
+        rows.append(row)
+    summary = pd.DataFrame(rows)
+    folder.mkdir(parents=True, exist_ok=True)
+    summary.to_parquet(folder / "summary.parquet", index=False)
+    everything = load(folder, complete_games=True)
+    grid_keys = list(spec["grid"])
+    if len(everything.games):
+        from toolkit.experiments import run_params
+
+        games = run_params(everything)
+        P.save(P.plot_win_rates(games, [k for k in grid_keys if k in games.columns],
+                                title=f"{spec['name']}: win rates by cell"), folder / "win_rates.png")
+    if len(everything.sessions):
+        P.save(P.plot_tool_usage(everything.tool_calls, everything.sessions), folder / "tool_usage.png")
+    return summary
