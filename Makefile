@@ -26,7 +26,7 @@ bench: $(STAMP)
 
 # The example study under results/examples/: two sweeps, then the report (PNGs + summary.md).
 example: $(STAMP)
-	rm -rf results/examples
+	rm -rf results/examples results/examples-engineer
 	$(PY) -m toolkit sweep experiments/sweeps/example.yaml --workers 2
 	$(PY) -m toolkit sweep experiments/sweeps/engineer.yaml --workers 2
 	$(PY) -m toolkit report results/examples --out results/examples

@@ -54,6 +54,7 @@ class Run:
         self.folder.mkdir(parents=True, exist_ok=True)
         self._files: dict[str, Any] = {}
         self._key = os.environ.get("OPENAI_API_KEY") or ""
+        self._listeners: list[Any] = []
         self.closed = False
         self.write("runs", {"run_id": self.run_id, "experiment": experiment, "started_at": now(),
                             "git_sha": git_sha(), "toolkit_version": toolkit.__version__,
@@ -69,6 +70,12 @@ class Run:
             handle = self._files[table] = open(self.folder / f"{table}.jsonl", "a", encoding="utf-8")
         handle.write(redact(json.dumps(row, ensure_ascii=False, default=str), self._key) + "\n")
         handle.flush()
+        for listener in self._listeners:
+            listener(table, row)
+
+    def subscribe(self, listener) -> None:
+        """Call ``listener(table, row)`` after every row is written (widgets show calls as they happen)."""
+        self._listeners.append(listener)
 
     def close(self) -> None:
         """Compact every table to Parquet (the JSONL goes once its Parquet is safely written)."""

@@ -18,7 +18,7 @@ def markdown_table(df: pd.DataFrame, floats: str = "{:.3f}") -> str:
         return "(no rows)\n"
     cols = list(df.columns)
     lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "---|" * len(cols)]
-    for _, row in df.iterrows():
+    for row in df.itertuples(index=False):  # keeps each column's type: counts stay integers
         cells = [floats.format(v) if isinstance(v, float) else str(v) for v in row]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
