@@ -141,8 +141,13 @@ class WerewolfSession(W.VBox):
         return self.task
 
     async def _step_once(self) -> None:
+        """One phase: the night, the day's speeches, the vote (each may take several rounds of asks)."""
         if self.runner is not None and not self.runner.game.over:
-            await self.runner.step()
+            g = self.runner.game
+            phase = (g.day, g.phase)
+            while not g.over and (g.day, g.phase) == phase and not self._stop:
+                await self.runner.step()
+                self._render()
             self._finish_if_over()
         self._render()
 
