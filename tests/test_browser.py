@@ -58,6 +58,7 @@ def jupyter(tmp_path):
 
 
 def test_werewolf_notebook_in_jupyterlab(jupyter):
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
     base, token = jupyter
@@ -67,25 +68,33 @@ def test_werewolf_notebook_in_jupyterlab(jupyter):
             "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
             "--disable-component-update", "--disable-sync"])
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(f"{base}/lab/tree/notebooks/01_werewolf_session.ipynb?token={token}")
-        page.wait_for_selector(".jp-NotebookPanel", timeout=60_000)
-        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
-        page.click("li.lm-MenuBar-item:has-text('Run')")
-        page.click(".lm-Menu-item:has-text('Run All Cells')")
-        step = page.locator(".jupyter-widgets button:has-text('Step')").first
-        step.wait_for(timeout=60_000)
-        transcript = page.locator(".widget-html-content:has-text('Night 1 falls')").first
-        transcript.wait_for(timeout=30_000)
-        before = transcript.inner_text().count("\n")
-        for _ in range(4):
-            step.click()
-            page.wait_for_timeout(700)
-        page.wait_for_function(
-            "n => [...document.querySelectorAll('.widget-html-content')]"
-            ".some(e => e.innerText.includes('Night 1 falls') && e.innerText.split('\\n').length > n)",
-            arg=before + 3, timeout=30_000)
-        after = transcript.inner_text().count("\n")
-        page.screenshot(path=str(ARTIFACTS / "jupyterlab_werewolf_session.png"), full_page=True)
+        try:
+            page.goto(f"{base}/lab/tree/notebooks/01_werewolf_session.ipynb?token={token}")
+            page.wait_for_selector(".jp-NotebookPanel", timeout=120_000)
+            dialog = page.locator(".jp-Dialog:has-text('Select Kernel') button:has-text('Select')")
+            try:  # JupyterLab may ask which kernel to start; the notebook's own (python3) is preselected
+                dialog.wait_for(timeout=5_000)
+                dialog.click()
+            except PlaywrightTimeout:
+                pass
+            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
+            page.click("li.lm-MenuBar-item:has-text('Run')")
+            page.click(".lm-Menu-item:has-text('Run All Cells')")
+            step = page.locator(".jupyter-widgets button:has-text('Step')").first
+            step.wait_for(timeout=120_000)
+            transcript = page.locator(".widget-html-content:has-text('Night 1 falls')").first
+            transcript.wait_for(timeout=60_000)
+            before = transcript.inner_text().count("\n")
+            for _ in range(4):
+                step.click()
+                page.wait_for_timeout(700)
+            page.wait_for_function(
+                "n => [...document.querySelectorAll('.widget-html-content')]"
+                ".some(e => e.innerText.includes('Night 1 falls') && e.innerText.split('\\n').length > n)",
+                arg=before + 3, timeout=60_000)
+            after = transcript.inner_text().count("\n")
+        finally:
+            page.screenshot(path=str(ARTIFACTS / "jupyterlab_werewolf_session.png"), full_page=True)
         browser.close()
     assert after > before + 3
     assert (ARTIFACTS / "jupyterlab_werewolf_session.png").stat().st_size > 20_000

@@ -222,9 +222,18 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("dir")
     report.add_argument("--out", help="where to write (default: DIR)")
     report.set_defaults(func=cmd_report)
+
+    local = sub.add_parser("local-server", help="serve the small local model on 127.0.0.1 (extra: local)",
+                           add_help=False)
+    local.set_defaults(func=None)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["local-server"]:  # its own options: --port, --ctx, --threads, --parallel
+        from toolkit.local_server import main as local_main
+
+        return local_main(argv[1:])
     args = build_parser().parse_args(argv)
     return args.func(args)

@@ -52,7 +52,7 @@ def plot_vote_accuracy_by_day(events: pd.DataFrame, players: pd.DataFrame, title
     if len(table):
         _errorbars(ax, table["day"], table, color="tab:blue")
         for _, r in table.iterrows():
-            ax.annotate(f"n={r['n']}", (r["day"], r["ci_high"]), textcoords="offset points", xytext=(0, 4),
+            ax.annotate(f"n={int(r['n'])}", (r["day"], r["ci_high"]), textcoords="offset points", xytext=(0, 4),
                         ha="center", fontsize=7)
     ax.set_xlabel("day")
     ax.set_ylabel("village votes on a wolf")
@@ -67,12 +67,14 @@ def plot_costs(games: pd.DataFrame, by: list[str] | None = None, title: str | No
     """Mean model calls and tokens per game (95% bootstrap intervals), per condition."""
     by = by or []
     table = A.per_game_costs(games, by)
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    groups = max(1, len(table) // 5)
+    fig, axes = plt.subplots(1, 2, figsize=(max(9, 3.2 * groups), 3.8))
     for ax, metric, label in ((axes[0], "n_calls", "calls per game"),
                               (axes[1], "prompt_tokens", "prompt tokens per game")):
         part = table[table["metric"] == metric].reset_index(drop=True)
         _errorbars(ax, range(len(part)), part, value="mean", color="tab:purple")
         ax.set_xticks(range(len(part)), [_label(r, by) for _, r in part.iterrows()], fontsize=7)
+        ax.set_xlim(-0.6, len(part) - 0.4)
         ax.set_ylabel(label)
         ax.grid(axis="y", alpha=0.3)
     fig.suptitle(title or "Calls and tokens per game")

@@ -57,13 +57,12 @@ def get_backend(spec: str, **options: Any) -> Backend:
             raise ValueError("openai:MODEL needs a model name, e.g. openai:gpt-4o-mini")
         return OpenAIBackend(model, url or None, config=OpenAIConfig.from_env(**options))
     if kind == "local":
-        url = os.environ.get("TOOLKIT_LOCAL_URL")
-        if not url:
-            raise ValueError("the local spec needs a running local server: set TOOLKIT_LOCAL_URL "
-                             "(e.g. http://127.0.0.1:8080/v1) or use openai:MODEL@URL")
         from toolkit.llm.openai_backend import OpenAIBackend, OpenAIConfig
+        from toolkit.local_server import MODEL_NAME, shared_url
 
-        return OpenAIBackend(os.environ.get("TOOLKIT_LOCAL_MODEL", "local"), url,
+        # Small outputs bounded by the schema; the server runs one slot per parallel request.
+        options = {"max_connections": 4, "timeout_s": 300, **options}
+        return OpenAIBackend(os.environ.get("TOOLKIT_LOCAL_MODEL", MODEL_NAME), shared_url(),
                              config=OpenAIConfig.from_env(**options))
     raise ValueError(f"unknown model spec {spec!r}; use one of: {', '.join(OFFLINE_SPECS)}, local, "
                      "openai:MODEL, openai:MODEL@http://HOST:PORT/v1")

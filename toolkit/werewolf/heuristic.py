@@ -14,7 +14,7 @@ import random
 from collections import Counter
 from typing import Any
 
-from toolkit.llm.base import Completion, Request, estimate_tokens
+from toolkit.llm.base import Completion, Request, estimate_tokens, messages_text
 
 FAKE_CLAIM_RATE = 0.3
 BUS_RATE = 0.05
@@ -31,9 +31,9 @@ class HeuristicBackend:
         rng = random.Random(f"{request.seed}:{request.meta.get('replay_key', '')}")
         answer = decide(obs, rng)
         text = json.dumps(answer)
-        # No prompt is read, so only the answer's tokens are counted (an estimate, flagged).
-        return Completion(text=text, model=self.model, completion_tokens=estimate_tokens(text),
-                          usage_estimated=True, cost_usd=0.0)
+        # Token counts are estimates (flagged), as for every offline backend, so that tables compare.
+        return Completion(text=text, model=self.model, prompt_tokens=estimate_tokens(messages_text(request.messages)),
+                          completion_tokens=estimate_tokens(text), usage_estimated=True, cost_usd=0.0)
 
 
 def decide(obs: dict[str, Any], rng: random.Random) -> dict[str, Any]:
