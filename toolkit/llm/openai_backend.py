@@ -35,6 +35,7 @@ class OpenAIConfig:
     backoff_max_s: float = 20.0
     retry_after_cap_s: float = 60.0
     cache_dir: str | None = None
+    max_tokens: int | None = None  # a default for requests that set none
 
     @classmethod
     def from_env(cls, **overrides: Any) -> "OpenAIConfig":
@@ -175,6 +176,8 @@ class OpenAIBackend:
         for name in ("temperature", "max_tokens", "seed"):
             if getattr(request, name) is not None:
                 kwargs[name] = getattr(request, name)
+        if "max_tokens" not in kwargs and self.config.max_tokens:
+            kwargs["max_tokens"] = self.config.max_tokens
         try:
             # with_raw_response: we read the JSON ourselves, skipping the SDK's model construction (~0.5 ms).
             raw = await client.chat.completions.with_raw_response.create(model=self.model, messages=[],

@@ -61,7 +61,7 @@ def get_backend(spec: str, **options: Any) -> Backend:
         from toolkit.local_server import MODEL_NAME, shared_url
 
         # Small outputs bounded by the schema; the server runs one slot per parallel request.
-        options = {"max_connections": 4, "timeout_s": 300, **options}
+        options = {"max_connections": 4, "timeout_s": 300, "max_tokens": 600, **options}
         return OpenAIBackend(os.environ.get("TOOLKIT_LOCAL_MODEL", MODEL_NAME), shared_url(),
                              config=OpenAIConfig.from_env(**options))
     raise ValueError(f"unknown model spec {spec!r}; use one of: {', '.join(OFFLINE_SPECS)}, local, "

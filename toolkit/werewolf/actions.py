@@ -10,18 +10,20 @@ from pydantic import BaseModel, Field
 from toolkit.actions import Action, with_choices
 
 
+# Length caps are part of the schema, so a schema-constrained server cannot ramble past them.
 class Speech(BaseModel):
-    thought: str = Field("", description="private reasoning, never shown to other players")
-    speech: str = Field(..., description="what you say to everyone")
+    thought: str = Field("", max_length=300, description="private reasoning, never shown to other players")
+    speech: str = Field(..., max_length=600, description="what you say to everyone")
 
 
 class Target(BaseModel):
-    thought: str = Field("", description="private reasoning, never shown to other players")
+    thought: str = Field("", max_length=300, description="private reasoning, never shown to other players")
     target: str | None = Field(..., description="the chosen player, or null to pass where allowed")
 
 
 class Reflection(BaseModel):
-    reflection: str = Field(..., description="your private reading of the game: who is likely what, and why")
+    reflection: str = Field(..., max_length=800,
+                            description="your private reading of the game: who is likely what, and why")
 
 
 ACTIONS: dict[str, Action] = {
