@@ -16,25 +16,31 @@ from toolkit.sweep import run_sweep
 from toolkit.agent.terminal import descendants
 
 
-def tree_rss_mb(pid: int) -> float:
-    total = 0
+def tree_memory_mb(pid: int) -> tuple[float, float]:
+    """(PSS, RSS) of a process and all its descendants, in MB. PSS splits pages shared between
+    processes (forked workers share most of theirs) so the sum is the tree's real footprint; the RSS
+    sum counts every shared page once per process, an upper bound."""
+    pss = rss = 0
     for p in [pid, *descendants(pid)]:
         try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
+            for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    pss += int(line.split()[1])
+                elif line.startswith("Rss:"):
+                    rss += int(line.split()[1])
         except OSError:
             continue
-    return total / 1024
+    return pss / 1024, rss / 1024
 
 
 def main(per_cell: int) -> None:
-    peak = [0.0]
+    peak = [0.0, 0.0]
     stop = threading.Event()
 
     def watch() -> None:
         while not stop.is_set():
-            peak[0] = max(peak[0], tree_rss_mb(os.getpid()))
+            pss, rss = tree_memory_mb(os.getpid())
+            peak[0], peak[1] = max(peak[0], pss), max(peak[1], rss)
             time.sleep(0.1)
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -52,7 +58,8 @@ def main(per_cell: int) -> None:
         tables = load(Path(tmp) / "mem", complete_games=True)
         load_s = time.perf_counter() - t1
         print(f"games: {len(tables.games)} in {len(summary)} cells ({int(summary['ok'].sum())} ok); sweep wall {wall:.1f} s")
-        print(f"peak memory of the process tree: {peak[0]:.0f} MB")
+        print(f"peak memory of the process tree: {peak[0]:.0f} MB PSS (RSS summed over processes, "
+              f"shared pages counted in each: {peak[1]:.0f} MB)")
         print(f"toolkit.results.load: {load_s:.2f} s for {len(tables.calls)} calls, {len(tables.events)} events")
 
 

@@ -115,11 +115,20 @@ def frame(table: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 def compact(folder: Path, table: str) -> None:
+    """JSONL → Parquet, parsed by Arrow in blocks (no Python object per row: a big calls table stays small
+    in memory). The JSONL is removed only once its Parquet is safely in place."""
+    import pyarrow.json as pa_json
+    import pyarrow.parquet as pq
+
     source = folder / f"{table}.jsonl"
     if not source.exists():
         return
     target = folder / f"{table}.parquet"
     tmp = target.with_suffix(".parquet.tmp")
-    frame(table, read_jsonl(source)).to_parquet(tmp, index=False)
+    try:
+        arrow = pa_json.read_json(source, read_options=pa_json.ReadOptions(block_size=1 << 24))
+        pq.write_table(arrow, tmp)
+    except Exception:  # a row Arrow cannot type consistently: fall back to pandas, row by row
+        frame(table, read_jsonl(source)).to_parquet(tmp, index=False)
     os.replace(tmp, target)
     source.unlink()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -73,6 +72,3 @@ def write_report(folder: str | Path, out: str | Path | None = None) -> list[Path
     written.append(summary)
     return written
 
-
-def config_of(run_config: str) -> dict:
-    return json.loads(run_config or "{}")

@@ -35,7 +35,9 @@ def run_folders(path: str | Path) -> list[Path]:
 def read_table(folder: Path, table: str) -> pd.DataFrame | None:
     parquet, jsonl = folder / f"{table}.parquet", folder / f"{table}.jsonl"
     if parquet.exists():
-        return pd.read_parquet(parquet)
+        df = pd.read_parquet(parquet)
+        missing = [c for c in TABLES[table] if c not in df.columns]
+        return df.assign(**{c: None for c in missing}) if missing else df
     if jsonl.exists():
         return frame(table, read_jsonl(jsonl))
     return None
