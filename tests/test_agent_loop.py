@@ -103,3 +103,17 @@ def test_a_second_role_is_only_a_config_file(tmp_path):
     assert set(a.tools.specs) >= {"Terminal.run_command", "Editor.open_file", "Human.ask_human"}
     assert not any(n.startswith(("Git.", "Deployer.")) for n in a.tools.specs)
     assert a.role.name == "David" and "analyse data files" in a.system_values["instruction"]
+
+
+def test_native_tool_calls_drive_the_same_loop(tmp_path, server):
+    """Against an endpoint that answers with native tool calls (the loopback test server)."""
+    with Run(tmp_path / "res") as run:
+        a = Agent(load_role("engineer"), "plan something", tmp_path / "ws", f"openai:toolcall@{server.base_url}",
+                  run=run, native_tools=True)
+        result = asyncio.run(a.run_session())
+    sent = server.requests[0]
+    names = [t["function"]["name"] for t in sent["tools"]]
+    assert "Plan__append_task" in names and "end" in names and "response_format" not in sent
+    assert result.ended_by == "end" and result.steps == 2
+    tools = load(tmp_path / "res").tool_calls
+    assert list(tools["tool"]) == ["Plan.append_task"] and tools["ok"].all()

@@ -123,7 +123,8 @@ class Action:
     async def run(self, backend: Backend, values: dict[str, Any], *, fallback: Callable[[], BaseModel],
                   ctx: CallContext | None = None, output: type[BaseModel] | None = None,
                   observation: dict[str, Any] | None = None, meta: dict[str, Any] | None = None,
-                  temperature: float | None = None, seed: int | None = None) -> ActionResult:
+                  temperature: float | None = None, seed: int | None = None,
+                  tools: list[dict[str, Any]] | None = None) -> ActionResult:
         model = output or self.output
         messages = self.messages(values)
         meta = {"action": self.name, **(meta or {})}
@@ -133,7 +134,7 @@ class Action:
         error = None
         for attempt in range(2):  # the first ask, then one re-ask that shows the model its error
             request = Request(messages=messages, schema=json_schema(model), schema_name=self.name,
-                              observation=observation, temperature=temperature, seed=seed, meta=meta)
+                              observation=observation, temperature=temperature, seed=seed, meta=meta, tools=tools)
             value, text, error = await self._ask(backend, request, model, ctx, final=attempt == 1)
             if value is not None:
                 return ActionResult(value, messages=messages, calls=attempt + 1)

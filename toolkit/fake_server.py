@@ -12,6 +12,8 @@ picks the behaviour, so one server serves every test:
 - ``faults:RATE``: at RATE a random fault (429 with Retry-After 0, 500, hang, reset, malformed),
   otherwise ``ok``. Seeded, and every request's outcome is kept in ``server.log``.
 - ``say``: the next text queued with ``server.say(...)``.
+- ``toolcall``: with ``tools`` in the request, a native tool call of the first tool (arguments sampled
+  from its parameters), then a call of ``end`` on the next request.
 - ``queue``: the next behaviour queued with ``server.queue(...)`` (``ok`` when none is left), e.g.
   ``server.queue("429:1", "ok")`` for one rate limit with ``Retry-After: 1`` and then an answer.
 
@@ -151,6 +153,8 @@ class FakeOpenAIServer:
 
     def answer(self, body: dict[str, Any], usage: bool, say: bool) -> dict[str, Any]:
         fmt = body.get("response_format") or {}
+        if body.get("tools") and body.get("model") == "toolcall":
+            return self._tool_call(body)
         if say:
             with self.lock:
                 text = self._said.pop(0) if self._said else ""
@@ -172,6 +176,19 @@ class FakeOpenAIServer:
             out["usage"] = {"prompt_tokens": max(1, prompt_chars // 4), "completion_tokens": max(1, len(text) // 4),
                             "total_tokens": max(1, prompt_chars // 4) + max(1, len(text) // 4)}
         return out
+
+    def _tool_call(self, body: dict[str, Any]) -> dict[str, Any]:
+        with self.lock:
+            self._tool_turns = getattr(self, "_tool_turns", 0) + 1
+            turn = self._tool_turns
+        tools = body["tools"]
+        fn = tools[0]["function"] if turn == 1 else next(t["function"] for t in tools if t["function"]["name"] == "end")
+        args = sample_from_schema(fn.get("parameters", {"type": "object"}), random.Random(turn))
+        call = {"id": f"call_{turn}", "type": "function", "function": {"name": fn["name"], "arguments": json.dumps(args)}}
+        return {"id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "tool_calls",
+                             "message": {"role": "assistant", "content": f"turn {turn}", "tool_calls": [call]}}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
 
     def start(self) -> "FakeOpenAIServer":
         self.thread.start()

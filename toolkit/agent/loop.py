@@ -80,7 +80,8 @@ class Agent:
     def __init__(self, role: RoleConfig, task: str, workspace: str | os.PathLike, model: str | Backend = "scripted",
                  run: Run | None = None, channel: Channel | None = None, eval_mode: bool | None = None,
                  max_steps: int | None = None, wall_clock_s: float = 1800, budget_usd: float | None = None,
-                 session_id: str | None = None, remote: str = "origin", model_name: str | None = None):
+                 session_id: str | None = None, remote: str = "origin", model_name: str | None = None,
+                 native_tools: bool | None = None):
         self.role = role
         self.task = task
         self.workspace = Workspace(workspace)
@@ -88,6 +89,7 @@ class Agent:
         self.model = model_name or (model if isinstance(model, str) else self.backend.model)
         self.run = run
         self.eval_mode = role.eval if eval_mode is None else eval_mode
+        self.native_tools = role.native_tools if native_tools is None else native_tools
         self.max_steps = max_steps or role.max_react_loop
         self.wall_clock_s = wall_clock_s
         self.budget_usd = budget_usd
@@ -122,9 +124,14 @@ class Agent:
     async def ask(self, action: Action, values: dict[str, Any], what: str) -> ActionResult:
         """A model call on behalf of the loop or a tool, logged in ``calls`` with this session's ids."""
         fallback = {STEP.name: lambda: Commands(commands=[])}.get(action.name, lambda: action.output.model_construct())
+        tools = None
+        if action is STEP and self.native_tools:
+            tools = [spec.schema() for spec in self.tools.specs.values()] + [
+                {"name": "end", "description": "End the session: the task is done.", "parameters": {"type": "object"}}]
         return await action.run(self.backend, {**self.system_values, **self.state(), **values}, fallback=fallback,
                                 ctx=self.ctx, meta={"seat": self.role.name, "role": self.role.profile,
-                                                    "replay_key": f"{self.session_id}/{self.steps}/{what}"})
+                                                    "replay_key": f"{self.session_id}/{self.steps}/{what}"},
+                                tools=tools)
 
     def state(self) -> dict[str, Any]:
         return {"task": self.task, "plan": self.plan.status(), "cwd": str(self.workspace.root),

@@ -26,6 +26,7 @@ class RoleConfig(BaseModel):
     eval: bool = False
     terminal_timeout_s: float = 60.0
     memory_chars: int = 12_000  # the memory part of each step's prompt stays under this
+    native_tools: bool = False  # ask for native tool calls instead of the JSON command list
 
     def model_post_init(self, _context) -> None:
         unknown = [t for t in self.tools if t.split(".")[0] not in TOOL_SETS]

@@ -23,6 +23,9 @@ class Request:
     max_tokens: int | None = None
     seed: int | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    # Native tool calling, where an endpoint supports it: [{"name", "description", "parameters"}]. The
+    # backend turns the model's tool calls back into {"thought", "commands": [{command_name, args}]} text.
+    tools: list[dict[str, Any]] | None = None
 
 
 @dataclass

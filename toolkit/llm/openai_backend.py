@@ -103,6 +103,24 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
         return None
 
 
+def tool_name(name: str) -> str:
+    """OpenAI function names allow [A-Za-z0-9_-]: ``Editor.open_file`` travels as ``Editor__open_file``."""
+    return name.replace(".", "__")
+
+
+def commands_text(message: dict[str, Any]) -> str:
+    """Native tool calls → the agent's command format, so one parser serves both ways of answering."""
+    commands = []
+    for call in message.get("tool_calls") or []:
+        fn = call.get("function") or {}
+        try:
+            args = json.loads(fn.get("arguments") or "{}")
+        except ValueError:
+            args = {"_unparsed_arguments": fn.get("arguments")}
+        commands.append({"command_name": str(fn.get("name", "")).replace("__", "."), "args": args})
+    return json.dumps({"thought": message.get("content") or "", "commands": commands}, ensure_ascii=False)
+
+
 def schema_instruction(schema: dict[str, Any]) -> str:
     return ("Reply with one JSON object and nothing else. It must match this JSON schema:\n"
             + json.dumps(schema, ensure_ascii=False))
@@ -166,7 +184,11 @@ class OpenAIBackend:
         # The body is already plain JSON, so it goes as the SDK's documented pass-through ``extra_body``
         # (same bytes on the wire): the SDK's typed transform of messages costs ~0.7 ms a call.
         body: dict[str, Any] = {"messages": messages}
-        if request.schema is not None:
+        if request.tools:
+            body["tools"] = [{"type": "function", "function": {
+                "name": tool_name(t["name"]), "description": t.get("description", ""),
+                "parameters": t.get("parameters", {"type": "object"})}} for t in request.tools]
+        elif request.schema is not None:
             if self.endpoint in _SCHEMA_IN_PROMPT:
                 body["messages"] = [{"role": "system", "content": schema_instruction(request.schema)}, *messages]
             else:
@@ -207,9 +229,12 @@ class OpenAIBackend:
 
     def _to_completion(self, response: Any, messages: list[dict[str, Any]]) -> Completion:
         try:
-            text = response["choices"][0]["message"].get("content") or ""
+            message = response["choices"][0]["message"]
+            text = message.get("content") or ""
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise TransientError(f"malformed response body: no choices ({str(response)[:80]})") from exc
+        if message.get("tool_calls"):
+            text = commands_text(message)
         usage = response.get("usage") or {}
         if usage.get("prompt_tokens") is not None:
             prompt_tokens, completion_tokens = usage["prompt_tokens"], usage.get("completion_tokens") or 0
