@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import html
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +112,8 @@ class WerewolfSession(W.VBox):
             return
         for s in humans:
             self.runner.players[s].config.spec = "human"
-        self.runner._write_events()
+        self.runner.write_events()
+        self._started = time.perf_counter()
         self._render()
 
     def reset(self) -> None:
@@ -171,7 +173,7 @@ class WerewolfSession(W.VBox):
     def _finish_if_over(self) -> None:
         r = self.runner
         if r is not None and r.game.over and self.run is not None and not self.run.closed:
-            r._finish(r.game.winner, r.game.win_reason, 0.0)
+            r.finish(r.game.winner, r.game.win_reason, time.perf_counter() - self._started)
             self.run.close()
 
     # ------------------------------------------------------------------ the human seat

@@ -137,7 +137,7 @@ class GameRunner:
                 g.apply(a.seat, a.action, d.target, d.text, d.fallback)
             except IllegalMove:  # cannot happen through validated output models; kept as a guard
                 g.apply(a.seat, a.action, None if a.can_pass else a.choices[0], "", True)
-        self._write_events()
+        self.write_events()
         return not g.over
 
     async def _reflect(self) -> None:
@@ -154,7 +154,8 @@ class GameRunner:
 
         self.critical_path_calls += max(await asyncio.gather(*(one(s) for s in seats)), default=0)
 
-    def _write_events(self) -> None:
+    def write_events(self) -> None:
+        """Write (and report) the events the rules emitted since the last call."""
         new = self.game.events[self._written:]
         self._written = len(self.game.events)
         for e in new:
@@ -175,7 +176,7 @@ class GameRunner:
     async def play(self) -> GameResult:
         started = time.perf_counter()
         self._load_experience()
-        self._write_events()
+        self.write_events()
         winner = reason = None
         try:
             while not self.stop_requested and await self.step():
@@ -185,12 +186,13 @@ class GameRunner:
                 winner, reason = "error", "stopped before the end"
         except Exception as exc:  # a bug must not take a sweep down: record it and go on
             winner, reason = "error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
-        self._write_events()
-        self._finish(winner, reason, time.perf_counter() - started)
+        self.write_events()
+        self.finish(winner, reason, time.perf_counter() - started)
         return GameResult(self.game_id, self.config.seed, winner, reason, self.game.day, list(self.game.events),
                           dict(self.game.roles), self.ctx, self.critical_path_calls)
 
-    def _finish(self, winner: str, reason: str, wall_s: float) -> None:
+    def finish(self, winner: str, reason: str, wall_s: float) -> None:
+        """Record the end: experience entries, then the players and games rows."""
         g, c = self.game, self.ctx
         pool = self.config.experience_pool
         for seat, p in self.players.items():
