@@ -117,3 +117,24 @@ def test_native_tool_calls_drive_the_same_loop(tmp_path, server):
     assert result.ended_by == "end" and result.steps == 2
     tools = load(tmp_path / "res").tool_calls
     assert list(tools["tool"]) == ["Plan.append_task"] and tools["ok"].all()
+
+
+def test_code_review_of_the_uncommitted_diff(tmp_path):
+    import subprocess
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("x = 1\n")
+    for git in (["git", "init", "-q"], ["git", "add", "-A"],
+                ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start"]):
+        subprocess.run(git, cwd=ws, check=True)
+    (ws / "a.py").write_text("x = 2\n")
+    answers = [json.dumps([cmd("CodeReview.review")]),
+               json.dumps({"comments": [{"line": 1, "severity": "style", "comment": "name x better"}]}),
+               json.dumps([cmd("end")])]
+    a = agent(tmp_path, answers)
+    asyncio.run(a.run_session())
+    obs = observations(a)
+    assert "1. line 1 [style] name x better" in obs[0]
+    calls = a.tool_results
+    assert calls[0].ok and calls[0].tool == "CodeReview.review"

@@ -3,12 +3,14 @@ Each has its own prompt file in ``prompts/agent/`` and writes through the Editor
 
 from __future__ import annotations
 
+import subprocess
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
 from toolkit.actions import Action
 from toolkit.agent.tools import ToolError, tool
+from toolkit.agent.workspace import scrubbed_env
 
 if TYPE_CHECKING:
     from toolkit.agent.loop import Agent
@@ -59,19 +61,27 @@ class CodeReview:
         self.last: dict[str, Review] = {}
 
     @tool
-    async def review(self, path: str) -> str:
-        """Review a file with a separate model call; returns numbered comments (also kept for fix).
+    async def review(self, path: str | None = None) -> str:
+        """Review a file, or with no path the uncommitted git diff, with a separate model call; returns
+        numbered comments (kept for fix).
 
         Args:
-            path: file path relative to the workspace.
+            path: file path relative to the workspace; omit it to review the uncommitted diff.
         """
-        target = self.agent.workspace.path(path, must_exist=True)
-        result = await self.agent.ask(REVIEW, {"path": path, "code": _numbered(_read(target))}, "review")
+        if path:
+            what, code = path, _numbered(_read(self.agent.workspace.path(path, must_exist=True)))
+        else:
+            out = subprocess.run(["git", "diff", "HEAD"], cwd=self.agent.workspace.root, capture_output=True,
+                                 text=True, timeout=60, env=scrubbed_env())
+            if out.returncode != 0 or not out.stdout.strip():
+                raise ToolError("no uncommitted diff to review (or not a git repository); give a path")
+            what, code = "the uncommitted diff", out.stdout
+        result = await self.agent.ask(REVIEW, {"path": what, "code": code}, "review")
         if result.fallback:
-            raise ToolError(f"the review of {path} failed: {result.error}")
-        self.last[path] = result.value
+            raise ToolError(f"the review of {what} failed: {result.error}")
+        self.last[path or "diff"] = result.value
         if not result.value.comments:
-            return f"No comments on {path}."
+            return f"No comments on {what}."
         return "\n".join(f"{i}. line {c.line} [{c.severity}] {c.comment}"
                          for i, c in enumerate(result.value.comments, 1))
 
