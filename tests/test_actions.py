@@ -1,7 +1,6 @@
 """Actions: safe templating, parsing with json-repair, one re-ask, legal fallback; chaos never escapes."""
 
 import asyncio
-import json
 
 from pydantic import BaseModel
 

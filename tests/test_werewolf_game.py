@@ -5,7 +5,6 @@ import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -187,3 +186,13 @@ def test_cli_reports_bad_input_clearly(tmp_path):
         out = subprocess.run([sys.executable, "-m", "toolkit", "play", "--out", str(tmp_path), *args],
                              capture_output=True, text=True, timeout=60)
         assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_cli_replay_says_identical(tmp_path):
+    subprocess.run([sys.executable, "-m", "toolkit", "play", "--seed", "11", "--model", "chaos:0.3", "--quiet",
+                    "--out", str(tmp_path / "play")], check=True, capture_output=True, timeout=120)
+    game_id = load(tmp_path / "play").games.iloc[0]["game_id"]
+    out = subprocess.run([sys.executable, "-m", "toolkit", "replay", str(tmp_path / "play"), "--game", game_id,
+                          "--quiet", "--out", str(tmp_path / "replays")], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "identical to the recording" in out.stdout
+    assert len(load(tmp_path / "replays").games) == 1

@@ -3,7 +3,6 @@
 import asyncio
 import json
 
-import pytest
 
 from toolkit.results import load
 from toolkit.widgets import EngineerSession, ResultsExplorer, WerewolfSession

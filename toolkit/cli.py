@@ -92,15 +92,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
         same = new == recorded
         print(f"replayed {len(new)} events: {'identical to the recording' if same else 'DIFFERENT from the recording'}")
         if not same:
-            for i, (a, b) in enumerate(zip(new, recorded)):
-                if a != b:
-                    print(f"first difference at event {i}:\n  recorded {dict(zip(EVENT_FIELDS, b))}\n"
-                          f"  replayed {dict(zip(EVENT_FIELDS, a))}")
-                    break
+            i = next((i for i, (a, b) in enumerate(zip(new, recorded)) if a != b), min(len(new), len(recorded)))
+            print(f"first difference at event {i} (recorded {len(recorded)} events, replayed {len(new)}):\n"
+                  f"  recorded {dict(zip(EVENT_FIELDS, recorded[i])) if i < len(recorded) else '(none)'}\n"
+                  f"  replayed {dict(zip(EVENT_FIELDS, new[i])) if i < len(new) else '(none)'}")
             return 1
     else:
-        shared = sum(1 for _ in zip(new[: args.fork_at], recorded[: args.fork_at]))
-        print(f"forked at event {args.fork_at} ({shared} events replayed), then {args.model} played on")
+        same = sum(1 for a, b in zip(new[: args.fork_at], recorded[: args.fork_at]) if a == b)
+        print(f"forked at event {args.fork_at} ({same} recorded events reproduced), then {args.model} played on")
     return 0
 
 
