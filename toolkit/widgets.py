@@ -97,7 +97,7 @@ class WerewolfSession(W.VBox):
         """A new game from the controls (an unfinished one is left in the tables without a games row)."""
         self.reset()
         humans = [s for s, w in self.seat_models.items() if w.value.strip() == "human"]
-        seats = {s: SeatConfig(spec="heuristic" if s in humans else w.value.strip(),
+        seats = {s: SeatConfig(spec=w.value.strip(),
                                reflection=self.reflection.value, experience=self.experience.value)
                  for s, w in self.seat_models.items()}
         config = GameConfig(preset=self.preset.value, seed=self.seed.value, seats=seats)
@@ -110,8 +110,6 @@ class WerewolfSession(W.VBox):
         except ValueError as exc:
             self.status.value = f"<span style='color:#c0392b'>error: {html.escape(str(exc))}</span>"
             return
-        for s in humans:
-            self.runner.players[s].config.spec = "human"
         self.runner.write_events()
         self._started = time.perf_counter()
         self._render()
@@ -360,19 +358,12 @@ class EngineerSession(W.VBox):
         a = self.agent
         if a is None:
             return
-        rows = "".join(f"<tr><td>{a_step}</td><td>{'✔' if t.ok else '✘'}</td><td><code>{html.escape(t.tool)}</code>"
+        rows = "".join(f"<tr><td>{t.step}</td><td>{'✔' if t.ok else '✘'}</td><td><code>{html.escape(t.tool)}</code>"
                        f"</td><td><pre style='white-space:pre-wrap;margin:0'>{html.escape(t.output[:600])}</pre></td></tr>"
-                       for a_step, t in self._numbered(a))
+                       for t in a.tool_results)
         self.tool_table.value = f"<table><tr><th>step</th><th>ok</th><th>tool</th><th>output</th></tr>{rows}</table>"
         self.open_file.value = f"<pre>{html.escape(a.editor.view())}</pre>"
         self.status.value = f"steps: {a.steps}" + (f"; ended by <b>{self.ended_by}</b>" if self.ended_by else "")
-
-    @staticmethod
-    def _numbered(agent):
-        step_of = []
-        for e in agent.memory:
-            step_of += [e.step] * sum(1 for o in e.observations if o.startswith("Command "))
-        return list(zip(step_of + [None] * len(agent.tool_results), agent.tool_results))
 
 
 class ResultsExplorer(W.VBox):

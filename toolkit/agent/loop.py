@@ -12,11 +12,15 @@ from __future__ import annotations
 import json
 import os
 import re
+import string
 import time
 import uuid
+from functools import lru_cache
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
 from pydantic import BaseModel, Field
 
 from toolkit.actions import Action, ActionResult, CallContext
@@ -31,7 +35,7 @@ from toolkit.agent.terminal import Terminal
 from toolkit.agent.tools import Toolbox, ToolResult
 from toolkit.agent.workspace import Workspace
 from toolkit.llm import Backend, get_backend
-from toolkit.prompts import render
+from toolkit.prompts import prompts_dir, render
 from toolkit.record import Run
 
 EVAL_GIT = re.compile(r"\bgit\s+(pull|push|commit)\b")
@@ -54,6 +58,17 @@ class Commands(BaseModel):
 
 
 STEP = Action("step", "agent/step.j2", Commands, system="agent/system.j2")
+
+
+@lru_cache(maxsize=4)
+def _feedback_texts(folder: str) -> dict[str, str]:
+    return yaml.safe_load((Path(folder) / "agent" / "feedback.yaml").read_text())
+
+
+def feedback(key: str, **values: Any) -> str:
+    """A message from the loop to the model, from ``prompts/agent/feedback.yaml``."""
+    return string.Template(_feedback_texts(str(prompts_dir()))[key]).substitute(
+        {k: str(v) for k, v in values.items()})
 
 
 @dataclass
@@ -161,17 +176,14 @@ class Agent:
         self.steps += 1
         result = await self.ask(STEP, {}, "step")
         if result.fallback:
-            self.memory.append(Entry(self.steps, "", [], [
-                f"Your reply could not be used ({result.error}). Reply with a JSON object "
-                '{"thought": "...", "commands": [{"command_name": "...", "args": {...}}]}.']))
+            self.memory.append(Entry(self.steps, "", [], [feedback("unusable_reply", error=result.error)]))
             return None
         commands = result.value.commands
         entry = Entry(self.steps, result.value.thought, [c.model_dump() for c in commands])
         self.memory.append(entry)
         exclusive = [c.command_name for c in commands if (s := self.tools.specs.get(c.command_name)) and s.exclusive]
         if len(exclusive) > 1:
-            entry.observations.append(f"Rejected: {', '.join(exclusive)} are exclusive commands; send one of "
-                                      "them per step. Nothing was run.")
+            entry.observations.append(feedback("exclusive_rejected", commands=", ".join(exclusive)))
             return None
         ended = None
         for i, command in enumerate(commands):
@@ -181,21 +193,21 @@ class Agent:
             if self.eval_mode and self._is_eval_git(command):
                 self._record(ToolResult(command.command_name, command.args, True,
                                         "eval mode: a git pull/push/commit ends the session", time.perf_counter()))
-                entry.observations.append("Eval mode: the session ends at git pull/push/commit.")
+                entry.observations.append(feedback("eval_end"))
                 ended = "eval_git"
                 break
             outcome = await self.tools.call(command.command_name, command.args)
             self._record(outcome)
-            entry.observations.append(f"Command {command.command_name} {'executed' if outcome.ok else 'failed'}:"
-                                      f"\n{outcome.output}")
+            entry.observations.append(feedback("command_result", command=command.command_name,
+                                               status="executed" if outcome.ok else "failed", output=outcome.output))
             entry.editor_view = entry.editor_view or command.command_name.startswith("Editor.")
             if not outcome.ok:
                 skipped = [c.command_name for c in commands[i + 1:]]
                 if skipped:
-                    entry.observations.append(f"Skipped after the failure: {', '.join(skipped)}.")
+                    entry.observations.append(feedback("skipped", commands=", ".join(skipped)))
                 break
         if not commands:
-            entry.observations.append("No commands were sent. Send commands, or end if the task is done.")
+            entry.observations.append(feedback("no_commands"))
         if ended is None:
             await self._check_repeats()
         return ended
@@ -210,14 +222,13 @@ class Agent:
         if len(signature) >= 3 and len(set(signature[-3:])) == 1 and signature[-1] != "[]":
             entry = self.memory[-1]
             if len(signature) == 5 and len(set(signature)) == 1:
-                answer = await self.channel.ask(f"I have repeated the same commands 5 times on: {self.task[:200]}. "
-                                                "How should I proceed?")
-                entry.observations.append(f"Human: {answer}")
+                answer = await self.channel.ask(feedback("repeat_ask_human", task=self.task[:200]))
+                entry.observations.append(feedback("human_answer", answer=answer))
             else:
-                entry.observations.append("You have sent the same commands three times in a row. Try something "
-                                          "different, or end if the task is done.")
+                entry.observations.append(feedback("repeat_nudge"))
 
     def _record(self, outcome: ToolResult) -> None:
+        outcome.step = self.steps
         self.tool_results.append(outcome)
         if self.run is not None:
             self.run.write("tool_calls", {"session_id": self.session_id, "step": self.steps, "tool": outcome.tool,

@@ -144,6 +144,7 @@ class ToolResult:
     output: str
     started: float
     truncated: bool = False
+    step: int | None = None  # set by the loop that ran it
 
     def __post_init__(self) -> None:
         self.duration_ms = (time.perf_counter() - self.started) * 1000

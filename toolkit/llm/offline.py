@@ -238,8 +238,7 @@ class ChaosBackend:
             "illegal": json.dumps(_illegal(answer, request.schema)),
             "empty": "",
         }[kind]
-        completion = _offline_completion(text, self.model, request)
-        return completion
+        return _offline_completion(text, self.model, request)
 
 
 def _illegal(answer: Any, schema: dict[str, Any] | None) -> Any:

@@ -22,7 +22,7 @@ from toolkit.prompts import render
 from toolkit.record import Run
 from toolkit.werewolf.experience import ExperiencePool
 from toolkit.werewolf.observation import observe
-from toolkit.werewolf.players import Player, SeatConfig
+from toolkit.werewolf.players import Decision, Player, SeatConfig
 from toolkit.werewolf.preset import Preset, load_preset
 from toolkit.werewolf.rules import Ask, Event, Game, IllegalMove, side_of
 
@@ -114,7 +114,7 @@ class GameRunner:
         g = self.game
         return f"{self.preset.name}/{g.seed}/{seat}/d{g.day}/{g.phase}/{action}"
 
-    async def ask(self, ask: Ask) -> None:
+    async def ask(self, ask: Ask) -> Decision:
         """Ask one seat for one decision (does not apply it)."""
         player = self.players[ask.seat]
         obs = observe(self.game, ask.seat, ask, self.config.recent)
