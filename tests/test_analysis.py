@@ -16,7 +16,7 @@ def players(game_ids=("g1", "g2"), dead=(("g1", "P4"),)):
         for seat, role in ROLES.items():
             rows.append({"game_id": g, "seat": seat, "role": role,
                          "side": "werewolves" if role == "Werewolf" else "village",
-                         "model": "m", "survived": (g, seat) not in dead})
+                         "spec": "m", "survived": (g, seat) not in dead})
     return pd.DataFrame(rows)
 
 
@@ -103,23 +103,23 @@ def test_ratings_order_models_by_strength():
         for seat, role in ROLES.items():
             side = "werewolves" if role == "Werewolf" else "village"
             model = "strong" if (side == "village") == strong_village else "weak"
-            rows.append({"game_id": f"g{i}", "seat": seat, "role": role, "side": side, "model": model})
-    r = A.ratings(pd.DataFrame(games), pd.DataFrame(rows), n_boot=50).set_index("model")
+            rows.append({"game_id": f"g{i}", "seat": seat, "role": role, "side": side, "spec": model})
+    r = A.ratings(pd.DataFrame(games), pd.DataFrame(rows), n_boot=50).set_index("spec")
     assert r.loc["strong", "rating"] > r.loc["weak", "rating"]
     assert r.loc["strong", "ci_low"] > r.loc["weak", "ci_high"]
     assert r.loc["strong", "rating"] - r.loc["weak", "rating"] == pytest.approx(math.log(5), abs=0.25)
 
 
 def test_engineer_success_and_tool_usage():
-    sessions = pd.DataFrame({"session_id": ["a", "b", "c"], "model": ["x", "x", "y"], "task": ["t1", "t2", "t1"],
+    sessions = pd.DataFrame({"session_id": ["a", "b", "c"], "spec": ["x", "x", "y"], "task": ["t1", "t2", "t1"],
                              "success": [True, False, True], "steps": [4, 6, 3]})
     tools = pd.DataFrame({"session_id": ["a", "a", "b", "b", "c"],
                           "tool": ["Terminal.run_command", "Editor.open_file", "Terminal.run_command",
                                    "Terminal.run_command", "Editor.open_file"],
                           "ok": [True, True, False, True, True]})
-    s = A.engineer_success(sessions).set_index("model")
+    s = A.engineer_success(sessions).set_index("spec")
     assert (s.loc["x", "k"], s.loc["x", "n"], s.loc["x", "steps_mean"]) == (1, 2, 5.0)
-    u = A.tool_usage(tools, sessions).set_index(["model", "tool"])
+    u = A.tool_usage(tools, sessions).set_index(["spec", "tool"])
     assert u.loc[("x", "Terminal.run_command"), "calls"] == 3
     assert u.loc[("x", "Terminal.run_command"), "error_rate"] == pytest.approx(1 / 3)
     assert u.loc[("x", "Terminal.run_command"), "calls_per_session"] == 1.5

@@ -177,7 +177,7 @@ def test_cli_play_prints_a_transcript_and_the_winner_line(tmp_path):
     assert re.fullmatch(r"winner: (village|werewolves|draw) \(.+\) after \d+ days", lines[-2])
     assert any("(private to werewolves)" in line for line in lines)
     tables = load(tmp_path)
-    assert len(tables.games) == 1 and tables.players.set_index("seat").loc["Player3", "model"] == "random"
+    assert len(tables.games) == 1 and tables.players.set_index("seat").loc["Player3", "spec"] == "random"
 
 
 def test_cli_reports_bad_input_clearly(tmp_path):

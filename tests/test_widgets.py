@@ -59,7 +59,7 @@ async def test_a_human_seat_plays_a_whole_game_through_the_widgets(tmp_path):
     tables = load(tmp_path, complete_games=True)
     human_calls = tables.calls[tables.calls["seat"] == "Player2"]
     assert len(human_calls) == answered and (human_calls["model"] == "human").all()
-    assert tables.players.set_index("seat").loc["Player2", "model"] == "human"
+    assert tables.players.set_index("seat").loc["Player2", "spec"] == "human"
     speeches = [e.text for e in s.events if e.kind == "speech" and e.actor == "Player2"]
     assert speeches and all(t.startswith("I am Player2, turn") for t in speeches)
 

@@ -159,12 +159,12 @@ def ratings(games: pd.DataFrame, players: pd.DataFrame, n_boot: int = 200, seed:
     seats = players.merge(decided, on="game_id")
     pairs = []
     for game_id, g in seats.groupby("game_id"):
-        won = set(g[g["side"] == g["winner"]]["model"])
-        lost = set(g[g["side"] != g["winner"]]["model"])
+        won = set(g[g["side"] == g["winner"]]["spec"])
+        lost = set(g[g["side"] != g["winner"]]["spec"])
         pairs += [{"game_id": game_id, "winner": w, "loser": lo} for w in won for lo in lost if w != lo]
     pairs = pd.DataFrame(pairs, columns=["game_id", "winner", "loser"])
     if pairs.empty:
-        return pd.DataFrame(columns=["model", "rating", "n", "ci_low", "ci_high"])
+        return pd.DataFrame(columns=["spec", "rating", "n", "ci_low", "ci_high"])
     point = bradley_terry(pairs)
     rng = np.random.default_rng(seed)
     rows_of = {g: idx.to_numpy() for g, idx in pairs.groupby("game_id").groups.items()}
@@ -176,7 +176,7 @@ def ratings(games: pd.DataFrame, players: pd.DataFrame, n_boot: int = 200, seed:
         boots.append(bradley_terry(sample, iters=60).reindex(point.index))
     boots = pd.DataFrame(boots)
     counts = pd.concat([pairs["winner"], pairs["loser"]]).value_counts()
-    return pd.DataFrame({"model": point.index, "rating": point.values,
+    return pd.DataFrame({"spec": point.index, "rating": point.values,
                          "n": [int(counts[m]) for m in point.index],
                          "ci_low": boots.quantile(0.025).values, "ci_high": boots.quantile(0.975).values}
                         ).sort_values("rating", ascending=False).reset_index(drop=True)
@@ -184,9 +184,9 @@ def ratings(games: pd.DataFrame, players: pd.DataFrame, n_boot: int = 200, seed:
 
 # ------------------------------------------------------------------ engineer
 def engineer_success(sessions: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
-    """Success rate (Wilson) and mean steps (bootstrap) per group, e.g. by ``model`` and ``task``."""
+    """Success rate (Wilson) and mean steps (bootstrap) per group, e.g. by ``spec`` and ``task``."""
     rows = []
-    for key, g in _groups(sessions, by or ["model"]):
+    for key, g in _groups(sessions, by or ["spec"]):
         done = g["success"].dropna().astype(bool)
         row = proportion(int(done.sum()), len(done), **key)
         low, high = bootstrap_ci(g["steps"])
@@ -195,8 +195,8 @@ def engineer_success(sessions: pd.DataFrame, by: list[str] | None = None) -> pd.
 
 
 def tool_usage(tool_calls: pd.DataFrame, sessions: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
-    """Calls per tool and their error rate (Wilson), per group of session columns (default: model)."""
-    by = by or ["model"]
+    """Calls per tool and their error rate (Wilson), per group of session columns (default: spec)."""
+    by = by or ["spec"]
     data = tool_calls.merge(sessions[["session_id", *by]], on="session_id", how="left")
     rows = []
     for key, g in _groups(data, by + ["tool"]):

@@ -82,7 +82,7 @@ def plot_costs(games: pd.DataFrame, by: list[str] | None = None, title: str | No
     return fig
 
 
-def plot_tool_usage(tool_calls: pd.DataFrame, sessions: pd.DataFrame, by: str = "model", title: str | None = None):
+def plot_tool_usage(tool_calls: pd.DataFrame, sessions: pd.DataFrame, by: str = "spec", title: str | None = None):
     """Calls per tool (bars) and each tool's error rate (annotated), per model."""
     table = A.tool_usage(tool_calls, sessions, [by])
     groups = list(dict.fromkeys(table[by]))
@@ -104,7 +104,7 @@ def plot_tool_usage(tool_calls: pd.DataFrame, sessions: pd.DataFrame, by: str = 
     return fig
 
 
-def plot_success_vs_steps(sessions: pd.DataFrame, by: str = "model", title: str | None = None):
+def plot_success_vs_steps(sessions: pd.DataFrame, by: str = "spec", title: str | None = None):
     """Each session's step count against its success, per model (jittered to show overlaps)."""
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for i, (group, part) in enumerate(sessions.groupby(by)):

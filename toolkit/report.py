@@ -55,7 +55,7 @@ def write_report(folder: str | Path, out: str | Path | None = None) -> list[Path
                      "## Calls, tokens, cost and fallbacks per game (95% bootstrap intervals)\n",
                      markdown_table(A.per_game_costs(games, by)), "![costs](costs.png)\n",
                      f"Games needed for ±5 points on a win rate: {A.sample_size(0.05)}.\n"]
-        if tables.players["model"].nunique() > 1:
+        if tables.players["spec"].nunique() > 1:
             sections += ["## Model ratings (Bradley–Terry, bootstrap intervals)\n",
                          markdown_table(A.ratings(tables.games, tables.players))]
     if len(tables.sessions):
@@ -65,7 +65,7 @@ def write_report(folder: str | Path, out: str | Path | None = None) -> list[Path
         sections += ["## Engineer success by model\n", markdown_table(A.engineer_success(sessions)),
                      "## Tool usage by model\n",
                      markdown_table(A.tool_usage(tables.tool_calls, sessions)[
-                         ["model", "tool", "calls", "error_rate", "ci_low", "ci_high"]]),
+                         ["spec", "tool", "calls", "error_rate", "ci_low", "ci_high"]]),
                      "![tool usage](tool_usage.png)\n", "![success vs steps](success_vs_steps.png)\n"]
     summary = out / "summary.md"
     summary.write_text("\n".join(sections))

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from toolkit.record import frame, read_jsonl
-from toolkit.tables import TABLES
+from toolkit.record import read_jsonl
+from toolkit.tables import RENAMED, TABLES
 
 
 @dataclass
@@ -20,6 +20,8 @@ class Results:
     calls: pd.DataFrame
     sessions: pd.DataFrame
     tool_calls: pd.DataFrame
+    attempts: pd.DataFrame
+    beliefs: pd.DataFrame
 
     def __repr__(self) -> str:
         sizes = ", ".join(f"{t}={len(getattr(self, t))}" for t in TABLES)
@@ -36,11 +38,15 @@ def read_table(folder: Path, table: str) -> pd.DataFrame | None:
     parquet, jsonl = folder / f"{table}.parquet", folder / f"{table}.jsonl"
     if parquet.exists():
         df = pd.read_parquet(parquet)
-        missing = [c for c in TABLES[table] if c not in df.columns]
-        return df.assign(**{c: None for c in missing}) if missing else df
-    if jsonl.exists():
-        return frame(table, read_jsonl(jsonl))
-    return None
+    elif jsonl.exists():
+        df = pd.DataFrame(read_jsonl(jsonl))
+    else:
+        return None
+    # Results written before a column was renamed read as if written today.
+    renames = {old: new for old, new in RENAMED.get(table, {}).items() if old in df.columns and new not in df.columns}
+    df = df.rename(columns=renames) if renames else df
+    missing = [c for c in TABLES[table] if c not in df.columns]
+    return df.assign(**{c: None for c in missing}) if missing else df
 
 
 def load(path: str | Path, complete_games: bool = False) -> Results:

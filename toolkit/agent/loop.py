@@ -277,7 +277,7 @@ class Agent:
         wall = time.perf_counter() - started
         if self.run is not None:
             self.run.write("sessions", {"session_id": self.session_id, "run_id": self.run.run_id, "task": self.task,
-                                        "model": self.model, "steps": self.steps, "ended_by": ended_by,
+                                        "spec": self.model, "steps": self.steps, "ended_by": ended_by,
                                         "success": success, "cost_usd": self.ctx.cost_usd, "wall_s": round(wall, 3)})
         return SessionResult(self.session_id, ended_by, self.steps, success, self.ctx.cost_usd, wall,
                              self.tool_results)

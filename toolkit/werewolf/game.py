@@ -205,7 +205,7 @@ class GameRunner:
             day, cause = g.deaths.get(seat, (None, None))
             self.run.write("players", {
                 "game_id": self.game_id, "seat": seat, "role": p.role, "side": side_of(p.role),
-                "model": p.config.spec, "reflection": p.config.reflection, "experience": p.config.experience,
+                "spec": p.config.spec, "reflection": p.config.reflection, "experience": p.config.experience,
                 "strategy": p.config.strategy, "survived": seat in g.alive, "death_day": day, "death_cause": cause})
         self.run.write("games", {
             "game_id": self.game_id, "run_id": self.run.run_id, "seed": g.seed, "preset": self.preset.name,
