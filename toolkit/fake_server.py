@@ -14,6 +14,8 @@ picks the behaviour, so one server serves every test:
 - ``say``: the next text queued with ``server.say(...)``.
 - ``toolcall``: with ``tools`` in the request, a native tool call of the first tool (arguments sampled
   from its parameters), then a call of ``end`` on the next request.
+- ``det``: like ``ok``, but the sampled answer is seeded by the request's messages, so the same request
+  always gets the same answer whatever the order of arrival (golden-table tests).
 - ``queue``: the next behaviour queued with ``server.queue(...)`` (``ok`` when none is left), e.g.
   ``server.queue("429:1", "ok")`` for one rate limit with ``Retry-After: 1`` and then an answer.
 
@@ -22,6 +24,7 @@ picks the behaviour, so one server serves every test:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import socket
@@ -160,8 +163,12 @@ class FakeOpenAIServer:
                 text = self._said.pop(0) if self._said else ""
         elif fmt.get("type") == "json_schema":
             schema = fmt["json_schema"]["schema"]
-            with self.lock:
-                seed = self.rng.random()
+            if body.get("model") == "det":
+                digest = hashlib.sha256(json.dumps(body.get("messages"), sort_keys=True).encode()).hexdigest()
+                seed = int(digest[:12], 16)
+            else:
+                with self.lock:
+                    seed = self.rng.random()
             text = json.dumps(sample_from_schema(schema, random.Random(seed)))
         else:
             text = "ok"
