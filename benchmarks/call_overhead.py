@@ -1,5 +1,5 @@
-"""End-to-end cost of one structured call: action → llm → openai SDK → loopback server (instant answer)
-→ parse → call-log row. Prints median and p95 ms per call and calls/s (sequential calls).
+"""End-to-end cost of one structured call: action → model wrapper → openai SDK → loopback server (instant
+answer) → parse → call-log row. Prints median and p95 ms per call and calls/s (sequential calls).
 
     python benchmarks/call_overhead.py [N]
 """
@@ -12,10 +12,10 @@ import time
 
 from pydantic import BaseModel
 
-from toolkit.actions import Action, CallContext, with_choices
+from toolkit.actions import Action, with_choices
 from toolkit.fake_server import serve_in_subprocess
-from toolkit.llm import get_backend
-from toolkit.record import Run
+from toolkit.llm import Request, get_model
+from toolkit.record import CallLog, Run
 
 
 class Pick(BaseModel):
@@ -35,16 +35,17 @@ async def main(n: int) -> None:
 
 async def run_calls(n, model, action, base_url):
     with tempfile.TemporaryDirectory() as tmp, Run(tmp, "bench") as run:
-        backend = get_backend(f"openai:ok@{base_url}")
-        ctx = CallContext(run=run, game_id="bench")
+        llm = get_model(f"openai:ok@{base_url}")
+        log = CallLog(run)
+        request = Request(game_id="bench", seat="Player1")
         for _ in range(50):  # warm up: connection, template cache, schema cache
-            await action.run(backend, {"error": "warm"}, fallback=lambda: model(target="Player1"), ctx=ctx)
+            await action.run(llm, request, {"error": "warm"}, fallback=lambda: model(target="Player1"), log=log)
         times = []
         t_all = time.perf_counter()
         for i in range(n):
             t0 = time.perf_counter()
-            result = await action.run(backend, {"error": f"call {i}"}, fallback=lambda: model(target="Player1"),
-                                      ctx=ctx)
+            result = await action.run(llm, request, {"error": f"call {i}"}, fallback=lambda: model(target="Player1"),
+                                      log=log)
             times.append((time.perf_counter() - t0) * 1000)
             assert not result.fallback
         wall = time.perf_counter() - t_all

@@ -9,7 +9,7 @@ import sys
 import tempfile
 import time
 
-from toolkit.local_server import LocalServer, MODEL_NAME
+from toolkit.llm.local import LocalServer, MODEL_NAME
 from toolkit.record import Run
 from toolkit.results import load
 from toolkit.werewolf.game import GameConfig, play_game

@@ -12,7 +12,7 @@ import tempfile
 import time
 
 from toolkit.fake_server import serve_in_subprocess
-from toolkit.llm import get_backend
+from toolkit.llm import get_model
 from toolkit.record import Run
 from toolkit.werewolf.game import GameConfig, play_games
 
@@ -22,18 +22,18 @@ def main(games: int, latency: float) -> None:
     try:
         spec = f"openai:slow:{latency}@{base_url}"
         # One endpoint, capped high enough for every seat of every game to be waiting at once.
-        backends = {spec: get_backend(spec, max_connections=games * 9, timeout_s=30)}
+        models = {spec: get_model(spec, max_connections=games * 9, timeout_s=30)}
         with tempfile.TemporaryDirectory() as tmp, Run(tmp, "concurrency") as run:
             t0 = time.perf_counter()
             results = asyncio.run(play_games([GameConfig(seed=s, model=spec) for s in range(games)], run,
-                                             concurrency=games, backends=backends))
+                                             concurrency=games, models=models))
             wall = time.perf_counter() - t0
     finally:
         server.terminate()
     bound = max(r.critical_path_calls for r in results) * latency
-    calls = sum(r.ctx.calls for r in results)
+    calls = sum(r.log.calls for r in results)
     print(f"games: {games}, calls: {calls}, latency per call: {latency * 1000:.0f} ms, "
-          f"fallbacks: {sum(r.ctx.fallbacks for r in results)}, winners: "
+          f"fallbacks: {sum(r.log.fallbacks for r in results)}, winners: "
           f"{sorted({r.winner for r in results})}")
     print(f"wall time: {wall:.2f} s")
     print(f"critical-path lower bound: {bound:.2f} s")

@@ -4,10 +4,9 @@ import asyncio
 
 from pydantic import BaseModel
 
-from toolkit.actions import Action, CallContext, parse, with_choices
-from toolkit.llm import get_backend
-from toolkit.prompts import render
-from toolkit.record import Run
+from toolkit.actions import Action, parse, render, with_choices
+from toolkit.llm import Request, Sampling, get_model
+from toolkit.record import CallLog, Run
 from toolkit.results import load
 from toolkit.werewolf.game import GameConfig, GameRunner
 from toolkit.werewolf.observation import observe
@@ -45,10 +44,10 @@ def test_parse_repairs_broken_json_and_explains_failures():
 
 async def test_reask_shows_the_error_then_falls_back(server, tmp_path):
     server.say("I choose Player9!", '{"target": "Player9"}')
-    b = get_backend(f"openai:say@{server.base_url}")
+    b = get_model(f"openai:say@{server.base_url}")
     with Run(tmp_path) as run:
         result = await Action("pick", "reask.j2", PICK).run(
-            b, {"error": "first"}, fallback=lambda: PICK(target="Player1"), ctx=CallContext(run, game_id="g"))
+            b, Request(game_id="g"), {"error": "first"}, fallback=lambda: PICK(target="Player1"), log=CallLog(run))
     assert result.fallback and result.value.target == "Player1"
     reask = server.requests[1]["messages"]
     assert reask[-2] == {"role": "assistant", "content": "I choose Player9!"}
@@ -60,19 +59,20 @@ async def test_reask_shows_the_error_then_falls_back(server, tmp_path):
 
 async def test_reask_can_recover(server):
     server.say("{'target': 'Player7'}", '{"target": "Player2"}')
-    b = get_backend(f"openai:say@{server.base_url}")
-    result = await Action("pick", "reask.j2", PICK).run(b, {"error": "x"}, fallback=lambda: PICK(target="Player1"))
+    b = get_model(f"openai:say@{server.base_url}")
+    result = await Action("pick", "reask.j2", PICK).run(b, Request(), {"error": "x"},
+                                                        fallback=lambda: PICK(target="Player1"))
     assert not result.fallback and result.value.target == "Player2"
 
 
 async def test_chaos_thousand_calls_no_exception_every_anomaly_recorded(tmp_path):
-    chaos = get_backend("chaos:0.3")
+    chaos = get_model("chaos:0.3")
     action = Action("pick", "reask.j2", PICK)
     with Run(tmp_path) as run:
-        ctx = CallContext(run, game_id="chaos")
+        log = CallLog(run)
         results = await asyncio.gather(*(
-            action.run(chaos, {"error": str(i)}, fallback=lambda: PICK(target="Player1"), ctx=ctx, seed=i,
-                       meta={"replay_key": f"k{i}"}) for i in range(1000)))
+            action.run(chaos, Request(game_id="chaos", sampling=Sampling(seed=i), replay_key=f"k{i}"),
+                       {"error": str(i)}, fallback=lambda: PICK(target="Player1"), log=log) for i in range(1000)))
     assert all(isinstance(r.value, PICK) for r in results)
     calls = load(tmp_path).calls
     good = calls[calls["ok"] & calls["error"].isna()]

@@ -6,8 +6,8 @@ import json
 import yaml
 
 from toolkit.agent.human import ScriptedChannel
-from toolkit.agent.loop import Agent
 from toolkit.agent.role import load_role
+from toolkit.agent.session import Session
 from toolkit.record import Run
 from toolkit.results import load
 
@@ -23,11 +23,11 @@ def cmd(_name, **args):
 
 
 def agent(tmp_path, answers, run=None, **kw):
-    return Agent(load_role("engineer"), "a test task", tmp_path / "ws", script(tmp_path, answers), run=run, **kw)
+    return Session(load_role("engineer"), "a test task", tmp_path / "ws", script(tmp_path, answers), run=run, **kw)
 
 
 def observations(a):
-    return [o for e in a.memory for o in e.observations]
+    return [o for e in a.agent.memory for o in e.observations]
 
 
 def test_bad_replies_become_observations_and_the_loop_goes_on(tmp_path):
@@ -42,7 +42,7 @@ def test_bad_replies_become_observations_and_the_loop_goes_on(tmp_path):
     ]
     with Run(tmp_path / "res") as run:
         a = agent(tmp_path, answers, run)
-        result = asyncio.run(a.run_session())
+        result = asyncio.run(a.run())
     obs = observations(a)
     assert result.ended_by == "end" and result.steps == 6
     assert "Your reply could not be used" in obs[0]
@@ -61,7 +61,7 @@ def test_eval_mode_ends_at_git_commit_without_crashing(tmp_path):
     answers = [json.dumps([cmd("Editor.create_file", path="x.txt", content="x")]),
                json.dumps([cmd("Terminal.run_command", cmd="git add -A && git commit -m x")])]
     with Run(tmp_path / "res") as run:
-        result = asyncio.run(agent(tmp_path, answers, run, eval_mode=True).run_session())
+        result = asyncio.run(agent(tmp_path, answers, run, eval_mode=True).run())
     assert result.ended_by == "eval_git" and result.steps == 2
     assert load(tmp_path / "res").sessions.iloc[0]["ended_by"] == "eval_git"
 
@@ -69,7 +69,7 @@ def test_eval_mode_ends_at_git_commit_without_crashing(tmp_path):
 def test_max_steps_and_trajectory_saved_every_step(tmp_path):
     a = agent(tmp_path, [json.dumps([cmd("Plan.append_task", task_id=str(i), instruction="t")]) for i in range(10)],
               max_steps=3)
-    result = asyncio.run(a.run_session())
+    result = asyncio.run(a.run())
     assert result.ended_by == "max_steps" and result.steps == 3
     saved = json.loads((a.workspace.root / ".agent" / "trajectories" / f"{a.session_id}.json").read_text())
     assert saved["steps"] == 3 and len(saved["memory"]) == 3 and "[ ] 2: t" in saved["plan"]
@@ -79,7 +79,7 @@ def test_repeated_actions_get_a_nudge_then_the_human_is_asked(tmp_path):
     same = json.dumps([cmd("Editor.find_file", name="*.txt")])
     channel = ScriptedChannel(["try ending"])
     a = agent(tmp_path, [same] * 5 + [json.dumps([cmd("end")])], channel=channel)
-    asyncio.run(a.run_session())
+    asyncio.run(a.run())
     obs = observations(a)
     assert any("same commands three times" in o for o in obs)
     assert channel.asked and "repeated the same commands 5 times" in channel.asked[0]
@@ -90,7 +90,7 @@ def test_the_prompt_stays_bounded_as_the_session_grows(tmp_path):
     """60 steps that each print 20 kB: the prompt per step levels off below the role's budget."""
     steps = [json.dumps([cmd("Terminal.run_command", cmd=f"python3 -c \"print('{i}' * 20000)\"")]) for i in range(60)]
     with Run(tmp_path / "res") as run:
-        asyncio.run(agent(tmp_path, steps, run, max_steps=60).run_session())
+        asyncio.run(agent(tmp_path, steps, run, max_steps=60).run())
     calls = load(tmp_path / "res").calls.sort_values("seq")
     sizes = [sum(len(m["content"]) for m in json.loads(x)) for x in calls["messages"]]
     assert len(sizes) == 60
@@ -99,18 +99,19 @@ def test_the_prompt_stays_bounded_as_the_session_grows(tmp_path):
 
 
 def test_a_second_role_is_only_a_config_file(tmp_path):
-    a = Agent(load_role("data_analyst"), "count lines", tmp_path / "ws", script(tmp_path, [json.dumps([cmd("end")])]))
+    a = Session(load_role("data_analyst"), "count lines", tmp_path / "ws", script(tmp_path, [json.dumps([cmd("end")])]))
     assert set(a.tools.specs) >= {"Terminal.run_command", "Editor.open_file", "Human.ask_human"}
     assert not any(n.startswith(("Git.", "Deployer.")) for n in a.tools.specs)
-    assert a.role.name == "David" and "analyse data files" in a.system_values["instruction"]
+    assert a.role.name == "David" and "analyse data files" in a.agent.system_values["instruction"]
+    assert "Terminal.run_command(cmd" in a.agent.system_values["tools"]  # the listing (prompts/agent/tools.j2)
 
 
 def test_native_tool_calls_drive_the_same_loop(tmp_path, server):
     """Against an endpoint that answers with native tool calls (the loopback test server)."""
     with Run(tmp_path / "res") as run:
-        a = Agent(load_role("engineer"), "plan something", tmp_path / "ws", f"openai:toolcall@{server.base_url}",
-                  run=run, native_tools=True)
-        result = asyncio.run(a.run_session())
+        a = Session(load_role("engineer"), "plan something", tmp_path / "ws", f"openai:toolcall@{server.base_url}",
+                    run=run, native_tools=True)
+        result = asyncio.run(a.run())
     sent = server.requests[0]
     names = [t["function"]["name"] for t in sent["tools"]]
     assert "Plan__append_task" in names and "end" in names and "response_format" not in sent
@@ -133,8 +134,8 @@ def test_code_review_of_the_uncommitted_diff(tmp_path):
                json.dumps({"comments": [{"line": 1, "severity": "style", "comment": "name x better"}]}),
                json.dumps([cmd("end")])]
     a = agent(tmp_path, answers)
-    asyncio.run(a.run_session())
+    asyncio.run(a.run())
     obs = observations(a)
     assert "1. line 1 [style] name x better" in obs[0]
-    calls = a.tool_results
+    calls = a.tools.results
     assert calls[0].ok and calls[0].tool == "CodeReview.review"

@@ -17,8 +17,8 @@ except ImportError:
         raise
     pytest.skip("the local extra is not installed: pip install -e '.[local]'", allow_module_level=True)
 
-from toolkit.agent.loop import Agent
 from toolkit.agent.role import load_role
+from toolkit.agent.session import Session
 from toolkit.record import Run
 from toolkit.results import load
 from toolkit.werewolf.game import GameConfig, play_game
@@ -46,16 +46,16 @@ def test_a_full_classic7_game_with_every_seat_local(tmp_path):
 
 def test_one_engineer_step_with_the_local_model(tmp_path):
     with Run(tmp_path / "res", "local-agent") as run:
-        agent = Agent(load_role("engineer"), "Create hello.txt containing the word hello.", tmp_path / "ws",
-                      "local", run=run, max_steps=1)
-        result = asyncio.run(agent.run_session())
+        session = Session(load_role("engineer"), "Create hello.txt containing the word hello.", tmp_path / "ws",
+                          "local", run=run, max_steps=1)
+        result = asyncio.run(session.run())
     assert result.ended_by in ("max_steps", "end") and result.steps == 1
     calls = load(tmp_path / "res").calls
     assert len(calls) >= 1 and (~calls["usage_estimated"].astype(bool)).all()
 
 
 def test_no_server_is_left_running():
-    from toolkit import local_server
+    from toolkit.llm import local as local_server
 
     if local_server._shared is not None:
         local_server._shared.stop()

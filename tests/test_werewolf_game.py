@@ -9,7 +9,7 @@ import sys
 import pandas as pd
 import pytest
 
-from toolkit.prompts import render
+from toolkit.actions import render
 from toolkit.record import Run
 from toolkit.results import load
 from toolkit.werewolf.game import GameConfig, GameRunner, play_games

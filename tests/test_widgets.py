@@ -4,8 +4,15 @@ import asyncio
 import json
 
 
+from toolkit.report import write_report
 from toolkit.results import load
-from toolkit.widgets import EngineerSession, ResultsExplorer, WerewolfSession
+from toolkit.ui import EngineerSession, ResultsExplorer, WerewolfSession
+
+
+def write_report_text(folder):
+    import tempfile
+    with tempfile.TemporaryDirectory() as out:
+        return next(p.read_text() for p in write_report(folder, out) if p.suffix == ".md")
 
 
 async def wait_for(predicate, timeout=30):
@@ -97,6 +104,40 @@ async def test_engineer_session_with_ask_human(tmp_path):
     assert e.ended_by == "end" and (tmp_path / "ws" / "notes.txt").read_text() == "hi"
     assert "Human.ask_human" in e.tool_table.value and "Human: notes.txt" in e.tool_table.value
     assert "notes.txt" in e.open_file.value
+    # the widget runs the same Session as the CLI: the sessions row is written and the run closed
+    assert e.run.closed
+    tables = load(tmp_path / "res")
+    assert list(tables.sessions["ended_by"]) == ["end"] and tables.sessions.iloc[0]["steps"] == 3
+    assert len(tables.tool_calls) == 2 and len(tables.calls) == 3
+
+
+async def test_engineer_stop_ends_the_session_and_writes_its_row(tmp_path):
+    script = tmp_path / "s.yaml"
+    step = json.dumps([{"command_name": "Plan.append_task", "args": {"task_id": "1", "instruction": "x"}}])
+    script.write_text(json.dumps({"answers": [step] * 50}))
+    e = EngineerSession(task="loop", workspace=str(tmp_path / "ws"), model=f"scripted:{script}",
+                        results_dir=str(tmp_path / "res"))
+    await e.step()
+    assert e.session.steps == 1 and e.ended_by is None and not e.run.closed
+    e.stop()
+    await e.task
+    assert e.ended_by == "stopped" and e.run.closed
+    assert list(load(tmp_path / "res").sessions["ended_by"]) == ["stopped"]
+
+
+async def test_a_widget_game_and_a_cli_game_with_the_same_seed_have_identical_events(tmp_path):
+    from toolkit.cli import main
+
+    s = WerewolfSession(results_dir=str(tmp_path / "widget"), seed=11, model="random")
+    s.buttons["Start"].click()
+    while not s.runner.finished:
+        s.buttons["Step"].click()
+        await s.task
+    argv = ["play", "--seed", "11", "--model", "random", "--out", str(tmp_path / "cli"), "--quiet"]
+    assert await asyncio.to_thread(main, argv) == 0  # the CLI runs its own event loop
+    columns = ["seq", "day", "phase", "kind", "actor", "target", "text", "visibility", "fallback"]
+    widget, cli = load(tmp_path / "widget").events[columns], load(tmp_path / "cli").events[columns]
+    assert len(widget) > 20 and widget.equals(cli)
 
 
 def test_results_explorer_shows_tables_and_plots(tmp_path):
@@ -109,8 +150,9 @@ def test_results_explorer_shows_tables_and_plots(tmp_path):
         aio.run(play_games([GameConfig(seed=s) for s in range(5)], run))
     r = ResultsExplorer(str(tmp_path))
     r.load_button.click()
-    assert "5 games" in r.summary.value and "village" in r.tables_view.value
-    assert len(r.images.children) == 1 and r.images.children[0].value[:4] == b"\x89PNG"
+    assert "5 games" in r.summary.value and "village" in r.markdown and "Win rates" in r.markdown
+    assert r.images.children and all(i.value[:4] == b"\x89PNG" for i in r.images.children)
+    assert r.markdown == (write_report_text(tmp_path))  # the same report `toolkit report` writes
     r.folder.value = str(tmp_path / "missing")
     r.load_button.click()
     assert "no folder" in r.summary.value

@@ -1,54 +1,82 @@
-"""A prompted, structured LLM call: template file + pydantic output model + parse + one re-ask + fallback.
+"""A prompted, structured model call: template file + pydantic output model + parse + one re-ask + fallback.
+
+Templates are Jinja2 files under ``prompts/``, rendered with StrictUndefined. Values are inserted as data:
+Jinja never renders a value as a template, so text such as ``{{ 7*7 }}`` or ``__profile__`` inside a speech
+reaches the prompt verbatim and changes nothing else.
 
 A parse or validation failure never reaches the caller as an exception: the action ends with a valid
-value, taken from the model or (``fallback=True``) from the caller's legal fallback. Every call to the
-model, good or bad, becomes one row of the ``calls`` table.
+value, taken from the model or (``fallback=True``) from the caller's legal fallback. The caller hands over
+the whole ``Request`` (who asks, why, sampling, observation); the action adds the messages and the output
+schema, sends it through the model wrapper, and writes every call, good or bad, to the call log.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
-import time
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Callable, Literal, Optional
 
+import jinja2
 import json_repair
 from pydantic import BaseModel, ValidationError, create_model
 
-from toolkit.llm import Backend, Completion, LLMError, Request
-from toolkit.prompts import render
-from toolkit.record import Run, now
+from toolkit.llm import Call, Model, Request
+from toolkit.record import CallLog
+
+_DEFAULT_DIR = str(Path(__file__).resolve().parent.parent / "prompts")
 
 
-@dataclass
-class CallContext:
-    """Where an action's calls are logged, and running totals for the games/sessions tables."""
+def prompts_dir() -> Path:
+    return Path(os.environ.get("TOOLKIT_PROMPTS") or _DEFAULT_DIR)
 
-    run: Run | None = None
-    game_id: str | None = None
-    session_id: str | None = None
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float | None = 0.0
-    fallbacks: int = 0
-    _seq: Any = field(default_factory=itertools.count)
 
-    def next_seq(self) -> int:
-        return next(self._seq)
+class _Environment(jinja2.Environment):
+    """Looks dict keys up before attributes: prompts are rendered from plain dicts, thousands a second."""
 
-    def count(self, completion: Completion | None) -> None:
-        self.calls += 1
-        if completion is None:
-            return
-        self.prompt_tokens += completion.prompt_tokens
-        self.completion_tokens += completion.completion_tokens
-        if completion.cost_usd is None or self.cost_usd is None:
-            self.cost_usd = None  # one call of unknown price makes the total unknown, not smaller
-        else:
-            self.cost_usd += completion.cost_usd
+    def getattr(self, obj, attribute):  # noqa: A003 - jinja's hook name
+        if type(obj) is dict and attribute in obj:
+            return obj[attribute]
+        return super().getattr(obj, attribute)
+
+
+@lru_cache(maxsize=4)
+def _environment(folder: str) -> jinja2.Environment:
+    if not Path(folder).is_dir():
+        raise FileNotFoundError(f"prompt folder {folder} not found; set TOOLKIT_PROMPTS to the repo's prompts/")
+    return _Environment(loader=jinja2.FileSystemLoader(folder), undefined=jinja2.StrictUndefined,
+                              autoescape=False, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False,
+                              auto_reload=False)
+
+
+@lru_cache(maxsize=256)
+def _template(folder: str, name: str) -> jinja2.Template:
+    return _environment(folder).get_template(name)
+
+
+def template(name: str) -> jinja2.Template:
+    """A compiled template (cached: edit prompt files between processes, or call ``template.cache_clear``)."""
+    return _template(os.environ.get("TOOLKIT_PROMPTS") or _DEFAULT_DIR, name)
+
+
+template.cache_clear = _template.cache_clear  # type: ignore[attr-defined]
+
+
+def render(name: str, **values: Any) -> str:
+    return template(name).render(**values).strip()
+
+
+@lru_cache(maxsize=256)
+def _from_string(folder: str, source: str) -> jinja2.Template:
+    return _environment(folder).from_string(source)
+
+
+def render_string(source: str, **values: Any) -> str:
+    """A template given as text (e.g. one entry of a YAML file of messages), rendered like a file."""
+    return _from_string(str(prompts_dir()), source).render(**values).strip()
+
 
 
 @dataclass
@@ -106,7 +134,7 @@ def parse(text: str, model: type[BaseModel]) -> tuple[BaseModel | None, str | No
 
 
 class Action:
-    """A named, prompted decision. Subclasses or instances set ``name``, ``template`` and ``output``."""
+    """A named, prompted decision. ``parse`` may be overridden (the agent reads native tool calls)."""
 
     def __init__(self, name: str, template: str, output: type[BaseModel], system: str | None = None):
         self.name = name
@@ -120,72 +148,33 @@ class Action:
             messages.insert(0, {"role": "system", "content": render(self.system, **values)})
         return messages
 
-    async def run(self, backend: Backend, values: dict[str, Any], *, fallback: Callable[[], BaseModel],
-                  ctx: CallContext | None = None, output: type[BaseModel] | None = None,
-                  observation: dict[str, Any] | None = None, meta: dict[str, Any] | None = None,
-                  temperature: float | None = None, seed: int | None = None,
-                  tools: list[dict[str, Any]] | None = None) -> ActionResult:
-        model = output or self.output
-        messages = self.messages(values)
-        meta = {"action": self.name, **(meta or {})}
-        if ctx is not None:  # stateful backends (scripted, replay) keep their place per game or session
-            meta.setdefault("game_id", ctx.game_id)
-            meta.setdefault("session_id", ctx.session_id)
+    def parse(self, call: Call, output: type[BaseModel]) -> tuple[BaseModel | None, str | None]:
+        return parse(call.text, output)
+
+    async def run(self, model: Model, request: Request, values: dict[str, Any], *,
+                  fallback: Callable[[], BaseModel], log: CallLog | None = None,
+                  output: type[BaseModel] | None = None) -> ActionResult:
+        output = output or self.output
+        request = replace(request, messages=self.messages(values), schema=json_schema(output),
+                          schema_name=self.name, action=self.name)
         error = None
         for attempt in range(2):  # the first ask, then one re-ask that shows the model its error
-            request = Request(messages=messages, schema=json_schema(model), schema_name=self.name,
-                              observation=observation, temperature=temperature, seed=seed, meta=meta, tools=tools)
-            value, text, error = await self._ask(backend, request, model, ctx, final=attempt == 1)
+            seq = log.next_seq() if log is not None else 0
+            call = await model.generate(request)
+            call.seq = seq
+            value, error = (self.parse(call, output) if call.completion is not None else (None, call.error))
+            call.parsed = value.model_dump_json() if value is not None else None
+            call.ok, call.error = value is not None, error
+            # A call is the final one of its action when it succeeded or nothing more will be asked.
+            call.fallback = value is None and (attempt == 1 or call.completion is None)
+            if log is not None:
+                log.write(call)
             if value is not None:
-                return ActionResult(value, messages=messages, calls=attempt + 1)
-            if text is None:  # a transport failure: nothing for the model to learn from a re-ask
+                return ActionResult(value, messages=request.messages, calls=attempt + 1)
+            if call.completion is None:  # a transport failure: nothing for the model to learn from a re-ask
                 break
-            messages = [*messages, {"role": "assistant", "content": text},
-                        {"role": "user", "content": render("reask.j2", error=error)}]
-        if ctx is not None:
-            ctx.fallbacks += 1
-        return ActionResult(fallback(), fallback=True, error=error, messages=messages, calls=attempt + 1)
-
-    async def _ask(self, backend: Backend, request: Request, model: type[BaseModel], ctx: CallContext | None,
-                   final: bool) -> tuple[BaseModel | None, str | None, str | None]:
-        seq = ctx.next_seq() if ctx else 0
-        started_at = now()
-        t0 = time.perf_counter()
-        completion, text, value, attempts = None, None, None, None
-        try:
-            completion = await backend.complete(request)
-            text = completion.text
-            value, error = parse(text, model)
-        except LLMError as exc:
-            error, attempts = str(exc), exc.attempts
-        if ctx is not None:
-            ctx.count(completion)
-            if ctx.run is not None:
-                # A row is the final one of its action when it succeeded or nothing more will be asked.
-                fallback = value is None and (final or text is None)
-                ctx.run.write("calls", self._row(ctx, seq, request, backend, completion, text, value, error,
-                                                 fallback, started_at, (time.perf_counter() - t0) * 1000,
-                                                 attempts))
-        return value, text, error
-
-    @staticmethod
-    def _row(ctx: CallContext, seq: int, request: Request, backend: Backend, completion: Completion | None,
-             text: str | None, value: BaseModel | None, error: str | None, fallback: bool, started_at: str,
-             latency_ms: float, attempts: int | None) -> dict[str, Any]:
-        meta = request.meta
-        c = completion
-        return {
-            "call_id": f"{ctx.game_id or ctx.session_id}-{seq}", "run_id": ctx.run.run_id if ctx.run else None,
-            "game_id": ctx.game_id, "session_id": ctx.session_id, "seq": seq, "seat": meta.get("seat"),
-            "role": meta.get("role"), "action": meta.get("action"), "model": c.model if c else backend.model,
-            "base_url": c.base_url if c else getattr(backend, "base_url", None),
-            "temperature": request.temperature, "messages": json.dumps(request.messages, ensure_ascii=False),
-            "response_text": text, "parsed": value.model_dump_json() if value is not None else None,
-            "ok": value is not None, "error": error, "attempts": c.attempts if c else attempts,
-            "fallback": fallback, "latency_ms": c.latency_ms if c and c.latency_ms else latency_ms,
-            "prompt_tokens": c.prompt_tokens if c else None,
-            "completion_tokens": c.completion_tokens if c else None,
-            "cached_tokens": c.cached_tokens if c else None, "usage_estimated": c.usage_estimated if c else None,
-            "cost_usd": c.cost_usd if c else None, "cache_hit": c.cache_hit if c else False,
-            "started_at": started_at, "replay_key": meta.get("replay_key"),
-        }
+            request = replace(request, messages=[*request.messages, {"role": "assistant", "content": call.text},
+                                                 {"role": "user", "content": render("reask.j2", error=error)}])
+        if log is not None:
+            log.fallbacks += 1
+        return ActionResult(fallback(), fallback=True, error=error, messages=request.messages, calls=attempt + 1)

@@ -10,35 +10,18 @@ from typing import Any
 
 from toolkit.record import Run
 from toolkit.werewolf.preset import available_presets
-from toolkit.werewolf.rules import PUBLIC, Event, Game
-
-ROLE_COLOURS = {"Werewolf": "31", "Seer": "35", "Witch": "36", "Guard": "34", "Villager": "32"}
-
+from toolkit.ui import transcript
+from toolkit.werewolf.rules import Event, Game
 
 class Transcript:
-    """Prints events as they happen: public ones plainly, night actions marked private (god view)."""
+    """Prints events as they happen (god view: night actions shown, marked private)."""
 
     def __init__(self, colour: bool | None = None, stream: Any = None):
         self.stream = stream or sys.stdout
         self.colour = self.stream.isatty() and not os.environ.get("NO_COLOR") if colour is None else colour
 
-    def _c(self, code: str, text: str) -> str:
-        return f"\033[{code}m{text}\033[0m" if self.colour else text
-
     def __call__(self, e: Event, game: Game) -> None:
-        who = ""
-        if e.actor:
-            role = game.roles.get(e.actor, "")
-            who = self._c(ROLE_COLOURS.get(role, "0"), f"{e.actor} ({role})") + ": "
-        if e.visibility == PUBLIC:
-            line = f"[day {e.day} {e.phase}] {who}{e.text}"
-            if e.kind in ("announcement", "elimination", "death"):
-                line = self._c("1", line)
-        else:
-            line = self._c("2", f"[day {e.day} {e.phase}] (private to {e.visibility}) {who}{e.text}")
-        if e.fallback:
-            line += self._c("33", "  [fallback]")
-        print(line, file=self.stream)
+        print(transcript.ansi(transcript.line(e, game.roles), self.colour), file=self.stream)
 
 
 def _pairs(items: list[str], what: str) -> dict[str, str]:
@@ -71,8 +54,8 @@ def cmd_play(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"winner: {result.winner} ({result.win_reason.splitlines()[0]}) after {result.days} days")
-    print(f"tables: {run.folder}  (game {result.game_id}, {result.ctx.calls} calls, "
-          f"{result.ctx.fallbacks} fallbacks)")
+    print(f"tables: {run.folder}  (game {result.game_id}, {result.log.calls} calls, "
+          f"{result.log.fallbacks} fallbacks)")
     return 0 if result.winner != "error" else 1
 
 
@@ -105,22 +88,22 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def cmd_engineer(args: argparse.Namespace) -> int:
     from toolkit.agent.human import StdinChannel
-    from toolkit.agent.loop import Agent
     from toolkit.agent.role import load_role
+    from toolkit.agent.session import Session
 
     try:
         role = load_role(args.role)
         with Run(args.out, "engineer", config={k: v for k, v in vars(args).items() if k != "func"}) as run:
-            agent = Agent(role, args.task, args.workspace, args.model, run=run, channel=StdinChannel(),
-                          eval_mode=args.eval or None, max_steps=args.max_steps)
-            result = asyncio.run(agent.run_session())
+            session = Session(role, args.task, args.workspace, args.model, run=run, channel=StdinChannel(),
+                              eval_mode=args.eval or None, max_steps=args.max_steps)
+            result = asyncio.run(session.run())
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     for t in result.tool_calls:
         print(f"[{'ok' if t.ok else 'FAILED'}] {t.tool} {t.args_json()[:100]}")
     print(f"ended_by: {result.ended_by} after {result.steps} steps; tables: {run.folder}; trajectory: "
-          f"{agent.workspace.root / '.agent' / 'trajectories' / (result.session_id + '.json')}")
+          f"{session.workspace.root / '.agent' / 'trajectories' / (result.session_id + '.json')}")
     return 0 if result.ended_by != "error" else 1
 
 
@@ -231,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["local-server"]:  # its own options: --port, --ctx, --threads, --parallel
-        from toolkit.local_server import main as local_main
+        from toolkit.llm.local import main as local_main
 
         return local_main(argv[1:])
     args = build_parser().parse_args(argv)

@@ -1,22 +1,29 @@
 """The run log: every row of every table streams to ``<results>/<run_id>/<table>.jsonl`` as it happens
 (one line, flushed), and is compacted to ``<table>.parquet`` when the run closes. A run that dies
-leaves JSONL files that ``toolkit.results.load`` still reads.
+leaves JSONL files that ``toolkit.results.load`` still reads. ``CallLog`` writes model calls (the row
+itself is built by ``toolkit.llm.Call``) and keeps a game's or session's running totals.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import os
 import re
 import subprocess
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow.json as pa_json
+import pyarrow.parquet as pq
 
 import toolkit
+from toolkit.llm import Call, mask_url
+from toolkit.llm.model import now
 from toolkit.tables import TABLES
 
 _KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-]{12,})")
@@ -27,6 +34,8 @@ def redact(text: str, key: str | None = None) -> str:
     key = os.environ.get("OPENAI_API_KEY") if key is None else key
     if key and len(key) >= 8 and key in text:
         text = text.replace(key, "[redacted]")
+    if "://" in text and "@" in text:  # credentials in a URL (http://user:pw@host/...)
+        text = mask_url(text)
     return _KEY_PATTERN.sub("[redacted]", text) if "sk-" in text else text
 
 
@@ -37,10 +46,6 @@ def git_sha() -> str | None:
         return out.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         return None
-
-
-def now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
 class Run:
@@ -94,6 +99,38 @@ class Run:
         self.close()
 
 
+@dataclass
+class CallLog:
+    """Where a game's or a session's model calls are written, and their running totals (for the games and
+    sessions tables). ``next_seq`` is taken when a call is asked, so the order is the order of asking."""
+
+    run: Run | None = None
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0
+    fallbacks: int = 0
+    _seq: Any = field(default_factory=itertools.count)
+
+    def next_seq(self) -> int:
+        return next(self._seq)
+
+    def write(self, call: Call) -> None:
+        self.calls += 1
+        c = call.completion
+        if c is not None:
+            self.prompt_tokens += c.prompt_tokens or 0
+            self.completion_tokens += c.completion_tokens or 0
+            if c.cost_usd is None or self.cost_usd is None:
+                self.cost_usd = None  # one call of unknown price makes the total unknown, not smaller
+            else:
+                self.cost_usd += c.cost_usd
+        if self.run is not None:
+            self.run.write("calls", call.row(self.run.run_id))
+            for row in call.attempt_rows():
+                self.run.write("attempts", row)
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Rows of a JSONL file; a torn last line (the process died mid-write) is skipped."""
     rows = []
@@ -117,9 +154,6 @@ def frame(table: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
 def compact(folder: Path, table: str) -> None:
     """JSONL → Parquet, parsed by Arrow in blocks (no Python object per row: a big calls table stays small
     in memory). The JSONL is removed only once its Parquet is safely in place."""
-    import pyarrow.json as pa_json
-    import pyarrow.parquet as pq
-
     source = folder / f"{table}.jsonl"
     if not source.exists():
         return

@@ -1,4 +1,5 @@
-"""Load a results folder (every run found below it) into pandas DataFrames."""
+"""Load a results folder (every run found below it) into pandas DataFrames; and ``replay:DIR``, the model
+spec that answers from a results folder's recorded calls (registered here, where the log is read)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from toolkit.llm import register
+from toolkit.llm.offline import ReplayBackend
 from toolkit.record import read_jsonl
 from toolkit.tables import RENAMED, TABLES
 
@@ -71,3 +74,18 @@ def load(path: str | Path, complete_games: bool = False) -> Results:
                 keep |= frame_["session_id"].notna()
             tables[table] = frame_[keep].reset_index(drop=True)
     return Results(**tables)
+
+
+def recorded_calls(path: str | Path, game_id: str | None = None) -> list[dict]:
+    """The ``calls`` rows of a results folder (or of one game), in the order they were made."""
+    calls = load(path).calls
+    if game_id is not None:
+        calls = calls[calls["game_id"] == game_id]
+    if calls.empty:
+        raise ValueError(f"replay:{path}: no recorded calls" + (f" for game {game_id}" if game_id else ""))
+    return calls.sort_values(["game_id", "seq"]).to_dict("records")
+
+
+@register("replay", usage="replay:DIR", arg="required")
+def _replay(arg: str, config: object) -> ReplayBackend:
+    return ReplayBackend(recorded_calls(arg), name=f"replay:{Path(arg).name}")

@@ -1,19 +1,22 @@
-"""Tools that are LLM calls of their own: ``write_new_code`` and ``CodeReview.review`` / ``fix``.
-Each has its own prompt file in ``prompts/agent/`` and writes through the Editor (atomic, checked)."""
+"""Tools that are model calls of their own: ``write_new_code`` and ``CodeReview.review`` / ``fix``.
+Each has its own prompt file in ``prompts/agent/`` and writes through the Editor (atomic, checked). They get
+narrow dependencies: ``ask`` (a model call on the session's behalf, logged with its ids), the workspace and
+the editor; never the agent."""
 
 from __future__ import annotations
 
 import subprocess
-from typing import TYPE_CHECKING, Literal
+from typing import Any, Awaitable, Callable, Literal
 
 from pydantic import BaseModel, Field
 
-from toolkit.actions import Action
+from toolkit.actions import Action, ActionResult
+from toolkit.agent.editor import Editor
 from toolkit.agent.tools import ToolError, tool
-from toolkit.agent.workspace import scrubbed_env
+from toolkit.agent.workspace import Workspace, scrubbed_env
 
-if TYPE_CHECKING:
-    from toolkit.agent.loop import Agent
+# ask(action, values, what) -> ActionResult: a model call made for the session (see toolkit.agent.session).
+Ask = Callable[[Action, dict[str, Any], str], Awaitable[ActionResult]]
 
 
 class Code(BaseModel):
@@ -36,8 +39,8 @@ FIX = Action("fix", "agent/fix.j2", Code)
 
 
 class CodeWriter:
-    def __init__(self, agent: "Agent"):
-        self.agent = agent
+    def __init__(self, ask: Ask, workspace: Workspace, editor: Editor):
+        self.ask, self.workspace, self.editor = ask, workspace, editor
 
     @tool(name="write_new_code", exclusive=True)
     async def write_new_code(self, path: str, file_description: str) -> str:
@@ -47,17 +50,17 @@ class CodeWriter:
             path: file path relative to the workspace.
             file_description: what the file must contain and do.
         """
-        target = self.agent.workspace.path(path)
-        result = await self.agent.ask(WRITE_CODE, {"path": path, "description": file_description,
+        target = self.workspace.path(path)
+        result = await self.ask(WRITE_CODE, {"path": path, "description": file_description,
                                                    "existing": _read(target)}, "write_new_code")
         if result.fallback:
             raise ToolError(f"no usable code came back for {path}: {result.error}")
-        return self.agent.editor.write_file(path, result.value.content)
+        return self.editor.write_file(path, result.value.content)
 
 
 class CodeReview:
-    def __init__(self, agent: "Agent"):
-        self.agent = agent
+    def __init__(self, ask: Ask, workspace: Workspace, editor: Editor):
+        self.ask, self.workspace, self.editor = ask, workspace, editor
         self.last: dict[str, Review] = {}
 
     @tool
@@ -69,14 +72,14 @@ class CodeReview:
             path: file path relative to the workspace; omit it to review the uncommitted diff.
         """
         if path:
-            what, code = path, _numbered(_read(self.agent.workspace.path(path, must_exist=True)))
+            what, code = path, _numbered(_read(self.workspace.path(path, must_exist=True)))
         else:
-            out = subprocess.run(["git", "diff", "HEAD"], cwd=self.agent.workspace.root, capture_output=True,
+            out = subprocess.run(["git", "diff", "HEAD"], cwd=self.workspace.root, capture_output=True,
                                  text=True, timeout=60, env=scrubbed_env())
             if out.returncode != 0 or not out.stdout.strip():
                 raise ToolError("no uncommitted diff to review (or not a git repository); give a path")
             what, code = "the uncommitted diff", out.stdout
-        result = await self.agent.ask(REVIEW, {"path": what, "code": code}, "review")
+        result = await self.ask(REVIEW, {"path": what, "code": code}, "review")
         if result.fallback:
             raise ToolError(f"the review of {what} failed: {result.error}")
         self.last[path or "diff"] = result.value
@@ -95,12 +98,12 @@ class CodeReview:
         review = self.last.get(path)
         if review is None or not review.comments:
             raise ToolError(f"no review comments to apply for {path}; run CodeReview.review first")
-        target = self.agent.workspace.path(path, must_exist=True)
+        target = self.workspace.path(path, must_exist=True)
         comments = "\n".join(f"- line {c.line} [{c.severity}] {c.comment}" for c in review.comments)
-        result = await self.agent.ask(FIX, {"path": path, "code": _read(target), "comments": comments}, "fix")
+        result = await self.ask(FIX, {"path": path, "code": _read(target), "comments": comments}, "fix")
         if result.fallback:
             raise ToolError(f"no usable fix came back for {path}: {result.error}")
-        return self.agent.editor.write_file(path, result.value.content)
+        return self.editor.write_file(path, result.value.content)
 
 
 def _read(path) -> str:

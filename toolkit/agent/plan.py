@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from toolkit.actions import render
 from toolkit.agent.tools import ToolError, tool
 
 
@@ -24,11 +25,9 @@ class Plan:
         return next((t for t in self.tasks if not t.done), None)
 
     def status(self) -> str:
-        if not self.tasks:
-            return "No plan yet. For a multi-step task, start with Plan.append_task."
-        lines = [f"[{'x' if t.done else ('>' if t is self.current else ' ')}] {t.task_id}: {t.instruction}"
-                 for t in self.tasks]
-        return "\n".join(lines)
+        """The plan in the step prompt (``prompts/agent/plan.j2``)."""
+        current = self.current
+        return render("agent/plan.j2", tasks=self.tasks, current=current.task_id if current else None)
 
     @tool
     def append_task(self, task_id: str, instruction: str, dependent_task_ids: list[str] | None = None) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from toolkit.prompts import prompts_dir
+from toolkit.actions import prompts_dir
 
 TOOL_SETS = ("Plan", "Editor", "Terminal", "Git", "CodeWriter", "CodeReview", "Deployer", "ImageGetter", "Human")
 

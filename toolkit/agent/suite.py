@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from toolkit.agent.human import ScriptedChannel
-from toolkit.agent.loop import Agent, SessionResult
+from toolkit.agent.session import Session, SessionResult
 from toolkit.agent.role import load_role
 from toolkit.agent.workspace import scrubbed_env
 from toolkit.record import Run
@@ -79,10 +79,10 @@ def check(task: TaskSpec, work: Path) -> bool:
 async def run_task(task: TaskSpec, model: str, run: Run | None, root: Path) -> SessionResult:
     """``model`` may name the task's own folder as ``{task}``, e.g. ``scripted:{task}/good.yaml``."""
     work = prepare_workspace(task, root)
-    agent = Agent(load_role(task.role), task.task, work, model.replace("{task}", str(task.folder)), run=run,
-                  channel=ScriptedChannel(list(task.human_answers)), eval_mode=task.eval, max_steps=task.max_steps,
-                  session_id=f"{task.name}-{run.run_id if run else 'adhoc'}", model_name=model)
-    return await agent.run_session(check=lambda: check(task, work))
+    session = Session(load_role(task.role), task.task, work, model.replace("{task}", str(task.folder)), run=run,
+                      channel=ScriptedChannel(list(task.human_answers)), eval_mode=task.eval, max_steps=task.max_steps,
+                      session_id=f"{task.name}-{run.run_id if run else 'adhoc'}", record_spec=model)
+    return await session.run(check=lambda: check(task, work))
 
 
 async def run_suite(model: str, run: Run | None, root: Path, folder: str | Path = TASKS_DIR,

@@ -2,7 +2,8 @@
 JSON schema (pydantic + docstring-parser) and its dispatch entry, so the two can never drift apart.
 
 A wrong call (unknown tool, missing or mistyped argument) returns a one-line error with a hint, never
-a traceback; a tool that raises returns one line too, and the traceback goes to the log.
+a traceback; a tool that raises returns one line too, and the traceback goes to the log. Every call is
+written to the ``tool_calls`` table here, where it runs.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import docstring_parser
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from toolkit.actions import render
+from toolkit.record import Run
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +62,6 @@ def spec_of(fn: Callable, prefix: str = "") -> ToolSpec:
     for pname, param in inspect.signature(fn).parameters.items():
         if pname in ("self", "cls") or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
-        from pydantic import Field
-
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[pname] = (hints.get(pname, Any), Field(default, description=param_docs.get(pname)))
     name = meta.get("name") or f"{prefix}{fn.__name__}"
@@ -72,8 +74,11 @@ class Toolbox:
     """The tools an agent may call, built from objects' ``@tool`` methods (named ``Object.method``)
     and plain ``@tool`` functions."""
 
-    def __init__(self) -> None:
+    def __init__(self, run: Run | None = None, session_id: str | None = None) -> None:
         self.specs: dict[str, ToolSpec] = {}
+        self.run = run
+        self.session_id = session_id
+        self.results: list[ToolResult] = []
 
     def add(self, obj: Any, prefix: str | None = None, only: list[str] | None = None) -> "Toolbox":
         if callable(obj) and hasattr(obj, "__tool__"):
@@ -90,15 +95,30 @@ class Toolbox:
         return self
 
     def describe(self) -> str:
-        lines = []
-        for spec in self.specs.values():
-            params = spec.args_model.model_json_schema().get("properties", {})
-            args = "; ".join(f"{p}: {v.get('description') or v.get('type', 'any')}" for p, v in params.items())
-            excl = " [exclusive: one per step]" if spec.exclusive else ""
-            lines.append(f"- {spec.signature()}: {spec.description}{excl}" + (f" Args: {args}." if args else ""))
-        return "\n".join(lines)
+        """The tool listing for the system prompt (``prompts/agent/tools.j2``)."""
+        tools = [{"signature": spec.signature(), "description": spec.description, "exclusive": spec.exclusive,
+                  "args": [(p, v.get("description") or v.get("type", "any"))
+                           for p, v in spec.args_model.model_json_schema().get("properties", {}).items()]}
+                 for spec in self.specs.values()]
+        return render("agent/tools.j2", tools=tools)
 
-    async def call(self, name: str, args: Any) -> "ToolResult":
+    async def call(self, name: str, args: Any, step: int | None = None) -> "ToolResult":
+        """Run one tool call and record it (``tool_calls`` row)."""
+        result = await self._call(name, args)
+        result.step = step
+        self.record(result)
+        return result
+
+    def record(self, result: "ToolResult") -> None:
+        self.results.append(result)
+        if self.run is not None:
+            self.run.write("tool_calls", {"session_id": self.session_id, "step": result.step, "tool": result.tool,
+                                          "args": result.args_json(), "ok": result.ok,
+                                          "error": None if result.ok else result.output[:500],
+                                          "duration_ms": round(result.duration_ms, 2),
+                                          "output_chars": len(result.output), "truncated": result.truncated})
+
+    async def _call(self, name: str, args: Any) -> "ToolResult":
         started = time.perf_counter()
         spec = self.specs.get(name)
         if spec is None:

@@ -1,13 +1,13 @@
-"""One async interface to any model: ``await get_backend(spec).complete(request) -> Completion``."""
+"""The model layer: one call path for every backend.
 
-from toolkit.llm.base import Backend, Completion, LLMError, Request, TransientError
-from toolkit.llm.spec import get_backend, is_llm_spec, parse_spec
+``await get_model(spec).generate(request) -> Call``. Backends register their spec prefix where they are
+defined (``toolkit.llm.registry``); this package imports nothing from the rest of the toolkit.
+"""
 
+from toolkit.llm import local, offline, openai_backend  # noqa: F401  (each registers its specs)
+from toolkit.llm.model import Attempt, Call, Model, ModelConfig, cost_usd, get_model, mask_url
+from toolkit.llm.registry import Backend, known_specs, parse_spec, register
+from toolkit.llm.request import Completion, LLMError, Request, Sampling, TransientError
 
-async def complete(spec_or_backend, request: Request) -> Completion:
-    backend = get_backend(spec_or_backend) if isinstance(spec_or_backend, str) else spec_or_backend
-    return await backend.complete(request)
-
-
-__all__ = ["Backend", "Completion", "LLMError", "Request", "TransientError", "complete", "get_backend",
-           "is_llm_spec", "parse_spec"]
+__all__ = ["Attempt", "Backend", "Call", "Completion", "LLMError", "Model", "ModelConfig", "Request", "Sampling",
+           "TransientError", "cost_usd", "get_model", "known_specs", "mask_url", "parse_spec", "register"]

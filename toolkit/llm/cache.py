@@ -10,16 +10,16 @@ import hashlib
 import json
 import sqlite3
 import threading
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 
-from toolkit.llm.base import Completion, Request
+from toolkit.llm.request import Completion, Request
 
 
 def cache_key(model: str, base_url: str | None, request: Request) -> str:
     payload = json.dumps(
-        [model, base_url, request.messages, request.schema, request.temperature, request.max_tokens,
-         request.seed],
+        [model, base_url, request.messages, request.schema, request.tools, request.sampling.temperature,
+         request.sampling.max_tokens, request.sampling.seed],
         sort_keys=True, ensure_ascii=False, default=str,
     )
     return hashlib.sha256(payload.encode()).hexdigest()
@@ -43,11 +43,10 @@ class ResponseCache:
             row = self._db.execute("SELECT completion FROM responses WHERE key=?", (key,)).fetchone()
         if row is None:
             return None
-        completion = Completion(**json.loads(row[0]))
+        known = {f.name for f in fields(Completion)}  # entries written by older versions may carry more
+        completion = Completion(**{k: v for k, v in json.loads(row[0]).items() if k in known})
         completion.cache_hit = True
         completion.cost_usd = 0.0 if completion.cost_usd is not None else None
-        completion.attempts = 0
-        completion.latency_ms = 0.0
         return completion
 
     def put(self, key: str, completion: Completion) -> None:

@@ -1,7 +1,9 @@
-"""Backends that need no network: ``random``, ``scripted:PATH``, ``replay:DIR``, ``chaos:RATE``,
-and rule-based backends (``heuristic``) that read the request's structured observation.
+"""Backends that need no network: ``random``, ``scripted:PATH``, ``chaos:RATE``, and ``Replay`` (its spec
+``replay:DIR`` is registered by the results loader, which hands it the recorded rows). Rule-based players
+(``heuristic``) are registered by the game.
 
-All randomness comes from ``request.seed``, so a seeded game plays the same every time.
+All randomness comes from the request's seed, so a seeded game plays the same every time. Offline answers
+cost nothing; their token counts are estimated (and flagged) by the model wrapper, so tables compare.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from typing import Any
 
 import yaml
 
-from toolkit.llm.base import Completion, LLMError, Request, estimate_tokens, messages_text
+from toolkit.llm.registry import PROVIDERS, register
+from toolkit.llm.request import Completion, LLMError, Request
 
 _WORDS = ("I", "think", "we", "should", "watch", "carefully", "nobody", "is", "safe", "yet", "let", "us",
           "listen", "before", "voting")
@@ -22,14 +25,13 @@ _WORDS = ("I", "think", "we", "should", "watch", "carefully", "nobody", "is", "s
 
 def _rng(request: Request, salt: str = "") -> random.Random:
     # A re-ask (more messages) draws afresh; the same request always draws the same.
-    return random.Random(f"{request.seed}:{salt}:{request.meta.get('replay_key', '')}:{len(request.messages)}")
+    return random.Random(f"{request.sampling.seed}:{salt}:{request.replay_key or ''}:{len(request.messages)}")
 
 
-def _offline_completion(text: str, model: str, request: Request) -> Completion:
-    # Offline answers cost nothing; their token counts are estimates (flagged) so tables stay comparable.
-    return Completion(text=text, model=model, base_url=None,
-                      prompt_tokens=estimate_tokens(messages_text(request.messages)),
-                      completion_tokens=estimate_tokens(text), usage_estimated=True, cost_usd=0.0)
+def rule_player(name: str) -> Any | None:
+    """A rule-based backend registered by a higher layer (``heuristic`` by the game), or None."""
+    provider = PROVIDERS.get(name)
+    return provider.factory("", None) if provider is not None else None
 
 
 def sample_from_schema(schema: dict[str, Any], rng: random.Random, root: dict[str, Any] | None = None) -> Any:
@@ -66,31 +68,19 @@ class RandomBackend:
     """Legal random answers: every enum (e.g. legal targets) is sampled uniformly from the schema."""
 
     model = "random"
-    base_url = None
+    free = True
 
     async def complete(self, request: Request) -> Completion:
         if request.schema is None:
             text = sample_from_schema({"type": "string"}, _rng(request))
         else:
             text = json.dumps(sample_from_schema(request.schema, _rng(request, "random")))
-        return _offline_completion(text, self.model, request)
+        return Completion(text, self.model)
 
 
-# Rule-based backends are registered by name → "module:Class", imported on first use, so that the LLM
-# layer does not import the game. A rule-based backend reads ``request.observation``.
-RULE_BACKENDS: dict[str, str] = {"heuristic": "toolkit.werewolf.heuristic:HeuristicBackend"}
-
-
-def rule_backend(name: str) -> Any:
-    import importlib
-
-    module, _, cls = RULE_BACKENDS[name].partition(":")
-    return getattr(importlib.import_module(module), cls)()
-
-
-def _context_id(request: Request) -> str:
-    meta = request.meta
-    return str(meta.get("game_id") or meta.get("session_id") or "")
+@register("random")
+def _random(arg: str, config: Any) -> RandomBackend:
+    return RandomBackend()
 
 
 class ScriptedBackend:
@@ -104,6 +94,7 @@ class ScriptedBackend:
     """
 
     MATCH_KEYS = ("day", "action", "seat")
+    free = True
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -116,7 +107,6 @@ class ScriptedBackend:
         if not isinstance(data, dict):
             raise ValueError(f"scripted:{path}: expected a mapping with answers/decisions/roles/default")
         self.model = f"scripted:{self.path.name}"
-        self.base_url = None
         self.answers = data.get("answers") or []
         self.decisions = data.get("decisions") or []
         self.roles = data.get("roles") or {}
@@ -124,12 +114,12 @@ class ScriptedBackend:
         if default not in ("random", "heuristic", "error"):
             raise ValueError(f"scripted:{path}: default must be random, heuristic or error, not {default!r}")
         self.default = None if default == "error" else (RandomBackend() if default == "random"
-                                                        else rule_backend("heuristic"))
+                                                        else rule_player("heuristic"))
         self._next_answer: dict[str, int] = defaultdict(int)
         self._used: dict[str, set[int]] = defaultdict(set)
 
     async def complete(self, request: Request) -> Completion:
-        ctx = _context_id(request)
+        ctx = request.context_id
         obs = request.observation or {}
         if self.decisions and obs:
             for i, decision in enumerate(self.decisions):
@@ -138,12 +128,12 @@ class ScriptedBackend:
                 if all(str(decision.get(k)) == str(obs.get(k)) for k in self.MATCH_KEYS if k in decision):
                     self._used[ctx].add(i)
                     answer = {k: v for k, v in decision.items() if k not in self.MATCH_KEYS}
-                    return _offline_completion(json.dumps(answer), self.model, request)
+                    return Completion(json.dumps(answer), self.model)
         if self._next_answer[ctx] < len(self.answers):
             answer = self.answers[self._next_answer[ctx]]
             self._next_answer[ctx] += 1
             text = answer if isinstance(answer, str) else json.dumps(answer)
-            return _offline_completion(text, self.model, request)
+            return Completion(text, self.model)
         if self.default is not None:
             completion = await self.default.complete(request)
             completion.model = f"{self.model}+{completion.model}"
@@ -152,33 +142,32 @@ class ScriptedBackend:
         raise LLMError(f"{self.model}: no scripted answer for {where or 'this request'} and default is error")
 
 
-class ReplayBackend:
-    """Answers taken from an earlier run's ``calls`` table, matched by ``meta['replay_key']``.
+@register("scripted", usage="scripted:PATH", arg="required")
+def _scripted(arg: str, config: Any) -> ScriptedBackend:
+    return ScriptedBackend(arg)
 
-    The n-th request with a given key gets the n-th recorded call with that key (re-asks included);
-    a recorded failure is raised again, so fallbacks replay too.
+
+class ReplayBackend:
+    """Answers taken from an earlier run's ``calls`` rows, matched by the request's ``replay_key``.
+
+    The n-th request with a given key gets the n-th recorded call with that key (re-asks included); a
+    recorded failure is raised again, so fallbacks replay too. ``rows`` are dicts with ``replay_key``,
+    ``response_text`` and ``error``, in the order they were recorded.
     """
 
-    def __init__(self, results_dir: str | Path, game_id: str | None = None):
-        from toolkit.results import load  # the log format belongs to toolkit.record/results
+    free = True
 
-        self.model = f"replay:{Path(results_dir).name}"
-        self.base_url = None
-        calls = load(results_dir).calls
-        if game_id is not None:
-            calls = calls[calls["game_id"] == game_id]
-        if calls.empty:
-            raise ValueError(f"replay:{results_dir}: no recorded calls"
-                             + (f" for game {game_id}" if game_id else ""))
+    def __init__(self, rows: list[dict[str, Any]], name: str = "replay"):
+        self.model = name
         self._recorded: dict[str, list[dict]] = defaultdict(list)
-        for row in calls.sort_values(["game_id", "seq"]).to_dict("records"):
+        for row in rows:
             self._recorded[str(row.get("replay_key"))].append(row)
         self._served: dict[tuple[str, str], int] = defaultdict(int)
 
     async def complete(self, request: Request) -> Completion:
-        key = str(request.meta.get("replay_key"))
-        n = self._served[(_context_id(request), key)]
-        self._served[(_context_id(request), key)] += 1
+        key = str(request.replay_key)
+        n = self._served[(request.context_id, key)]
+        self._served[(request.context_id, key)] += 1
         rows = self._recorded.get(key, [])
         if n >= len(rows):
             raise LLMError(f"{self.model}: no recorded answer #{n + 1} for {key}")
@@ -186,7 +175,7 @@ class ReplayBackend:
         text = row.get("response_text")
         if not isinstance(text, str):  # None, or NaN from a table: the recorded call got no answer
             raise LLMError(f"{self.model}: replayed failure: {row.get('error')}")
-        return _offline_completion(text, self.model, request)
+        return Completion(text, self.model)
 
 
 CHAOS_KINDS = ("prose", "truncated", "wrong_keys", "wrong_types", "illegal", "empty", "transport")
@@ -199,12 +188,13 @@ class ChaosBackend:
     (a value outside the schema's enum), an empty string, or a raised transport error.
     """
 
+    free = True
+
     def __init__(self, rate: float, inner: Any | None = None):
         if not 0.0 <= rate <= 1.0:
             raise ValueError(f"chaos:{rate}: the rate must be between 0 and 1")
         self.rate = rate
         self.model = f"chaos:{rate:g}"
-        self.base_url = None
         self.inner = inner
         self._heuristic = None
 
@@ -212,8 +202,9 @@ class ChaosBackend:
         if self.inner is not None:
             return self.inner
         if (request.observation or {}).get("game"):
-            self._heuristic = self._heuristic or rule_backend("heuristic")
-            return self._heuristic
+            self._heuristic = self._heuristic or rule_player("heuristic")
+            if self._heuristic is not None:
+                return self._heuristic
         return RandomBackend()
 
     async def complete(self, request: Request) -> Completion:
@@ -223,8 +214,8 @@ class ChaosBackend:
             good.model = self.model
             return good
         kind = rng.choice(CHAOS_KINDS)
-        if kind == "transport":
-            raise LLMError(f"{self.model}: injected transport error", retryable=True)
+        if kind == "transport":  # a failure for good, as if the retries had run out
+            raise LLMError(f"{self.model}: injected transport error", kind="injected")
         try:
             answer = json.loads(good.text)
         except ValueError:
@@ -238,7 +229,15 @@ class ChaosBackend:
             "illegal": json.dumps(_illegal(answer, request.schema)),
             "empty": "",
         }[kind]
-        return _offline_completion(text, self.model, request)
+        return Completion(text, self.model)
+
+
+@register("chaos", usage="chaos:RATE", arg="optional")
+def _chaos(arg: str, config: Any) -> ChaosBackend:
+    try:
+        return ChaosBackend(float(arg or "0.3"))
+    except ValueError as exc:
+        raise ValueError(f"chaos:RATE needs a number between 0 and 1, got {arg!r}") from exc
 
 
 def _illegal(answer: Any, schema: dict[str, Any] | None) -> Any:

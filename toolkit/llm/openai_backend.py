@@ -1,62 +1,34 @@
-"""Any OpenAI-compatible endpoint through the official ``openai`` SDK.
+"""Any OpenAI-compatible endpoint through the official ``openai`` SDK: ``openai:MODEL`` (key and URL from
+``OPENAI_API_KEY``/``OPENAI_BASE_URL``) or ``openai:MODEL@http://HOST:PORT/v1``.
 
-One ``AsyncOpenAI`` client and one concurrency cap per endpoint (per event loop), tenacity retries with
-exponential backoff and jitter on 429 (honouring ``Retry-After``), 5xx, timeouts and dropped connections;
-no retry on other 4xx. Structured output goes as ``response_format: json_schema``; an endpoint that
-rejects it gets the schema in the prompt instead, once and for the rest of the process.
+Only the transport lives here: one ``AsyncOpenAI`` client per endpoint and event loop (aiohttp, the SDK's
+documented choice for high concurrency), the request body, and the classification of failures into
+transient (retried by the model wrapper) and final ones. Structured output goes as ``response_format:
+json_schema``; an endpoint that rejects it gets the schema in the prompt instead, once and for the rest of
+the process. Native tool calls come back as they were sent (the agent parses them).
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import os
-import time
 import weakref
-from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import openai
-from tenacity import (AsyncRetrying, retry_if_exception, stop_after_attempt, stop_after_delay,
-                      wait_exponential_jitter)
 
-from toolkit.llm.base import Completion, LLMError, Request, TransientError, estimate_tokens, messages_text
-from toolkit.llm.cache import ResponseCache, cache_key
-from toolkit.llm.pricing import cost_usd
+from toolkit.llm.model import ModelConfig, mask_url
+from toolkit.llm.registry import register
+from toolkit.llm.request import Completion, LLMError, Request, TransientError
 
-
-@dataclass
-class OpenAIConfig:
-    max_connections: int = 8
-    timeout_s: float = 60.0
-    max_attempts: int = 6
-    max_total_wait_s: float = 120.0
-    backoff_initial_s: float = 0.5
-    backoff_max_s: float = 20.0
-    retry_after_cap_s: float = 60.0
-    cache_dir: str | None = None
-    max_tokens: int | None = None  # a default for requests that set none
-
-    @classmethod
-    def from_env(cls, **overrides: Any) -> "OpenAIConfig":
-        env = {
-            "max_connections": ("TOOLKIT_MAX_CONNECTIONS", int),
-            "timeout_s": ("TOOLKIT_TIMEOUT_S", float),
-            "max_attempts": ("TOOLKIT_MAX_ATTEMPTS", int),
-            "cache_dir": ("TOOLKIT_CACHE_DIR", str),
-        }
-        values: dict[str, Any] = {}
-        for name, (var, cast) in env.items():
-            if os.environ.get(var):
-                values[name] = cast(os.environ[var])
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**values)
-
-
+DEFAULT_ENDPOINT = "https://api.openai.com/v1"
 # Endpoints that refused response_format=json_schema: from then on the schema goes in the prompt.
 _SCHEMA_IN_PROMPT: set[str] = set()
-# Per event loop: {endpoint: (client, semaphore)}. httpx connections and asyncio semaphores belong to a loop.
-_POOLS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict]" = weakref.WeakKeyDictionary()
+# Per event loop: {(endpoint, key): client}. Connections belong to a loop.
+_CLIENTS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict]" = weakref.WeakKeyDictionary()
 
 
 async def _close_at_loop_end(clients: list) -> Any:
@@ -69,28 +41,28 @@ async def _close_at_loop_end(clients: list) -> Any:
             await client.close()
 
 
-async def _pool(base_url: str | None, api_key: str, config: OpenAIConfig):
+async def _client(base_url: str, api_key: str, timeout_s: float) -> openai.AsyncOpenAI:
     loop = asyncio.get_running_loop()
-    pools = _POOLS.get(loop)
-    if pools is None:
-        clients: list = []
-        closer = _close_at_loop_end(clients)
+    clients = _CLIENTS.get(loop)
+    if clients is None:
+        opened: list = []
+        closer = _close_at_loop_end(opened)
         await closer.__anext__()  # registered with the loop's async-generator hooks from here on
-        pools = _POOLS[loop] = {"_closer": (closer, clients)}
+        clients = _CLIENTS[loop] = {"_closer": (closer, opened)}
     key = (base_url, api_key)
-    if key not in pools:
-        client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0,
-                                    timeout=config.timeout_s, http_client=_http_client(config))
-        pools["_closer"][1].append(client)
-        pools[key] = (client, asyncio.Semaphore(config.max_connections))
-    return pools[key]
+    if key not in clients:
+        client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s,
+                                    http_client=_http_client(timeout_s))
+        clients["_closer"][1].append(client)
+        clients[key] = client
+    return clients[key]
 
 
-def _http_client(config: OpenAIConfig):
-    """aiohttp as the SDK's transport (its documented choice for high concurrency: the default pool scans
-    every connection per request); the SDK's default where aiohttp is not installed."""
+def _http_client(timeout_s: float):
+    """aiohttp as the SDK's transport (the default httpx pool scans every connection per request); the
+    SDK's default where aiohttp is not installed."""
     try:
-        return openai.DefaultAioHttpClient(timeout=config.timeout_s)
+        return openai.DefaultAioHttpClient(timeout=timeout_s)
     except (RuntimeError, ImportError, AttributeError):
         return None
 
@@ -103,22 +75,37 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
         return None
 
 
+def _refused(exc: BaseException) -> bool:
+    """True when nothing listens at the address (not a dropped or reset connection)."""
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, ConnectionRefusedError) or "Connect call failed" in str(exc):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
+
+
+def _root(exc: BaseException) -> BaseException:
+    while exc.__cause__ is not None or exc.__context__ is not None:
+        exc = exc.__cause__ or exc.__context__
+    return exc
+
+
+def is_local(url: str) -> bool:
+    """Loopback or private-network hosts: servers there (llama.cpp, vLLM, Ollama) need no key."""
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private
+
+
 def tool_name(name: str) -> str:
     """OpenAI function names allow [A-Za-z0-9_-]: ``Editor.open_file`` travels as ``Editor__open_file``."""
     return name.replace(".", "__")
-
-
-def commands_text(message: dict[str, Any]) -> str:
-    """Native tool calls → the agent's command format, so one parser serves both ways of answering."""
-    commands = []
-    for call in message.get("tool_calls") or []:
-        fn = call.get("function") or {}
-        try:
-            args = json.loads(fn.get("arguments") or "{}")
-        except ValueError:
-            args = {"_unparsed_arguments": fn.get("arguments")}
-        commands.append({"command_name": str(fn.get("name", "")).replace("__", "."), "args": args})
-    return json.dumps({"thought": message.get("content") or "", "commands": commands}, ensure_ascii=False)
 
 
 def schema_instruction(schema: dict[str, Any]) -> str:
@@ -127,124 +114,114 @@ def schema_instruction(schema: dict[str, Any]) -> str:
 
 
 class OpenAIBackend:
-    def __init__(self, model: str, base_url: str | None = None, *, config: OpenAIConfig | None = None,
+    cacheable = True
+
+    def __init__(self, model: str, base_url: str | None = None, *, config: ModelConfig | None = None,
                  api_key: str | None = None):
         self.model = model
-        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        self.config = config or OpenAIConfig.from_env()
-        # Local servers (llama.cpp, vLLM, Ollama) accept any key; hosted ones say 401 with a clear error.
-        self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or "no-key"
-        self.cache = ResponseCache(self.config.cache_dir) if self.config.cache_dir else None
+        url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_ENDPOINT
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"openai:{model}@{mask_url(url)}: the base URL must look like http://HOST:PORT/v1")
+        # user:password@ in the URL: the URL goes without it, the password serves as the key when none is set
+        # (the OpenAI API authenticates by bearer key; HTTP clients refuse both at once).
+        url_key = parts.password
+        if parts.username or parts.password:
+            url = parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]).geturl()
+        self.base_url = url
+        self.config = config or ModelConfig.from_env()
+        key = api_key or os.environ.get("OPENAI_API_KEY") or url_key
+        if not key and not is_local(self.base_url):
+            raise ValueError(f"openai:{model} at {mask_url(self.base_url)} needs an API key: set OPENAI_API_KEY "
+                             "(servers on loopback or a private network need none)")
+        self._api_key = key or "no-key"  # local servers accept any key
 
     @property
     def endpoint(self) -> str:
-        return self.base_url or "https://api.openai.com/v1"
-
-    def _wait(self, retry_state) -> float:
-        exc = retry_state.outcome.exception() if retry_state.outcome else None
-        if isinstance(exc, TransientError) and exc.retry_after is not None:
-            return min(exc.retry_after, self.config.retry_after_cap_s)
-        backoff = wait_exponential_jitter(multiplier=self.config.backoff_initial_s, max=self.config.backoff_max_s,
-                                          jitter=self.config.backoff_initial_s)
-        return backoff(retry_state)
+        return mask_url(self.base_url)
 
     async def complete(self, request: Request) -> Completion:
-        key = cache_key(self.model, self.base_url, request) if self.cache else None
-        if key and (hit := self.cache.get(key)) is not None:
-            return hit
-        client, semaphore = await _pool(self.base_url, self._api_key, self.config)
-        attempts = 0
-        started = time.perf_counter()
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.config.max_attempts) | stop_after_delay(self.config.max_total_wait_s),
-            wait=self._wait,
-            retry=retry_if_exception(lambda e: isinstance(e, TransientError)),
-            reraise=True,
-        )
+        client = await _client(self.base_url, self._api_key, self.config.timeout_s)
+        body = self._body(request)
+        kwargs: dict[str, Any] = {}
+        s = request.sampling
+        for name in ("temperature", "max_tokens", "seed"):
+            if getattr(s, name) is not None:
+                kwargs[name] = getattr(s, name)
+        if "max_tokens" not in kwargs and self.config.max_tokens:
+            kwargs["max_tokens"] = self.config.max_tokens
         try:
-            async for attempt in retrying:
-                with attempt:
-                    attempts += 1
-                    async with semaphore:
-                        completion = await self._once(client, request)
-        except TransientError as exc:
-            raise LLMError(f"{self.model} at {self.endpoint}: gave up after {attempts} attempts: {exc}",
-                           attempts=attempts, retryable=True) from exc
-        except LLMError as exc:
-            exc.attempts = attempts
-            raise
-        completion.attempts = attempts
-        completion.latency_ms = (time.perf_counter() - started) * 1000
-        if key:
-            self.cache.put(key, completion)
-        return completion
+            # The body is already plain JSON, so it goes as the SDK's documented pass-through ``extra_body``
+            # (same bytes on the wire; the typed transform costs ~0.7 ms a call), and with_raw_response skips
+            # the SDK's model construction (~0.5 ms).
+            raw = await client.chat.completions.with_raw_response.create(model=self.model, messages=[],
+                                                                          extra_body=body, **kwargs)
+        except openai.RateLimitError as exc:
+            raise TransientError(f"429 rate limited: {exc.message}", kind="rate_limit", status_code=429,
+                                 retry_after=_retry_after(exc)) from exc
+        except openai.APIConnectionError as exc:  # the SDK reports a refused connection as a timeout too
+            if _refused(exc):
+                raise TransientError(f"connection refused: {_root(exc)}", kind="refused") from exc
+            if isinstance(exc, openai.APITimeoutError):
+                raise TransientError(f"timed out after {self.config.timeout_s:g}s", kind="timeout") from exc
+            raise TransientError(f"connection error: {exc}", kind="connection") from exc
+        except openai.APIStatusError as exc:
+            if exc.status_code >= 500:
+                raise TransientError(f"{exc.status_code} server error: {exc.message}", kind="server_error",
+                                     status_code=exc.status_code, retry_after=_retry_after(exc)) from exc
+            if (exc.status_code == 400 and "response_format" in body
+                    and any(w in str(exc.message).lower() for w in ("response_format", "json_schema", "schema"))):
+                _SCHEMA_IN_PROMPT.add(self.base_url)
+                return await self.complete(request)
+            hint = {401: " (check OPENAI_API_KEY)", 403: " (check the key's permissions)",
+                    404: " (check the model name and base URL)"}.get(exc.status_code, "")
+            raise LLMError(f"{self.model} at {self.endpoint}: HTTP {exc.status_code}{hint}: {exc.message}",
+                           kind="http_error", status_code=exc.status_code) from exc
+        except openai.APIResponseValidationError as exc:
+            raise TransientError(f"malformed response body: {exc.message}", kind="malformed") from exc
+        try:
+            response = json.loads(raw.content)
+        except ValueError as exc:  # a 200 whose body is not JSON
+            raise TransientError(f"malformed response body: {exc}", kind="malformed") from exc
+        return self._completion(response)
 
-    async def _once(self, client: openai.AsyncOpenAI, request: Request) -> Completion:
-        messages = request.messages
-        # The body is already plain JSON, so it goes as the SDK's documented pass-through ``extra_body``
-        # (same bytes on the wire): the SDK's typed transform of messages costs ~0.7 ms a call.
-        body: dict[str, Any] = {"messages": messages}
+    def _body(self, request: Request) -> dict[str, Any]:
+        body: dict[str, Any] = {"messages": request.messages}
         if request.tools:
             body["tools"] = [{"type": "function", "function": {
                 "name": tool_name(t["name"]), "description": t.get("description", ""),
                 "parameters": t.get("parameters", {"type": "object"})}} for t in request.tools]
         elif request.schema is not None:
-            if self.endpoint in _SCHEMA_IN_PROMPT:
-                body["messages"] = [{"role": "system", "content": schema_instruction(request.schema)}, *messages]
+            if self.base_url in _SCHEMA_IN_PROMPT:
+                body["messages"] = [{"role": "system", "content": schema_instruction(request.schema)},
+                                    *request.messages]
             else:
                 body["response_format"] = {"type": "json_schema", "json_schema": {
                     "name": request.schema_name, "schema": request.schema}}
-        kwargs: dict[str, Any] = {}
-        for name in ("temperature", "max_tokens", "seed"):
-            if getattr(request, name) is not None:
-                kwargs[name] = getattr(request, name)
-        if "max_tokens" not in kwargs and self.config.max_tokens:
-            kwargs["max_tokens"] = self.config.max_tokens
-        try:
-            # with_raw_response: we read the JSON ourselves, skipping the SDK's model construction (~0.5 ms).
-            raw = await client.chat.completions.with_raw_response.create(model=self.model, messages=[],
-                                                                          extra_body=body, **kwargs)
-            response = json.loads(raw.content)
-        except openai.RateLimitError as exc:
-            raise TransientError(f"429 rate limited: {exc.message}", retry_after=_retry_after(exc)) from exc
-        except openai.APITimeoutError as exc:
-            raise TransientError(f"timed out after {self.config.timeout_s:g}s") from exc
-        except openai.APIConnectionError as exc:
-            raise TransientError(f"connection error: {exc}") from exc
-        except openai.APIStatusError as exc:
-            if exc.status_code >= 500:
-                raise TransientError(f"{exc.status_code} server error: {exc.message}",
-                                     retry_after=_retry_after(exc)) from exc
-            if (exc.status_code == 400 and "response_format" in body
-                    and any(w in str(exc.message).lower() for w in ("response_format", "json_schema", "schema"))):
-                _SCHEMA_IN_PROMPT.add(self.endpoint)
-                return await self._once(client, request)
-            hint = {401: " (check OPENAI_API_KEY)", 404: " (check the model name and base URL)"}.get(exc.status_code, "")
-            raise LLMError(f"{self.model} at {self.endpoint}: HTTP {exc.status_code}{hint}: {exc.message}") from exc
-        except openai.APIResponseValidationError as exc:
-            raise TransientError(f"malformed response body: {exc.message}") from exc
-        except ValueError as exc:  # a 200 whose body is not JSON
-            raise TransientError(f"malformed response body: {exc}") from exc
-        return self._to_completion(response, body["messages"])
+        return body
 
-    def _to_completion(self, response: Any, messages: list[dict[str, Any]]) -> Completion:
+    def _completion(self, response: Any) -> Completion:
         try:
             message = response["choices"][0]["message"]
             text = message.get("content") or ""
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
-            raise TransientError(f"malformed response body: no choices ({str(response)[:80]})") from exc
-        if message.get("tool_calls"):
-            text = commands_text(message)
+            raise TransientError(f"malformed response body: no choices ({str(response)[:80]})",
+                                 kind="malformed") from exc
+        tool_calls = [{"name": str((c.get("function") or {}).get("name", "")).replace("__", "."),
+                       "arguments": (c.get("function") or {}).get("arguments") or "{}"}
+                      for c in message.get("tool_calls") or []] or None
         usage = response.get("usage") or {}
-        if usage.get("prompt_tokens") is not None:
-            prompt_tokens, completion_tokens = usage["prompt_tokens"], usage.get("completion_tokens") or 0
-            cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-            estimated = False
-        else:
-            prompt_tokens, completion_tokens = estimate_tokens(messages_text(messages)), estimate_tokens(text)
-            cached, estimated = 0, True
+        prompt_tokens = usage.get("prompt_tokens")
         return Completion(
-            text=text, model=self.model, base_url=self.endpoint, prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens, cached_tokens=cached, usage_estimated=estimated,
-            cost_usd=cost_usd(self.model, prompt_tokens, completion_tokens, cached),
-        )
+            text=text, model=self.model, base_url=self.base_url, prompt_tokens=prompt_tokens,
+            completion_tokens=(usage.get("completion_tokens") or 0) if prompt_tokens is not None else None,
+            cached_tokens=(usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0,
+            tool_calls=tool_calls)
+
+
+@register("openai", usage="openai:MODEL, openai:MODEL@http://HOST:PORT/v1", arg="required")
+def _openai(arg: str, config: ModelConfig) -> OpenAIBackend:
+    model, _, url = arg.partition("@")
+    if not model:
+        raise ValueError("openai:MODEL needs a model name, e.g. openai:gpt-4o-mini")
+    return OpenAIBackend(model, url or None, config=config)

@@ -1,30 +1,70 @@
-"""The game runner: asks the seats that act in a phase (concurrently where the rules allow), applies
-their decisions to the rules, and writes events, players and games rows (calls are written by the
-actions). Nothing a player answers can crash a game.
+"""The game runner: asks the seats that act in a phase (concurrently where the rules allow), applies their
+decisions to the rules, and writes events, players and games rows (each model call is written by its
+action). A seat's decision goes out as one ``Request`` (ids, day, phase, observation, sampling) through its
+model. Nothing a player answers can crash a game.
+
+Front ends drive a game through ``step``/``step_phase``/``play`` and stop it with ``stop``; the CLI and the
+widgets use the same runner.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import random
 import time
 import traceback
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
-import yaml
+from pydantic import BaseModel
 
-from toolkit.actions import CallContext
-from toolkit.llm import Backend, get_backend, parse_spec
-from toolkit.prompts import render
-from toolkit.record import Run
+from toolkit.actions import render
+from toolkit.llm import Model, Request, Sampling, get_model
+from toolkit.record import CallLog, Run
+from toolkit.werewolf import heuristic  # noqa: F401  (registers the `heuristic` spec)
+from toolkit.werewolf.actions import ACTIONS, Reflection, Speech, output_model
 from toolkit.werewolf.experience import ExperiencePool
 from toolkit.werewolf.observation import observe
-from toolkit.werewolf.players import Decision, Player, SeatConfig
 from toolkit.werewolf.preset import Preset, load_preset
 from toolkit.werewolf.rules import Ask, Event, Game, IllegalMove, side_of
+
+
+@dataclass
+class SeatConfig:
+    spec: str = "heuristic"
+    reflection: bool = False
+    experience: bool = False
+    strategy: str | None = None  # "honest" keeps a wolf from impersonating; prompts may read others
+
+
+@dataclass
+class Player:
+    """A seat: its role, its model, and what it carries between decisions."""
+
+    seat: str
+    role: str
+    config: SeatConfig
+    model: Model
+    notes: str = ""
+    experiences: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Decision:
+    value: BaseModel
+    fallback: bool = False
+    error: str | None = None
+    calls: int = 1
+
+    @property
+    def target(self) -> str | None:
+        return getattr(self.value, "target", None)
+
+    @property
+    def text(self) -> str:
+        return getattr(self.value, "speech", "")
 
 
 @dataclass
@@ -62,67 +102,78 @@ class GameResult:
     days: int
     events: list[Event]
     roles: dict[str, str]
-    ctx: CallContext
+    log: CallLog
     critical_path_calls: int = 0
 
 
-def scripted_roles(specs: list[str]) -> dict[str, str] | None:
-    """``roles:`` from the first ``scripted:`` file that has them (it overrides the shuffle)."""
-    for spec in specs:
-        kind, arg = parse_spec(spec)
-        if kind == "scripted":
-            data = yaml.safe_load(Path(arg).read_text()) or {}
-            if isinstance(data, dict) and data.get("roles"):
-                return {str(k): str(v) for k, v in data["roles"].items()}
-    return None
-
-
 class GameRunner:
-    """Plays one game. ``backends`` may be shared between games so endpoints share clients and caps."""
+    """Plays one game. ``models`` ({spec: Model}) may be shared between games so that endpoints share
+    clients and concurrency caps; ``seat_models`` puts a given model in a seat (a human, a replay)."""
 
-    def __init__(self, config: GameConfig, run: Run | None = None, backends: dict[str, Backend] | None = None,
+    def __init__(self, config: GameConfig, run: Run | None = None, models: dict[str, Model] | None = None,
                  game_id: str | None = None, on_event: Callable[[Event, Game], None] | None = None,
-                 seat_backends: dict[str, Backend] | None = None):
+                 seat_models: dict[str, Model] | None = None):
         self.config = config
         self.preset = config.resolved_preset()
         self.run = run
-        self.backends = backends if backends is not None else {}
+        self.models = models if models is not None else {}
         self.game_id = game_id or f"g{config.seed}-{uuid.uuid4().hex[:8]}"
         self.on_event = on_event
-        specs = [config.seat_config(s).spec for s in self.preset.seats]
-        self.game = Game(self.preset, config.seed, config.roles or scripted_roles(specs))
-        seat_backends = seat_backends or {}
-        self.players = {seat: Player(seat, self.game.roles[seat], config.seat_config(seat),
-                                     seat_backends.get(seat) or self._backend(config.seat_config(seat).spec))
-                        for seat in self.preset.seats}
-        self.ctx = CallContext(run=run, game_id=self.game_id)
+        seat_configs = {seat: config.seat_config(seat) for seat in self.preset.seats}
+        seat_models = {seat: (seat_models or {}).get(seat) or self._model(c.spec) for seat, c in seat_configs.items()}
+        self.game = Game(self.preset, config.seed, config.roles or _scripted_roles(seat_models.values()))
+        self.players = {seat: Player(seat, self.game.roles[seat], c, seat_models[seat])
+                        for seat, c in seat_configs.items()}
+        self.log = CallLog(run)
+        self.sampling = Sampling(temperature=config.temperature, seed=config.seed)
         preset_values = {**self.preset.model_dump(), "n_players": self.preset.n_players}
         self.values = {"preset": preset_values, "rules": render("werewolf/rules.j2", preset=preset_values)}
         self._written = 0
         self._reflected_day = 0
+        self._started: float | None = None
         self.stop_requested = False
+        self.finished = False
+        self.winner: str | None = None
+        self.win_reason: str | None = None
         # The longest chain of model calls the game had to wait for, one after another: the game cannot
         # finish faster than this many call latencies, however much is asked concurrently.
         self.critical_path_calls = 0
 
-    def _backend(self, spec: str) -> Backend:
-        if spec not in self.backends:
-            self.backends[spec] = get_backend(spec)
-        return self.backends[spec]
+    def _model(self, spec: str) -> Model:
+        if spec not in self.models:
+            self.models[spec] = get_model(spec)
+        return self.models[spec]
 
     def key(self, seat: str, action: str) -> str:
         g = self.game
         return f"{self.preset.name}/{g.seed}/{seat}/d{g.day}/{g.phase}/{action}"
 
-    async def ask(self, ask: Ask) -> Decision:
-        """Ask one seat for one decision (does not apply it)."""
-        player = self.players[ask.seat]
-        obs = observe(self.game, ask.seat, ask, self.config.recent)
-        return await player.decide(ask, obs, {**self.values, "obs": obs}, self.ctx,
-                                   self.config.seed, self.key(ask.seat, ask.action), self.config.temperature)
+    # ------------------------------------------------------------------ one decision
+    async def decide(self, ask: Ask) -> Decision:
+        """Ask one seat for one decision (does not apply it): one request, through the seat's model."""
+        player, g = self.players[ask.seat], self.game
+        obs = observe(g, ask.seat, ask, self.config.recent)
+        key = self.key(ask.seat, ask.action)
+        request = Request(observation=obs, sampling=self.sampling, game_id=self.game_id, seat=ask.seat,
+                          role=player.role, day=g.day, phase=g.phase, replay_key=key)
+        values = {**self.values, "obs": obs, "reflection": player.notes, "experiences": player.experiences,
+                  "strategy": player.config.strategy or "default"}
+        result = await ACTIONS[ask.action].run(player.model, request, values, fallback=lambda: _fallback(ask, key, g.seed),
+                                               log=self.log, output=output_model(ask.action, ask.choices, ask.can_pass))
+        return Decision(result.value, result.fallback, result.error, result.calls)
+
+    # ------------------------------------------------------------------ driving the game
+    def start(self) -> None:
+        """Experience for the seats that use it, and the opening events (done once; ``step`` calls it)."""
+        if self._started is None:
+            self._started = time.perf_counter()
+            self._load_experience()
+            self.write_events()
 
     async def step(self) -> bool:
-        """Advance by one group of decisions. Returns False when the game is over."""
+        """Advance by one group of decisions; the game is finished (recorded) when it ends. Returns False
+        when the game is over."""
+        self.start()
         g = self.game
         if g.over:
             return False
@@ -130,7 +181,7 @@ class GameRunner:
             self._reflected_day = g.day
             await self._reflect()
         asks = g.pending()
-        decisions = await asyncio.gather(*(self.ask(a) for a in asks))
+        decisions = await asyncio.gather(*(self.decide(a) for a in asks))
         self.critical_path_calls += max((d.calls for d in decisions), default=0)
         for a, d in zip(asks, decisions):
             try:
@@ -138,19 +189,48 @@ class GameRunner:
             except IllegalMove:  # cannot happen through validated output models; kept as a guard
                 g.apply(a.seat, a.action, None if a.can_pass else a.choices[0], "", True)
         self.write_events()
+        if g.over:
+            self.finish(g.winner, g.win_reason)
         return not g.over
+
+    async def step_phase(self) -> bool:
+        """Advance by one phase (a night, a day's speeches, a vote: each may take several groups)."""
+        g = self.game
+        phase = (g.day, g.phase)
+        going = not g.over
+        while going and (g.day, g.phase) == phase and not self.stop_requested:
+            going = await self.step()
+        return going
+
+    def stop(self) -> None:
+        """Halt after the group of decisions in progress (every row written stays complete)."""
+        self.stop_requested = True
+
+    async def play(self) -> GameResult:
+        """Play to the end (or until ``stop``). A bug inside the game is recorded as an ``error`` game, not
+        raised, so a sweep goes on."""
+        self.stop_requested = False
+        try:
+            while not self.stop_requested and await self.step():
+                pass
+        except Exception as exc:
+            self.write_events()
+            self.finish("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}")
+        return self.result()
+
+    def result(self) -> GameResult:
+        g = self.game
+        winner, reason = (g.winner, g.win_reason) if g.over else (self.winner, self.win_reason)
+        return GameResult(self.game_id, self.config.seed, winner or "unfinished", reason or "not finished", g.day,
+                          list(g.events), dict(g.roles), self.log, self.critical_path_calls)
 
     async def _reflect(self) -> None:
         seats = [s for s in self.game.alive if self.players[s].config.reflection]
 
         async def one(seat: str) -> int:
-            ask = Ask(seat, "reflect")
-            obs = observe(self.game, seat, ask, self.config.recent)
-            value, _, _, calls = await self.players[seat].act(
-                "reflect", obs, {**self.values, "obs": obs}, self.ctx, self.config.seed,
-                self.key(seat, "reflect"), temperature=self.config.temperature)
-            self.players[seat].notes = value.reflection
-            return calls
+            decision = await self.decide(Ask(seat, "reflect"))
+            self.players[seat].notes = decision.value.reflection
+            return decision.calls
 
         self.critical_path_calls += max(await asyncio.gather(*(one(s) for s in seats)), default=0)
 
@@ -173,27 +253,13 @@ class GameRunner:
                 p.experiences = pool.retrieve(p.role, f"{p.role} {self.preset.name}",
                                               exclude_versions=self.config.exclude_experience_versions)
 
-    async def play(self) -> GameResult:
-        started = time.perf_counter()
-        self._load_experience()
-        self.write_events()
-        winner = reason = None
-        try:
-            while not self.stop_requested and await self.step():
-                pass
-            winner, reason = self.game.winner, self.game.win_reason
-            if winner is None:
-                winner, reason = "error", "stopped before the end"
-        except Exception as exc:  # a bug must not take a sweep down: record it and go on
-            winner, reason = "error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
-        self.write_events()
-        self.finish(winner, reason, time.perf_counter() - started)
-        return GameResult(self.game_id, self.config.seed, winner, reason, self.game.day, list(self.game.events),
-                          dict(self.game.roles), self.ctx, self.critical_path_calls)
-
-    def finish(self, winner: str, reason: str, wall_s: float) -> None:
-        """Record the end: experience entries, then the players and games rows."""
-        g, c = self.game, self.ctx
+    def finish(self, winner: str, reason: str) -> None:
+        """Record the end (once): experience entries, then the players and games rows."""
+        if self.finished:
+            return
+        self.finished, self.winner, self.win_reason = True, winner, reason
+        wall_s = time.perf_counter() - (self._started or time.perf_counter())
+        g, log = self.game, self.log
         pool = self.config.experience_pool
         for seat, p in self.players.items():
             if pool is not None and p.config.experience and p.notes:
@@ -209,9 +275,9 @@ class GameRunner:
                 "strategy": p.config.strategy, "survived": seat in g.alive, "death_day": day, "death_cause": cause})
         self.run.write("games", {
             "game_id": self.game_id, "run_id": self.run.run_id, "seed": g.seed, "preset": self.preset.name,
-            "winner": winner, "win_reason": reason, "days": g.day, "n_calls": c.calls,
-            "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens, "cost_usd": c.cost_usd,
-            "n_fallbacks": c.fallbacks, "wall_s": round(wall_s, 4), "config": json.dumps(self.replay_config())})
+            "winner": winner, "win_reason": reason, "days": g.day, "n_calls": log.calls,
+            "prompt_tokens": log.prompt_tokens, "completion_tokens": log.completion_tokens, "cost_usd": log.cost_usd,
+            "n_fallbacks": log.fallbacks, "wall_s": round(wall_s, 4), "config": json.dumps(self.replay_config())})
 
     def replay_config(self) -> dict[str, Any]:
         """What ``toolkit replay`` needs to set the same game up again."""
@@ -221,20 +287,40 @@ class GameRunner:
                               "experience": p.config.experience} for s, p in self.players.items()}}
 
 
+def _scripted_roles(models: Any) -> dict[str, str] | None:
+    """``roles:`` from the first scripted model that has them (it overrides the shuffle)."""
+    for model in models:
+        roles = getattr(model.backend, "roles", None)
+        if roles:
+            return {str(k): str(v) for k, v in roles.items()}
+    return None
+
+
+def _fallback(ask: Ask, key: str, seed: int) -> BaseModel:
+    """A legal decision when the model gave none: seeded, so a replay falls back the same way."""
+    if ask.action == "speak":
+        return Speech(speech="I have nothing to add.")
+    if ask.action == "reflect":
+        return Reflection(reflection="")
+    rng = random.Random(f"{seed}:fallback:{key}")
+    target = None if ask.can_pass else rng.choice(ask.choices)
+    return output_model(ask.action, ask.choices, ask.can_pass)(target=target)
+
+
 async def play_game(config: GameConfig, run: Run | None = None, **kwargs: Any) -> GameResult:
     return await GameRunner(config, run, **kwargs).play()
 
 
 async def play_games(configs: list[GameConfig], run: Run | None = None, concurrency: int = 32,
-                     backends: dict[str, Backend] | None = None,
+                     models: dict[str, Model] | None = None,
                      on_result: Callable[[GameResult], None] | None = None) -> list[GameResult]:
-    """Many games in one process, at most ``concurrency`` at once; LLM calls are capped per endpoint."""
-    backends = backends if backends is not None else {}
+    """Many games in one process, at most ``concurrency`` at once; model calls are capped per endpoint."""
+    models = models if models is not None else {}
     gate = asyncio.Semaphore(concurrency)
 
     async def one(config: GameConfig) -> GameResult:
         async with gate:
-            result = await GameRunner(config, run, backends).play()
+            result = await GameRunner(config, run, models).play()
         if on_result:
             on_result(result)
         return result

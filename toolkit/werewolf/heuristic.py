@@ -14,7 +14,7 @@ import random
 from collections import Counter
 from typing import Any
 
-from toolkit.llm.base import Completion, Request, estimate_tokens, messages_text
+from toolkit.llm import Completion, Request, register
 
 FAKE_CLAIM_RATE = 0.3
 BUS_RATE = 0.05
@@ -22,18 +22,19 @@ BUS_RATE = 0.05
 
 class HeuristicBackend:
     model = "heuristic"
-    base_url = None
+    free = True
 
     async def complete(self, request: Request) -> Completion:
         obs = request.observation or {}
         if obs.get("game") != "werewolf":
             raise ValueError("the heuristic backend plays werewolf only: it needs a werewolf observation")
-        rng = random.Random(f"{request.seed}:{request.meta.get('replay_key', '')}")
-        answer = decide(obs, rng)
-        text = json.dumps(answer)
-        # Token counts are estimates (flagged), as for every offline backend, so that tables compare.
-        return Completion(text=text, model=self.model, prompt_tokens=estimate_tokens(messages_text(request.messages)),
-                          completion_tokens=estimate_tokens(text), usage_estimated=True, cost_usd=0.0)
+        rng = random.Random(f"{request.sampling.seed}:{request.replay_key or ''}")
+        return Completion(json.dumps(decide(obs, rng)), self.model)
+
+
+@register("heuristic")
+def _heuristic(arg: str, config: Any) -> HeuristicBackend:
+    return HeuristicBackend()
 
 
 def decide(obs: dict[str, Any], rng: random.Random) -> dict[str, Any]:

@@ -7,12 +7,11 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from toolkit.llm import Backend, Completion, Request, get_backend
+from toolkit.llm import Backend, Completion, Model, Request, get_model
 from toolkit.llm.offline import ReplayBackend
 from toolkit.record import Run
-from toolkit.results import load
-from toolkit.werewolf.game import GameConfig, GameResult, GameRunner
-from toolkit.werewolf.players import SeatConfig
+from toolkit.results import load, recorded_calls
+from toolkit.werewolf.game import GameConfig, GameResult, GameRunner, SeatConfig
 from toolkit.werewolf.preset import Preset
 
 EVENT_FIELDS = ("seq", "day", "phase", "kind", "actor", "target", "text", "visibility", "fallback")
@@ -25,12 +24,12 @@ class ForkBackend:
         self.before, self.after, self.switched = before, after, switched
 
     @property
-    def model(self) -> str:
-        return self.after.model if self.switched() else self.before.model
+    def free(self) -> bool:
+        return bool(getattr(self.after if self.switched() else self.before, "free", False))
 
     @property
-    def base_url(self) -> str | None:
-        return (self.after if self.switched() else self.before).base_url
+    def model(self) -> str:
+        return self.after.model if self.switched() else self.before.model
 
     async def complete(self, request: Request) -> Completion:
         return await (self.after if self.switched() else self.before).complete(request)
@@ -60,14 +59,15 @@ async def replay_game(results_dir: str | Path, game_id: str, run: Run | None = N
     game_config = GameConfig(preset=Preset.model_validate(config["preset"]), seed=config["seed"],
                              roles=config["roles"], seats=seats, recent=config["recent"],
                              temperature=config.get("temperature"))
-    replay = ReplayBackend(results_dir, game_id)
+    replay = ReplayBackend(recorded_calls(results_dir, game_id), name=f"replay:{Path(results_dir).name}")
+    spec = f"replay:{results_dir}"
     runner: GameRunner | None = None
     if fork_at is None:
-        seat_backends: dict[str, Backend] = {s: replay for s in seats}
+        seat_model = Model(spec, replay)
     else:
-        after = get_backend(model or "heuristic")
-        fork = ForkBackend(replay, after, lambda: runner is not None and len(runner.game.events) >= fork_at)
-        seat_backends = {s: fork for s in seats}
-    runner = GameRunner(game_config, run, seat_backends=seat_backends, on_event=on_event,
+        after = get_model(model or "heuristic")
+        fork = ForkBackend(replay, after.backend, lambda: runner is not None and len(runner.game.events) >= fork_at)
+        seat_model = Model(f"{spec}+{after.spec}", fork, after.config)
+    runner = GameRunner(game_config, run, seat_models={s: seat_model for s in seats}, on_event=on_event,
                         game_id=f"{game_id}-{'replay' if fork_at is None else f'fork{fork_at}'}")
     return await runner.play(), recorded

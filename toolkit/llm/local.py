@@ -23,6 +23,10 @@ import time
 import urllib.request
 from pathlib import Path
 
+from toolkit.llm.model import ModelConfig
+from toolkit.llm.openai_backend import OpenAIBackend
+from toolkit.llm.registry import register
+
 MODEL_NAME = "gemma-3-270m"
 
 
@@ -123,6 +127,16 @@ def shared_url() -> str:
         if _shared is None:
             _shared = LocalServer().start()
     return _shared.base_url
+
+
+@register("local")
+def _local(arg: str, config: ModelConfig) -> OpenAIBackend:
+    """The ``local`` spec: the OpenAI-compatible backend on the shared server. Small outputs, bounded by the
+    schema; the server runs one slot per parallel request, so the cap matches its slots."""
+    config.max_connections = min(config.max_connections, 4)
+    config.timeout_s = max(config.timeout_s, 300)
+    config.max_tokens = config.max_tokens or 600
+    return OpenAIBackend(os.environ.get("TOOLKIT_LOCAL_MODEL", MODEL_NAME), shared_url(), config=config)
 
 
 def main(argv: list[str] | None = None) -> int:

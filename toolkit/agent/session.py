@@ -1,0 +1,151 @@
+"""An engineer session: wires a role's tools around the loop, saves the trajectory after every step,
+writes the ``sessions`` row and closes what the tools opened. The CLI, the suite and the notebook widget
+all run sessions through this class (``run`` to the end, or ``step``/``stop``/``finish`` from a front end).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from toolkit.actions import Action, ActionResult
+from toolkit.agent.codegen import CodeReview, CodeWriter
+from toolkit.agent.deployer import Deployer, ImageGetter
+from toolkit.agent.editor import Editor
+from toolkit.agent.git import Git
+from toolkit.agent.human import Channel, Human, ScriptedChannel
+from toolkit.agent.loop import Agent, AgentExit, Limits
+from toolkit.agent.memory import Entry
+from toolkit.agent.plan import Plan
+from toolkit.agent.role import RoleConfig
+from toolkit.agent.terminal import Terminal
+from toolkit.agent.tools import Toolbox, ToolResult
+from toolkit.agent.workspace import Workspace
+from toolkit.llm import Model, get_model
+from toolkit.record import CallLog, Run
+
+
+@dataclass
+class SessionResult:
+    session_id: str
+    ended_by: str
+    steps: int
+    success: bool | None
+    cost_usd: float | None
+    wall_s: float
+    tool_calls: list[ToolResult]
+
+
+class Session:
+    """``spec`` is a model spec string (or a ready ``Model``); ``record_spec`` is what the ``sessions`` row
+    calls it (the suite records ``scripted:{task}/good.yaml`` rather than each task's resolved path)."""
+
+    def __init__(self, role: RoleConfig, task: str, workspace: str | os.PathLike, spec: str | Model = "scripted",
+                 run: Run | None = None, channel: Channel | None = None, eval_mode: bool | None = None,
+                 max_steps: int | None = None, wall_clock_s: float = 1800, budget_usd: float | None = None,
+                 session_id: str | None = None, remote: str = "origin", record_spec: str | None = None,
+                 native_tools: bool | None = None):
+        self.role, self.task = role, task
+        self.workspace = Workspace(workspace)
+        self.model = get_model(spec) if isinstance(spec, str) else spec
+        self.spec = record_spec or self.model.spec
+        self.session_id = session_id or f"s-{uuid.uuid4().hex[:10]}"
+        self.log = CallLog(run)
+        self.channel = channel or ScriptedChannel()
+        self.plan = Plan()
+        self.editor = Editor(self.workspace)
+        self.terminal = Terminal(self.workspace, timeout_s=role.terminal_timeout_s)
+        self.deployer = Deployer(self.workspace)
+        self.tools = Toolbox(run, self.session_id)
+        objects = {"Plan": self.plan, "Editor": self.editor, "Terminal": self.terminal,
+                   "Git": Git(self.workspace, remote), "CodeWriter": CodeWriter(self.ask, self.workspace, self.editor),
+                   "CodeReview": CodeReview(self.ask, self.workspace, self.editor), "Deployer": self.deployer,
+                   "ImageGetter": ImageGetter(self.workspace), "Human": Human(self.channel)}
+        for name in role.tools:
+            base, _, only = name.partition(".")
+            self.tools.add(objects[base], prefix=None if base == "CodeWriter" else base,
+                           only=[only] if only else None)
+        if "CodeWriter" in role.tools:  # write_new_code is a bare command name, as in the seed
+            self.tools.specs = {("write_new_code" if k.endswith("write_new_code") else k): v
+                                for k, v in self.tools.specs.items()}
+        self.agent = Agent(self.model, self.tools, role, task, self.log, self.session_id, self.channel,
+                           Limits(max_steps or role.max_react_loop, wall_clock_s, budget_usd), self.context,
+                           eval_mode=role.eval if eval_mode is None else eval_mode,
+                           native_tools=role.native_tools if native_tools is None else native_tools)
+        self.ended_by: str | None = None
+        self.result: SessionResult | None = None
+        self._started = time.perf_counter()
+
+    async def ask(self, action: Action, values: dict[str, Any], what: str) -> ActionResult:
+        """A model call on the session's behalf (the code-writing tools use it)."""
+        return await self.agent.ask(action, values, what)
+
+    def context(self) -> dict[str, Any]:
+        return {"plan": self.plan.status(), "cwd": str(self.workspace.root),
+                "open_file": self.workspace.rel(self.editor.current) if self.editor.current else None}
+
+    @property
+    def steps(self) -> int:
+        return self.agent.steps
+
+    # ------------------------------------------------------------------ running
+    async def step(self) -> str | None:
+        """One step; returns why the session ended, or None to go on."""
+        if self.ended_by is None:
+            try:
+                await self.agent.step()
+            except AgentExit as exit_:
+                self.ended_by = exit_.ended_by
+            except Exception as exc:  # recorded, not raised: a sweep goes on
+                self._error(exc)
+            self.save_trajectory()
+        return self.ended_by
+
+    def stop(self) -> None:
+        """End before the next step (the step in progress finishes)."""
+        self.agent.stop_requested = True
+
+    async def run(self, check: Callable[[], Any] | None = None) -> SessionResult:
+        """Run to the end, then ``finish``."""
+        while self.ended_by is None:
+            await self.step()
+        return await self.finish(check)
+
+    async def finish(self, check: Callable[[], Any] | None = None) -> SessionResult:
+        """Close the tools, decide success with ``check()`` (sync or async), write the ``sessions`` row; once."""
+        if self.result is not None:
+            return self.result
+        self.ended_by = self.ended_by or "stopped"
+        await self.terminal.close()
+        self.deployer.close()
+        success = None
+        if check is not None:
+            outcome = check()
+            success = bool(await outcome if inspect.isawaitable(outcome) else outcome)
+        wall = time.perf_counter() - self._started
+        run = self.log.run
+        if run is not None:
+            run.write("sessions", {"session_id": self.session_id, "run_id": run.run_id, "task": self.task,
+                                        "spec": self.spec, "steps": self.steps, "ended_by": self.ended_by,
+                                        "success": success, "cost_usd": self.log.cost_usd, "wall_s": round(wall, 3)})
+        self.result = SessionResult(self.session_id, self.ended_by, self.steps, success, self.log.cost_usd, wall,
+                                    self.tools.results)
+        return self.result
+
+    def _error(self, exc: Exception) -> None:
+        self.ended_by = "error"
+        self.agent.memory.add(Entry(self.steps, "", [], [f"error: {type(exc).__name__}: {exc}"]))
+
+    def save_trajectory(self) -> None:
+        folder = self.workspace.private() / "trajectories"
+        folder.mkdir(exist_ok=True)
+        data = {"session_id": self.session_id, "task": self.task, "spec": self.spec, "steps": self.steps,
+                "plan": self.plan.status(), "memory": [e.__dict__ for e in self.agent.memory]}
+        tmp = folder / f".{self.session_id}.json.tmp"
+        tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False, default=str))
+        os.replace(tmp, folder / f"{self.session_id}.json")

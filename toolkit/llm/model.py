@@ -1,0 +1,295 @@
+"""The model wrapper every backend goes through (Inspect AI's ``Model.generate`` around each provider is the
+pattern): response cache, per-endpoint concurrency cap, retries with exponential backoff and jitter
+(tenacity; ``Retry-After`` honoured), usage estimates where a backend reports none, cost from the price
+table, and the call record. A backend only turns a request into a completion.
+
+``await get_model(spec).generate(request) -> Call``: a ``Call`` never raises for a model failure; it
+carries the completion or the error, every failed attempt, and builds the one ``calls`` row (``Call.row``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import os
+import re
+import time
+import weakref
+from dataclasses import dataclass, field, fields
+from functools import lru_cache
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import yaml
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, stop_after_delay, wait_exponential_jitter
+
+from toolkit.llm.cache import ResponseCache, cache_key
+from toolkit.llm.registry import Backend, build
+from toolkit.llm.request import Completion, LLMError, Request, TransientError, estimate_tokens, messages_text
+
+DEFAULT_PRICES = Path(__file__).with_name("prices.yaml")
+_URL_CREDENTIALS = re.compile(r"(?<=://)[^/@\s:]+(:[^/@\s]*)?@")
+
+
+def mask_url(url: str | None) -> str | None:
+    """``http://user:secret@host/v1`` → ``http://***@host/v1``: credentials never reach a record."""
+    return _URL_CREDENTIALS.sub("***@", url) if url and "@" in url else url
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+# ------------------------------------------------------------------ cost
+@lru_cache(maxsize=8)
+def load_prices(path: str | None = None) -> dict[str, dict[str, float]]:
+    """USD per million tokens by model name; ``TOOLKIT_PRICES`` (a YAML file) adds or overrides entries."""
+    prices = yaml.safe_load(DEFAULT_PRICES.read_text()) or {}
+    extra = path or os.environ.get("TOOLKIT_PRICES")
+    if extra:
+        prices.update(yaml.safe_load(Path(extra).read_text()) or {})
+    return prices
+
+
+def cost_usd(model: str, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0,
+             prices: dict[str, dict[str, float]] | None = None) -> float | None:
+    """The call's cost, or None for a model with no price (unknown, never 0)."""
+    price = (prices if prices is not None else load_prices()).get(model)
+    if price is None:
+        return None
+    cached = min(cached_tokens, prompt_tokens)
+    cached_rate = price.get("cached_input", price["input"])
+    return ((prompt_tokens - cached) * price["input"] + cached * cached_rate
+            + completion_tokens * price["output"]) / 1e6
+
+
+# ------------------------------------------------------------------ configuration
+@dataclass
+class ModelConfig:
+    max_connections: int = 8  # concurrent requests per endpoint (per event loop)
+    timeout_s: float = 60.0  # per request (the transport enforces it)
+    max_attempts: int = 6
+    max_total_wait_s: float = 120.0
+    backoff_initial_s: float = 0.5
+    backoff_max_s: float = 20.0
+    retry_after_cap_s: float = 60.0
+    cache_dir: str | None = None
+    max_tokens: int | None = None  # a default for requests that set none
+
+    ENV = {"max_connections": ("TOOLKIT_MAX_CONNECTIONS", int), "timeout_s": ("TOOLKIT_TIMEOUT_S", float),
+           "max_attempts": ("TOOLKIT_MAX_ATTEMPTS", int), "cache_dir": ("TOOLKIT_CACHE_DIR", str)}
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> "ModelConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise ValueError(f"unknown model option(s) {', '.join(unknown)}; options are {', '.join(sorted(known))}")
+        values: dict[str, Any] = {}
+        for name, (var, cast) in cls.ENV.items():
+            if os.environ.get(var):
+                try:
+                    values[name] = cast(os.environ[var])
+                except ValueError as exc:
+                    raise ValueError(f"{var}={os.environ[var]!r} is not a valid {cast.__name__}") from exc
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+
+# ------------------------------------------------------------------ the record of one call
+@dataclass
+class Attempt:
+    """One failed request of a call (a row of the ``attempts`` table)."""
+
+    attempt: int
+    error_kind: str
+    status_code: int | None
+    error: str
+    latency_ms: float
+
+
+@dataclass
+class Call:
+    """One model call as it is recorded: the request, what came back (or the error), every failed attempt.
+    The caller that parses the answer sets ``parsed``/``ok``/``fallback`` (and ``error`` for an unusable
+    answer); the call log gives it ``seq``."""
+
+    request: Request
+    spec: str
+    model: str
+    base_url: str | None
+    started_at: str
+    completion: Completion | None = None
+    error: str | None = None
+    attempts: list[Attempt] = field(default_factory=list)
+    latency_ms: float = 0.0
+    parsed: str | None = None
+    ok: bool = False
+    fallback: bool = False
+    seq: int = 0
+
+    @property
+    def text(self) -> str | None:
+        return self.completion.text if self.completion is not None else None
+
+    @property
+    def call_id(self) -> str:
+        return f"{self.request.context_id}-{self.seq}"
+
+    @property
+    def n_attempts(self) -> int:
+        """Requests made: failed ones plus the one that answered (0 for a cache hit)."""
+        c = self.completion
+        return len(self.attempts) + (1 if c is not None and not c.cache_hit else 0)
+
+    def row(self, run_id: str | None) -> dict[str, Any]:
+        """The ``calls`` row: built here and nowhere else."""
+        r, c = self.request, self.completion
+        return {
+            "call_id": self.call_id, "run_id": run_id, "game_id": r.game_id, "session_id": r.session_id,
+            "seq": self.seq, "seat": r.seat, "role": r.role, "day": r.day, "phase": r.phase, "action": r.action,
+            "spec": self.spec, "model": c.model if c else self.model,
+            "base_url": mask_url(c.base_url if c else self.base_url), "temperature": r.sampling.temperature,
+            "messages": json.dumps(r.messages, ensure_ascii=False), "response_text": self.response_text(),
+            "parsed": self.parsed, "ok": self.ok, "error": self.error, "attempts": self.n_attempts,
+            "fallback": self.fallback, "latency_ms": self.latency_ms,
+            "prompt_tokens": c.prompt_tokens if c else None, "completion_tokens": c.completion_tokens if c else None,
+            "cached_tokens": c.cached_tokens if c else None, "usage_estimated": c.usage_estimated if c else None,
+            "cost_usd": c.cost_usd if c else None, "cache_hit": c.cache_hit if c else False,
+            "started_at": self.started_at, "replay_key": r.replay_key,
+        }
+
+    def response_text(self) -> str | None:
+        """The answer as sent: its text, or with native tool calls ``{"content", "tool_calls"}`` as JSON."""
+        c = self.completion
+        if c is None or not c.tool_calls:
+            return self.text
+        return json.dumps({"content": c.text, "tool_calls": c.tool_calls}, ensure_ascii=False)
+
+    def attempt_rows(self) -> list[dict[str, Any]]:
+        return [{"call_id": self.call_id, "attempt": a.attempt, "error_kind": a.error_kind,
+                 "status_code": a.status_code, "error": a.error, "latency_ms": a.latency_ms} for a in self.attempts]
+
+
+# ------------------------------------------------------------------ the wrapper
+# Per event loop: {endpoint: semaphore}. asyncio semaphores belong to a loop.
+_GATES: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]]" = (
+    weakref.WeakKeyDictionary())
+# Endpoints that have answered at least once in this process: a refused connection to one of them is a
+# blip worth retrying; to any other, nothing is listening and retrying cannot help.
+_ANSWERED: set[str] = set()
+
+
+class Model:
+    """A backend behind the one call path. ``spec`` is the spec string; ``name`` the provider's model name."""
+
+    def __init__(self, spec: str, backend: Backend, config: ModelConfig | None = None):
+        self.spec = spec
+        self.backend = backend
+        self.config = config or ModelConfig.from_env()
+        self.base_url: str | None = getattr(backend, "base_url", None)
+        self.cache = (ResponseCache(self.config.cache_dir)
+                      if self.config.cache_dir and getattr(backend, "cacheable", False) else None)
+        self._backoff = wait_exponential_jitter(multiplier=self.config.backoff_initial_s, max=self.config.backoff_max_s,
+                                                jitter=self.config.backoff_initial_s)
+
+    @property
+    def name(self) -> str:
+        return self.backend.model
+
+    def __repr__(self) -> str:
+        return f"Model({self.spec!r})"
+
+    async def generate(self, request: Request) -> Call:
+        call = Call(request, self.spec, self.backend.model, self.base_url, now())
+        started = time.perf_counter()
+        key = cache_key(self.backend.model, self.base_url, request) if self.cache else None
+        if key and (hit := self.cache.get(key)) is not None:
+            call.completion = hit
+            return call
+        try:
+            completion = await self._attempt(request, call)  # the common case: no retry machinery at all
+        except TransientError as exc:
+            completion = await self._retry(request, call, exc)
+        except LLMError as exc:
+            completion, call.error = None, str(exc)
+        call.latency_ms = (time.perf_counter() - started) * 1000
+        if completion is not None:
+            call.completion = self._accounted(completion, request)
+            if key:
+                self.cache.put(key, call.completion)
+        return call
+
+    async def _attempt(self, request: Request, call: Call) -> Completion:
+        t0 = time.perf_counter()
+        try:
+            if self.base_url is None:
+                completion = await self.backend.complete(request)
+            else:
+                async with self._gate():
+                    completion = await self.backend.complete(request)
+        except LLMError as exc:
+            call.attempts.append(Attempt(len(call.attempts) + 1, exc.kind, exc.status_code, str(exc),
+                                         (time.perf_counter() - t0) * 1000))
+            if isinstance(exc, TransientError) and exc.kind == "refused" and self.base_url not in _ANSWERED:
+                raise LLMError(f"{self.backend.model} at {self.base_url}: cannot connect (is a server listening "
+                               f"there?): {exc}", kind="refused") from exc
+            raise
+        if self.base_url is not None:
+            _ANSWERED.add(self.base_url)
+        return completion
+
+    async def _retry(self, request: Request, call: Call, first: TransientError) -> Completion | None:
+        cfg = self.config
+        if cfg.max_attempts <= 1:
+            call.error = self._gave_up(call, first)
+            return None
+        await asyncio.sleep(self._delay(first, 1))
+        retrying = AsyncRetrying(stop=stop_after_attempt(cfg.max_attempts - 1) | stop_after_delay(cfg.max_total_wait_s),
+                                 wait=lambda state: self._delay(state.outcome.exception(), state.attempt_number + 1),
+                                 retry=retry_if_exception_type(TransientError), reraise=True)
+        completion = None
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    completion = await self._attempt(request, call)
+        except TransientError as exc:
+            call.error = self._gave_up(call, exc)
+        except LLMError as exc:
+            call.error = str(exc)
+        return completion
+
+    def _gave_up(self, call: Call, exc: Exception) -> str:
+        where = f" at {mask_url(self.base_url)}" if self.base_url else ""
+        return f"{self.backend.model}{where}: gave up after {len(call.attempts)} attempts: {exc}"
+
+    def _delay(self, exc: BaseException | None, attempt: int) -> float:
+        if isinstance(exc, TransientError) and exc.retry_after is not None:
+            return min(exc.retry_after, self.config.retry_after_cap_s)
+        return self._backoff(SimpleNamespace(attempt_number=attempt))  # tenacity's waits read only this
+
+    def _gate(self) -> asyncio.Semaphore:
+        gates = _GATES.setdefault(asyncio.get_running_loop(), {})
+        gate = gates.get(self.base_url)
+        if gate is None:
+            gate = gates[self.base_url] = asyncio.Semaphore(self.config.max_connections)
+        return gate
+
+    def _accounted(self, c: Completion, request: Request) -> Completion:
+        """Usage (estimated and flagged where the backend reports none) and cost."""
+        if c.prompt_tokens is None:
+            c.prompt_tokens, c.usage_estimated = estimate_tokens(messages_text(request.messages)), True
+        if c.completion_tokens is None:
+            c.completion_tokens = estimate_tokens(c.text)
+        if c.cost_usd is None:
+            free = getattr(self.backend, "free", False)  # read per call: a fork switches backends mid-game
+            c.cost_usd = 0.0 if free else cost_usd(c.model, c.prompt_tokens, c.completion_tokens, c.cached_tokens)
+        return c
+
+
+def get_model(spec: str, **options: Any) -> Model:
+    """The model a spec names, behind the wrapper. ``options`` are ``ModelConfig`` fields."""
+    config = ModelConfig.from_env(**options)
+    return Model(spec.strip(), build(spec, config), config)

@@ -1,0 +1,16 @@
+"""Front ends: ipywidgets for the notebooks (``WerewolfSession``, ``EngineerSession``, ``ResultsExplorer``,
+needing the ``notebooks`` extra) and the transcript formatter the CLI shares with them. The widgets drive
+the same runners as the CLI (``GameRunner``, ``Session``) through their step/stop hooks."""
+
+from importlib import import_module
+
+_WIDGETS = {"EngineerSession": "toolkit.ui.engineer", "ResultsExplorer": "toolkit.ui.results",
+            "WerewolfSession": "toolkit.ui.werewolf"}
+__all__ = list(_WIDGETS)
+
+
+def __getattr__(name: str):
+    # Imported on first use, so that `toolkit.ui.transcript` (the CLI's) does not need ipywidgets.
+    if name in _WIDGETS:
+        return getattr(import_module(_WIDGETS[name]), name)
+    raise AttributeError(name)

@@ -1,0 +1,115 @@
+"""The engineer widget: a task, a workspace, a model spec and a role; Step, Run, Stop; the tool calls as a
+table, the open file, and questions from the agent answered in a text box. It drives the agent's
+``Session`` (``step``/``stop``/``finish``), the same runner as ``toolkit engineer``: a session ended here
+writes its ``sessions`` row and closes its run."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+
+import ipywidgets as W
+
+from toolkit.agent.role import load_role
+from toolkit.agent.session import Session
+from toolkit.record import Run
+
+
+class WidgetChannel:
+    """The engineer's human channel in a notebook: questions appear with a text box to answer."""
+
+    def __init__(self, box: W.VBox, log: W.HTML):
+        self.box, self.log = box, log
+        self.future: asyncio.Future | None = None
+
+    async def ask(self, question: str) -> str:
+        self.future = asyncio.get_running_loop().create_future()
+        self.field = W.Text(placeholder="your answer", layout=W.Layout(width="400px"))
+        button = W.Button(description="Answer", button_style="primary")
+        button.on_click(lambda _: self.future.done() or self.future.set_result(self.field.value))
+        self.box.children = [W.HTML(f"<b>The agent asks:</b> {html.escape(question)}"), W.HBox([self.field, button])]
+        self.button = button
+        try:
+            return await self.future
+        finally:
+            self.box.children = []
+
+    async def tell(self, message: str) -> None:
+        self.log.value += f"<div><b>The agent says:</b> {html.escape(message)}</div>"
+
+
+class EngineerSession(W.VBox):
+    def __init__(self, task: str = "", workspace: str = "results/workspace", model: str = "openai:gpt-4o-mini",
+                 role: str = "engineer", results_dir: str = "results/sessions"):
+        self.results_dir = results_dir
+        self.task_text = W.Textarea(value=task, description="task", layout=W.Layout(width="600px"))
+        self.workspace = W.Text(value=workspace, description="workspace")
+        self.model = W.Text(value=model, description="model")
+        self.role = W.Text(value=role, description="role")
+        self.buttons = {name: W.Button(description=name) for name in ("Step", "Run", "Stop")}
+        self.status = W.HTML()
+        self.tool_table = W.HTML(layout=W.Layout(max_height="360px", overflow="auto"))
+        self.open_file = W.HTML()
+        self.human_box = W.VBox()
+        self.said = W.HTML()
+        self.channel = WidgetChannel(self.human_box, self.said)
+        self.session: Session | None = None
+        self.run: Run | None = None
+        self.task: asyncio.Task | None = None
+        self.buttons["Step"].on_click(lambda _: self.step())
+        self.buttons["Run"].on_click(lambda _: self.run_all())
+        self.buttons["Stop"].on_click(lambda _: self.stop())
+        super().__init__([self.task_text, W.HBox([self.workspace, self.model, self.role]),
+                          W.HBox(list(self.buttons.values())), self.status, self.human_box, self.said,
+                          W.HTML("<b>Tool calls</b>"), self.tool_table, W.HTML("<b>Open file</b>"), self.open_file])
+
+    @property
+    def ended_by(self) -> str | None:
+        return self.session.ended_by if self.session else None
+
+    def _ensure_session(self) -> None:
+        if self.session is None:
+            self.run = Run(self.results_dir, "engineer-session", config={"task": self.task_text.value,
+                                                                         "spec": self.model.value})
+            self.session = Session(load_role(self.role.value), self.task_text.value, self.workspace.value,
+                                   self.model.value, run=self.run, channel=self.channel)
+
+    def _launch(self, coro_fn) -> asyncio.Task:
+        self._ensure_session()
+        if self.task is None or self.task.done():
+            self.task = asyncio.get_event_loop().create_task(coro_fn())
+        return self.task
+
+    async def _steps(self, n: int | None) -> None:
+        while self.session.ended_by is None and (n is None or n > 0):
+            await self.session.step()
+            n = None if n is None else n - 1
+            self._render()
+        if self.session.ended_by is not None:
+            await self.session.finish()
+            self.run.close()
+        self._render()
+
+    def step(self) -> asyncio.Task:
+        return self._launch(lambda: self._steps(1))
+
+    def run_all(self) -> asyncio.Task:
+        return self._launch(lambda: self._steps(None))
+
+    def stop(self) -> None:
+        """End the session after the step in progress (its row is written and the run closed)."""
+        if self.session is not None:
+            self.session.stop()
+            if self.task is None or self.task.done():
+                self._launch(lambda: self._steps(1))
+
+    def _render(self) -> None:
+        s = self.session
+        if s is None:
+            return
+        rows = "".join(f"<tr><td>{t.step}</td><td>{'✔' if t.ok else '✘'}</td><td><code>{html.escape(t.tool)}</code>"
+                       f"</td><td><pre style='white-space:pre-wrap;margin:0'>{html.escape(t.output[:600])}</pre></td></tr>"
+                       for t in s.tools.results)
+        self.tool_table.value = f"<table><tr><th>step</th><th>ok</th><th>tool</th><th>output</th></tr>{rows}</table>"
+        self.open_file.value = f"<pre>{html.escape(s.editor.view())}</pre>"
+        self.status.value = f"steps: {s.steps}" + (f"; ended by <b>{s.ended_by}</b>" if s.ended_by else "")

@@ -1,0 +1,59 @@
+"""The game transcript, formatted once for every front end: ``lines(events, roles, god)`` gives what to
+show; ``ansi`` renders a line for a terminal (``toolkit play``), ``html`` for the notebook widget."""
+
+from __future__ import annotations
+
+import html as _html
+from dataclasses import dataclass
+
+from toolkit.werewolf.rules import PUBLIC, Event
+
+ROLE_ANSI = {"Werewolf": "31", "Seer": "35", "Witch": "36", "Guard": "34", "Villager": "32"}
+ROLE_HTML = {"Werewolf": "#c0392b", "Seer": "#8e44ad", "Witch": "#16a085", "Guard": "#2c3e50", "Villager": "#27ae60"}
+EMPHASISED = ("announcement", "elimination", "death")
+
+
+@dataclass(frozen=True)
+class Line:
+    day: int
+    phase: str
+    text: str
+    actor: str | None = None
+    role: str | None = None  # shown only in god view
+    private_to: str | None = None
+    emphasis: bool = False
+    fallback: bool = False
+
+
+def line(e: Event, roles: dict[str, str], god: bool = True) -> Line | None:
+    """What a viewer sees of one event: None for a private event outside god view."""
+    if e.visibility != PUBLIC and not god:
+        return None
+    return Line(e.day, e.phase, e.text, e.actor, roles.get(e.actor) if (god and e.actor) else None,
+                None if e.visibility == PUBLIC else e.visibility, e.visibility == PUBLIC and e.kind in EMPHASISED,
+                bool(e.fallback))
+
+
+def ansi(x: Line, colour: bool = True) -> str:
+    def c(code: str, text: str) -> str:
+        return f"\033[{code}m{text}\033[0m" if colour else text
+
+    who = ""
+    if x.actor:
+        who = c(ROLE_ANSI.get(x.role or "", "0"), f"{x.actor} ({x.role})" if x.role else x.actor) + ": "
+    if x.private_to is None:
+        text = f"[day {x.day} {x.phase}] {who}{x.text}"
+        text = c("1", text) if x.emphasis else text
+    else:
+        text = c("2", f"[day {x.day} {x.phase}] (private to {x.private_to}) {who}{x.text}")
+    return text + (c("33", "  [fallback]") if x.fallback else "")
+
+
+def html(x: Line) -> str:
+    who = ""
+    if x.actor:
+        who = (f"<b style='color:{ROLE_HTML.get(x.role, '#000')}'>{x.actor} ({x.role})</b>: " if x.role
+               else f"<b>{x.actor}</b>: ")
+    private = "" if x.private_to is None else f"<i>(private to {x.private_to})</i> "
+    fallback = " <span style='color:#b7950b'>[fallback]</span>" if x.fallback else ""
+    return f"<div>[day {x.day} {x.phase}] {private}{who}{_html.escape(x.text)}{fallback}</div>"

@@ -1,0 +1,224 @@
+"""The werewolf widget: pick models per seat, then Start, Step (one phase), Run to end, Stop; a god view,
+an alive chart and a call inspector. It drives ``GameRunner`` (``step_phase``/``play``/``stop``), the same
+runner as ``toolkit play``. A seat whose spec is ``human`` is played through input widgets that offer only
+the legal choices."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+from typing import Any
+
+import ipywidgets as W
+
+from toolkit.llm import Completion, Model, Request, known_specs
+from toolkit.record import Run
+from toolkit.ui import transcript
+from toolkit.werewolf.game import GameConfig, GameRunner, SeatConfig
+from toolkit.werewolf.preset import available_presets, load_preset
+from toolkit.werewolf.rules import Event
+
+MODEL_CHOICES = ["heuristic", "random", "chaos:0.3", "human", "local", "openai:gpt-4o-mini"]
+
+
+class HumanBackend:
+    """A seat played by the person at the notebook: each decision waits for the widget's answer."""
+
+    model = "human"
+    free = True
+
+    def __init__(self, session: "WerewolfSession"):
+        self.session = session
+
+    async def complete(self, request: Request) -> Completion:
+        return Completion(json.dumps(await self.session.ask_human(request.observation or {})), self.model)
+
+
+class WerewolfSession(W.VBox):
+    def __init__(self, results_dir: str = "results/sessions", preset: str = "classic7", seed: int = 0,
+                 model: str = "heuristic"):
+        self.results_dir = results_dir
+        self.preset = W.Dropdown(options=available_presets(), value=preset, description="preset")
+        self.seed = W.IntText(value=seed, description="seed", layout=W.Layout(width="160px"))
+        self.reflection = W.Checkbox(value=False, description="reflection")
+        self.experience = W.Checkbox(value=False, description="experience")
+        self.god_view = W.ToggleButton(value=False, description="god view", icon="eye")
+        self.seat_box = W.VBox()
+        self.default_model = model
+        self.buttons = {name: W.Button(description=name) for name in ("Start", "Step", "Run to end", "Stop", "Reset")}
+        self.status = W.HTML()
+        self.transcript = W.HTML(layout=W.Layout(max_height="420px", overflow="auto", border="1px solid #ddd"))
+        self.chart = W.HTML()
+        self.call_picker = W.Dropdown(options=[], description="call")
+        self.call_view = W.HTML()
+        self.human_box = W.VBox()
+        self.runner: GameRunner | None = None
+        self.run: Run | None = None
+        self.task: asyncio.Task | None = None
+        self.calls: list[dict[str, Any]] = []
+        self.events: list[Event] = []
+        self._pending_human: asyncio.Future | None = None
+        self.preset.observe(lambda _: self._build_seats(), names="value")
+        self.god_view.observe(lambda _: self._render(), names="value")
+        self.call_picker.observe(lambda _: self._show_call(), names="value")
+        self.buttons["Start"].on_click(lambda _: self.start())
+        self.buttons["Step"].on_click(lambda _: self.step())
+        self.buttons["Run to end"].on_click(lambda _: self.run_to_end())
+        self.buttons["Stop"].on_click(lambda _: self.stop())
+        self.buttons["Reset"].on_click(lambda _: self.reset())
+        self._build_seats()
+        super().__init__([
+            W.HBox([self.preset, self.seed, self.reflection, self.experience]),
+            W.HTML(f"<b>Models per seat</b> ({html.escape(known_specs())}; <code>human</code> = you)"),
+            self.seat_box, W.HBox(list(self.buttons.values()) + [self.god_view]), self.status,
+            W.HBox([self.transcript, self.chart], layout=W.Layout(align_items="flex-start")),
+            self.human_box, W.HTML("<b>Call inspector</b>"), self.call_picker, self.call_view])
+        self._render()
+
+    # ------------------------------------------------------------------ set-up
+    def _build_seats(self) -> None:
+        seats = load_preset(self.preset.value).seats
+        self.seat_models = {s: W.Combobox(value=self.default_model, options=MODEL_CHOICES, description=s,
+                                          ensure_option=False, layout=W.Layout(width="260px")) for s in seats}
+        rows = [list(self.seat_models.values())[i:i + 3] for i in range(0, len(seats), 3)]
+        self.seat_box.children = [W.HBox(r) for r in rows]
+
+    def start(self) -> None:
+        """A new game from the controls (an unfinished one is left in the tables without a games row)."""
+        self.reset()
+        specs = {s: w.value.strip() for s, w in self.seat_models.items()}
+        seats = {s: SeatConfig(spec=spec, reflection=self.reflection.value, experience=self.experience.value)
+                 for s, spec in specs.items()}
+        humans = {s: Model("human", HumanBackend(self)) for s, spec in specs.items() if spec == "human"}
+        config = GameConfig(preset=self.preset.value, seed=self.seed.value, seats=seats)
+        self.run = Run(self.results_dir, "session", config={"preset": self.preset.value, "seed": self.seed.value,
+                                                            "seats": specs})
+        self.run.subscribe(self._on_row)
+        try:
+            self.runner = GameRunner(config, self.run, on_event=self._on_event, seat_models=humans)
+        except ValueError as exc:
+            self.status.value = f"<span style='color:#c0392b'>error: {html.escape(str(exc))}</span>"
+            return
+        self.runner.start()
+        self._render()
+
+    def reset(self) -> None:
+        self.stop()
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+        if self._pending_human is not None and not self._pending_human.done():
+            self._pending_human.cancel()
+        if self.run is not None and not self.run.closed:
+            self.run.close()
+        self.runner, self.run, self.task = None, None, None
+        self.events, self.calls = [], []
+        self.human_box.children = []
+        self.call_picker.options = []
+        self._render()
+
+    # ------------------------------------------------------------------ running: the runner's own hooks
+    def _launch(self, work) -> asyncio.Task | None:
+        if self.runner is None:
+            self.start()
+        if self.runner is None or (self.task is not None and not self.task.done()):
+            return self.task  # one thing at a time
+        self.runner.stop_requested = False
+        self.task = asyncio.get_event_loop().create_task(self._drive(work))
+        return self.task
+
+    async def _drive(self, work) -> None:
+        await work(self.runner)
+        if self.runner.finished and self.run is not None and not self.run.closed:
+            self.run.close()
+        self._render()
+
+    def step(self) -> asyncio.Task | None:
+        """One phase: the night, the day's speeches, the vote."""
+        return self._launch(GameRunner.step_phase)
+
+    def run_to_end(self) -> asyncio.Task | None:
+        return self._launch(GameRunner.play)
+
+    def stop(self) -> None:
+        """Halt after the group of decisions in progress; the tables stay consistent."""
+        if self.runner is not None:
+            self.runner.stop()
+
+    # ------------------------------------------------------------------ the human seat
+    async def ask_human(self, obs: dict[str, Any]) -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        self._pending_human = future = loop.create_future()
+        head = W.HTML(f"<b>{obs.get('seat')} ({obs.get('role')})</b>: day {obs.get('day')}, "
+                      f"<b>{obs.get('action')}</b>")
+        if obs.get("action") in ("speak", "reflect"):
+            field = W.Textarea(placeholder="what you say", layout=W.Layout(width="500px"))
+            submit = W.Button(description="Say", button_style="primary")
+            key = "speech" if obs.get("action") == "speak" else "reflection"
+            submit.on_click(lambda _: future.done() or future.set_result({key: field.value or "..."}))
+        else:
+            options = list(obs.get("choices", [])) + (["(pass)"] if obs.get("can_pass") else [])
+            field = W.Dropdown(options=options, description="choose")
+            submit = W.Button(description="Submit", button_style="primary")
+            submit.on_click(lambda _: future.done() or future.set_result(
+                {"target": None if field.value == "(pass)" else field.value}))
+        self.human_box.children = [head, W.HBox([field, submit])]
+        self.human_field, self.human_submit = field, submit
+        try:
+            return await future
+        finally:
+            self.human_box.children = []
+
+    @property
+    def waiting_for_human(self) -> bool:
+        return self._pending_human is not None and not self._pending_human.done()
+
+    # ------------------------------------------------------------------ display
+    def _on_event(self, event: Event, game) -> None:
+        self.events.append(event)
+        self._render()
+
+    def _on_row(self, table: str, row: dict[str, Any]) -> None:
+        if table == "calls":
+            self.calls.append(row)
+            self.call_picker.options = [(f"#{c['seq']} {c['seat']} {c['action']} d{c['day']}"
+                                         + (" [fallback]" if c["fallback"] else ""), i)
+                                        for i, c in enumerate(self.calls)]
+
+    def _show_call(self) -> None:
+        i = self.call_picker.value
+        if i is None or i >= len(self.calls):
+            self.call_view.value = ""
+            return
+        c = self.calls[i]
+        messages = "".join(f"<div><b>{m['role']}</b><pre style='white-space:pre-wrap'>{html.escape(m['content'])}</pre>"
+                           f"</div>" for m in json.loads(c["messages"]))
+        self.call_view.value = (f"<div style='font-size:12px'>spec <code>{html.escape(c['spec'])}</code>, model "
+                                f"<code>{html.escape(str(c['model']))}</code>, tokens "
+                                f"{c['prompt_tokens']}+{c['completion_tokens']}, latency {c['latency_ms']:.1f} ms, "
+                                f"ok={c['ok']}, fallback={c['fallback']}, error={html.escape(str(c['error']))}"
+                                f"<details><summary>messages</summary>{messages}</details>"
+                                f"<b>raw answer</b><pre>{html.escape(str(c['response_text']))}</pre>"
+                                f"<b>parsed</b><pre>{html.escape(str(c['parsed']))}</pre></div>")
+
+    def transcript_lines(self) -> list[str]:
+        roles = self.runner.game.roles if self.runner else {}
+        shown = (transcript.line(e, roles, self.god_view.value) for e in self.events)
+        return [transcript.html(x) for x in shown if x is not None]
+
+    def _render(self) -> None:
+        self.transcript.value = "".join(self.transcript_lines()) or "<i>Press Start, then Step or Run to end.</i>"
+        r = self.runner
+        if r is None:
+            self.status.value = "<i>no game</i>"
+            self.chart.value = ""
+            return
+        g = r.game
+        state = (f"<b>winner: {r.winner}</b> ({html.escape(str(r.win_reason))})" if r.finished
+                 else f"day {g.day}, phase {g.phase}")
+        self.status.value = f"game <code>{r.game_id}</code>: {state}; {r.log.calls} calls, {r.log.fallbacks} fallbacks"
+        wolves = len(g.living("Werewolf"))
+        village = len(g.alive) - wolves
+        bar = lambda n, colour: f"<div style='background:{colour};height:14px;width:{18 * n}px'></div>"  # noqa: E731
+        self.chart.value = (f"<div style='padding-left:12px;font-size:12px'><b>alive</b><br>village {village}"
+                            f"{bar(village, '#27ae60')}werewolves {wolves}{bar(wolves, '#c0392b')}</div>")
