@@ -231,7 +231,7 @@ def private_record(game: Game, seat: str, visible: list[Event]) -> list[str]:
         shown = kills[-PRIVATE_NIGHTS:]
         if len(kills) > len(shown):
             lines.append(f"({len(kills) - len(shown)} earlier nights' attacks not shown)")
-        dead = {s for s, (d, cause) in game.deaths.items() if cause == "werewolves"}
         lines += [f"Night {e.day}: the werewolves attacked {e.target}"
-                  f" ({'died' if e.target in dead else 'survived'})." for e in shown]
+                  f" ({'died' if game.deaths.get(e.target) == (e.day, 'werewolves') else 'survived'})."
+                  for e in shown]
     return lines
