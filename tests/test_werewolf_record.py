@@ -33,6 +33,20 @@ def test_every_public_event_before_a_call_is_in_its_prompt(preset):
     assert stats["complete_calls"] == stats["calls"]
 
 
+@pytest.mark.parametrize("preset,flags", [
+    ("classic7", {"reveal_roles_on_death": True, "last_words": True, "vote_tie": "random"}),
+    ("standard9", {"reveal_roles_on_death": True, "speech_order": "fixed", "protect_and_save": "die",
+                   "win_rule": "parity"}),
+])
+def test_the_record_is_complete_under_other_rule_flags(preset, flags):
+    """Role reveals on death, random tie-breaks, last words in a 7-seat game, fixed order, parity."""
+    rules = load_preset(preset).model_copy(update=flags)
+    stats = new_stats()
+    asyncio.run(check_games([GameConfig(preset=rules, seed=s, model=m) for s in range(25)
+                             for m in ("random", "heuristic")], stats))
+    assert stats["calls"] > 1000 and stats["missing"] == 0, stats["examples"]
+
+
 def test_the_checker_notices_a_missing_fact():
     """Negative control: drop any one record line (or a quoted speech) from a real prompt and it is reported."""
     for seed in range(50):

@@ -256,14 +256,12 @@ def new_stats() -> dict[str, Any]:
 
 async def check_games(configs: list[Any], stats: dict[str, Any] | None = None) -> dict[str, Any]:
     """Plays the games one after another, checking every call's prompt; returns the counts."""
-    from toolkit.llm import get_backend
-    from toolkit.werewolf.game import GameRunner
+    from toolkit.werewolf.game import GameRunner  # the game imports this module's neighbours, not this module
 
     stats = stats if stats is not None else new_stats()
     backends: dict[str, Any] = {}
     for config in configs:
-        seat_backends: dict[str, Any] = {}
-        runner = GameRunner(config, seat_backends=seat_backends, backends=backends)
+        runner = GameRunner(config, backends=backends)
         for seat, player in runner.players.items():
             player.backend = _Checking(player.backend, runner, stats)
         await runner.play()
