@@ -86,6 +86,7 @@ class ActionResult:
     error: str | None = None
     messages: list[dict[str, Any]] = field(default_factory=list)
     calls: int = 1  # model calls this action made (2 after a re-ask)
+    call_id: str | None = None  # the call whose answer became the value (None for a fallback)
 
 
 @lru_cache(maxsize=4096)
@@ -170,7 +171,7 @@ class Action:
             if log is not None:
                 log.write(call)
             if value is not None:
-                return ActionResult(value, messages=request.messages, calls=attempt + 1)
+                return ActionResult(value, messages=request.messages, calls=attempt + 1, call_id=call.call_id)
             if call.completion is None:  # a transport failure: nothing for the model to learn from a re-ask
                 break
             request = replace(request, messages=[*request.messages, {"role": "assistant", "content": call.text},
