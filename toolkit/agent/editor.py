@@ -8,6 +8,7 @@ leave a file emptied or half-written.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import shutil
 import tempfile
@@ -51,9 +52,12 @@ class Editor:
             path: file path relative to the workspace.
             line_number: the line to show near the top of the window.
         """
-        self.current = self.workspace.path(path, must_exist=True)
-        if self.current.is_dir():
+        target = self.workspace.path(path, must_exist=True)
+        if target.is_dir():
             raise ToolError(f"{path} is a folder")
+        if not target.is_file():
+            raise ToolError(f"{path} is not a regular file (a FIFO, socket or device is not opened)")
+        self.current = target
         self.top = max(1, line_number - 10)
         return self.view()
 
@@ -91,6 +95,8 @@ class Editor:
             path: file path relative to the workspace; the open file if omitted.
         """
         target = self.workspace.path(path, must_exist=True) if path else self._need_open()
+        if not target.is_file():
+            raise ToolError(f"{path} is not a regular file")
         hits = [f"{i}: {line}" for i, line in enumerate(self._lines(target), 1) if term in line]
         return f"{len(hits)} matches for {term!r} in {self.workspace.rel(target)}" + (
             "\n" + "\n".join(hits[:50]) if hits else "")
@@ -103,16 +109,15 @@ class Editor:
             term: the text to find.
             dir: folder relative to the workspace.
         """
-        folder = self.workspace.path(dir, must_exist=True)
         counts = []
-        for path in sorted(folder.rglob("*")):
-            if path.is_file() and ".git" not in path.parts and ".agent" not in path.parts:
+        for path in self._walk(dir):
+            if path.is_file() and self.workspace.contains(path):  # regular files; no symlink out
                 try:
                     n = path.read_text(encoding="utf-8").count(term)
                 except (UnicodeDecodeError, OSError):
                     continue
                 if n:
-                    counts.append(f"{self.workspace.rel(path)}: {n}")
+                    counts.append(f"{self._shown(path)}: {n}")
         return f"{len(counts)} files contain {term!r}" + ("\n" + "\n".join(counts[:100]) if counts else "")
 
     @tool
@@ -123,11 +128,23 @@ class Editor:
             name: part of the file name, or a glob such as *.py.
             dir: folder relative to the workspace.
         """
-        folder = self.workspace.path(dir, must_exist=True)
         pattern = name if any(c in name for c in "*?[") else f"*{name}*"
-        found = [self.workspace.rel(p) for p in sorted(folder.rglob(pattern))
-                 if ".git" not in p.parts and ".agent" not in p.parts]
+        found = [self._shown(p) for p in self._walk(dir) if fnmatch.fnmatch(p.name, pattern)]
         return f"{len(found)} files match {name!r}" + ("\n" + "\n".join(found[:100]) if found else "")
+
+    def _walk(self, dir: str) -> list[Path]:
+        """Every entry under a workspace folder, sorted, without descending into symlinked folders (so a
+        link cannot lead the search out of the workspace) or into .git and .agent."""
+        folder = self.workspace.path(dir, must_exist=True)
+        found = []
+        for top, dirs, files in os.walk(folder, followlinks=False):
+            dirs[:] = [d for d in dirs if d not in (".git", ".agent")]
+            found += [Path(top) / n for n in dirs + files]
+        return sorted(found)
+
+    def _shown(self, path: Path) -> str:
+        """A path as the model sees it: relative to the workspace, the link itself (not its target)."""
+        return str(path.relative_to(self.workspace.root))
 
     # ------------------------------------------------------------------ changing files
     @tool(exclusive=True)

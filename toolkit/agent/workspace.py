@@ -4,11 +4,10 @@ workspace: absolute paths, ``..`` escapes and symlinks that point outside."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from toolkit.agent.tools import ToolError
-
-SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 
 
 class Workspace:
@@ -29,6 +28,11 @@ class Workspace:
             raise ToolError(f"{relative}: no such file")
         return resolved
 
+    def contains(self, path: Path) -> bool:
+        """Whether ``path``, symlinks resolved, is inside the workspace."""
+        resolved = path.resolve()
+        return resolved == self.root or self.root in resolved.parents
+
     def rel(self, path: Path) -> str:
         return str(path.resolve().relative_to(self.root))
 
@@ -40,5 +44,9 @@ class Workspace:
 
 
 def scrubbed_env() -> dict[str, str]:
-    """The environment without API keys and other secrets, for anything the agent runs."""
-    return {k: v for k, v in os.environ.items() if not any(w in k.upper() for w in SECRET_WORDS)}
+    """An allow-list environment (PATH with this Python first, HOME, LANG/LC_*/TZ, TERM=dumb, NO_COLOR) for
+    programs the toolkit itself runs outside an execution environment; never the parent's secrets."""
+    path = os.pathsep.join(dict.fromkeys([os.path.dirname(sys.executable), *os.environ.get("PATH", "").split(os.pathsep)]))
+    env = {"PATH": path, "TERM": "dumb", "NO_COLOR": "1", "GIT_TERMINAL_PROMPT": "0"}
+    env.update({k: os.environ[k] for k in ("HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ") if k in os.environ})
+    return env
