@@ -3,14 +3,12 @@ Each has its own prompt file in ``prompts/agent/`` and writes through the Editor
 
 from __future__ import annotations
 
-import subprocess
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
 from toolkit.actions import Action
 from toolkit.agent.tools import ToolError, tool
-from toolkit.agent.workspace import scrubbed_env
 
 if TYPE_CHECKING:
     from toolkit.agent.loop import Agent
@@ -71,8 +69,7 @@ class CodeReview:
         if path:
             what, code = path, _numbered(_read(self.agent.workspace.path(path, must_exist=True)))
         else:
-            out = subprocess.run(["git", "diff", "HEAD"], cwd=self.agent.workspace.root, capture_output=True,
-                                 text=True, timeout=60, env=scrubbed_env())
+            out = self.agent.environment.run(["git", "-c", "core.hooksPath=/dev/null", "diff", "HEAD"])
             if out.returncode != 0 or not out.stdout.strip():
                 raise ToolError("no uncommitted diff to review (or not a git repository); give a path")
             what, code = "the uncommitted diff", out.stdout

@@ -4,14 +4,15 @@ Each step the model sees the role's instruction, its tools, the plan, the curren
 file, and its memory (bounded); it answers with a JSON list of ``{command_name, args}``; the commands run
 in order, stopping at the first failure (the rest are reported as skipped); their outputs are the next
 observations. The loop ends on ``end``, ``max_react_loop``, a wall-clock limit, a cost budget, or (eval
-mode) a git pull/push/commit. Nothing the model sends can crash it: a bad reply is an observation.
+mode) a git pull/push/commit (``Git.commit``/``create_pull``, or one the environment's git trace shows the
+Terminal ran). Commands run in the session's execution environment; tool outputs are redacted before
+they reach the model, and trajectories before they are written. Nothing the model sends can crash it: a bad reply is an observation.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import string
 import time
 import uuid
@@ -27,6 +28,7 @@ from toolkit.actions import Action, ActionResult, CallContext
 from toolkit.agent.codegen import CodeReview, CodeWriter
 from toolkit.agent.deployer import Deployer, ImageGetter
 from toolkit.agent.editor import Editor
+from toolkit.agent.environment import Environment, make_environment
 from toolkit.agent.git import Git
 from toolkit.agent.human import Channel, Human, ScriptedChannel
 from toolkit.agent.plan import Plan
@@ -37,8 +39,8 @@ from toolkit.agent.workspace import Workspace
 from toolkit.llm import Backend, get_backend
 from toolkit.prompts import prompts_dir, render
 from toolkit.record import Run
+from toolkit.secrets import redact, redact_obj
 
-EVAL_GIT = re.compile(r"\bgit\s+(pull|push|commit)\b")
 ELIDE_AFTER = 400  # characters of an old observation kept verbatim
 KEEP_EDITOR_VIEWS = 2
 
@@ -96,7 +98,8 @@ class Agent:
                  run: Run | None = None, channel: Channel | None = None, eval_mode: bool | None = None,
                  max_steps: int | None = None, wall_clock_s: float = 1800, budget_usd: float | None = None,
                  session_id: str | None = None, remote: str = "origin", model_name: str | None = None,
-                 native_tools: bool | None = None):
+                 native_tools: bool | None = None, environment: str | Environment | None = None,
+                 allowed_remotes: list[str | os.PathLike] = ()):
         self.role = role
         self.task = task
         self.workspace = Workspace(workspace)
@@ -113,14 +116,16 @@ class Agent:
         self.channel = channel or ScriptedChannel()
         self.plan = Plan()
         self.editor = Editor(self.workspace)
-        self.terminal = Terminal(self.workspace, timeout_s=role.terminal_timeout_s)
-        self.deployer = Deployer(self.workspace)
+        self.environment = environment if isinstance(environment, Environment) else make_environment(
+            environment, self.workspace.root, role.environment, allowed_remotes)
+        self.terminal = Terminal(self.workspace, timeout_s=role.terminal_timeout_s, environment=self.environment)
+        self.deployer = Deployer(self.workspace, environment=self.environment)
         self.memory: list[Entry] = []
         self.tool_results: list[ToolResult] = []
         self.steps = 0
         self.stop_requested = False
         objects = {"Plan": self.plan, "Editor": self.editor, "Terminal": self.terminal,
-                   "Git": Git(self.workspace, remote), "CodeWriter": CodeWriter(self),
+                   "Git": Git(self.workspace, remote, environment=self.environment), "CodeWriter": CodeWriter(self),
                    "CodeReview": CodeReview(self), "Deployer": self.deployer,
                    "ImageGetter": ImageGetter(self.workspace), "Human": Human(self.channel)}
         self.tools = Toolbox()
@@ -197,9 +202,14 @@ class Agent:
                 ended = "eval_git"
                 break
             outcome = await self.tools.call(command.command_name, command.args)
+            outcome.output = redact(outcome.output)
             self._record(outcome)
             entry.observations.append(feedback("command_result", command=command.command_name,
                                                status="executed" if outcome.ok else "failed", output=outcome.output))
+            if self.eval_mode and command.command_name == "Terminal.run_command" and self.environment.ran_eval_git():
+                entry.observations.append(feedback("eval_end"))
+                ended = "eval_git"
+                break
             entry.editor_view = entry.editor_view or command.command_name.startswith("Editor.")
             if not outcome.ok:
                 skipped = [c.command_name for c in commands[i + 1:]]
@@ -213,9 +223,9 @@ class Agent:
         return ended
 
     def _is_eval_git(self, command: Command) -> bool:
-        if command.command_name in ("Git.commit", "Git.create_pull"):
-            return True
-        return command.command_name == "Terminal.run_command" and bool(EVAL_GIT.search(str(command.args.get("cmd"))))
+        """The Git tool's commits end an eval session before they run; git typed in the Terminal is seen
+        afterwards, in the environment's git trace (``step``), whatever its spelling (-C, -c, aliases)."""
+        return command.command_name in ("Git.commit", "Git.create_pull")
 
     async def _check_repeats(self) -> None:
         signature = [json.dumps(e.commands, sort_keys=True) for e in self.memory[-5:]]
@@ -232,7 +242,7 @@ class Agent:
         self.tool_results.append(outcome)
         if self.run is not None:
             self.run.write("tool_calls", {"session_id": self.session_id, "step": self.steps, "tool": outcome.tool,
-                                          "args": outcome.args_json(), "ok": outcome.ok,
+                                          "args": redact(outcome.args_json()), "ok": outcome.ok,
                                           "error": None if outcome.ok else outcome.output[:500],
                                           "duration_ms": round(outcome.duration_ms, 2),
                                           "output_chars": len(outcome.output), "truncated": outcome.truncated})
@@ -241,7 +251,9 @@ class Agent:
         folder = self.workspace.private() / "trajectories"
         folder.mkdir(exist_ok=True)
         data = {"session_id": self.session_id, "task": self.task, "model": self.model, "steps": self.steps,
-                "plan": self.plan.status(), "memory": [e.__dict__ for e in self.memory]}
+                "plan": self.plan.status(), "environment": self.environment.describe(),
+                "memory": [e.__dict__ for e in self.memory]}
+        data = redact_obj(json.loads(json.dumps(data, default=str)))
         tmp = folder / f".{self.session_id}.json.tmp"
         tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False, default=str))
         os.replace(tmp, folder / f"{self.session_id}.json")
@@ -270,6 +282,7 @@ class Agent:
         finally:
             await self.terminal.close()
             self.deployer.close()
+            await self.environment.stop()
         success = None
         if check is not None:
             outcome = check()
