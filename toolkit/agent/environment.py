@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 import uuid
+import weakref
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,6 +154,7 @@ class Environment:
         self.config = config or EnvironmentConfig()
         self.writable = [Path(p).resolve() for p in [*allowed_remotes, *self.config.writable]]
         self.session_dir = Path(tempfile.mkdtemp(prefix="toolkit-env-")).resolve()
+        weakref.finalize(self, shutil.rmtree, str(self.session_dir), True)  # also when never stopped
         self.trace = self.session_dir / "git-trace.json"
         self._trace_pos = 0
         shutil.copy(HERE / "static_server.py", self.session_dir / "static_server.py")

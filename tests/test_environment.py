@@ -1,0 +1,107 @@
+"""Execution environments: the protocol, the allow-list environment, colour off, timeouts, selection
+(role, CLI, default) and the engineer suite with its default output folder under both environments."""
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from toolkit.agent import environment as envmod
+from toolkit.agent.environment import (BubblewrapEnvironment, EnvironmentConfig, EnvironmentUnavailable,
+                                       LocalEnvironment, bwrap_problem, make_environment)
+from toolkit.agent.loop import Agent
+from toolkit.agent.role import RoleConfig, load_role
+from toolkit.agent.terminal import Terminal
+from toolkit.agent.workspace import Workspace
+
+ROOT = Path(__file__).resolve().parents[1]
+ENVS = ["local", pytest.param("bubblewrap", marks=pytest.mark.skipif(bool(bwrap_problem()),
+                                                                      reason=f"no bubblewrap: {bwrap_problem()}"))]
+
+
+@pytest.mark.parametrize("kind", ENVS)
+async def test_the_protocol_allow_list_and_colour(kind, tmp_path, monkeypatch):
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("CLICOLOR_FORCE", "1")
+    monkeypatch.setenv("MY_SETTING", "passed-through")
+    monkeypatch.setenv("OTHER_SETTING", "kept-out")
+    env = make_environment(kind, tmp_path / "ws", EnvironmentConfig(pass_env=["MY_SETTING"]))
+    term = Terminal(Workspace(tmp_path / "ws"), timeout_s=1.5, environment=env)
+    try:
+        result = await env.execute("echo $HOME; echo ${FORCE_COLOR:-unset} ${NO_COLOR} $MY_SETTING ${OTHER_SETTING:-absent}; "
+                                   "exit_me() { return 3; }; exit_me", 10)
+        home, line = result.output.splitlines()
+        assert home == str(tmp_path / "ws" / ".agent" / "home") and result.exit_code == 3
+        assert line == "unset 1 passed-through absent"
+        assert await term.run_command("printf '\\033[1;31mred\\033[0m plain\\n'") == "red plain\n[exit code 0]"
+        out = await term.run_command("sleep 1000")
+        assert "killed after 1.5s timeout" in out
+        assert (await term.run_command("echo alive")).startswith("alive")  # the shell stayed
+        assert env.run(["git", "config", "core.hooksPath"]).stdout.strip() == "/dev/null"
+    finally:
+        await env.stop()
+    assert not env.session_dir.exists()
+
+
+async def test_bubblewrap_confines_the_filesystem(tmp_path):
+    if bwrap_problem():
+        pytest.skip(bwrap_problem())
+    (tmp_path / "outside.txt").write_text("x")
+    env = BubblewrapEnvironment(tmp_path / "ws")
+    try:
+        out = await env.execute(f"cat {tmp_path}/outside.txt; touch /usr/x; ls /root; echo > /etc/hostile; "
+                                "touch inside && echo wrote-inside; hostname", 10)
+        assert "No such file" in out.output and "Read-only file system" in out.output
+        assert "wrote-inside" in out.output and out.output.endswith("sandbox")
+        assert (tmp_path / "ws" / "inside").exists() and not Path("/etc/hostile").exists()
+    finally:
+        await env.stop()
+
+
+def test_containers_skip_with_one_clear_line(tmp_path):
+    for kind in ("docker", "podman"):
+        with pytest.raises(EnvironmentUnavailable) as err:
+            make_environment(kind, tmp_path / "ws")
+        message = str(err.value)
+        assert message.startswith(f"{kind}: ") and "use --env bubblewrap or --env local" in message
+        assert "\n" not in message
+    with pytest.raises(EnvironmentUnavailable, match="unknown environment 'vm'"):
+        make_environment("vm", tmp_path / "ws")
+
+
+def test_auto_is_bubblewrap_where_it_works_else_local_with_one_warning(tmp_path, monkeypatch, capsys):
+    if not bwrap_problem():
+        assert isinstance(make_environment(None, tmp_path / "a"), BubblewrapEnvironment)
+    # a stand-in for a machine without bwrap (this one has it): the probe's answer only
+    monkeypatch.setattr(envmod, "bwrap_problem", lambda: "bwrap is not installed (Debian: apt-get install bubblewrap)")
+    envmod._warn_once.cache_clear()
+    for _ in range(2):
+        assert isinstance(make_environment("auto", tmp_path / "b"), LocalEnvironment)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["warning: commands run UNCONFINED on this host (environment 'local'): bwrap is not installed "
+                   "(Debian: apt-get install bubblewrap)"]
+
+
+def test_selection_per_role_and_per_call(tmp_path):
+    (tmp_path / "s.yaml").write_text("answers: []\n")
+    model = f"scripted:{tmp_path / 's.yaml'}"
+    role = load_role("engineer").model_copy(update={"environment": EnvironmentConfig(kind="local")})
+    assert Agent(role, "t", tmp_path / "ws", model).environment.name == "local"
+    if not bwrap_problem():
+        assert Agent(role, "t", tmp_path / "ws", model, environment="bubblewrap").environment.name == "bubblewrap"
+    with pytest.raises(ValueError, match="environment"):
+        RoleConfig.model_validate({**load_role("engineer").model_dump(), "environment": {"kind": "vm"}})
+
+
+@pytest.mark.parametrize("kind", ["local", pytest.param(None, id="default")])
+def test_engineer_suite_passes_with_its_default_output_folder(kind, tmp_path):
+    """The CLI as a newcomer runs it: no --out, so a relative ``results/`` under the current folder."""
+    cmd = [sys.executable, "-m", "toolkit", "engineer-suite"] + (["--env", kind] if kind else [])
+    out = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "succeeded: 10/10; tables: results/" in out.stdout, out.stdout
+    assert (tmp_path / "results").is_dir()
