@@ -372,7 +372,7 @@ class LocalEnvironment(Environment):
     confined = False
 
     def wrap(self, argv: list[str], persistent: bool = False) -> list[str]:
-        return [sys.executable, "-I", str(HERE / "subreaper.py"), *argv]
+        return [sys.executable, "-I", "-S", str(HERE / "subreaper.py"), *argv]  # -S: no site, a faster start
 
 
 @functools.lru_cache(maxsize=1)
