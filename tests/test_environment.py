@@ -105,3 +105,24 @@ def test_engineer_suite_passes_with_its_default_output_folder(kind, tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     assert "succeeded: 10/10; tables: results/" in out.stdout, out.stdout
     assert (tmp_path / "results").is_dir()
+
+
+def test_git_pushes_only_to_remotes_inside_or_configured(tmp_path):
+    from toolkit.agent.git import Git
+    from toolkit.agent.tools import ToolError
+
+    ws = Workspace(tmp_path / "ws")
+    for args in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", "s"],
+                 ["init", "-q", "--bare", "inside.git"], ["init", "-q", "--bare", str(tmp_path / "out.git")],
+                 ["remote", "add", "inside", "inside.git"], ["remote", "add", "out", str(tmp_path / "out.git")],
+                 ["remote", "add", "web", "https://example.invalid/r.git"]):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=ws.root, check=True)
+    assert "Pushed a to inside" in Git(ws, "inside").create_pull("a", "t")
+    for remote in ("out", "web"):
+        with pytest.raises(ToolError, match="is refused: pushes go only to a remote inside the workspace"):
+            Git(ws, remote).create_pull("b", "t")
+    configured = LocalEnvironment(ws.root, allowed_remotes=[tmp_path / "out.git", "https://example.invalid/r.git"])
+    assert "Pushed c to out" in Git(ws, "out", environment=configured).create_pull("c", "t")
+    Git(ws, "web", environment=configured).check_push("web")  # allowed (the push itself needs the network)
+    record = (ws.root / ".agent" / "pulls" / "c.json").read_text()
+    assert '"head": "c"' in record

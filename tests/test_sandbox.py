@@ -72,6 +72,7 @@ def scene(tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.txt").write_text("TOPSECRET-outside-file\n")
+    (outside / "redirect").mkdir()
     sh("git", "init", "-q", "--bare", str(outside / "remote.git"), cwd=tmp_path)
     ws = tmp_path / "ws"
     (ws / "site").mkdir(parents=True)
@@ -108,6 +109,9 @@ def hostile_answers(outside, port, marker):
              '"$(cat .agent/deploy_url.txt)$f"; done; echo'),
         step("Editor.search_dir", term="TOPSECRET", dir="."),                         # 14 search through a link
         term(f"curl -s -m 3 http://127.0.0.1:{port}/ || echo unreachable"),           # 15 the host's loopback
+        term(f"rm -rf .agent/trajectories .agent/pulls && ln -s {outside}/redirect .agent/trajectories && "
+             f"ln -s {outside}/redirect .agent/pulls && mkfifo fifo.txt && echo planted"),  # 16 redirect records
+        step("Editor.write_file", path="fifo.txt", content="x"),                      # 17 a FIFO would block
         {"thought": "done", "commands": [{"command_name": "end", "args": {}}]},
     ]
 
@@ -157,7 +161,7 @@ def test_hostile_trajectory(kind, tmp_path, host_server):
                           "--max-steps", "30"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     traj = json.loads(next((ws / ".agent" / "trajectories").glob("*.json")).read_text())
-    assert traj["steps"] == 16 and traj["environment"].startswith(kind)
+    assert traj["steps"] == 18 and traj["environment"].startswith(kind)
 
     # --- the same under both: processes, hooks, the Git tool's pushes, the Deployer, search_dir, secrets
     assert "started" in observation(traj, 7)
@@ -167,6 +171,9 @@ def test_hostile_trajectory(kind, tmp_path, host_server):
     assert "pushes go only to a remote inside the workspace" in observation(traj, 11)
     assert "index.html=200 passwd=404 s.txt=404" in observation(traj, 13)
     assert "0 files contain 'TOPSECRET'" in observation(traj, 14)
+    assert "planted" in observation(traj, 16) and list((outside / "redirect").iterdir()) == []
+    assert not (ws / ".agent" / "trajectories").is_symlink()
+    assert "fifo.txt is not a regular file" in observation(traj, 17)
     for n in (3, 4):  # the shell's own environment is the allow-list: nothing secret to show
         assert "NO_COLOR=1" in observation(traj, n) or n == 3
         assert not any(name in observation(traj, n) for name in SECRETS) and "FORCE_COLOR" not in observation(traj, n)

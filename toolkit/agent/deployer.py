@@ -53,7 +53,7 @@ class Deployer:
             raise ToolError(str(exc)) from None
 
     def _done(self, dist_dir: str, url: str) -> str:
-        (self.workspace.private() / "deploy_url.txt").write_text(url)  # for scripts: curl $(cat .agent/deploy_url.txt)
+        self.workspace.write_private("deploy_url.txt", url)  # for scripts: curl $(cat .agent/deploy_url.txt)
         return f"Deployed {dist_dir} at {url}"
 
     def close(self) -> None:
@@ -94,6 +94,8 @@ class ImageGetter:
         if not (1 <= width <= 4096 and 1 <= height <= 4096):
             raise ToolError("width and height must be between 1 and 4096")
         target = self.workspace.path(image_path)
+        if target.exists() and not target.is_file():
+            raise ToolError(f"{image_path} exists and is not a regular file")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(placeholder_png(width, height, f"placeholder: {search_term}"))
         return f"Wrote a {width}x{height} placeholder for {search_term!r} to {image_path}"

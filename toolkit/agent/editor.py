@@ -30,6 +30,8 @@ class Editor:
 
     # ------------------------------------------------------------------ viewing
     def _lines(self, path: Path) -> list[str]:
+        if not path.is_file():
+            raise ToolError(f"{self.workspace.rel(path)} is no longer a regular file")
         return path.read_text(encoding="utf-8", errors="replace").splitlines()
 
     def view(self) -> str:
@@ -171,7 +173,7 @@ class Editor:
             content: the complete new text.
         """
         target = self.workspace.path(path)
-        old = target.read_text(encoding="utf-8") if target.exists() else None
+        old = self._existing(target, path)
         if not content.strip() and old and old.strip():
             raise ToolError(f"refusing to empty {path}; delete it with the terminal if that is really meant")
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -194,7 +196,7 @@ class Editor:
             new_content: the replacement text (may be several lines, or empty to delete the lines).
         """
         target = self.workspace.path(path, must_exist=True)
-        old = target.read_text(encoding="utf-8")
+        old = self._existing(target, path)
         lines = old.splitlines()
         first, last = first_replaced_line_number, last_replaced_line_number
         if not 1 <= first <= last <= len(lines):
@@ -221,7 +223,7 @@ class Editor:
             content: the text to insert.
         """
         target = self.workspace.path(path, must_exist=True)
-        old = target.read_text(encoding="utf-8")
+        old = self._existing(target, path)
         lines = old.splitlines()
         if not 1 <= line_number <= len(lines) + 1:
             raise ToolError(f"line {line_number} is not in {path} (it has {len(lines)} lines)")
@@ -239,7 +241,7 @@ class Editor:
             content: the text to add.
         """
         target = self.workspace.path(path)
-        old = target.read_text(encoding="utf-8") if target.exists() else None
+        old = self._existing(target, path)
         base = old or ""
         if base and not base.endswith("\n"):
             base += "\n"
@@ -250,6 +252,16 @@ class Editor:
         return self.view()
 
     # ------------------------------------------------------------------ safety
+    @staticmethod
+    def _existing(target: Path, path: str) -> str | None:
+        """The current text of a file about to change (None: it does not exist); a FIFO, socket or device
+        is refused rather than read (reading a FIFO would block the session)."""
+        if not target.exists():
+            return None
+        if not target.is_file():
+            raise ToolError(f"{path} is not a regular file")
+        return target.read_text(encoding="utf-8")
+
     def _need_open(self) -> Path:
         if self.current is None:
             raise ToolError("no file is open; use open_file first")
@@ -263,8 +275,7 @@ class Editor:
                 raise ToolError(f"the edit was not applied: it would make {self.workspace.rel(target)} invalid "
                                 f"Python (line {exc.lineno}: {exc.msg}); the file is unchanged") from None
         if old is not None:  # a backup before anything touches the file
-            backups = self.workspace.private() / "backups"
-            backups.mkdir(exist_ok=True)
+            backups = self.workspace.private("backups")
             shutil.copy2(target, backups / f"{self.workspace.rel(target).replace('/', '__')}.{time.time_ns()}")
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         try:

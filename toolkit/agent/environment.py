@@ -152,7 +152,10 @@ class Environment:
         self.root = Path(workspace).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self.config = config or EnvironmentConfig()
-        self.writable = [Path(p).resolve() for p in [*allowed_remotes, *self.config.writable]]
+        remotes = [str(r) for r in allowed_remotes]
+        self.remote_urls = [r for r in remotes if "://" in r and not r.startswith("file://")]  # e.g. https://…
+        self.writable = [Path(r.removeprefix("file://")).resolve() for r in [*remotes, *self.config.writable]
+                         if r not in self.remote_urls]
         self.session_dir = Path(tempfile.mkdtemp(prefix="toolkit-env-")).resolve()
         weakref.finalize(self, shutil.rmtree, str(self.session_dir), True)  # also when never stopped
         self.trace = self.session_dir / "git-trace.json"

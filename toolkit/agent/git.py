@@ -42,6 +42,8 @@ class Git:
         return (self.workspace.root / url).resolve() if not url.startswith("/") else Path(url).resolve()
 
     def check_push(self, remote: str) -> None:
+        if self._git("remote", "get-url", remote) in self.environment.remote_urls:
+            return
         path = self.remote_path(remote)
         allowed = [self.workspace.root, *self.environment.writable]
         if path is None or not any(path == a or a in path.parents for a in allowed):
@@ -118,9 +120,7 @@ class Git:
         self._git("commit", "-m", title, check=False)
         diff = self._git("diff", f"{base}...{branch}", check=False)
         self._git("push", self.remote, branch)
-        pulls = self.workspace.private() / "pulls"
-        pulls.mkdir(exist_ok=True)
         record = redact_obj({"title": title, "body": body, "base": base, "head": branch, "remote": self.remote,
                              "diff": diff})
-        (pulls / f"{branch.replace('/', '_')}.json").write_text(json.dumps(record, indent=2))
+        self.workspace.write_private(f"pulls/{branch.replace('/', '_')}.json", json.dumps(record, indent=2))
         return f"Pushed {branch} to {self.remote}; pull request recorded in .agent/pulls/{branch.replace('/', '_')}.json"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 from toolkit.agent.tools import ToolError
@@ -36,11 +37,34 @@ class Workspace:
     def rel(self, path: Path) -> str:
         return str(path.resolve().relative_to(self.root))
 
-    def private(self) -> Path:
-        """``.agent/``: backups, trajectories and pull-request records, kept out of git."""
-        folder = self.root / ".agent"
-        folder.mkdir(exist_ok=True)
-        return folder
+    def private(self, sub: str | None = None) -> Path:
+        """``.agent/`` (or a folder in it): backups, trajectories and pull-request records, kept out of git.
+        The toolkit owns it: a symlink or file the agent put in its place is removed first, so nothing the
+        toolkit writes there can be redirected out of the workspace."""
+        folder = _real_dir(self.root / ".agent")
+        return _real_dir(folder / sub) if sub else folder
+
+    def write_private(self, relative: str, text: str) -> Path:
+        """Write ``.agent/<relative>`` (one folder level at most) atomically through a fresh temporary file,
+        so a symlink or FIFO the agent left at that name is replaced, never followed or blocked on."""
+        *sub, name = relative.split("/")
+        folder = self.private(sub[0] if sub else None)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.replace(tmp, folder / name)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return folder / name
+
+
+def _real_dir(path: Path) -> Path:
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        path.unlink()
+    path.mkdir(exist_ok=True)
+    return path
 
 
 def scrubbed_env() -> dict[str, str]:
