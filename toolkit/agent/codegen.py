@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from toolkit.actions import Action
 from toolkit.agent.tools import ToolError, tool
+from toolkit.secrets import redact
 
 if TYPE_CHECKING:
     from toolkit.agent.loop import Agent
@@ -72,7 +73,7 @@ class CodeReview:
             out = self.agent.environment.run(["git", "-c", "core.hooksPath=/dev/null", "diff", "HEAD"])
             if out.returncode != 0 or not out.stdout.strip():
                 raise ToolError("no uncommitted diff to review (or not a git repository); give a path")
-            what, code = "the uncommitted diff", out.stdout
+            what, code = "the uncommitted diff", redact(out.stdout)
         result = await self.agent.ask(REVIEW, {"path": what, "code": code}, "review")
         if result.fallback:
             raise ToolError(f"the review of {what} failed: {result.error}")
@@ -101,10 +102,10 @@ class CodeReview:
 
 
 def _read(path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (FileNotFoundError, IsADirectoryError):
+    """A file's text as a prompt may carry it: secrets masked; "" for a missing or non-regular file."""
+    if not path.is_file():  # a FIFO would block the session
         return ""
+    return redact(path.read_text(encoding="utf-8", errors="replace"))
 
 
 def _numbered(text: str) -> str:

@@ -248,15 +248,12 @@ class Agent:
                                           "output_chars": len(outcome.output), "truncated": outcome.truncated})
 
     def save_trajectory(self) -> None:
-        folder = self.workspace.private() / "trajectories"
-        folder.mkdir(exist_ok=True)
         data = {"session_id": self.session_id, "task": self.task, "model": self.model, "steps": self.steps,
                 "plan": self.plan.status(), "environment": self.environment.describe(),
                 "memory": [e.__dict__ for e in self.memory]}
         data = redact_obj(json.loads(json.dumps(data, default=str)))
-        tmp = folder / f".{self.session_id}.json.tmp"
-        tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False, default=str))
-        os.replace(tmp, folder / f"{self.session_id}.json")
+        self.workspace.write_private(f"trajectories/{self.session_id}.json",
+                                     json.dumps(data, indent=1, ensure_ascii=False, default=str))
 
     async def run_session(self, check=None) -> SessionResult:
         """Run to the end. ``check()`` (optional, sync or async) decides success afterwards."""
