@@ -6,7 +6,8 @@ in order, stopping at the first failure (the rest are reported as skipped); thei
 observations. The loop ends on ``end``, ``max_react_loop``, a wall-clock limit, a cost budget, or (eval
 mode) a git pull/push/commit (``Git.commit``/``create_pull``, or one the environment's git trace shows the
 Terminal ran). Commands run in the session's execution environment; tool outputs are redacted before
-they reach the model, and trajectories before they are written. Nothing the model sends can crash it: a bad reply is an observation.
+they reach the model, and trajectories before they are written.
+Nothing the model sends can crash it: a bad reply is an observation.
 """
 
 from __future__ import annotations
