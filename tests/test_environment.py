@@ -1,7 +1,6 @@
 """Execution environments: the protocol, the allow-list environment, colour off, timeouts, selection
 (role, CLI, default) and the engineer suite with its default output folder under both environments."""
 
-import asyncio
 import os
 import subprocess
 import sys
@@ -31,8 +30,8 @@ async def test_the_protocol_allow_list_and_colour(kind, tmp_path, monkeypatch):
     env = make_environment(kind, tmp_path / "ws", EnvironmentConfig(pass_env=["MY_SETTING"]))
     term = Terminal(Workspace(tmp_path / "ws"), timeout_s=1.5, environment=env)
     try:
-        result = await env.execute("echo $HOME; echo ${FORCE_COLOR:-unset} ${NO_COLOR} $MY_SETTING ${OTHER_SETTING:-absent}; "
-                                   "exit_me() { return 3; }; exit_me", 10)
+        result = await env.execute("echo $HOME; echo ${FORCE_COLOR:-unset} ${NO_COLOR} $MY_SETTING "
+                                   "${OTHER_SETTING:-absent}; exit_me() { return 3; }; exit_me", 10)
         home, line = result.output.splitlines()
         assert home == str(tmp_path / "ws" / ".agent" / "home") and result.exit_code == 3
         assert line == "unset 1 passed-through absent"
@@ -126,3 +125,37 @@ def test_git_pushes_only_to_remotes_inside_or_configured(tmp_path):
     Git(ws, "web", environment=configured).check_push("web")  # allowed (the push itself needs the network)
     record = (ws.root / ".agent" / "pulls" / "c.json").read_text()
     assert '"head": "c"' in record
+
+
+@pytest.mark.parametrize("kind", ENVS)
+def test_nothing_outlives_a_killed_toolkit_process(kind, tmp_path):
+    """The toolkit process dies without cleaning up (SIGKILL): the daemon its session started dies too
+    (PR_SET_PDEATHSIG on the subreaper / bwrap's --die-with-parent)."""
+    import signal
+    import time
+
+    marker = f"{tmp_path}/sleeper"
+    code = (f"import asyncio, os, shutil, signal\n"
+            f"from toolkit.agent.environment import make_environment\n"
+            f"shutil.copy('/bin/sleep', {marker!r})\n"
+            f"async def main():\n"
+            f"    env = make_environment({kind!r}, {str(tmp_path / 'ws')!r})\n"
+            f"    print((await env.execute('setsid -f {marker} 600; echo up', 10)).output, flush=True)\n"
+            f"    os.kill(os.getpid(), signal.SIGKILL)\n"
+            f"asyncio.run(main())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == -signal.SIGKILL and out.stdout.strip() == "up", out.stderr
+    for _ in range(50):
+        left = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p).startswith(marker)]
+        if not left:
+            break
+        time.sleep(0.1)
+    assert left == []
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""

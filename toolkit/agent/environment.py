@@ -201,9 +201,10 @@ class Environment:
     def run(self, argv: list[str], timeout: float = 60, input: str | None = None,
             trace_git: bool = False) -> subprocess.CompletedProcess:
         """Run a program to completion in the environment (cwd: the workspace); text output."""
+        stdin = subprocess.PIPE if input is not None else subprocess.DEVNULL
         proc = subprocess.Popen(self.wrap(list(argv)), cwd=self.root, env=self.env(trace_git), text=True,
                                 errors="replace", start_new_session=True, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL)
+                                stderr=subprocess.PIPE, stdin=stdin)
         try:
             out, err = proc.communicate(input, timeout=timeout)
             return subprocess.CompletedProcess(argv, proc.returncode, out, err)

@@ -28,7 +28,8 @@ class Git:
     def _git(self, *args: str, check: bool = True) -> str:
         out = self.environment.run(["git", *SAFE, *args], timeout=60)
         if check and out.returncode != 0:
-            raise ToolError(f"git {args[0]} failed: {redact(str((out.stderr or out.stdout).strip().splitlines()[-1:]))}")
+            last = (out.stderr or out.stdout).strip().splitlines()[-1:]
+            raise ToolError(f"git {args[0]} failed: {redact(str(last))}")
         return redact((out.stdout + out.stderr).strip())
 
     def remote_path(self, remote: str) -> Path | None:

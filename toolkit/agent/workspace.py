@@ -70,7 +70,8 @@ def _real_dir(path: Path) -> Path:
 def scrubbed_env() -> dict[str, str]:
     """An allow-list environment (PATH with this Python first, HOME, LANG/LC_*/TZ, TERM=dumb, NO_COLOR) for
     programs the toolkit itself runs outside an execution environment; never the parent's secrets."""
-    path = os.pathsep.join(dict.fromkeys([os.path.dirname(sys.executable), *os.environ.get("PATH", "").split(os.pathsep)]))
+    parent_path = os.environ.get("PATH", "").split(os.pathsep)
+    path = os.pathsep.join(dict.fromkeys([os.path.dirname(sys.executable), *parent_path]))
     env = {"PATH": path, "TERM": "dumb", "NO_COLOR": "1", "GIT_TERMINAL_PROMPT": "0"}
     env.update({k: os.environ[k] for k in ("HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ") if k in os.environ})
     return env
