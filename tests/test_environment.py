@@ -2,6 +2,7 @@
 (role, CLI, default) and the engineer suite with its default output folder under both environments."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -140,12 +141,14 @@ def test_nothing_outlives_a_killed_toolkit_process(kind, tmp_path):
             f"shutil.copy('/bin/sleep', {marker!r})\n"
             f"async def main():\n"
             f"    env = make_environment({kind!r}, {str(tmp_path / 'ws')!r})\n"
-            f"    print((await env.execute('setsid -f {marker} 600; echo up', 10)).output, flush=True)\n"
+            f"    print((await env.execute('setsid -f {marker} 600; echo up', 10)).output, env.session_dir, flush=True)\n"
             f"    os.kill(os.getpid(), signal.SIGKILL)\n"
             f"asyncio.run(main())\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert out.returncode == -signal.SIGKILL and out.stdout.strip() == "up", out.stderr
+    up, session_dir = out.stdout.split()
+    shutil.rmtree(session_dir)  # what a killed process cannot remove itself
+    assert out.returncode == -signal.SIGKILL and up == "up", out.stderr
     for _ in range(50):
         left = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p).startswith(marker)]
         if not left:
