@@ -162,3 +162,14 @@ def _cmdline(pid: str) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
+
+
+def test_the_toolkit_folder_stays_out_of_commits(tmp_path):
+    from toolkit.agent.git import Git
+
+    ws = Workspace(tmp_path / "ws")
+    env = LocalEnvironment(ws.root)
+    assert env.run(["git", "init", "-q"]).returncode == 0
+    (ws.root / "a.txt").write_text("a")
+    ws.write_private("trajectories/s.json", "{}")
+    assert Git(ws, environment=env).status().splitlines()[1:] == ["?? a.txt"]

@@ -161,6 +161,7 @@ class Environment:
         self.trace = self.session_dir / "git-trace.json"
         self._trace_pos = 0
         shutil.copy(HERE / "static_server.py", self.session_dir / "static_server.py")
+        (self.session_dir / "gitignore").write_text(".agent/\n")
         self.home = self.root / ".agent" / "home"
         self.home.mkdir(parents=True, exist_ok=True)
         gitconfig = self.home / ".gitconfig"  # the global level: a repository's own identity wins
@@ -179,8 +180,9 @@ class Environment:
                "TMPDIR": self.tmpdir(), "LANG": "C.UTF-8"}
         env.update({k: os.environ[k] for k in PASSED_ENV if k in os.environ})
         env.update({k: os.environ[k] for k in self.config.pass_env if k in os.environ})
-        env["GIT_CONFIG_COUNT"] = str(len(GIT_SAFETY))
-        for i, (key, value) in enumerate(GIT_SAFETY.items()):
+        settings = {**GIT_SAFETY, "core.excludesFile": str(self.session_dir / "gitignore")}  # .agent/ stays out
+        env["GIT_CONFIG_COUNT"] = str(len(settings))
+        for i, (key, value) in enumerate(settings.items()):
             env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
         if trace_git:
             env["GIT_TRACE2_EVENT"] = str(self.trace)
