@@ -129,9 +129,13 @@ def cmd_suite(args: argparse.Namespace) -> int:
 
     from toolkit.agent.suite import run_suite
 
-    with Run(args.out, "engineer-suite", config={k: v for k, v in vars(args).items() if k != "func"}) as run:
-        results = asyncio.run(run_suite(args.model, run, Path(run.folder) / "workspaces",
-                                        names=args.task or None, environment=args.env))
+    try:
+        with Run(args.out, "engineer-suite", config={k: v for k, v in vars(args).items() if k != "func"}) as run:
+            results = asyncio.run(run_suite(args.model, run, Path(run.folder) / "workspaces",
+                                            names=args.task or None, environment=args.env))
+    except ValueError as exc:  # e.g. an environment that cannot run here
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     for name, r in results.items():
         print(f"{name:28s} success={r.success!s:5s} ended_by={r.ended_by:9s} steps={r.steps} "
               f"tools={len(r.tool_calls)}")
