@@ -195,6 +195,7 @@ def test_hostile_trajectory(kind, tmp_path, host_server):
     written = [outside / "written.txt", Path(f"/tmp/{marker}.txt")]
     pushed = subprocess.run(["git", "--git-dir", str(outside / "remote.git"), "branch", "--list", "evil"],
                             capture_output=True, text=True).stdout.strip()
+    assert pushed == "" and "pushed" not in observation(traj, 10)  # bubblewrap: not mounted; local: rewritten
     try:
         if kind == "bubblewrap":
             assert "TOPSECRET" not in observation(traj, 1) and "No such file" in observation(traj, 1)
@@ -202,12 +203,11 @@ def test_hostile_trajectory(kind, tmp_path, host_server):
             assert "/proc/0/environ: No such file" in observation(traj, 5)  # bash is PID 2, under bwrap's init
             assert not (ws / "grand_env.txt").exists()
             assert int(observation(traj, 6).split("\n")[1]) < 10  # a private /proc: the session's processes only
-            assert pushed == "" and "pushed" not in observation(traj, 10)
             assert "HOST-ONLY" not in observation(traj, 15) and "unreachable" in observation(traj, 15)
         else:
             assert "TOPSECRET-outside-file" in observation(traj, 1)
             assert all(p.exists() for p in written)
-            assert pushed == "evil" and "pushed" in observation(traj, 10)
+            assert "pushes-go-only-to-the-workspace-or-configured-remotes" in observation(traj, 10)  # pushInsteadOf
             assert "HOST-ONLY" in observation(traj, 15)
     finally:
         Path(f"/tmp/{marker}.txt").unlink(missing_ok=True)

@@ -8,8 +8,9 @@ and what the role declares in ``pass_env``), never the parent's, so colour is of
 
 - ``local`` is **unconfined**: commands run on the host as the current user and can read and write
   anything the user can, use the network and read other processes' ``/proc/<pid>/environ``. What it does
-  guarantee: the allow-list environment, git hooks off, and process bookkeeping (a child subreaper, see
-  ``subreaper.py``): every process of the session, daemonised or not, ends with it.
+  guarantee: the allow-list environment, git hooks off, pushes elsewhere than the workspace and the
+  configured remotes rewritten to nowhere (a guard-rail a command can override), and process bookkeeping
+  (a child subreaper, see ``subreaper.py``): every process of the session, daemonised or not, ends with it.
 - ``bubblewrap`` (Debian's ``bwrap``): the system folders read-only (``/usr``, ``/etc`` without
   shadow files and ssh host keys, and the toolkit's Python), the workspace and the folders named in
   ``writable`` (e.g. a git remote) writable, nothing else of the host visible (no ``/home``, ``/root``,
@@ -53,6 +54,8 @@ GIT_SAFETY = {  # as GIT_CONFIG_* (command-line level: above any repository or g
     "core.hooksPath": "/dev/null", "core.fsmonitor": "false", "protocol.ext.allow": "never",
     "color.ui": "false", "core.pager": "cat", "credential.helper": "", "safe.directory": "*",
     "gc.autoDetach": "false", "maintenance.autoDetach": "false"}  # nothing git starts outlives its command
+NO_PUSH = "/dev/null/pushes-go-only-to-the-workspace-or-configured-remotes"
+PUSH_PREFIXES = ("/", "file://", "..", "~", "http://", "https://", "ssh://", "git://", "git@")
 EVAL_GIT_COMMANDS = frozenset({"commit", "push", "pull"})
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 MASKED_FILES = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers")
@@ -180,13 +183,27 @@ class Environment:
                "TMPDIR": self.tmpdir(), "LANG": "C.UTF-8"}
         env.update({k: os.environ[k] for k in PASSED_ENV if k in os.environ})
         env.update({k: os.environ[k] for k in self.config.pass_env if k in os.environ})
-        settings = {**GIT_SAFETY, "core.excludesFile": str(self.session_dir / "gitignore")}  # .agent/ stays out
+        settings = {**GIT_SAFETY, "core.excludesFile": str(self.session_dir / "gitignore"),  # .agent/ stays out
+                    **self.push_rules()}
         env["GIT_CONFIG_COUNT"] = str(len(settings))
         for i, (key, value) in enumerate(settings.items()):
             env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
         if trace_git:
             env["GIT_TRACE2_EVENT"] = str(self.trace)
         return env
+
+    def push_rules(self) -> dict[str, str]:
+        """``url.<base>.pushInsteadOf`` settings that send a push to any other place than the workspace or
+        the configured remotes to a path that does not exist (git uses the longest matching prefix, so the
+        allowed places, rewritten to themselves, win). A guard-rail for ``local``; bubblewrap's mounts
+        enforce the same."""
+        keys = [f"url.{NO_PUSH}/{i}.pushInsteadOf" for i in range(len(PUSH_PREFIXES))]
+        rules = dict(zip(keys, PUSH_PREFIXES))  # one key per prefix (a key holds one value here)
+        for place in [str(self.root), *map(str, self.writable)]:
+            for url in (place, f"file://{place}"):
+                rules[f"url.{url}.pushInsteadOf"] = url
+        rules.update({f"url.{url}.pushInsteadOf": url for url in self.remote_urls})
+        return rules
 
     def tmpdir(self) -> str:
         folder = self.session_dir / "tmp"
