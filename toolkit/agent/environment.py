@@ -419,10 +419,10 @@ class BubblewrapEnvironment(Environment):
     confined = True
 
     def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
         problem = bwrap_problem()
         if problem:
             raise EnvironmentUnavailable(f"bubblewrap: {problem}; use --env local (unconfined)")
+        super().__init__(*args, **kwargs)
         self.exe = shutil.which("bwrap")
 
     def bwrap_args(self) -> list[str]:
@@ -456,7 +456,7 @@ class BubblewrapEnvironment(Environment):
 
 class ContainerEnvironment(Environment):
     """docker / podman: the workspace mounted into a container (``--network none`` unless ``network``).
-    Not exercised by the tests here (no daemon on this machine); ``available()`` says so in one line."""
+    Not exercised by the tests here (no daemon on this machine); ``problem()`` says why in one line."""
 
     def __init__(self, *args, engine: str = "docker", **kwargs):
         self.name = engine
