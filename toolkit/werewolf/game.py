@@ -140,6 +140,7 @@ class GameRunner:
         self.players = {seat: Player(seat, self.game.roles[seat], config.seat_config(seat, self.game.roles[seat]),
                                      seat_models[seat]) for seat in self.preset.seats}
         self.log = CallLog(run)
+        self.roles = tuple(sorted(self.preset.roles))  # the preset's role names (reflections guess among them)
         self.sampling = Sampling(temperature=config.temperature, seed=config.seed)
         preset_values = {**self.preset.model_dump(), "n_players": self.preset.n_players}
         self.values = {"preset": preset_values, "rules": render("werewolf/rules.j2", preset=preset_values)}
@@ -168,7 +169,7 @@ class GameRunner:
         """Ask one seat for one decision (does not apply it): one request, through the seat's model; first a
         reflection where the cadence says so, and the lessons that fit the moment where experience is on."""
         player, g = self.players[ask.seat], self.game
-        reflected = await self._reflect_before(ask)
+        reflected = await self._reflect_before(ask) if player.config.reflection else 0
         obs = observe(g, ask.seat, ask, self.config.recent)
         pool = self.config.experience_pool
         if pool is not None and player.config.experience and ask.action != "reflect":
@@ -179,10 +180,9 @@ class GameRunner:
                           role=player.role, day=g.day, phase=g.phase, replay_key=key)
         values = {**self.values, "obs": obs, "reflection": player.notes, "experiences": player.experiences,
                   "strategy": player.config.strategy or "default"}
-        roles = tuple(sorted(set(self.preset.roles)))
         result = await ACTIONS[ask.action].run(player.model, request, values, fallback=lambda: _fallback(ask, key, g.seed),
                                                log=self.log,
-                                               output=output_model(ask.action, ask.choices, ask.can_pass, roles))
+                                               output=output_model(ask.action, ask.choices, ask.can_pass, self.roles))
         if ask.action == "reflect":
             player.notes = clean_speech(result.value.summary, 800)
             if not result.fallback and self.run is not None:
