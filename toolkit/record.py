@@ -94,15 +94,42 @@ class Run:
         self.close()
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Rows of a JSONL file; a torn last line (the process died mid-write) is skipped."""
-    rows = []
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            try:
-                rows.append(json.loads(line))
-            except ValueError:
+class DamagedLines(UserWarning):
+    """Rows of a JSONL file that could not be parsed and were left out."""
+
+
+def read_jsonl(path: Path, strict: bool = False) -> list[dict[str, Any]]:
+    """Rows of a JSONL file. A torn last line (the process died mid-write) is skipped quietly; a damaged
+    line anywhere else is left out with a ``DamagedLines`` warning naming the file and line numbers
+    (``strict=True`` raises ``ValueError`` instead)."""
+    rows: list[dict[str, Any]] = []
+    damaged: list[int] = []
+    last = 0
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
                 continue
+            last = number
+            try:
+                row = json.loads(line)
+            except ValueError:
+                damaged.append(number)
+                continue
+            if isinstance(row, dict):
+                rows.append(row)
+            else:
+                damaged.append(number)
+    if damaged and damaged[-1] == last:
+        damaged.pop()  # the row being written when the process died
+    if damaged:
+        shown = ", ".join(map(str, damaged[:10])) + (", …" if len(damaged) > 10 else "")
+        message = (f"{path}: {len(damaged)} damaged line{'s' if len(damaged) > 1 else ''} left out "
+                   f"(line{'s' if len(damaged) > 1 else ''} {shown}); {len(rows)} rows read")
+        if strict:
+            raise ValueError(message)
+        import warnings
+
+        warnings.warn(message, DamagedLines, stacklevel=2)
     return rows
 
 
@@ -116,7 +143,10 @@ def frame(table: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 def compact(folder: Path, table: str) -> None:
     """JSONL → Parquet, parsed by Arrow in blocks (no Python object per row: a big calls table stays small
-    in memory). The JSONL is removed only once its Parquet is safely in place."""
+    in memory). The JSONL is removed only once its Parquet is safely in place; a JSONL with damaged lines
+    is kept as ``<table>.jsonl.damaged`` beside it (the warning names the lines)."""
+    import warnings
+
     import pyarrow.json as pa_json
     import pyarrow.parquet as pq
 
@@ -125,10 +155,20 @@ def compact(folder: Path, table: str) -> None:
         return
     target = folder / f"{table}.parquet"
     tmp = target.with_suffix(".parquet.tmp")
+    damaged = False
     try:
         arrow = pa_json.read_json(source, read_options=pa_json.ReadOptions(block_size=1 << 24))
         pq.write_table(arrow, tmp)
-    except Exception:  # a row Arrow cannot type consistently: fall back to pandas, row by row
-        frame(table, read_jsonl(source)).to_parquet(tmp, index=False)
+    except Exception:  # a row Arrow cannot type consistently, or a damaged line: pandas, row by row
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", DamagedLines)
+            rows = read_jsonl(source)
+        for w in caught:
+            damaged |= issubclass(w.category, DamagedLines)
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        frame(table, rows).to_parquet(tmp, index=False)
     os.replace(tmp, target)
-    source.unlink()
+    if damaged:
+        os.replace(source, source.with_name(source.name + ".damaged"))
+    else:
+        source.unlink()
