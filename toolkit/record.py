@@ -20,13 +20,17 @@ import toolkit
 from toolkit.tables import TABLES
 
 _KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-]{12,})")
+_URL_CREDENTIALS = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s\"']+@")
 
 
 def redact(text: str, key: str | None = None) -> str:
-    """Remove API keys (the configured one, and anything shaped like ``sk-...``) from a log line."""
+    """Remove API keys (the configured one, and anything shaped like ``sk-...``) and credentials in URLs
+    from a log line."""
     key = os.environ.get("OPENAI_API_KEY") if key is None else key
     if key and len(key) >= 8 and key in text:
         text = text.replace(key, "[redacted]")
+    if "://" in text and "@" in text:  # http://user:password@host → http://***@host
+        text = _URL_CREDENTIALS.sub(r"\1***@", text)
     return _KEY_PATTERN.sub("[redacted]", text) if "sk-" in text else text
 
 
