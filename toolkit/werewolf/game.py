@@ -41,6 +41,8 @@ class GameConfig:
     max_days: int | None = None
     experience_pool: ExperiencePool | None = None
     exclude_experience_versions: tuple[str, ...] = ()
+    # A seat whose every call failed (at least two, none answered) ends the game as an ``error`` naming it.
+    fail_on_failed_seat: bool = True
 
     def resolved_preset(self) -> Preset:
         preset = load_preset(self.preset) if isinstance(self.preset, str) else self.preset
@@ -71,8 +73,11 @@ def scripted_roles(specs: list[str]) -> dict[str, str] | None:
     for spec in specs:
         kind, arg = parse_spec(spec)
         if kind == "scripted":
-            data = yaml.safe_load(Path(arg).read_text()) or {}
-            if isinstance(data, dict) and data.get("roles"):
+            try:
+                data = yaml.safe_load(Path(arg).read_text()) or {}
+            except (OSError, yaml.YAMLError) as exc:
+                raise ValueError(f"scripted:{arg}: cannot read the script: {exc}") from exc
+            if isinstance(data, dict) and isinstance(data.get("roles"), dict) and data["roles"]:
                 return {str(k): str(v) for k, v in data["roles"].items()}
     return None
 
@@ -100,6 +105,8 @@ class GameRunner:
         self.values = {"preset": preset_values, "rules": render("werewolf/rules.j2", preset=preset_values)}
         self._written = 0
         self._reflected_day = 0
+        self._asked: dict[str, int] = {}
+        self._failed: dict[str, tuple[int, str]] = {}  # seat → (calls that failed outright, last error)
         self.stop_requested = False
         # The longest chain of model calls the game had to wait for, one after another: the game cannot
         # finish faster than this many call latencies, however much is asked concurrently.
@@ -118,8 +125,16 @@ class GameRunner:
         """Ask one seat for one decision (does not apply it)."""
         player = self.players[ask.seat]
         obs = observe(self.game, ask.seat, ask, self.config.recent)
-        return await player.decide(ask, obs, {**self.values, "obs": obs}, self.ctx,
-                                   self.config.seed, self.key(ask.seat, ask.action), self.config.temperature)
+        decision = await player.decide(ask, obs, {**self.values, "obs": obs}, self.ctx,
+                                       self.config.seed, self.key(ask.seat, ask.action), self.config.temperature)
+        self._asked[ask.seat] = self._asked.get(ask.seat, 0) + 1
+        if decision.fallback and decision.calls == 1 and decision.error:  # the call itself failed
+            self._failed[ask.seat] = (self._failed.get(ask.seat, (0, ""))[0] + 1, decision.error)
+        return decision
+
+    def failed_seats(self) -> dict[str, str]:
+        """Seats asked at least twice whose every call failed (no answer at all), with the last error."""
+        return {s: err for s, (n, err) in self._failed.items() if n >= 2 and n == self._asked.get(s)}
 
     async def step(self) -> bool:
         """Advance by one group of decisions. Returns False when the game is over."""
@@ -184,6 +199,11 @@ class GameRunner:
             winner, reason = self.game.winner, self.game.win_reason
             if winner is None:
                 winner, reason = "error", "stopped before the end"
+            failed = self.failed_seats() if self.config.fail_on_failed_seat else {}
+            if failed:
+                seat, error = next(iter(failed.items()))
+                winner, reason = "error", (f"every call of {', '.join(failed)} failed; the game ran on fallbacks "
+                                           f"({seat}: {error.splitlines()[0][:300]})")
         except Exception as exc:  # a bug must not take a sweep down: record it and go on
             winner, reason = "error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
         self.write_events()
