@@ -69,7 +69,25 @@ async def _close_at_loop_end(clients: list) -> Any:
             await client.close()
 
 
-async def _pool(base_url: str | None, api_key: str, config: OpenAIConfig):
+def split_credentials(url: str | None) -> tuple[str | None, dict[str, str] | None]:
+    """``http://user:pw@host/v1`` → (``http://host/v1``, a Basic ``Authorization`` header): the credentials
+    travel as a header (the SDK's transport refuses them in the URL) and never appear in a record."""
+    if not url or "@" not in url:
+        return url, None
+    import base64
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None
+    netloc = parts.hostname or ""
+    if parts.port:
+        netloc += f":{parts.port}"
+    token = base64.b64encode(f"{unquote(parts.username or '')}:{unquote(parts.password or '')}".encode()).decode()
+    return urlunsplit(parts._replace(netloc=netloc)), {"Authorization": f"Basic {token}"}
+
+
+async def _pool(base_url: str | None, api_key: str, config: OpenAIConfig, headers: dict[str, str] | None = None):
     loop = asyncio.get_running_loop()
     pools = _POOLS.get(loop)
     if pools is None:
@@ -77,9 +95,9 @@ async def _pool(base_url: str | None, api_key: str, config: OpenAIConfig):
         closer = _close_at_loop_end(clients)
         await closer.__anext__()  # registered with the loop's async-generator hooks from here on
         pools = _POOLS[loop] = {"_closer": (closer, clients)}
-    key = (base_url, api_key)
+    key = (base_url, api_key, tuple(sorted((headers or {}).items())))
     if key not in pools:
-        client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0,
+        client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, default_headers=headers,
                                     timeout=config.timeout_s, http_client=_http_client(config))
         pools["_closer"][1].append(client)
         pools[key] = (client, asyncio.Semaphore(config.max_connections))
@@ -130,7 +148,7 @@ class OpenAIBackend:
     def __init__(self, model: str, base_url: str | None = None, *, config: OpenAIConfig | None = None,
                  api_key: str | None = None):
         self.model = model
-        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self.base_url, self._headers = split_credentials(base_url or os.environ.get("OPENAI_BASE_URL") or None)
         self.config = config or OpenAIConfig.from_env()
         # Local servers (llama.cpp, vLLM, Ollama) accept any key; hosted ones say 401 with a clear error.
         self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or "no-key"
@@ -152,7 +170,7 @@ class OpenAIBackend:
         key = cache_key(self.model, self.base_url, request) if self.cache else None
         if key and (hit := self.cache.get(key)) is not None:
             return hit
-        client, semaphore = await _pool(self.base_url, self._api_key, self.config)
+        client, semaphore = await _pool(self.base_url, self._api_key, self.config, self._headers)
         attempts = 0
         started = time.perf_counter()
         retrying = AsyncRetrying(
