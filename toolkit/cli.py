@@ -157,7 +157,7 @@ def cmd_play(args: argparse.Namespace) -> int:
         result = asyncio.run(runner.play())
     for unused in unused_decisions(runner):
         print(f"warning: {unused} was never used", file=sys.stderr)
-    print(f"winner: {result.winner} ({result.win_reason.splitlines()[0]}) after {plural(result.days, 'day')}")
+    print(f"winner: {result.winner} ({mask_url(result.win_reason.splitlines()[0])}) after {plural(result.days, 'day')}")
     print(f"tables: {run.folder}  (game {result.game_id}, {plural(result.ctx.calls, 'call')}, "
           f"{plural(result.ctx.fallbacks, 'fallback')})")
     return 0 if result.winner != "error" else 1
@@ -195,19 +195,18 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _role(name: str) -> Any:
-    from pydantic import ValidationError
+    """An agent role by name, or a role file checked like every other user file."""
+    from pathlib import Path
 
     from toolkit.agent.role import RoleConfig, load_role
-    from toolkit.schemas import explain
+    from toolkit.schemas import read_yaml, validate
 
+    if Path(name).suffix:
+        validate(RoleConfig, read_yaml(name, "role"), f"--role {name}", "role")
     try:
         return load_role(name)
-    except ValidationError as exc:
-        raise FileError(f"--role {name}: {explain(exc, RoleConfig)}") from None
-    except Exception as exc:  # YAML errors, a file that is not a mapping
-        if isinstance(exc, (ValueError, OSError)) or type(exc).__module__.startswith("yaml"):
-            raise FileError(f"--role {name}: {one_line(exc)}") from None
-        raise
+    except ValueError as exc:
+        raise FileError(f"--role {name}: {one_line(exc)}") from None
 
 
 def cmd_engineer(args: argparse.Namespace) -> int:
