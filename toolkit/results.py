@@ -58,20 +58,22 @@ def read_table(folder: Path, table: str, strict: bool = False) -> pd.DataFrame |
 
 
 def partial_game_ids(tables: dict[str, pd.DataFrame]) -> set[str]:
-    """Games with rows in players/events/calls but no ``games`` row: a process died while playing them."""
+    """Games that started (a game writes its first event as it starts) but have no ``games`` row: a process
+    died while playing them. Calls logged under a game_id with no events (an Action used on its own) are
+    not games and are kept."""
     finished = set(tables["games"]["game_id"].dropna())
-    seen: set[str] = set()
-    for table in ("players", "events", "calls"):
+    started: set[str] = set()
+    for table in ("events", "players"):
         if table in tables and "game_id" in tables[table]:
-            seen |= set(tables[table]["game_id"].dropna())
-    return seen - finished
+            started |= set(tables[table]["game_id"].dropna())
+    return started - finished
 
 
 def load(path: str | Path, complete_games: bool = True, strict: bool = False) -> Results:
     """All runs under ``path`` (finished runs from Parquet, killed ones from their JSONL).
 
-    By default only complete games are kept: a game is complete when its ``games`` row exists; the rows a
-    killed process left for a game it never finished (a resumed cell plays that seed again) are left out,
+    By default only complete games are kept: a game is complete when its ``games`` row exists; the rows
+    (players, events, calls) a killed process left for a game it never finished (a resumed cell plays that seed again) are left out,
     and a ``LoadWarning`` says how many games that was. ``complete_games=False`` keeps them. Damaged files
     and lines are skipped with a warning naming them; ``strict=True`` raises instead."""
     path = Path(path)
