@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from toolkit.preflight import check_extra, check_spec, make_folder, mask_url, out_folder, results_folder
-from toolkit.schemas import FileError, did_you_mean, one_line
+from toolkit.schemas import FileError, did_you_mean, one_line, printable
 from toolkit.werewolf.preset import available_presets
 from toolkit.werewolf.rules import PUBLIC, Event, Game
 
@@ -370,7 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _describe(exc: BaseException) -> str:
     """A user error as one line."""
     if isinstance(exc, FileError):
-        return mask_url(str(exc))
+        return mask_url(printable(str(exc)))
     if isinstance(exc, OSError) and exc.filename is not None:
         return one_line(f"{exc.filename}: {exc.strerror or exc}")
     if isinstance(exc, ImportError):

@@ -27,8 +27,14 @@ class FileError(ValueError):
     """A user's file (or option) is wrong; the message is one line that names it and says how to fix it."""
 
 
+def printable(text: str) -> str:
+    """Control characters (a newline or escape sequence inside a file name) shown escaped, so one line
+    stays one line on a terminal."""
+    return "".join(ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode() for ch in text)
+
+
 def one_line(text: Any, limit: int = 300) -> str:
-    text = " ".join(str(text).split())
+    text = " ".join(printable(part.strip()) for part in str(text).splitlines())  # a multi-line message joined
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
