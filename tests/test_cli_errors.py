@@ -56,6 +56,8 @@ def work(tmp_path, monkeypatch):
         "sweep_param.yaml": "name: x\nnotebook: experiments/werewolf.ipynb\nparameters: {n_game: 1}\n"
                             "grid: {model: [heuristic]}\n",
         "sweep_collide.yaml": "name: x\nnotebook: experiments/werewolf.ipynb\ngrid: {model: [heuristic, heuristic]}\n",
+        "sweep_dead_endpoint.yaml": "name: x\nnotebook: experiments/werewolf.ipynb\n"
+                                    "grid: {wolf_model: [heuristic, 'openai:x@http://127.0.0.1:1/v1']}\n",
         "sweep_no_notebook.yaml": "name: x\nnotebook: experiments/nope.ipynb\ngrid: {model: [heuristic]}\n",
     }
     for name, text in sweeps.items():
@@ -118,6 +120,7 @@ CASES = [
     (["sweep", "sweep_escape.yaml"], "becomes a folder name"),
     (["sweep", "sweep_param.yaml"], "did you mean 'n_games'"),
     (["sweep", "sweep_collide.yaml"], "would share the folder"),
+    (["sweep", "sweep_dead_endpoint.yaml"], "wolf_model: openai:x@http://127.0.0.1:1/v1: cannot reach"),
     (["sweep", "sweep_no_notebook.yaml"], "notebook experiments/nope.ipynb not found"),
     (["sweep", "sweep_typo.yaml", "--results", "a_file.txt"], "is a file"),
     (["sweep", "sweep_typo.yaml", "--workers", "0"], "--workers must be at least 1"),
@@ -160,9 +163,10 @@ def test_credentials_in_a_url_never_reach_a_table(tmp_path, server):
     assert "hunter2" not in text and "***@127.0.0.1" in text
 
 
-def test_a_seat_whose_every_call_failed_ends_the_game_as_an_error_naming_it(tmp_path, server, capsys):
-    """401 is not retried (one attempt per call), and the seat's failures end the game with exit 1."""
-    code = main(["play", "--seat", f"Player3=openai:401@{server.base_url}", "--quiet", "--out", str(tmp_path)])
+@pytest.mark.parametrize("status", ["400", "401", "404"])
+def test_a_seat_whose_every_call_failed_ends_the_game_as_an_error_naming_it(tmp_path, server, capsys, status):
+    """400/401/404 are not retried (one attempt per call), and the seat's failures end the game with exit 1."""
+    code = main(["play", "--seat", f"Player3=openai:{status}@{server.base_url}", "--quiet", "--out", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 1 and "winner: error (every call of Player3 failed" in out, out
     from toolkit.results import load
@@ -170,7 +174,7 @@ def test_a_seat_whose_every_call_failed_ends_the_game_as_an_error_naming_it(tmp_
     calls = load(tmp_path).calls
     assert (calls[calls["seat"] == "Player3"]["attempts"].fillna(1) == 1).all()  # never retried
 
-    code = main(["play", "--seat", f"Player3=openai:401@{server.base_url}", "--quiet", "--keep-going",
+    code = main(["play", "--seat", f"Player3=openai:{status}@{server.base_url}", "--quiet", "--keep-going",
                  "--out", str(tmp_path / "keep")])
     assert code == 0 and "winner: error" not in capsys.readouterr().out
 

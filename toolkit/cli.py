@@ -266,7 +266,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.executor == "dask":
         check_extra("dask.distributed", "dask", "--executor dask")
     out_folder(args.results, "--results")
-    load_sweep(args.file, args.results)  # the whole file is checked before any cell runs
+    _, cells = load_sweep(args.file, args.results)  # the whole file is checked before any cell runs
+    specs = {}
+    for cell in cells:  # every model spec a cell would use (a dead endpoint fails here, not in each game)
+        for key in ("model", "wolf_model", "village_model"):
+            if isinstance(cell.parameters.get(key), str):
+                specs.setdefault(cell.parameters[key], key)
+        seats = cell.parameters.get("seats")
+        for seat, spec in (seats.items() if isinstance(seats, dict) else ()):
+            specs.setdefault(str(spec), f"seats.{seat}")
+    for spec, key in specs.items():
+        if "{task}" not in spec:  # the engineer suite fills in each task's folder itself
+            check_spec(spec, option=f"{args.file}: {key}")
     summary = run_sweep(args.file, workers=args.workers, executor=args.executor, scheduler=args.scheduler,
                         results_root=args.results)
     columns = [c for c in ("cell_id", "ok", "games", "village_win_rate", "village_ci_low", "village_ci_high",

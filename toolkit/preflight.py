@@ -142,7 +142,10 @@ def check_spec(spec: str, seats: list[str] | None = None, option: str = "--model
             raise FileError(f"{option} {spec}: replay:DIR needs a results folder")
         results_folder(arg, "replay folder")
     elif kind == "openai":
-        check_openai(arg, probe=probe)
+        try:
+            check_openai(arg, probe=probe)
+        except FileError as exc:
+            raise FileError(f"{option}: {exc}") from None
         return
     elif kind == "local":
         if os.environ.get("TOOLKIT_LOCAL_URL"):
