@@ -298,6 +298,17 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+EXAMPLES = """examples (tables go to git-ignored folders under results/):
+  python -m toolkit play --seed 3                                   heuristic players, with a transcript
+  python -m toolkit play --seat Player3=random --quiet              one random seat, result lines only
+  python -m toolkit play --model openai:qwen2.5@http://127.0.0.1:8000/v1   any OpenAI-compatible server
+  python -m toolkit replay results --game GAME_ID                   re-run a logged game exactly
+  python -m toolkit sweep experiments/sweeps/example.yaml --results results/sweeps --workers 2
+  python -m toolkit report results/sweeps/examples                  PNGs and summary.md
+  python -m toolkit engineer-suite --out results/suite              the offline engineer tasks
+A mistake in an option or a file is one line on stderr and exit code 2, before anything is written."""
+
+
 class Parser(argparse.ArgumentParser):
     """Usage errors in one line (with the subcommand), exit code 2."""
 
@@ -306,7 +317,8 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="python -m toolkit", description=__doc__)
+    parser = Parser(prog="python -m toolkit", description=__doc__, epilog=EXAMPLES,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     play = sub.add_parser("play", help="play one werewolf game and write its tables",
