@@ -94,6 +94,6 @@ def load(path: str | Path, complete_games: bool = True, strict: bool = False) ->
                 frame_ = tables[table]
                 tables[table] = frame_[~frame_["game_id"].isin(partial)].reset_index(drop=True)
             warnings.warn(f"{path}: left out {len(partial)} partial game{'s' if len(partial) > 1 else ''} "
-                          "(rows without a games row: a run killed mid-game); load(..., complete_games=False) "
+                          "(they have rows but no games row: killed or stopped mid-game); load(..., complete_games=False) "
                           "includes them", LoadWarning, stacklevel=2)
     return Results(**{t: tables[t] for t in Results.__dataclass_fields__ if t in tables})
