@@ -13,15 +13,15 @@ ROOT = Path(__file__).resolve().parent.parent / "toolkit"
 # Lower number = lower layer. A module may import its own layer or lower ones. The package root and the
 # sync runner import nothing; the loopback test server sits beside the model layer.
 LAYERS = [
-    (0, ("toolkit", "toolkit.sync")),
+    (0, ("toolkit", "toolkit.sync", "toolkit.secrets", "toolkit.schemas")),
     (1, ("toolkit.llm", "toolkit.fake_server")),
     (2, ("toolkit.tables", "toolkit.record", "toolkit.results")),
     (3, ("toolkit.actions",)),
     (4, ("toolkit.werewolf", "toolkit.agent")),
     (5, ("toolkit.experiments", "toolkit.sweep", "toolkit.analysis", "toolkit.plots", "toolkit.report",
-         "toolkit.tournament", "toolkit.ratings", "toolkit.schemas")),
+         "toolkit.tournament", "toolkit.ratings")),
     (6, ("toolkit.ui",)),
-    (7, ("toolkit.cli", "toolkit.__main__")),
+    (7, ("toolkit.cli", "toolkit.__main__", "toolkit.preflight")),
 ]
 ABOVE_LLM = ("toolkit.werewolf", "toolkit.agent", "toolkit.results", "toolkit.widgets", "toolkit.ui",
              "toolkit.cli", "toolkit.record", "toolkit.actions", "toolkit.experiments", "toolkit.sweep")

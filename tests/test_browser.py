@@ -1,9 +1,11 @@
 """A real browser: JupyterLab on 127.0.0.1 with a token, Debian's Chromium driven by Playwright, the
-werewolf notebook run, Step clicked, and the transcript seen to grow. The screenshot is kept in
-results/artifacts/ (CI installs chromium; elsewhere the test needs /usr/bin/chromium)."""
+werewolf notebook run, Step clicked, and the transcript seen to grow. JupyterLab serves a copy of the
+notebook from a temporary folder (its tables go to that folder's results/); the screenshot is kept in
+$TOOLKIT_ARTIFACTS when set, else beside it (CI installs chromium; elsewhere the test needs /usr/bin/chromium)."""
 
 import os
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
@@ -15,7 +17,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = REPO / "results" / "artifacts"
 
 if not Path(CHROMIUM).exists():
     if os.environ.get("CI"):
@@ -32,9 +33,12 @@ def free_port() -> int:
 @pytest.fixture
 def jupyter(tmp_path):
     port, token = free_port(), secrets.token_hex(16)
+    served = tmp_path / "served"
+    (served / "notebooks").mkdir(parents=True)
+    shutil.copy(REPO / "notebooks" / "01_werewolf_session.ipynb", served / "notebooks")
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "cfg"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt")}
     proc = subprocess.Popen([sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-                             f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={REPO}", "--allow-root",
+                             f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={served}", "--allow-root",
                              "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
                             cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
@@ -57,11 +61,12 @@ def jupyter(tmp_path):
         proc.kill()
 
 
-def test_werewolf_notebook_in_jupyterlab(jupyter):
+def test_werewolf_notebook_in_jupyterlab(jupyter, tmp_path):
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
     base, token = jupyter
+    ARTIFACTS = Path(os.environ.get("TOOLKIT_ARTIFACTS") or tmp_path / "artifacts")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[

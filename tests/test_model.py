@@ -203,12 +203,12 @@ def test_a_hosted_endpoint_without_a_key_is_refused_before_any_call(monkeypatch)
 
 def test_credentials_in_a_url_never_reach_a_record(server, tmp_path):
     url = server.base_url.replace("http://", "http://alice:s3cret-pw@")
-    assert mask_url(url) == server.base_url.replace("http://", "http://***@")
+    assert mask_url(url) == server.base_url.replace("http://", "http://***:***@")
     with Run(tmp_path, config={"model": f"openai:ok@{url}"}) as run:
         asyncio.run(play_game(GameConfig(seed=1, model=f"openai:ok@{url}", max_days=1), run))
     text = "".join(p.read_text(errors="ignore") for p in tmp_path.rglob("*.jsonl"))
     text += "".join(pd.read_parquet(p).to_json() for p in tmp_path.rglob("*.parquet"))
-    assert "s3cret-pw" not in text and "alice" not in text and "***@" in text
+    assert "s3cret-pw" not in text and "alice" not in text
     assert load(tmp_path).games.iloc[0]["n_fallbacks"] == 0  # the server answered: the URL was usable
 
 
@@ -232,7 +232,7 @@ def test_old_results_with_a_model_column_load_as_spec(tmp_path):
     (folder / "runs.jsonl").write_text(json.dumps({"run_id": "old"}) + "\n")
     (folder / "players.jsonl").write_text(json.dumps({"game_id": "g", "seat": "Player1", "model": "heuristic"}) + "\n")
     (folder / "sessions.jsonl").write_text(json.dumps({"session_id": "s", "model": "scripted:x"}) + "\n")
-    t = load(tmp_path)
+    t = load(tmp_path, complete_games=False)  # the game has no games row: partial, so asked for explicitly
     assert t.players.iloc[0]["spec"] == "heuristic" and t.sessions.iloc[0]["spec"] == "scripted:x"
     assert "model" not in t.players.columns and t.attempts.empty and list(t.beliefs.columns)[:2] == ["game_id", "seq"]
 

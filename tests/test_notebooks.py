@@ -15,9 +15,12 @@ def test_there_are_three_notebooks():
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_runs_headless(path):
+def test_notebook_runs_headless(path, tmp_path):
     nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    cwd = tmp_path / "notebooks"  # the notebooks write to ../results/: here that is tmp_path/results
+    cwd.mkdir()
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}).execute()
+    assert (tmp_path / "results").is_dir()
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
     assert not errors
     widgets = [o for c in nb.cells for o in c.get("outputs", [])

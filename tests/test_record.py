@@ -61,4 +61,18 @@ def test_api_keys_never_reach_a_row(tmp_path, monkeypatch):
     text = "".join(p.read_bytes().decode("latin-1") for p in run.folder.iterdir())
     assert "my-secret-key-value-123" not in text and "sk-abcdefghijklmnop1234" not in text
     assert "sk-proj-ABCDEFGHIJKLMNOPQRST" not in text
-    assert "[redacted]" in load(tmp_path).calls["messages"].iloc[0]
+    masked = load(tmp_path).calls["messages"].iloc[0]
+    assert masked == "token [redacted key] and [redacted OPENAI_API_KEY]"  # says what was masked, not the value
+
+
+def test_every_secret_of_the_environment_is_masked_in_every_table(tmp_path, monkeypatch):
+    """Not only the OpenAI key: any variable named like a secret (KEY, PAT, PASS, TOKEN), and URL credentials."""
+    monkeypatch.setenv("GITHUB_PAT", "patvalue-1234567")
+    monkeypatch.setenv("DB_PASS", "hunter2-hunter2")
+    with Run(tmp_path, "keys", config={"url": "http://bob:pw-in-url@host:1/v1"}) as run:
+        run.write("events", {"game_id": "g", "seq": 0, "text": "I found patvalue-1234567 and hunter2-hunter2"})
+        run.write("games", {"game_id": "g", "win_reason": "see http://bob:pw-in-url@host:1/v1"})
+    text = "".join(p.read_bytes().decode("latin-1") for p in run.folder.iterdir())
+    for secret in ("patvalue-1234567", "hunter2-hunter2", "pw-in-url", "bob:"):
+        assert secret not in text, secret
+    assert "[redacted GITHUB_PAT]" in text and "[redacted DB_PASS]" in text

@@ -33,7 +33,7 @@ def cell_lock(folder: str | Path) -> Iterator[None]:
 def finished_seeds(results_dir: str | Path) -> set[int]:
     if not Path(results_dir).exists():
         return set()
-    games = load(results_dir).games
+    games = load(results_dir, complete_games=False).games  # only the games rows matter here
     return set(int(s) for s in games[games["winner"] != "error"]["seed"].dropna())
 
 
@@ -91,7 +91,7 @@ def run_engineer_cell(results_dir: str, tasks: list[str] | None = None, model: s
 
     params = dict(locals())
     with cell_lock(results_dir):
-        existing = load(results_dir).sessions if Path(results_dir).exists() else None
+        existing = load(results_dir, complete_games=False).sessions if Path(results_dir).exists() else None
         done = set(existing["task"]) if existing is not None and len(existing) else set()
         todo = [t for t in load_tasks(names=tasks) if t.task not in done]
         if todo:

@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import uuid
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,21 +23,17 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 import toolkit
-from toolkit.llm import Call, mask_url
+from toolkit.llm import Call
 from toolkit.llm.model import now
+from toolkit.secrets import Redactor
 from toolkit.tables import TABLES
 
-_KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-]{12,})")
-
-
 def redact(text: str, key: str | None = None) -> str:
-    """Remove API keys (the configured one, and anything shaped like ``sk-...``) from a log line."""
-    key = os.environ.get("OPENAI_API_KEY") if key is None else key
+    """A log line with secrets masked (see ``toolkit.secrets``): the values of secrets in the environment,
+    key shapes, credentials in URLs. ``key``: one more value to mask."""
     if key and len(key) >= 8 and key in text:
         text = text.replace(key, "[redacted]")
-    if "://" in text and "@" in text:  # credentials in a URL (http://user:pw@host/...)
-        text = mask_url(text)
-    return _KEY_PATTERN.sub("[redacted]", text) if "sk-" in text else text
+    return Redactor()(text)
 
 
 def git_sha() -> str | None:
@@ -58,7 +55,7 @@ class Run:
         self.folder = Path(results_dir) / self.run_id
         self.folder.mkdir(parents=True, exist_ok=True)
         self._files: dict[str, Any] = {}
-        self._key = os.environ.get("OPENAI_API_KEY") or ""
+        self._redact = Redactor()  # the environment's secrets, read once for every row of this run
         self._listeners: list[Any] = []
         self.closed = False
         self.write("runs", {"run_id": self.run_id, "experiment": experiment, "started_at": now(),
@@ -73,7 +70,7 @@ class Run:
         handle = self._files.get(table)
         if handle is None:
             handle = self._files[table] = open(self.folder / f"{table}.jsonl", "a", encoding="utf-8")
-        handle.write(redact(json.dumps(row, ensure_ascii=False, default=str), self._key) + "\n")
+        handle.write(self._redact(json.dumps(row, ensure_ascii=False, default=str)) + "\n")
         handle.flush()
         for listener in self._listeners:
             listener(table, row)
@@ -131,15 +128,41 @@ class CallLog:
                 self.run.write("attempts", row)
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Rows of a JSONL file; a torn last line (the process died mid-write) is skipped."""
-    rows = []
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            try:
-                rows.append(json.loads(line))
-            except ValueError:
+class DamagedLines(UserWarning):
+    """Rows of a JSONL file that could not be parsed and were left out."""
+
+
+def read_jsonl(path: Path, strict: bool = False) -> list[dict[str, Any]]:
+    """Rows of a JSONL file. A torn last line (the process died mid-write) is skipped quietly; a damaged
+    line anywhere else is left out with a ``DamagedLines`` warning naming the file and line numbers
+    (``strict=True`` raises ``ValueError`` instead)."""
+    rows: list[dict[str, Any]] = []
+    damaged: list[int] = []
+    last = 0
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
                 continue
+            last = number
+            try:
+                row = json.loads(line)
+            except ValueError:
+                damaged.append(number)
+                continue
+            if isinstance(row, dict):
+                rows.append(row)
+            else:
+                damaged.append(number)
+    if damaged and damaged[-1] == last:
+        damaged.pop()  # the row being written when the process died
+    if damaged:
+        shown = ", ".join(map(str, damaged[:10])) + (", …" if len(damaged) > 10 else "")
+        message = (f"{path}: {len(damaged)} damaged line{'s' if len(damaged) > 1 else ''} left out "
+                   f"(line{'s' if len(damaged) > 1 else ''} {shown}); {len(rows)} rows read")
+        if strict:
+            raise ValueError(message)
+
+        warnings.warn(message, DamagedLines, stacklevel=2)
     return rows
 
 
@@ -153,16 +176,27 @@ def frame(table: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 def compact(folder: Path, table: str) -> None:
     """JSONL → Parquet, parsed by Arrow in blocks (no Python object per row: a big calls table stays small
-    in memory). The JSONL is removed only once its Parquet is safely in place."""
+    in memory). The JSONL is removed only once its Parquet is safely in place; a JSONL with damaged lines
+    is kept as ``<table>.jsonl.damaged`` beside it (the warning names the lines)."""
     source = folder / f"{table}.jsonl"
     if not source.exists():
         return
     target = folder / f"{table}.parquet"
     tmp = target.with_suffix(".parquet.tmp")
+    damaged = False
     try:
         arrow = pa_json.read_json(source, read_options=pa_json.ReadOptions(block_size=1 << 24))
         pq.write_table(arrow, tmp)
-    except Exception:  # a row Arrow cannot type consistently: fall back to pandas, row by row
-        frame(table, read_jsonl(source)).to_parquet(tmp, index=False)
+    except Exception:  # a row Arrow cannot type consistently, or a damaged line: pandas, row by row
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", DamagedLines)
+            rows = read_jsonl(source)
+        for w in caught:
+            damaged |= issubclass(w.category, DamagedLines)
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        frame(table, rows).to_parquet(tmp, index=False)
     os.replace(tmp, target)
-    source.unlink()
+    if damaged:
+        os.replace(source, source.with_name(source.name + ".damaged"))
+    else:
+        source.unlink()

@@ -34,6 +34,9 @@ def write_report(folder: str | Path, out: str | Path | None = None) -> list[Path
     folder = Path(folder)
     out = Path(out or folder)
     tables = load(folder, complete_games=True)
+    if not len(tables.games) and not len(tables.sessions):
+        raise ValueError(f"{folder}: no finished games or sessions to report on")
+    out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     sections = [f"# Report: {folder}\n", f"Runs: {len(tables.runs)}, games: {len(tables.games)}, "
                 f"sessions: {len(tables.sessions)}, model calls: {len(tables.calls)}.\n"]

@@ -3,6 +3,7 @@ spec that answers from a results folder's recorded calls (registered here, where
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,8 +28,12 @@ class Results:
     beliefs: pd.DataFrame
 
     def __repr__(self) -> str:
-        sizes = ", ".join(f"{t}={len(getattr(self, t))}" for t in TABLES)
+        sizes = ", ".join(f"{t}={len(getattr(self, t))}" for t in TABLES if hasattr(self, t))
         return f"Results({sizes})"
+
+
+class LoadWarning(UserWarning):
+    """Something in a results folder was left out while loading (a damaged file, partial games)."""
 
 
 def run_folders(path: str | Path) -> list[Path]:
@@ -37,12 +42,21 @@ def run_folders(path: str | Path) -> list[Path]:
     return sorted(found)
 
 
-def read_table(folder: Path, table: str) -> pd.DataFrame | None:
+def read_table(folder: Path, table: str, strict: bool = False) -> pd.DataFrame | None:
+    """One table of one run folder (Parquet, else JSONL). A damaged file is named in a ``LoadWarning``
+    and skipped (``strict=True`` raises ``ValueError``)."""
     parquet, jsonl = folder / f"{table}.parquet", folder / f"{table}.jsonl"
     if parquet.exists():
-        df = pd.read_parquet(parquet)
+        try:
+            df = pd.read_parquet(parquet)
+        except Exception as exc:  # pyarrow raises several kinds for a truncated or foreign file
+            message = f"{parquet}: cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0][:200]}); skipped"
+            if strict:
+                raise ValueError(message) from exc
+            warnings.warn(message, LoadWarning, stacklevel=3)
+            return None
     elif jsonl.exists():
-        df = pd.DataFrame(read_jsonl(jsonl))
+        df = pd.DataFrame(read_jsonl(jsonl, strict=strict))
     else:
         return None
     # Results written before a column was renamed read as if written today.
@@ -53,28 +67,46 @@ def read_table(folder: Path, table: str) -> pd.DataFrame | None:
     return df[[*TABLES[table], *(c for c in df.columns if c not in TABLES[table])]]  # the documented order
 
 
-def load(path: str | Path, complete_games: bool = False) -> Results:
+def partial_game_ids(tables: dict[str, pd.DataFrame]) -> set[str]:
+    """Games that started (a game writes its first event as it starts) but have no ``games`` row: a process
+    died while playing them. Calls logged under a game_id with no events (an Action used on its own) are
+    not games and are kept."""
+    finished = set(tables["games"]["game_id"].dropna())
+    started: set[str] = set()
+    for table in ("events", "players"):
+        if table in tables and "game_id" in tables[table]:
+            started |= set(tables[table]["game_id"].dropna())
+    return started - finished
+
+
+def load(path: str | Path, complete_games: bool = True, strict: bool = False) -> Results:
     """All runs under ``path`` (finished runs from Parquet, killed ones from their JSONL).
 
-    ``complete_games=True`` keeps only games that have a ``games`` row, dropping the partial rows a killed
-    process left for a game it never finished (a resumed cell plays that seed again)."""
-    if not Path(path).exists():
+    By default only complete games are kept: a game is complete when its ``games`` row exists; the rows
+    (players, events, calls) a killed process left for a game it never finished (a resumed cell plays that seed again) are left out,
+    and a ``LoadWarning`` says how many games that was. ``complete_games=False`` keeps them. Damaged files
+    and lines are skipped with a warning naming them; ``strict=True`` raises instead."""
+    path = Path(path)
+    if not path.exists():
         raise FileNotFoundError(f"no results folder at {path}")
+    if not path.is_dir():
+        raise NotADirectoryError(f"{path} is a file; give the results folder that holds it")
     tables: dict[str, pd.DataFrame] = {}
     folders = run_folders(path)
     for table, columns in TABLES.items():
-        parts = [df for f in folders if (df := read_table(f, table)) is not None and len(df)]
+        parts = [df for f in folders if (df := read_table(f, table, strict)) is not None and len(df)]
         tables[table] = (pd.concat(parts, ignore_index=True) if parts
                          else pd.DataFrame({c: pd.Series(dtype="object") for c in columns}))
     if complete_games:
-        finished = set(tables["games"]["game_id"])
-        for table in ("players", "events", "calls"):
-            frame_ = tables[table]
-            keep = frame_["game_id"].isin(finished) | frame_["game_id"].isna()
-            if table == "calls":
-                keep |= frame_["session_id"].notna()
-            tables[table] = frame_[keep].reset_index(drop=True)
-    return Results(**tables)
+        partial = partial_game_ids(tables)
+        if partial:
+            for table in ("players", "events", "calls"):
+                frame_ = tables[table]
+                tables[table] = frame_[~frame_["game_id"].isin(partial)].reset_index(drop=True)
+            warnings.warn(f"{path}: left out {len(partial)} partial game{'s' if len(partial) > 1 else ''} "
+                          "(they have rows but no games row: killed or stopped mid-game); load(..., complete_games=False) "
+                          "includes them", LoadWarning, stacklevel=2)
+    return Results(**{t: tables[t] for t in Results.__dataclass_fields__ if t in tables})
 
 
 def recorded_calls(path: str | Path, game_id: str | None = None) -> list[dict]:

@@ -68,6 +68,36 @@ def secret_values(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     return found
 
 
+def mask_url_credentials(text: str) -> str:
+    """Every ``scheme://user:password@`` in ``text`` → ``scheme://***:***@``."""
+    if "@" not in text or "://" not in text:
+        return text
+    return URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{MASK}{':' + MASK if m.group(3) is not None else ''}@", text)
+
+
+# Substrings one of KEY_SHAPES starts with: a text with none of them cannot match (a cheap test first).
+KEY_SHAPE_PREFIXES = ("sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "AKIA", "ASIA", "xox", "hf_",
+                      "AIza", "glpat-", "PRIVATE KEY")
+
+
+class Redactor:
+    """``redact`` for a stream of records: the environment's secret values are read once (the record layer
+    masks every row it writes, thousands a second)."""
+
+    def __init__(self, environ: Mapping[str, str] | None = None):
+        values = secret_values(environ)
+        self.forms = [(form, f"[redacted {values[v]}]") for v in sorted(values, key=len, reverse=True)
+                      for form in {v, json.dumps(v)[1:-1]}]
+
+    def __call__(self, text: str) -> str:
+        for form, label in self.forms:
+            if form in text:
+                text = text.replace(form, label)
+        if any(prefix in text for prefix in KEY_SHAPE_PREFIXES):
+            text = KEY_SHAPES.sub("[redacted key]", text)
+        return mask_url_credentials(text)
+
+
 def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
     """``text`` with every secret value, key shape and URL credential masked."""
     if not text:

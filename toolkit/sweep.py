@@ -15,6 +15,7 @@ Sweep file (YAML)::
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import re
@@ -42,34 +43,69 @@ class Cell:
 
 
 def _slug(value: Any) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(value)).strip("-")[:40] or "x"
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(value)).strip("-.")[:40] or "x"
+
+
+def cell_id(chosen: dict[str, Any]) -> str:
+    """A readable prefix (values cut to 40 characters) and a short hash of the full values, so two cells
+    that differ only after the cut still get their own folders."""
+    if not chosen:
+        return "all"
+    readable = "__".join(f"{_slug(k)}-{_slug(v)}" for k, v in chosen.items())[:150].rstrip("-_.")
+    digest = hashlib.sha1(json.dumps(chosen, sort_keys=True, default=repr).encode()).hexdigest()[:8]
+    return f"{readable}__{digest}"
+
+
+def notebook_parameters(notebook: Path) -> list[str] | None:
+    """The names in the notebook's ``parameters`` cell (None where papermill cannot tell)."""
+    try:
+        import papermill
+
+        return list(papermill.inspect_notebook(str(notebook)))
+    except Exception:  # an unreadable notebook is reported when it runs; here we only check names
+        return None
 
 
 def load_sweep(path: str | Path, results_root: str | Path = "results") -> tuple[dict[str, Any], list[Cell]]:
-    spec = yaml.safe_load(Path(path).read_text())
-    missing = {"name", "notebook", "grid"} - set(spec or {})
-    if missing:
-        raise ValueError(f"{path}: a sweep needs {sorted(missing)}")
-    notebook = Path(spec["notebook"])
+    """The sweep's spec and cells. Raises ``FileError`` (one line) for anything wrong in the file: unknown
+    keys, empty or malformed grids, a name that would leave the results root, parameters the notebook
+    does not have, cells that would share a folder."""
+    from toolkit.schemas import FileError, SweepFile, did_you_mean, load_file
+
+    sweep = load_file(path, SweepFile, "sweep")
+    notebook = Path(sweep.notebook)
     if not notebook.is_absolute():
         notebook = (REPO / notebook) if (REPO / notebook).exists() else Path(path).parent / notebook
-    if not notebook.exists():
-        raise ValueError(f"{path}: notebook {spec['notebook']} not found")
-    fixed = spec.get("parameters") or {}
-    grid = spec["grid"] or {}
-    keys = list(grid)
-    cells = []
-    for r in range(int(spec.get("repeats", 1))):
-        for values in itertools.product(*(grid[k] if isinstance(grid[k], list) else [grid[k]] for k in keys)):
+    if not notebook.is_file():
+        raise FileError(f"{path}: notebook {sweep.notebook} not found (relative paths start at the repository "
+                        "or the sweep file's folder)")
+    known = notebook_parameters(notebook)
+    if known is not None:
+        for key in [*sweep.parameters, *sweep.grid]:
+            if key not in known:
+                raise FileError(f"{path}: {key!r} is not a parameter of {notebook.name}"
+                                f"{did_you_mean(key, known)}; its parameters are {', '.join(known)}")
+    root = Path(results_root).resolve()
+    if root.exists() and not root.is_dir():
+        raise FileError(f"--results {results_root}: is a file, not a folder")
+    spec = sweep.model_dump()
+    keys = list(sweep.grid)
+    cells: list[Cell] = []
+    for r in range(sweep.repeats):
+        for values in itertools.product(*(sweep.grid[k] for k in keys)):
             chosen = dict(zip(keys, values))
-            cell_id = "__".join(f"{k}-{_slug(v)}" for k, v in chosen.items()) or "all"
-            if int(spec.get("repeats", 1)) > 1:
-                cell_id += f"__rep{r}"
-            folder = Path(results_root) / spec["name"] / cell_id
-            params = {**fixed, **chosen, "results_dir": str(folder.resolve())}
+            cid = cell_id(chosen) + (f"__rep{r}" if sweep.repeats > 1 else "")
+            folder = root / sweep.name / cid
+            params = {**sweep.parameters, **chosen, "results_dir": str(folder)}
             if r:
                 params["seed"] = int(params.get("seed", 0)) + 10000 * r
-            cells.append(Cell(spec["name"], cell_id, str(notebook.resolve()), str(folder.resolve()), params, chosen))
+            cells.append(Cell(sweep.name, cid, str(notebook.resolve()), str(folder), params, chosen))
+    seen: dict[str, Cell] = {}
+    for cell in cells:
+        if cell.folder in seen:
+            raise FileError(f"{path}: cells {seen[cell.folder].grid_values} and {cell.grid_values} would share "
+                            f"the folder {cell.cell_id}; remove the duplicate grid value")
+        seen[cell.folder] = cell
     return spec, cells
 
 

@@ -13,7 +13,6 @@ import asyncio
 import datetime as dt
 import json
 import os
-import re
 import time
 import weakref
 from dataclasses import dataclass, field, fields
@@ -28,16 +27,9 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt,
 from toolkit.llm.cache import ResponseCache, cache_key
 from toolkit.llm.registry import Backend, build
 from toolkit.llm.request import Completion, LLMError, Request, TransientError, estimate_tokens, messages_text
+from toolkit.secrets import mask_url
 
 DEFAULT_PRICES = Path(__file__).with_name("prices.yaml")
-_URL_CREDENTIALS = re.compile(r"(?<=://)[^/@\s:]+(:[^/@\s]*)?@")
-
-
-def mask_url(url: str | None) -> str | None:
-    """``http://user:secret@host/v1`` → ``http://***@host/v1``: credentials never reach a record."""
-    return _URL_CREDENTIALS.sub("***@", url) if url and "@" in url else url
-
-
 def now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
 

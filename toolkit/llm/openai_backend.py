@@ -11,12 +11,13 @@ the process. Native tool calls come back as they were sent (the agent parses the
 from __future__ import annotations
 
 import asyncio
+import base64
 import ipaddress
 import json
 import os
 import weakref
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import openai
 
@@ -41,7 +42,8 @@ async def _close_at_loop_end(clients: list) -> Any:
             await client.close()
 
 
-async def _client(base_url: str, api_key: str, timeout_s: float) -> openai.AsyncOpenAI:
+async def _client(base_url: str, api_key: str, timeout_s: float,
+                  headers: dict[str, str] | None = None) -> openai.AsyncOpenAI:
     loop = asyncio.get_running_loop()
     clients = _CLIENTS.get(loop)
     if clients is None:
@@ -49,10 +51,10 @@ async def _client(base_url: str, api_key: str, timeout_s: float) -> openai.Async
         closer = _close_at_loop_end(opened)
         await closer.__anext__()  # registered with the loop's async-generator hooks from here on
         clients = _CLIENTS[loop] = {"_closer": (closer, opened)}
-    key = (base_url, api_key)
+    key = (base_url, api_key, tuple(sorted((headers or {}).items())))
     if key not in clients:
         client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s,
-                                    http_client=_http_client(timeout_s))
+                                    default_headers=headers, http_client=_http_client(timeout_s))
         clients["_closer"][1].append(client)
         clients[key] = client
     return clients[key]
@@ -83,6 +85,16 @@ def _refused(exc: BaseException) -> bool:
             return True
         exc, seen = exc.__cause__ or exc.__context__, seen + 1
     return False
+
+
+def split_credentials(url: str) -> tuple[str, dict[str, str] | None]:
+    """``http://user:pw@host/v1`` → (``http://host/v1``, a Basic ``Authorization`` header)."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None
+    netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
+    token = base64.b64encode(f"{unquote(parts.username or '')}:{unquote(parts.password or '')}".encode()).decode()
+    return urlunsplit(parts._replace(netloc=netloc)), {"Authorization": f"Basic {token}"}
 
 
 def _root(exc: BaseException) -> BaseException:
@@ -123,15 +135,12 @@ class OpenAIBackend:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"openai:{model}@{mask_url(url)}: the base URL must look like http://HOST:PORT/v1")
-        # user:password@ in the URL: the URL goes without it, the password serves as the key when none is set
-        # (the OpenAI API authenticates by bearer key; HTTP clients refuse both at once).
-        url_key = parts.password
-        if parts.username or parts.password:
-            url = parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]).geturl()
-        self.base_url = url
+        # user:password@ in the URL: it travels as a Basic Authorization header (the SDK's transport refuses
+        # credentials in the URL) and never appears in a record.
+        self.base_url, self._headers = split_credentials(url)
         self.config = config or ModelConfig.from_env()
-        key = api_key or os.environ.get("OPENAI_API_KEY") or url_key
-        if not key and not is_local(self.base_url):
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key and not self._headers and not is_local(self.base_url):
             raise ValueError(f"openai:{model} at {mask_url(self.base_url)} needs an API key: set OPENAI_API_KEY "
                              "(servers on loopback or a private network need none)")
         self._api_key = key or "no-key"  # local servers accept any key
@@ -141,7 +150,7 @@ class OpenAIBackend:
         return mask_url(self.base_url)
 
     async def complete(self, request: Request) -> Completion:
-        client = await _client(self.base_url, self._api_key, self.config.timeout_s)
+        client = await _client(self.base_url, self._api_key, self.config.timeout_s, self._headers)
         body = self._body(request)
         kwargs: dict[str, Any] = {}
         s = request.sampling

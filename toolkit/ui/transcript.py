@@ -1,5 +1,6 @@
-"""The game transcript, formatted once for every front end: ``lines(events, roles, god)`` gives what to
-show; ``ansi`` renders a line for a terminal (``toolkit play``), ``html`` for the notebook widget."""
+"""The game transcript, formatted once for every front end: ``line`` (one event, as it happens) and
+``lines`` (a whole list) give what to show; ``ansi`` renders a line for a terminal (``toolkit play``),
+``html`` for the notebook widget. A death already named by the dawn announcement is not repeated."""
 
 from __future__ import annotations
 
@@ -25,13 +26,35 @@ class Line:
     fallback: bool = False
 
 
-def line(e: Event, roles: dict[str, str], god: bool = True) -> Line | None:
-    """What a viewer sees of one event: None for a private event outside god view."""
-    if e.visibility != PUBLIC and not god:
+def event_text(e: Event, last_announcement: str = "") -> str | None:
+    """An event's text for a reader, or None when an earlier line already said it (a death at dawn
+    follows the announcement that names it)."""
+    if e.kind == "death" and e.target and e.target in last_announcement:
         return None
-    return Line(e.day, e.phase, e.text, e.actor, roles.get(e.actor) if (god and e.actor) else None,
+    if e.kind == "check" and e.text.endswith(" is werewolf."):
+        return e.text[: -len("werewolf.")] + "a werewolf."
+    return e.text
+
+
+def line(e: Event, roles: dict[str, str], god: bool = True, last_announcement: str = "") -> Line | None:
+    """What a viewer sees of one event: None for a private event outside god view, or one already said."""
+    text = event_text(e, last_announcement)
+    if text is None or (e.visibility != PUBLIC and not god):
+        return None
+    return Line(e.day, e.phase, text, e.actor, roles.get(e.actor) if (god and e.actor) else None,
                 None if e.visibility == PUBLIC else e.visibility, e.visibility == PUBLIC and e.kind in EMPHASISED,
                 bool(e.fallback))
+
+
+def lines(events: list[Event], roles: dict[str, str], god: bool = True) -> list[Line]:
+    out, last = [], ""
+    for e in events:
+        x = line(e, roles, god, last)
+        if e.kind == "announcement" and e.visibility == PUBLIC:
+            last = e.text
+        if x is not None:
+            out.append(x)
+    return out
 
 
 def ansi(x: Line, colour: bool = True) -> str:

@@ -90,6 +90,8 @@ class GameConfig:
     max_days: int | None = None
     experience_pool: ExperiencePool | None = None
     exclude_experience_versions: tuple[str, ...] = ()
+    # A seat whose every call failed (at least two, none answered) ends the game as an ``error`` naming it.
+    fail_on_failed_seat: bool = True
 
     def resolved_preset(self) -> Preset:
         preset = load_preset(self.preset) if isinstance(self.preset, str) else self.preset
@@ -147,6 +149,8 @@ class GameRunner:
         self._written = 0
         self._reflected: set[tuple] = set()  # (seat, day, phase) or (seat, day) already reflected
         self._started: float | None = None
+        self._asked: dict[str, int] = {}
+        self._failed: dict[str, tuple[int, str]] = {}  # seat → (decisions whose call failed outright, last error)
         self.stop_requested = False
         self.finished = False
         self.winner: str | None = None
@@ -183,6 +187,9 @@ class GameRunner:
         result = await ACTIONS[ask.action].run(player.model, request, values, fallback=lambda: _fallback(ask, key, g.seed),
                                                log=self.log,
                                                output=output_model(ask.action, ask.choices, ask.can_pass, self.roles))
+        self._asked[ask.seat] = self._asked.get(ask.seat, 0) + 1
+        if result.fallback and result.calls == 1 and result.error:  # the call itself failed: no answer at all
+            self._failed[ask.seat] = (self._failed.get(ask.seat, (0, ""))[0] + 1, result.error)
         if ask.action == "reflect":
             player.notes = clean_speech(result.value.summary, 800)
             if not result.fallback and self.run is not None:
@@ -190,6 +197,10 @@ class GameRunner:
                                        phase=g.phase, seat=ask.seat, call_id=result.call_id):
                     self.run.write("beliefs", row)
         return Decision(result.value, result.fallback, result.error, result.calls + reflected)
+
+    def failed_seats(self) -> dict[str, str]:
+        """Seats asked at least twice whose every call failed (no answer at all), with the last error."""
+        return {s: err for s, (n, err) in self._failed.items() if n >= 2 and n == self._asked.get(s)}
 
     async def reflect(self, seat: str) -> int:
         """One reflection of ``seat`` (its notes and beliefs); returns the model calls it took."""
@@ -265,7 +276,7 @@ class GameRunner:
 
     def result(self) -> GameResult:
         g = self.game
-        winner, reason = (g.winner, g.win_reason) if g.over else (self.winner, self.win_reason)
+        winner, reason = (self.winner, self.win_reason) if self.finished else (None, None)
         return GameResult(self.game_id, self.config.seed, winner or "unfinished", reason or "not finished", g.day,
                           list(g.events), dict(g.roles), self.log, self.critical_path_calls)
 
@@ -289,6 +300,11 @@ class GameRunner:
         """Record the end (once): experience entries, then the players and games rows."""
         if self.finished:
             return
+        failed = self.failed_seats() if self.config.fail_on_failed_seat and winner != "error" else {}
+        if failed:  # a game that ran on fallbacks for a seat says so, rather than reporting a winner
+            seat, error = next(iter(failed.items()))
+            winner, reason = "error", (f"every call of {', '.join(failed)} failed; the game ran on fallbacks "
+                                       f"({seat}: {error.splitlines()[0][:300]})")
         self.finished, self.winner, self.win_reason = True, winner, reason
         wall_s = time.perf_counter() - (self._started or time.perf_counter())
         g, log = self.game, self.log

@@ -6,7 +6,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 PRESETS_DIR = Path(__file__).with_name("presets")
@@ -33,9 +32,15 @@ class Preset(BaseModel):
     @field_validator("roles")
     @classmethod
     def _known_roles(cls, roles: dict[str, int]) -> dict[str, int]:
-        unknown = set(roles) - set(ROLES)
-        if unknown:
-            raise ValueError(f"unknown roles {sorted(unknown)}; roles are {ROLES}")
+        from toolkit.schemas import did_you_mean
+
+        for role, count in roles.items():
+            if role not in ROLES:
+                raise ValueError(f"unknown role {role!r}{did_you_mean(role, list(ROLES))}; roles are {', '.join(ROLES)}")
+            if count < 0:
+                raise ValueError(f"{role}: a count cannot be negative ({count})")
+        if sum(roles.values()) > 30:
+            raise ValueError(f"{sum(roles.values())} players; at most 30 seats")
         if roles.get("Werewolf", 0) < 1:
             raise ValueError("a game needs at least one Werewolf")
         if sum(roles.values()) - roles["Werewolf"] < 1:
@@ -65,4 +70,6 @@ def load_preset(name_or_path: str | Path) -> Preset:
         path = PRESETS_DIR / f"{name_or_path}.yaml"
     if not path.exists():
         raise ValueError(f"no preset {name_or_path!r}; presets are {available_presets()} or a YAML path")
-    return Preset.model_validate(yaml.safe_load(path.read_text()))
+    from toolkit.schemas import load_file
+
+    return load_file(path, Preset, "preset")

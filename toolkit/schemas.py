@@ -1,0 +1,242 @@
+"""Schemas of the files a user writes (sweeps, scripted games; presets and agent roles reuse the helpers):
+unknown keys are refused with a "did you mean" hint, types and ranges are checked, and names that could
+leave a folder are refused. Every problem becomes one ``FileError`` line that names the file."""
+
+from __future__ import annotations
+
+import difflib
+import re
+import typing
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+# A name that becomes a folder: letters, digits, '_', '-', '.', not starting with '.' (no '..', no '/').
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+WEREWOLF_ACTIONS = ("hunt", "protect", "verify", "save", "poison", "vote", "speak", "reflect")
+TARGETED_ACTIONS = ("hunt", "protect", "verify", "save", "poison", "vote")
+ROLE_NAMES = ("Werewolf", "Villager", "Guard", "Witch", "Seer")
+# Keys people write that the schema calls differently (a hint where difflib finds nothing close).
+KNOWN_MIX_UPS = {"text": "speech", "params": "parameters", "paramters": "parameters", "repeat": "repeats",
+                 "notebooks": "notebook", "player": "seat", "victim": "target"}
+
+
+class FileError(ValueError):
+    """A user's file (or option) is wrong; the message is one line that names it and says how to fix it."""
+
+
+def printable(text: str) -> str:
+    """Control characters (a newline or escape sequence inside a file name) shown escaped, so one line
+    stays one line on a terminal."""
+    return "".join(ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode() for ch in text)
+
+
+def one_line(text: Any, limit: int = 300) -> str:
+    text = " ".join(printable(part.strip()) for part in str(text).splitlines())  # a multi-line message joined
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def safe_name(value: str, what: str = "name") -> str:
+    if not isinstance(value, str) or not SAFE_NAME.match(value):
+        raise ValueError(f"{what} {value!r} must be letters, digits, '_', '-' or '.', not starting with '.' "
+                         "(it becomes a folder name)")
+    return value
+
+
+def read_yaml(path: str | Path, what: str) -> Any:
+    """The parsed YAML of a file, or a FileError saying why it cannot be had."""
+    path = Path(path)
+    if not path.exists():
+        raise FileError(f"{path}: no such {what} file")
+    if path.is_dir():
+        raise FileError(f"{path}: is a folder; expected a {what} file (YAML)")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FileError(f"{path}: cannot read the {what} file: {one_line(getattr(exc, 'strerror', None) or exc)}")
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or exc
+        raise FileError(f"{path}: invalid YAML{where}: {one_line(problem)}") from None
+
+
+def _unwrap(annotation: Any) -> list[Any]:
+    """The classes an annotation may hold (through Optional, list[...], dict[..., ...])."""
+    origin = typing.get_origin(annotation)
+    if origin is None:
+        return [annotation]
+    out = []
+    for arg in typing.get_args(annotation):
+        out += _unwrap(arg)
+    return out
+
+
+def _fields_at(model: type[BaseModel], loc: tuple) -> list[str] | None:
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if not (isinstance(current, type) and issubclass(current, BaseModel)) or part not in current.model_fields:
+            return None
+        models = [a for a in _unwrap(current.model_fields[part].annotation)
+                  if isinstance(a, type) and issubclass(a, BaseModel)]
+        if not models:
+            return None
+        current = models[0]
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return None
+
+
+def did_you_mean(word: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(str(word), choices, n=1, cutoff=0.6)
+    if KNOWN_MIX_UPS.get(str(word)) in choices:
+        close = [KNOWN_MIX_UPS[str(word)]]
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _place(loc: tuple) -> str:
+    """``decisions #2.target`` (list items counted from 1, as a person reads a file)."""
+    out = ""
+    for part in loc:
+        out += f" #{part + 1}" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def explain(exc: ValidationError, model: type[BaseModel]) -> str:
+    """A pydantic error as one line: where, what, and for an unknown key the closest known one."""
+    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")  # a typo first: it explains the rest
+    first = errors[0]
+    loc = tuple(first.get("loc", ()))
+    where = _place(loc)
+    if first["type"] == "extra_forbidden":
+        fields = _fields_at(model, loc[:-1]) or []
+        message = f"unknown key {loc[-1]!r}{did_you_mean(loc[-1], fields)}"
+        if fields:
+            message += f"; keys are {', '.join(fields)}"
+        place = _place(loc[:-1])
+        message = f"{place}: {message}" if place else message
+    else:
+        msg = first["msg"].removeprefix("Value error, ")
+        message = f"{where}: {msg}" if where else msg
+    more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+    return one_line(message + more)
+
+
+def validate(model: type[BaseModel], data: Any, source: str | Path, what: str) -> Any:
+    if not isinstance(data, dict):
+        kind = "nothing" if data is None else f"a {type(data).__name__}"
+        raise FileError(f"{source}: a {what} file must be a mapping of {', '.join(model.model_fields)}; "
+                        f"it holds {kind}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise FileError(f"{source}: {explain(exc, model)}") from None
+
+
+def load_file(path: str | Path, model: type[BaseModel], what: str) -> Any:
+    return validate(model, read_yaml(path, what), path, what)
+
+
+# ------------------------------------------------------------------------------------------------ sweeps
+class SweepFile(BaseModel):
+    """A sweep: ``name`` (a folder under the results root), a notebook, fixed parameters, a grid of
+    lists (every combination is one cell), and how many repeats (each with seeds shifted by 10000)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    notebook: str
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    grid: dict[str, Any]
+    repeats: int = Field(1, ge=1, le=1000)
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _name(cls, value: Any) -> str:
+        return safe_name(value, "name")
+
+    @field_validator("parameters", mode="before")
+    @classmethod
+    def _parameters(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+    @field_validator("grid", mode="before")
+    @classmethod
+    def _grid(cls, value: Any) -> Any:
+        if not isinstance(value, dict) or not value:
+            raise ValueError("must be a mapping of parameter: [values, ...] with at least one parameter "
+                             "(fixed values go under parameters)")
+        out = {}
+        for key, values in value.items():
+            values = values if isinstance(values, list) else [values]
+            if not values:
+                raise ValueError(f"{key} has no values (give at least one)")
+            out[str(key)] = values
+        return out
+
+    @model_validator(mode="after")
+    def _no_overlap(self) -> "SweepFile":
+        both = sorted(set(self.parameters) & set(self.grid))
+        if both:
+            raise ValueError(f"{both} are both fixed parameters and grid keys; keep each in one place")
+        if "results_dir" in self.parameters or "results_dir" in self.grid:
+            raise ValueError("results_dir is set by the sweep (RESULTS/<name>/<cell>); remove it")
+        return self
+
+
+# --------------------------------------------------------------------------------------- scripted games
+class ScriptedDecision(BaseModel):
+    """One scripted answer: matched by ``day``/``action``/``seat``; the other fields are the answer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    day: int | None = Field(None, ge=1)
+    action: Literal[WEREWOLF_ACTIONS] | None = None  # type: ignore[valid-type]
+    seat: str | None = None
+    target: str | None = None
+    speech: str | None = None
+    thought: str | None = None
+    reflection: str | None = None
+
+    @model_validator(mode="after")
+    def _answer_fits_action(self) -> "ScriptedDecision":
+        if self.action == "speak" and self.speech is None:
+            raise ValueError("a speak decision needs speech: \"...\"")
+        if self.action in TARGETED_ACTIONS and "target" not in self.model_fields_set:
+            raise ValueError(f"a {self.action} decision needs target: SEAT (or target: null to pass)")
+        if self.action == "reflect" and self.reflection is None:
+            raise ValueError("a reflect decision needs reflection: \"...\"")
+        return self
+
+
+class ScriptedFile(BaseModel):
+    """``answers`` (in order), or ``decisions`` (matched), ``roles`` (fixed roles) and ``default``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    answers: list[Any] | None = None
+    decisions: list[ScriptedDecision] = Field(default_factory=list)
+    roles: dict[str, Literal[ROLE_NAMES]] | None = None  # type: ignore[valid-type]
+    default: Literal["random", "heuristic", "error"] = "error"
+
+    @field_validator("decisions", mode="before")
+    @classmethod
+    def _decisions(cls, value: Any) -> Any:
+        return [] if value is None else value
+
+    def seats_named(self) -> set[str]:
+        return {d.seat for d in self.decisions if d.seat} | set(self.roles or {}) | \
+            {d.target for d in self.decisions if d.target}
+
+
+def load_scripted(path: str | Path) -> ScriptedFile:
+    data = read_yaml(path, "scripted")
+    if isinstance(data, list):
+        data = {"answers": data}
+    return validate(ScriptedFile, data, f"scripted:{path}", "scripted")
