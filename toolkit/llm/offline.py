@@ -78,7 +78,8 @@ class RandomBackend:
 
 # Rule-based backends are registered by name → "module:Class", imported on first use, so that the LLM
 # layer does not import the game. A rule-based backend reads ``request.observation``.
-RULE_BACKENDS: dict[str, str] = {"heuristic": "toolkit.werewolf.heuristic:HeuristicBackend"}
+RULE_BACKENDS: dict[str, str] = {"heuristic": "toolkit.werewolf.heuristic:HeuristicBackend",
+                                 "mixed": "toolkit.werewolf.mixed:MixedBackend"}
 
 
 def rule_backend(name: str) -> Any:
