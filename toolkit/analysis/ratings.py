@@ -1,0 +1,254 @@
+"""Model ratings that separate side and model.
+
+``ratings`` fits a Bradley–Terry model in its logistic form to every decided game:
+
+    logit P(village wins game g) = h + Σ_m v_gm · s_m(village) − Σ_m w_gm · s_m(werewolves)
+
+where v_gm / w_gm are the shares of the village / werewolf seats that model m holds in game g, h is the
+side term (the village's advantage between equal teams) and s_m the model's strength — one per model
+(``by_side=False``, the same strength on both sides) or one as villager and one as wolf (``by_side=True``).
+A weak normal prior (sd ``prior_sd`` on the logit scale) keeps estimates finite when a split is perfect and
+centres the strengths of each side on 0. Intervals: percentile bootstrap over games (seeded), widened to at
+least the curvature (Laplace) interval of the fit, so a perfect split never gives a zero-width interval;
+``separation`` says which pairs of models the data can and cannot tell apart.
+
+``elo`` is the sequential Elo the harnesses publish (Kaggle Game Arena werewolf: start 1200), per side;
+``openskill_ratings`` uses the ``openskill`` library (Plackett–Luce) when it is installed.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from toolkit.analysis.intervals import Z95, cluster_draws
+
+SIDES = ("village", "werewolves")
+
+
+@dataclass
+class Design:
+    X: np.ndarray  # (games, 1 + parameters): column 0 is the side term
+    y: np.ndarray  # 1 when the village won
+    names: list[tuple[str, str]]  # (spec, side) per strength column; side "overall" when not by side
+    game_ids: np.ndarray
+    n_games: dict[tuple[str, str], int]
+
+
+def design(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True) -> Design:
+    """The logistic design matrix of the decided games (draws and errors are left out)."""
+    decided = games[games["winner"].isin(SIDES)][["game_id", "winner"]]
+    seats = players[["game_id", "side", "spec"]].merge(decided, on="game_id")
+    share = seats.groupby(["game_id", "side", "spec"]).size() / seats.groupby(["game_id", "side"]).size()
+    share = share.rename("share").reset_index()
+    game_ids = np.array(sorted(set(seats["game_id"])))
+    specs = sorted(set(seats["spec"]))
+    if by_side:
+        names = [(s, side) for side in SIDES for s in specs]
+        share["col"] = [(s, side) for s, side in zip(share["spec"], share["side"])]
+        share["sign"] = np.where(share["side"] == "village", 1.0, -1.0)
+    else:
+        names = [(s, "overall") for s in specs]
+        share["col"] = [(s, "overall") for s in share["spec"]]
+        share["sign"] = np.where(share["side"] == "village", 1.0, -1.0)
+    col = {n: i + 1 for i, n in enumerate(names)}
+    row = {g: i for i, g in enumerate(game_ids)}
+    X = np.zeros((len(game_ids), len(names) + 1))
+    X[:, 0] = 1.0
+    np.add.at(X, (share["game_id"].map(row).to_numpy(), share["col"].map(col).to_numpy()),
+              share["sign"].to_numpy() * share["share"].to_numpy())
+    winner = decided.set_index("game_id")["winner"]
+    y = (winner.reindex(game_ids) == "village").to_numpy(float)
+    present = share.groupby("col")["game_id"].nunique()
+    return Design(X, y, names, game_ids, {n: int(present.get(n, 0)) for n in names})
+
+
+def fit(X: np.ndarray, y: np.ndarray, weights: np.ndarray, prior_sd: float = 3.0, iters: int = 50) -> np.ndarray:
+    """Penalised logistic regression for many weight vectors at once (Newton's method, batched):
+    ``weights`` is (replicates, games); returns (replicates, parameters). The side term (column 0) gets a
+    very weak prior, strengths ``prior_sd``."""
+    # Identical design rows are merged first (a tournament repeats few team line-ups), so each Newton step
+    # costs replicates × distinct rows, not replicates × games.
+    rows, inverse = np.unique(np.column_stack([X, y]), axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    Xu, yu = rows[:, :-1], rows[:, -1]
+    Wu = np.zeros((weights.shape[0], len(rows)))
+    np.add.at(Wu.T, inverse, weights.T)
+    p = X.shape[1]
+    lam = np.full(p, 1.0 / prior_sd**2)
+    lam[0] = 1e-6
+    beta = np.zeros((weights.shape[0], p))
+    for _ in range(iters):
+        mu = 1.0 / (1.0 + np.exp(-(beta @ Xu.T)))
+        grad = (Wu * (yu - mu)) @ Xu - beta * lam
+        s = Wu * mu * (1 - mu)
+        H = np.einsum("bu,ui,uj->bij", s, Xu, Xu) + np.diag(lam)
+        step = np.linalg.solve(H, grad[..., None])[..., 0]
+        beta += step
+        if np.abs(step).max() < 1e-9:
+            break
+    return beta
+
+
+def _hessian(X: np.ndarray, beta: np.ndarray, prior_sd: float) -> np.ndarray:
+    lam = np.full(X.shape[1], 1.0 / prior_sd**2)
+    lam[0] = 1e-6
+    mu = 1.0 / (1.0 + np.exp(-(X @ beta)))
+    return (X * (mu * (1 - mu))[:, None]).T @ X + np.diag(lam)
+
+
+@dataclass
+class RatingFit:
+    design: Design
+    beta: np.ndarray  # point estimate
+    boots: np.ndarray  # (n_boot, parameters)
+    cov: np.ndarray  # inverse Hessian (Laplace)
+
+    def interval(self, contrast: np.ndarray) -> tuple[float, float, float]:
+        """Estimate and 95% interval of a linear combination of the parameters."""
+        est = float(contrast @ self.beta)
+        lo, hi = np.percentile(self.boots @ contrast, [2.5, 97.5]) if len(self.boots) else (est, est)
+        half = Z95 * float(np.sqrt(max(contrast @ self.cov @ contrast, 0.0)))
+        return est, float(min(lo, est - half)), float(max(hi, est + half))
+
+
+def fit_ratings(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True, n_boot: int = 200,
+                seed: int = 0, prior_sd: float = 3.0) -> RatingFit | None:
+    d = design(games, players, by_side)
+    if len(d.y) == 0:
+        return None
+    beta = fit(d.X, d.y, np.ones((1, len(d.y))), prior_sd)[0]
+    boots = fit(d.X, d.y, cluster_draws(len(d.y), n_boot, seed), prior_sd) if n_boot else np.zeros((0, len(beta)))
+    return RatingFit(d, beta, boots, np.linalg.inv(_hessian(d.X, beta, prior_sd)))
+
+
+def ratings(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = False, n_boot: int = 200, seed: int = 0,
+            prior_sd: float = 3.0) -> pd.DataFrame:
+    """One row per model (``by_side=False``) or per model and side, plus a ``(side term)`` row: ``rating`` on
+    the logit scale (0 = the average model of that side), its interval and the decided games it played
+    (``n``). Positive is stronger; the side term is the village's advantage in logit units."""
+    f = fit_ratings(games, players, by_side, n_boot, seed, prior_sd)
+    cols = ["spec", "side", "rating", "ci_low", "ci_high", "n"]
+    if f is None:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for i, name in enumerate(f.design.names, start=1):
+        c = np.zeros(len(f.beta))
+        c[i] = 1.0
+        est, lo, hi = f.interval(c)
+        rows.append({"spec": name[0], "side": name[1], "rating": est, "ci_low": lo, "ci_high": hi,
+                     "n": f.design.n_games[name]})
+    c = np.zeros(len(f.beta))
+    c[0] = 1.0
+    est, lo, hi = f.interval(c)
+    out = pd.DataFrame(rows).sort_values(["side", "rating"], ascending=[True, False])
+    side = pd.DataFrame([{"spec": "(side term)", "side": "village advantage", "rating": est, "ci_low": lo,
+                          "ci_high": hi, "n": len(f.design.y)}])
+    return pd.concat([out, side], ignore_index=True)[cols]
+
+
+def separation(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True, n_boot: int = 200,
+               seed: int = 0, prior_sd: float = 3.0) -> pd.DataFrame:
+    """For every pair of models (per side): the rating difference, its interval and a verdict —
+    ``A > B`` when the interval excludes 0, else ``cannot separate``."""
+    f = fit_ratings(games, players, by_side, n_boot, seed, prior_sd)
+    if f is None:
+        return pd.DataFrame(columns=["side", "a", "b", "diff", "ci_low", "ci_high", "verdict"])
+    rows = []
+    index = {n: i for i, n in enumerate(f.design.names, start=1)}
+    for side in sorted({s for _, s in f.design.names}):
+        specs = [m for m, s in f.design.names if s == side and f.design.n_games[(m, s)] > 0]
+        for a, b in itertools.combinations(specs, 2):
+            c = np.zeros(len(f.beta))
+            c[index[(a, side)]], c[index[(b, side)]] = 1.0, -1.0
+            est, lo, hi = f.interval(c)
+            if est < 0:
+                a, b, est, lo, hi = b, a, -est, -hi, -lo
+            verdict = f"{a} > {b}" if lo > 0 else "cannot separate"
+            rows.append({"side": side, "a": a, "b": b, "diff": est, "ci_low": lo, "ci_high": hi,
+                         "verdict": verdict})
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------ Elo and OpenSkill
+def _teams(games: pd.DataFrame, players: pd.DataFrame) -> list[tuple[str, dict, dict]]:
+    decided = games[games["winner"].isin(SIDES)]
+    order = decided.sort_values([c for c in ("seed", "game_id") if c in decided.columns])
+    share = (players.groupby(["game_id", "side", "spec"]).size()
+             / players.groupby(["game_id", "side"]).size()).rename("share").reset_index()
+    teams: dict[str, dict[str, dict[str, float]]] = {}
+    for g, side, spec, s in share.itertuples(index=False):
+        teams.setdefault(g, {}).setdefault(side, {})[spec] = s
+    return [(w, teams[g].get("village", {}), teams[g].get("werewolves", {}))
+            for g, w in zip(order["game_id"], order["winner"]) if g in teams]
+
+
+def _elo_pass(seq, by_side: bool, k: float, start: float) -> dict[tuple[str, str], float]:
+    r: dict[tuple[str, str], float] = {}
+    for winner, village, wolves in seq:
+        kv = {(m, "village" if by_side else "overall"): s for m, s in village.items()}
+        kw = {(m, "werewolves" if by_side else "overall"): s for m, s in wolves.items()}
+        rv = sum(r.get(n, start) * s for n, s in kv.items())
+        rw = sum(r.get(n, start) * s for n, s in kw.items())
+        delta = k * ((winner == "village") - 1.0 / (1.0 + 10 ** ((rw - rv) / 400.0)))
+        for n, s in kv.items():
+            r[n] = r.get(n, start) + delta * s
+        for n, s in kw.items():
+            r[n] = r.get(n, start) - delta * s
+    return r
+
+
+def elo(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True, k: float = 32.0, start: float = 1200.0,
+        n_boot: int = 100, seed: int = 0) -> pd.DataFrame:
+    """Elo as the werewolf harnesses publish it: start 1200, one update per decided game (in seed order),
+    the village team's rating the seat-share-weighted mean of its models' ratings, each model's change its
+    seat share of K·(result − expected). ``by_side`` keeps separate ratings as villager and as wolf (the
+    side advantage then shows up as a gap between the two pools). Intervals: bootstrap over games, each
+    replicate in a shuffled order (Elo depends on order)."""
+    seq = _teams(games, players)
+    point = _elo_pass(seq, by_side, k, start)
+    rng = np.random.default_rng(seed)
+    boots = [_elo_pass([seq[i] for i in rng.integers(0, len(seq), len(seq))], by_side, k, start)
+             for _ in range(n_boot)] if seq else []
+    rows = []
+    for name, value in sorted(point.items(), key=lambda kv: (kv[0][1], -kv[1])):
+        draws = [b.get(name, start) for b in boots]
+        lo, hi = (np.percentile(draws, [2.5, 97.5]) if draws else (value, value))
+        rows.append({"spec": name[0], "side": name[1], "elo": value, "ci_low": float(lo), "ci_high": float(hi)})
+    return pd.DataFrame(rows, columns=["spec", "side", "elo", "ci_low", "ci_high"])
+
+
+def openskill_ratings(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True) -> pd.DataFrame:
+    """OpenSkill (Plackett–Luce, the ``openskill`` library; ``pip install openskill``) over decided games in
+    seed order: each side is a team of its models (per side: ``spec`` as villager and as wolf are separate
+    players). Without ``by_side``, games where one model holds seats on both sides are skipped (a player
+    cannot be on both teams). ``ordinal`` = mu − 3·sigma; the interval is mu ± 1.96·sigma."""
+    try:
+        from openskill.models import PlackettLuce
+    except ImportError as exc:  # an optional extra
+        raise ImportError("openskill_ratings needs the openskill package: pip install 'openskill>=6'") from exc
+    model = PlackettLuce()
+    table: dict[tuple[str, str], object] = {}
+
+    def rating(name):
+        if name not in table:
+            table[name] = model.rating(name=f"{name[0]}|{name[1]}")
+        return table[name]
+
+    for winner, village, wolves in _teams(games, players):
+        tv = [(m, "village" if by_side else "overall") for m in village]
+        tw = [(m, "werewolves" if by_side else "overall") for m in wolves]
+        if set(tv) & set(tw):
+            continue
+        new = model.rate([[rating(n) for n in tv], [rating(n) for n in tw]],
+                         ranks=[0, 1] if winner == "village" else [1, 0])
+        for names, team in ((tv, new[0]), (tw, new[1])):
+            for n, r in zip(names, team):
+                table[n] = r
+    rows = [{"spec": n[0], "side": n[1], "mu": r.mu, "sigma": r.sigma, "ordinal": r.mu - 3 * r.sigma,
+             "ci_low": r.mu - Z95 * r.sigma, "ci_high": r.mu + Z95 * r.sigma} for n, r in table.items()]
+    out = pd.DataFrame(rows, columns=["spec", "side", "mu", "sigma", "ordinal", "ci_low", "ci_high"])
+    return out.sort_values(["side", "mu"], ascending=[True, False]).reset_index(drop=True)
