@@ -1,4 +1,4 @@
-"""``python -m toolkit``: play, replay, engineer, engineer-suite, sweep, report."""
+"""``python -m toolkit``: play, replay, engineer, engineer-suite, sweep, tournament, report."""
 
 from __future__ import annotations
 
@@ -216,6 +216,12 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--scheduler", help="a dask scheduler address (default: a LocalCluster)")
     sweep.add_argument("--results", default="results", help="results root; cells go to RESULTS/<sweep>/<cell>/")
     sweep.set_defaults(func=cmd_sweep)
+
+    from toolkit import tournament
+
+    tour = sub.add_parser("tournament", help="plan and run a tournament file (role rotation, seat shuffling)")
+    tournament.add_arguments(tour)
+    tour.set_defaults(func=tournament.command)
 
     report = sub.add_parser("report", help="write plots (PNG) and summary.md for a results folder")
     report.add_argument("dir")
