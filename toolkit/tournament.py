@@ -203,6 +203,26 @@ def run_cell(results_dir: str, schedule: str, cell: str, reflection: bool = Fals
     return load(results_dir, complete_games=True)
 
 
+KEPT_TABLES = ("runs", "games", "players", "events", "beliefs")
+
+
+def export_tables(source: str | Path, dest: str | Path, tables: tuple[str, ...] = KEPT_TABLES) -> list[Path]:
+    """Every complete game under ``source`` as one Parquet file per table in ``dest`` (a folder
+    ``toolkit.results.load`` reads as one run folder). The default leaves out ``calls`` (every prompt and
+    answer: large) so that an example study's tables stay small enough to commit."""
+    from toolkit.results import load
+
+    t = load(source, complete_games=True)
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in tables:
+        frame = getattr(t, name)
+        frame.to_parquet(dest / f"{name}.parquet", index=False)
+        written.append(dest / f"{name}.parquet")
+    return written
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m toolkit tournament FILE [--plan] [--workers N] [--executor local|dask] [--results DIR]``."""
     parser = argparse.ArgumentParser(prog="python -m toolkit tournament")
@@ -217,6 +237,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--executor", choices=["local", "dask"], default="local")
     parser.add_argument("--scheduler", help="a dask scheduler address (default: a LocalCluster)")
     parser.add_argument("--results", default="results", help="results root; cells go to RESULTS/<name>/<cell>/")
+    parser.add_argument("--export", metavar="DIR", help="afterwards, write the complete games' tables (no calls) "
+                        "to DIR as one Parquet file per table")
 
 
 def command(args: argparse.Namespace) -> int:
@@ -232,6 +254,10 @@ def command(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.export:
+        spec = load_tournament(args.file)
+        for path in export_tables(Path(args.results) / spec["name"], args.export):
+            print(path)
     cols = [c for c in ("cell_id", "ok", "games", "village_win_rate", "error") if c in summary.columns]
     print(summary[cols].to_string(index=False))
     failed = int((~summary["ok"].astype(bool)).sum())

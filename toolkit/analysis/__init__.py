@@ -10,6 +10,7 @@ vote swing), ``engineer`` (sessions and tools). Everything is re-exported here: 
 
 from toolkit.analysis.beliefs import (belief_table, brier, claims, false_claims_followed, identity_accuracy,
                                       lie_rates, vote_swing, wolf_detection)
+from toolkit.analysis.checks import conditions, fingerprints, identical_groups
 from toolkit.analysis.engineer import engineer_success, tool_usage
 from toolkit.analysis.intervals import (Z95, bootstrap_ci, cluster_mean, cluster_rate, groups, proportion,
                                         sample_size, wilson)
@@ -24,5 +25,5 @@ __all__ = [
     "annotate", "votes", "vote_accuracy", "irp", "vss", "voting_success", "night_actions",
     "design", "fit", "fit_ratings", "ratings", "separation", "elo", "openskill_ratings",
     "belief_table", "identity_accuracy", "brier", "wolf_detection", "claims", "lie_rates", "false_claims_followed",
-    "vote_swing", "engineer_success", "tool_usage",
+    "vote_swing", "engineer_success", "tool_usage", "conditions", "fingerprints", "identical_groups",
 ]

@@ -7,8 +7,8 @@
 where v_gm / w_gm are the shares of the village / werewolf seats that model m holds in game g, h is the
 side term (the village's advantage between equal teams) and s_m the model's strength — one per model
 (``by_side=False``, the same strength on both sides) or one as villager and one as wolf (``by_side=True``).
-A weak normal prior (sd ``prior_sd`` on the logit scale) keeps estimates finite when a split is perfect and
-centres the strengths of each side on 0. Intervals: percentile bootstrap over games (seeded), widened to at
+The strengths of each side sum to zero (so h is the advantage of the village between average teams), and a
+weak normal prior (sd ``prior_sd`` on the logit scale) keeps estimates finite when a split is perfect. Intervals: percentile bootstrap over games (seeded), widened to at
 least the curvature (Laplace) interval of the fit, so a perfect split never gives a zero-width interval;
 ``separation`` says which pairs of models the data can and cannot tell apart.
 
@@ -66,38 +66,59 @@ def design(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True) -> 
     return Design(X, y, names, game_ids, {n: int(present.get(n, 0)) for n in names})
 
 
-def fit(X: np.ndarray, y: np.ndarray, weights: np.ndarray, prior_sd: float = 3.0, iters: int = 50) -> np.ndarray:
+def constraints(d: Design) -> np.ndarray:
+    """(parameters, free parameters) map T with β = T·θ: the strengths of the models present on each side
+    sum to zero (the side term absorbs their mean, which is what makes it identifiable); absent models
+    stay at 0."""
+    cols = [np.eye(1, len(d.names) + 1, 0)[0]]
+    for side in dict.fromkeys(s for _, s in d.names):
+        present = [i + 1 for i, n in enumerate(d.names) if n[1] == side and d.n_games[n] > 0]
+        for j in present[:-1]:
+            c = np.zeros(len(d.names) + 1)
+            c[j], c[present[-1]] = 1.0, -1.0
+            cols.append(c)
+    return np.array(cols).T
+
+
+def fit(X: np.ndarray, y: np.ndarray, weights: np.ndarray, prior_sd: float = 3.0, iters: int = 50,
+        T: np.ndarray | None = None) -> np.ndarray:
     """Penalised logistic regression for many weight vectors at once (Newton's method, batched):
-    ``weights`` is (replicates, games); returns (replicates, parameters). The side term (column 0) gets a
-    very weak prior, strengths ``prior_sd``."""
+    ``weights`` is (replicates, games); returns (replicates, parameters) in the full parametrisation
+    β = T·θ. The side term (column 0) gets a very weak prior, strengths a normal prior of sd ``prior_sd``."""
+    T = np.eye(X.shape[1]) if T is None else T
     # Identical design rows are merged first (a tournament repeats few team line-ups), so each Newton step
     # costs replicates × distinct rows, not replicates × games.
     rows, inverse = np.unique(np.column_stack([X, y]), axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
-    Xu, yu = rows[:, :-1], rows[:, -1]
+    Zu, yu = rows[:, :-1] @ T, rows[:, -1]
     Wu = np.zeros((weights.shape[0], len(rows)))
     np.add.at(Wu.T, inverse, weights.T)
-    p = X.shape[1]
-    lam = np.full(p, 1.0 / prior_sd**2)
-    lam[0] = 1e-6
-    beta = np.zeros((weights.shape[0], p))
+    P = T.T @ np.diag(_prior(X.shape[1], prior_sd)) @ T
+    theta = np.zeros((weights.shape[0], T.shape[1]))
     for _ in range(iters):
-        mu = 1.0 / (1.0 + np.exp(-(beta @ Xu.T)))
-        grad = (Wu * (yu - mu)) @ Xu - beta * lam
+        mu = 1.0 / (1.0 + np.exp(-(theta @ Zu.T)))
+        grad = (Wu * (yu - mu)) @ Zu - theta @ P
         s = Wu * mu * (1 - mu)
-        H = np.einsum("bu,ui,uj->bij", s, Xu, Xu) + np.diag(lam)
+        H = np.einsum("bu,ui,uj->bij", s, Zu, Zu) + P
         step = np.linalg.solve(H, grad[..., None])[..., 0]
-        beta += step
+        theta += step
         if np.abs(step).max() < 1e-9:
             break
-    return beta
+    return theta @ T.T
 
 
-def _hessian(X: np.ndarray, beta: np.ndarray, prior_sd: float) -> np.ndarray:
-    lam = np.full(X.shape[1], 1.0 / prior_sd**2)
+def _prior(p: int, prior_sd: float) -> np.ndarray:
+    lam = np.full(p, 1.0 / prior_sd**2)
     lam[0] = 1e-6
+    return lam
+
+
+def _laplace(X: np.ndarray, beta: np.ndarray, prior_sd: float, T: np.ndarray) -> np.ndarray:
+    """Covariance of β from the curvature of the penalised log-likelihood in the constrained space."""
     mu = 1.0 / (1.0 + np.exp(-(X @ beta)))
-    return (X * (mu * (1 - mu))[:, None]).T @ X + np.diag(lam)
+    Z = X @ T
+    H = (Z * (mu * (1 - mu))[:, None]).T @ Z + T.T @ np.diag(_prior(X.shape[1], prior_sd)) @ T
+    return T @ np.linalg.inv(H) @ T.T
 
 
 @dataclass
@@ -120,9 +141,11 @@ def fit_ratings(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True
     d = design(games, players, by_side)
     if len(d.y) == 0:
         return None
-    beta = fit(d.X, d.y, np.ones((1, len(d.y))), prior_sd)[0]
-    boots = fit(d.X, d.y, cluster_draws(len(d.y), n_boot, seed), prior_sd) if n_boot else np.zeros((0, len(beta)))
-    return RatingFit(d, beta, boots, np.linalg.inv(_hessian(d.X, beta, prior_sd)))
+    T = constraints(d)
+    beta = fit(d.X, d.y, np.ones((1, len(d.y))), prior_sd, T=T)[0]
+    boots = (fit(d.X, d.y, cluster_draws(len(d.y), n_boot, seed), prior_sd, T=T) if n_boot
+             else np.zeros((0, len(beta))))
+    return RatingFit(d, beta, boots, _laplace(d.X, beta, prior_sd, T))
 
 
 def ratings(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = False, n_boot: int = 200, seed: int = 0,
@@ -136,6 +159,8 @@ def ratings(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = False, n
         return pd.DataFrame(columns=cols)
     rows = []
     for i, name in enumerate(f.design.names, start=1):
+        if not f.design.n_games[name]:
+            continue  # a model that never played this side has no rating on it
         c = np.zeros(len(f.beta))
         c[i] = 1.0
         est, lo, hi = f.interval(c)
@@ -210,6 +235,7 @@ def elo(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True, k: flo
     replicate in a shuffled order (Elo depends on order)."""
     seq = _teams(games, players)
     point = _elo_pass(seq, by_side, k, start)
+    played = _played(seq, by_side)
     rng = np.random.default_rng(seed)
     boots = [_elo_pass([seq[i] for i in rng.integers(0, len(seq), len(seq))], by_side, k, start)
              for _ in range(n_boot)] if seq else []
@@ -217,8 +243,20 @@ def elo(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True, k: flo
     for name, value in sorted(point.items(), key=lambda kv: (kv[0][1], -kv[1])):
         draws = [b.get(name, start) for b in boots]
         lo, hi = (np.percentile(draws, [2.5, 97.5]) if draws else (value, value))
-        rows.append({"spec": name[0], "side": name[1], "elo": value, "ci_low": float(lo), "ci_high": float(hi)})
-    return pd.DataFrame(rows, columns=["spec", "side", "elo", "ci_low", "ci_high"])
+        rows.append({"spec": name[0], "side": name[1], "elo": value, "ci_low": float(lo), "ci_high": float(hi),
+                     "n": played[name]})
+    return pd.DataFrame(rows, columns=["spec", "side", "elo", "ci_low", "ci_high", "n"])
+
+
+def _played(seq, by_side: bool) -> dict[tuple[str, str], int]:
+    """Decided games each (model, side) took part in."""
+    n: dict[tuple[str, str], int] = {}
+    for _, village, wolves in seq:
+        names = {(m, "village" if by_side else "overall") for m in village}
+        names |= {(m, "werewolves" if by_side else "overall") for m in wolves}
+        for name in names:
+            n[name] = n.get(name, 0) + 1
+    return n
 
 
 def openskill_ratings(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True) -> pd.DataFrame:
@@ -232,6 +270,7 @@ def openskill_ratings(games: pd.DataFrame, players: pd.DataFrame, by_side: bool 
         raise ImportError("openskill_ratings needs the openskill package: pip install 'openskill>=6'") from exc
     model = PlackettLuce()
     table: dict[tuple[str, str], object] = {}
+    played: dict[tuple[str, str], int] = {}
 
     def rating(name):
         if name not in table:
@@ -248,7 +287,9 @@ def openskill_ratings(games: pd.DataFrame, players: pd.DataFrame, by_side: bool 
         for names, team in ((tv, new[0]), (tw, new[1])):
             for n, r in zip(names, team):
                 table[n] = r
+                played[n] = played.get(n, 0) + 1
     rows = [{"spec": n[0], "side": n[1], "mu": r.mu, "sigma": r.sigma, "ordinal": r.mu - 3 * r.sigma,
-             "ci_low": r.mu - Z95 * r.sigma, "ci_high": r.mu + Z95 * r.sigma} for n, r in table.items()]
-    out = pd.DataFrame(rows, columns=["spec", "side", "mu", "sigma", "ordinal", "ci_low", "ci_high"])
+             "ci_low": r.mu - Z95 * r.sigma, "ci_high": r.mu + Z95 * r.sigma, "n": played.get(n, 0)}
+            for n, r in table.items()]
+    out = pd.DataFrame(rows, columns=["spec", "side", "mu", "sigma", "ordinal", "ci_low", "ci_high", "n"])
     return out.sort_values(["side", "mu"], ascending=[True, False]).reset_index(drop=True)
