@@ -125,7 +125,8 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
                                            by)),
               "Which models the data can tell apart:\n",
               markdown_table(per_condition(lambda t: A.separation(t.games, t.players), games, tables, by)),
-              "Elo per side (start 1200, K = 32, seed order; intervals: bootstrap over games in shuffled "
+              "Elo per side (start 1200, K = 32; median and 95% interval over bootstrap replicates of the "
+              "games in shuffled order, since Elo depends on the order; `elo_seed_order` = one pass in seed "
               "order):\n", markdown_table(per_condition(lambda t: A.elo(t.games, t.players), games, tables, by))]
         try:
             s += ["OpenSkill (Plackett–Luce) per side; interval mu ± 1.96 sigma:\n",
@@ -142,7 +143,7 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
           "each voter could pick; `lift` = rate − chance; intervals resample games. First-round and revote "
           "ballots are separate (`round`).\n",
           markdown_table(per_condition(lambda t: A.vote_accuracy(t.events, t.players, vote_by), games, tables, by)),
-          "By day (first round):\n",
+          "By day (first round, all village voters of the condition together; per model in the plot):\n",
           markdown_table(per_condition(_first_round_by_day, games, tables, by)),
           "![vote accuracy](vote_accuracy.png)\n",
           "IRP (every village ballot on a wolf) and VSS (on days a wolf was exiled, ballots for that wolf), as the "
@@ -196,8 +197,12 @@ def write_report(folder: str | Path, out: str | Path | None = None) -> list[Path
     out = Path(out or folder)
     tables = load(folder, complete_games=True)
     written: list[Path] = []
+    calls = f"model calls: {len(tables.calls)}"
+    if not len(tables.calls) and len(tables.games):
+        calls = (f"model calls: {int(pd.to_numeric(tables.games['n_calls'], errors='coerce').sum())} (counted in "
+                 "the games table; these results do not include the calls table)")
     sections = [f"# Report: {folder}\n", f"Runs: {len(tables.runs)}, games: {len(tables.games)}, "
-                f"sessions: {len(tables.sessions)}, model calls: {len(tables.calls)}.\n"]
+                f"sessions: {len(tables.sessions)}, {calls}.\n"]
     if len(tables.games):
         sections += _werewolf_sections(tables, out, written)
     if len(tables.sessions):

@@ -29,16 +29,19 @@ def fingerprints(events: pd.DataFrame, players: pd.DataFrame) -> pd.Series:
     """A hash per game of everything that happened in it: seats' roles and specs and every event's day,
     phase, kind, actor, target and text (game ids and timings left out)."""
     p = players.sort_values(["game_id", "seat"])
-    who = p.groupby("game_id").apply(lambda g: "|".join(f"{s}:{r}:{m}" for s, r, m in zip(g["seat"], g["role"],
-                                                                                        g["spec"])),
-                                      include_groups=False)
+    def text(col: pd.Series) -> pd.Series:  # missing values as "" (pandas' str dtype keeps NaN otherwise)
+        return col.astype(object).where(col.notna(), "").astype(str)
+
+    seat = text(p["seat"]) + ":" + text(p["role"]) + ":" + text(p["spec"])
+    who = seat.groupby(p["game_id"]).agg("|".join)
     e = events.sort_values(["game_id", "seq"])
-    cols = ["day", "phase", "kind", "actor", "target", "text"]
-    what = e.groupby("game_id").apply(lambda g: "\n".join("\t".join(map(str, row)) for row in
-                                                          g[cols].itertuples(index=False)), include_groups=False)
+    line = text(e["day"])
+    for col in ("phase", "kind", "actor", "target", "text"):
+        line = line + "\t" + text(e[col])
+    what = line.groupby(e["game_id"]).agg("\n".join)
     both = pd.concat([who.rename("who"), what.rename("what")], axis=1).fillna("")
-    return pd.Series({g: hashlib.sha1(f"{r.who}\n{r.what}".encode()).hexdigest()
-                      for g, r in both.iterrows()}, name="fingerprint")
+    text = both["who"] + "\n" + both["what"]
+    return pd.Series([hashlib.sha1(t.encode()).hexdigest() for t in text], index=both.index, name="fingerprint")
 
 
 def identical_groups(games: pd.DataFrame, events: pd.DataFrame, players: pd.DataFrame,

@@ -51,7 +51,8 @@ def bootstrap_ci(values: Iterable[float], stat: Callable = np.mean, n_boot: int 
 def cluster_draws(n_clusters: int, n_boot: int, seed: int) -> np.ndarray:
     """How often each cluster is drawn in each bootstrap replicate: an (n_boot, n_clusters) count matrix."""
     rng = np.random.default_rng(seed)
-    return rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=n_boot).astype(float)
+    picks = rng.integers(0, n_clusters, (n_boot, n_clusters)) + n_clusters * np.arange(n_boot)[:, None]
+    return np.bincount(picks.ravel(), minlength=n_boot * n_clusters).reshape(n_boot, n_clusters).astype(float)
 
 
 def cluster_rate(k: Iterable[float], n: Iterable[float], chance: Iterable[float] | None = None,

@@ -160,8 +160,8 @@ def votes(events: pd.DataFrame, players: pd.DataFrame) -> pd.DataFrame:
         top = counts.groupby(["game_id", "day"])["c"].transform("max")
         leaders = counts[counts["c"] == top].merge(
             players[["game_id", "seat", "role"]].rename(columns={"seat": "target"}), on=["game_id", "target"])
-        cand = leaders.groupby(["game_id", "day"]).agg(n_cand=("target", "size"),
-                                                      wolves_cand=("role", lambda r: int((r == "Werewolf").sum())))
+        leaders["wolf"] = (leaders["role"] == "Werewolf").astype(int)
+        cand = leaders.groupby(["game_id", "day"]).agg(n_cand=("target", "size"), wolves_cand=("wolf", "sum"))
         leader_set = set(zip(leaders["game_id"], leaders["day"], leaders["target"]))
         idx = revote.index
         r = revote.join(cand, on=["game_id", "day"])

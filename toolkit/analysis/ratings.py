@@ -231,8 +231,9 @@ def elo(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True, k: flo
     """Elo as the werewolf harnesses publish it: start 1200, one update per decided game (in seed order),
     the village team's rating the seat-share-weighted mean of its models' ratings, each model's change its
     seat share of K·(result − expected). ``by_side`` keeps separate ratings as villager and as wolf (the
-    side advantage then shows up as a gap between the two pools). Intervals: bootstrap over games, each
-    replicate in a shuffled order (Elo depends on order)."""
+    side advantage then shows up as a gap between the two pools). Elo depends on the order of the games, so
+    ``elo`` is the median over bootstrap replicates (games resampled, each replicate in a shuffled order) with
+    their 2.5–97.5 percentiles as the interval; ``elo_seed_order`` is the single pass in seed order."""
     seq = _teams(games, players)
     point = _elo_pass(seq, by_side, k, start)
     played = _played(seq, by_side)
@@ -242,10 +243,11 @@ def elo(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True, k: flo
     rows = []
     for name, value in sorted(point.items(), key=lambda kv: (kv[0][1], -kv[1])):
         draws = [b.get(name, start) for b in boots]
-        lo, hi = (np.percentile(draws, [2.5, 97.5]) if draws else (value, value))
-        rows.append({"spec": name[0], "side": name[1], "elo": value, "ci_low": float(lo), "ci_high": float(hi),
-                     "n": played[name]})
-    return pd.DataFrame(rows, columns=["spec", "side", "elo", "ci_low", "ci_high", "n"])
+        mid, lo, hi = (np.percentile(draws, [50, 2.5, 97.5]) if draws else (value, value, value))
+        rows.append({"spec": name[0], "side": name[1], "elo": float(mid), "ci_low": float(lo), "ci_high": float(hi),
+                     "elo_seed_order": value, "n": played[name]})
+    out = pd.DataFrame(rows, columns=["spec", "side", "elo", "ci_low", "ci_high", "elo_seed_order", "n"])
+    return out.sort_values(["side", "elo"], ascending=[True, False]).reset_index(drop=True)
 
 
 def _played(seq, by_side: bool) -> dict[tuple[str, str], int]:
