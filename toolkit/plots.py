@@ -28,11 +28,11 @@ def _label(row: pd.Series, by: list[str]) -> str:
     return "\n".join(f"{k}={row[k]}" for k in by) if by else "all games"
 
 
-def _n_labels(ax, xs, table: pd.DataFrame, y: str = "ci_high", n: str = "n") -> None:
+def _n_labels(ax, xs, table: pd.DataFrame, y: str = "ci_high", n: str = "n", lift: int = 0, **kw) -> None:
     for x, (_, r) in zip(xs, table.iterrows()):
         if r[y] == r[y]:
-            ax.annotate(f"n={int(r[n])}", (x, r[y]), textcoords="offset points", xytext=(0, 4), ha="center",
-                        fontsize=7)
+            ax.annotate(f"n={int(r[n])}", (x, r[y]), textcoords="offset points", xytext=(0, 4 + lift), ha="center",
+                        fontsize=6.5, **kw)
 
 
 def plot_win_rates(games: pd.DataFrame, by: list[str] | None = None, title: str | None = None):
@@ -74,11 +74,11 @@ def plot_vote_accuracy_by_day(events: pd.DataFrame, players: pd.DataFrame, by: s
             _errorbars(ax, xs, part, label=f"{by}={name}" if by else "village ballots", color=f"C{i}")
             ax.plot(xs, part["chance"], ls="--", color=f"C{i}", alpha=0.6,
                     label=f"chance ({name})" if by else "chance")
-            _n_labels(ax, xs, part)
+            _n_labels(ax, xs, part, lift=8 * i, color=f"C{i}")
     ax.set_xlabel("day")
     ax.set_ylabel("ballots on a wolf (95% CI by game)")
-    ax.set_ylim(0, 1)
-    ax.set_title(title or "Village vote accuracy by day (first round) vs chance")
+    ax.set_ylim(0, 1.1)
+    ax.set_title(title or "Village vote accuracy by day (first round) vs chance", fontsize=10)
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     fig.tight_layout()

@@ -136,8 +136,17 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
             s.append("OpenSkill ratings: not computed (`pip install openskill` to add them).\n")
 
     vote_by = ["spec", "round"] if multi else ["round"]
-    written.append(P.save(P.plot_vote_accuracy_by_day(tables.events, tables.players, "spec" if multi else None),
-                          out / "vote_accuracy.png"))
+    vote_plots = []
+    for key, g in A.groups(games, by):
+        name = "_".join(str(v) for v in key.values())
+        ids = set(g["game_id"])
+        fig = P.plot_vote_accuracy_by_day(tables.events[tables.events["game_id"].isin(ids)],
+                                          tables.players[tables.players["game_id"].isin(ids)],
+                                          "spec" if multi else None,
+                                          title="Village vote accuracy by day vs chance" + (f": {key}" if key else ""))
+        path = out / (f"vote_accuracy_{name}.png" if name else "vote_accuracy.png")
+        written.append(P.save(fig, path))
+        vote_plots.append(f"![vote accuracy]({path.name})\n")
     s += ["## Votes against chance\n",
           "Share of village-side ballots cast on a werewolf; `chance` = the share of wolves among the candidates "
           "each voter could pick; `lift` = rate − chance; intervals resample games. First-round and revote "
@@ -145,7 +154,7 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
           markdown_table(per_condition(lambda t: A.vote_accuracy(t.events, t.players, vote_by), games, tables, by)),
           "By day (first round, all village voters of the condition together; per model in the plot):\n",
           markdown_table(per_condition(_first_round_by_day, games, tables, by)),
-          "![vote accuracy](vote_accuracy.png)\n",
+          *vote_plots,
           "IRP (every village ballot on a wolf) and VSS (on days a wolf was exiled, ballots for that wolf), as the "
           "Kaggle Game Arena werewolf harness defines them; voting success = days a wolf was exiled:\n",
           markdown_table(per_condition(lambda t: A.irp(t.events, t.players), games, tables, by)),
