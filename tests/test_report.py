@@ -2,6 +2,7 @@
 table and plot carries n, count and cost axes start at 0, estimated tokens are marked."""
 
 import pandas as pd
+import pytest
 
 from toolkit import analysis as A
 from toolkit import plots as P
@@ -53,3 +54,31 @@ def test_plots_show_n_start_counts_at_zero_and_mark_estimates(tmp_path):
     r = A.ratings(pd.concat([t.games]), t.players, by_side=True, n_boot=20)
     fig = P.plot_ratings(r)
     assert all("n=" in label.get_text() for label in fig.axes[0].get_yticklabels())
+
+
+def test_the_readme_recomputes_the_committed_example_with_pandas(monkeypatch, capsys):
+    """The README's pandas snippet reproduces the analysis numbers on the committed example tables, and
+    the ratings there put heuristic wolves above random wolves."""
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    readme = (repo / "README.md").read_text()
+    code = readme.split("### Recompute the example's numbers with pandas", 1)[1].split("```python", 1)[1]
+    code = code.split("```", 1)[0]
+    monkeypatch.chdir(repo)
+    scope: dict = {}
+    exec(code, scope)
+    t = load(repo / "results" / "examples" / "tables")
+    ours = scope["v"].groupby(["preset", "spec"])[["hit", "chance"]].agg(["sum", "size"])
+    for preset in ("classic7", "standard9"):
+        games = t.games[t.games["preset"] == preset]
+        ids = set(games["game_id"])
+        table = A.vote_accuracy(t.events[t.events["game_id"].isin(ids)], t.players[t.players["game_id"].isin(ids)],
+                                ["spec", "round"])
+        for r in table[table["round"] == "first"].itertuples():
+            assert ours.loc[(preset, r.spec), ("hit", "sum")] == r.k
+            assert ours.loc[(preset, r.spec), ("hit", "size")] == r.n
+            assert ours.loc[(preset, r.spec), ("chance", "sum")] / r.n == pytest.approx(r.chance)
+        ratings = A.ratings(games, t.players, by_side=True, n_boot=50).set_index(["spec", "side"])
+        assert ratings.loc[("heuristic", "werewolves"), "rating"] > ratings.loc[("random", "werewolves"), "rating"]
+    capsys.readouterr()
