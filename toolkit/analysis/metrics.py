@@ -96,7 +96,8 @@ def ksr(games: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None)
 
 
 def key_role_survival(players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
-    """Per special role (Seer, Witch, Guard), the share of games it survived (Wilson: one seat per game)."""
+    """Per special role (Seer, Witch, Guard), the share of games it survived: k / n with k the games the
+    role's seat was alive at the end (Wilson: one seat per game)."""
     rows = []
     special = players[players["role"].isin(SPECIAL)]
     for key, g in groups(special, (by or []) + ["role"]):
@@ -209,7 +210,8 @@ def vss(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None
 
 
 def voting_success(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
-    """Share of voting days on which a werewolf was exiled (cluster bootstrap over games)."""
+    """Share of voting days on which a werewolf was exiled: days with a wolf's elimination / days with a
+    vote (cluster bootstrap over games; a tie that eliminates nobody counts as a day without success)."""
     days = events[events["kind"] == "vote"][["game_id", "day"]].drop_duplicates()
     ev = annotate(events, players)
     exiled = ev[ev["kind"] == "elimination"][["game_id", "day", "target_role"]]

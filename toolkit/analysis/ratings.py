@@ -178,10 +178,11 @@ def ratings(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = False, n
 def separation(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True, n_boot: int = 200,
                seed: int = 0, prior_sd: float = 3.0) -> pd.DataFrame:
     """For every pair of models (per side): the rating difference, its interval and a verdict —
-    ``A > B`` when the interval excludes 0, else ``cannot separate``."""
+    ``A > B`` when the interval excludes 0, else ``cannot separate``; ``n_a``/``n_b`` are the decided games
+    each played on that side."""
     f = fit_ratings(games, players, by_side, n_boot, seed, prior_sd)
     if f is None:
-        return pd.DataFrame(columns=["side", "a", "b", "diff", "ci_low", "ci_high", "verdict"])
+        return pd.DataFrame(columns=["side", "a", "b", "diff", "ci_low", "ci_high", "verdict", "n_a", "n_b"])
     rows = []
     index = {n: i for i, n in enumerate(f.design.names, start=1)}
     for side in sorted({s for _, s in f.design.names}):
@@ -194,8 +195,8 @@ def separation(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True,
                 a, b, est, lo, hi = b, a, -est, -hi, -lo
             verdict = f"{a} > {b}" if lo > 0 else "cannot separate"
             rows.append({"side": side, "a": a, "b": b, "diff": est, "ci_low": lo, "ci_high": hi,
-                         "verdict": verdict})
-    return pd.DataFrame(rows)
+                         "verdict": verdict, "n_a": f.design.n_games[(a, side)], "n_b": f.design.n_games[(b, side)]})
+    return pd.DataFrame(rows, columns=["side", "a", "b", "diff", "ci_low", "ci_high", "verdict", "n_a", "n_b"])
 
 
 # ------------------------------------------------------------------ Elo and OpenSkill
