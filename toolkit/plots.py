@@ -137,7 +137,8 @@ def plot_tool_usage(tool_calls: pd.DataFrame, sessions: pd.DataFrame, by: str = 
     for g_i, group in enumerate(groups):
         part = table[table[by] == group].set_index("tool").reindex(tools)
         ys = [t_i + g_i * height for t_i in range(len(tools))]
-        ax.barh(ys, part["calls"].fillna(0), height=height, label=f"{group} (n={int(n_sessions.get(group, 0))} sessions)")
+        label = f"{group} (n={int(n_sessions.get(group, 0))} sessions)"
+        ax.barh(ys, part["calls"].fillna(0), height=height, label=label)
         for y, (_, r) in zip(ys, part.iterrows()):
             if r["calls"] == r["calls"] and r["calls"] > 0:
                 ax.text(r["calls"], y, f" {r['error_rate']:.0%} err", va="center", fontsize=7)

@@ -8,9 +8,12 @@ where v_gm / w_gm are the shares of the village / werewolf seats that model m ho
 side term (the village's advantage between equal teams) and s_m the model's strength — one per model
 (``by_side=False``, the same strength on both sides) or one as villager and one as wolf (``by_side=True``).
 The strengths of each side sum to zero (so h is the advantage of the village between average teams), and a
-weak normal prior (sd ``prior_sd`` on the logit scale) keeps estimates finite when a split is perfect. Intervals: percentile bootstrap over games (seeded), widened to at
-least the curvature (Laplace) interval of the fit, so a perfect split never gives a zero-width interval;
-``separation`` says which pairs of models the data can and cannot tell apart.
+weak normal prior (sd ``prior_sd`` on the logit scale) keeps estimates finite when a split is perfect.
+Intervals: percentile bootstrap over games (seeded), widened to at least the curvature (Laplace) interval
+of the fit, so a perfect split never gives a zero-width interval; ``separation`` says which pairs of models
+the data can and cannot tell apart. Model and source: Bradley & Terry (1952) with an intercept for the
+side, as in logistic-regression team ratings; the side-aware split follows the per-role ratings of the
+Kaggle Game Arena werewolf harness (kaggle-environments, ``envs/werewolf/eval/metrics.py``).
 
 ``elo`` is the sequential Elo the harnesses publish (Kaggle Game Arena werewolf: start 1200), per side;
 ``openskill_ratings`` uses the ``openskill`` library (Plackett–Luce) when it is installed.
