@@ -24,10 +24,11 @@ test: $(STAMP)
 bench: $(STAMP)
 	for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
-# The example study under results/examples/: two sweeps, then the report (PNGs + summary.md).
+# The example study under results/examples/: a tournament (its tables, without calls, kept in
+# results/examples/tables/), the engineer sweep, then the reports (PNGs + summary.md).
 example: $(STAMP)
-	rm -rf results/examples results/examples-engineer
-	$(PY) -m toolkit sweep experiments/sweeps/example.yaml --workers 2
+	rm -rf results/examples-tournament results/examples-engineer results/examples/tables
+	$(PY) -m toolkit tournament experiments/tournaments/example.yaml --workers 2 --export results/examples/tables
 	$(PY) -m toolkit sweep experiments/sweeps/engineer.yaml --workers 2
-	$(PY) -m toolkit report results/examples --out results/examples
+	$(PY) -m toolkit report results/examples/tables --out results/examples
 	$(PY) -m toolkit report results/examples-engineer --out results/examples/engineer

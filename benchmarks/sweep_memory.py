@@ -57,7 +57,8 @@ def main(per_cell: int) -> None:
         t1 = time.perf_counter()
         tables = load(Path(tmp) / "mem", complete_games=True)
         load_s = time.perf_counter() - t1
-        print(f"games: {len(tables.games)} in {len(summary)} cells ({int(summary['ok'].sum())} ok); sweep wall {wall:.1f} s")
+        print(f"games: {len(tables.games)} in {len(summary)} cells ({int(summary['ok'].sum())} ok); "
+              f"sweep wall {wall:.1f} s")
         print(f"peak memory of the process tree: {peak[0]:.0f} MB PSS (RSS summed over processes, "
               f"shared pages counted in each: {peak[1]:.0f} MB)")
         print(f"toolkit.results.load: {load_s:.2f} s for {len(tables.calls)} calls, {len(tables.events)} events")

@@ -61,6 +61,9 @@ def test_vote_accuracy_and_voting_success():
     ])
     acc = A.vote_accuracy(events, players()).iloc[0]
     assert (acc["k"], acc["n"]) == (3, 5)
+    # day 1: 2 wolves among the 5 others; day 2 (after P1's elimination): 1 wolf among 4 others
+    assert acc["chance"] == pytest.approx((3 * 2 / 5 + 2 * 1 / 4) / 5)
+    assert acc["lift"] == pytest.approx(acc["rate"] - acc["chance"]) and acc["n_games"] == 1
     by_day = A.vote_accuracy(events, players(), ["day"]).set_index("day")
     assert by_day.loc[1, "rate"] == pytest.approx(2 / 3) and by_day.loc[2, "rate"] == pytest.approx(1 / 2)
     success = A.voting_success(events, players()).iloc[0]
@@ -82,8 +85,12 @@ def test_night_action_metrics():
     ])
     m = A.night_actions(events, players()).set_index("metric")
     assert (m.loc["seer_wolf_check_rate", "k"], m.loc["seer_wolf_check_rate", "n"]) == (2, 3)
-    assert m.loc["witch_save_correct", "rate"] == 1.0 and m.loc["witch_poison_correct", "rate"] == 0.0
+    assert m.loc["seer_wolf_check_rate", "chance"] == pytest.approx(2 / 5)  # nobody died: 2 wolves of 5 others
+    # the guard protected P3 on night 1, so the witch's save of P3 changed nothing: it can fail, and did
+    assert m.loc["witch_save_needed", "rate"] == 0.0 and m.loc["witch_poison_on_wolf", "rate"] == 0.0
     assert (m.loc["guard_save_rate", "k"], m.loc["guard_save_rate", "n"]) == (1, 2)
+    assert m.loc["witch_save_night", "rate"] == 1 and m.loc["witch_poison_night", "rate"] == 2
+    assert "witch_save_correct" not in m.index
 
 
 def test_per_game_costs():
@@ -98,7 +105,8 @@ def test_ratings_order_models_by_strength():
     games, rows = [], []
     for i in range(60):
         strong_village = i % 2 == 0
-        winner = "village" if (i % 6 != 0) == strong_village else "werewolves"  # strong wins 5 of 6
+        strong_won = i % 12 not in (0, 1)  # the strong model wins 5 of 6 on either side
+        winner = "village" if strong_won == strong_village else "werewolves"
         games.append({"game_id": f"g{i}", "winner": winner})
         for seat, role in ROLES.items():
             side = "werewolves" if role == "Werewolf" else "village"
@@ -108,6 +116,7 @@ def test_ratings_order_models_by_strength():
     assert r.loc["strong", "rating"] > r.loc["weak", "rating"]
     assert r.loc["strong", "ci_low"] > r.loc["weak", "ci_high"]
     assert r.loc["strong", "rating"] - r.loc["weak", "rating"] == pytest.approx(math.log(5), abs=0.25)
+    assert r.loc["(side term)", "ci_low"] < 0 < r.loc["(side term)", "ci_high"]  # no side advantage here
 
 
 def test_engineer_success_and_tool_usage():

@@ -2,7 +2,6 @@
 folder, no output folder. The CLI runs in-process (``toolkit.cli.main``); the files are real."""
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -48,7 +47,8 @@ def work(tmp_path, monkeypatch):
         "sweep_grid_list.yaml": "name: x\nnotebook: experiments/werewolf.ipynb\ngrid: [heuristic, random]\n",
         "sweep_grid_empty.yaml": "name: x\nnotebook: experiments/werewolf.ipynb\ngrid: {model: []}\n",
         "sweep_grid_null.yaml": "name: x\nnotebook: experiments/werewolf.ipynb\ngrid:\n",
-        "sweep_repeats0.yaml": "name: x\nnotebook: experiments/werewolf.ipynb\ngrid: {model: [heuristic]}\nrepeats: 0\n",
+        "sweep_repeats0.yaml": ("name: x\nnotebook: experiments/werewolf.ipynb\ngrid: {model: [heuristic]}\n"
+                                "repeats: 0\n"),
         "sweep_typo.yaml": "name: x\nnotebook: experiments/werewolf.ipynb\nparamters: {n_games: 1}\n"
                            "grid: {model: [heuristic]}\n",
         "sweep_escape.yaml": "name: ../../escaped-sweep\nnotebook: experiments/werewolf.ipynb\n"

@@ -159,7 +159,8 @@ def test_the_cli_never_shows_a_traceback_and_a_rejected_command_creates_nothing(
             code = exc.code or 0
     out, err = out.getvalue(), err.getvalue()
     commands = ("play", "replay", "engineer", "engineer-suite", "sweep", "report")
-    event(f"{args[0] if args[:1] and args[0] in commands else 'junk'} exit {code}")  # pytest --hypothesis-show-statistics shows the mix
+    # pytest --hypothesis-show-statistics shows the mix
+    event(f"{args[0] if args[:1] and args[0] in commands else 'junk'} exit {code}")
     assert "Traceback" not in err and "Traceback" not in out, (args, err)
     engineer_reached = code == 130 and args[:1] in (["engineer"], ["engineer-suite"])
     game_error = code == 1 and "winner: error" in out

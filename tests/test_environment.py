@@ -141,7 +141,8 @@ def test_nothing_outlives_a_killed_toolkit_process(kind, tmp_path):
             f"shutil.copy('/bin/sleep', {marker!r})\n"
             f"async def main():\n"
             f"    env = make_environment({kind!r}, {str(tmp_path / 'ws')!r})\n"
-            f"    print((await env.execute('setsid -f {marker} 600; echo up', 10)).output, env.session_dir, flush=True)\n"
+            f"    out = (await env.execute('setsid -f {marker} 600; echo up', 10)).output\n"
+            f"    print(out, env.session_dir, flush=True)\n"
             f"    os.kill(os.getpid(), signal.SIGKILL)\n"
             f"asyncio.run(main())\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,

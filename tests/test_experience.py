@@ -15,7 +15,8 @@ def test_role_filter_comes_before_ranking_and_versions_can_be_excluded(tmp_path)
     pool.add("Seer", "reveal the wolf you found before the vote", "won", "g2")
     pool.add("Seer", "keep quiet until you have found a wolf", "lost", "g3")
     hits = ExperiencePool(tmp_path / "pool.jsonl").retrieve("Seer", "accuse the real seer on day one claim", k=5)
-    assert len(hits) == 2 and all("claim seer early" not in h for h in hits)  # the wolf's lesson ranks best, but is not a Seer's
+    # the wolf's lesson ranks best, but is not a Seer's
+    assert len(hits) == 2 and all("claim seer early" not in h for h in hits)
     assert hits[0].startswith("(won)") or hits[0].startswith("(lost)")
     reader = ExperiencePool(tmp_path / "pool.jsonl", version="study-b")
     assert reader.retrieve("Seer", "reveal the wolf", k=1) == ["(won) reveal the wolf you found before the vote"]

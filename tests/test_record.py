@@ -57,7 +57,8 @@ def test_empty_tables_have_their_columns(tmp_path):
 def test_api_keys_never_reach_a_row(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "my-secret-key-value-123")
     with Run(tmp_path, "keys", config={"key": "my-secret-key-value-123", "other": "sk-abcdefghijklmnop1234"}) as run:
-        run.write("calls", {"call_id": "c", "messages": "token sk-proj-ABCDEFGHIJKLMNOPQRST and my-secret-key-value-123"})
+        run.write("calls", {"call_id": "c",
+                            "messages": "token sk-proj-ABCDEFGHIJKLMNOPQRST and my-secret-key-value-123"})
     text = "".join(p.read_bytes().decode("latin-1") for p in run.folder.iterdir())
     assert "my-secret-key-value-123" not in text and "sk-abcdefghijklmnop1234" not in text
     assert "sk-proj-ABCDEFGHIJKLMNOPQRST" not in text

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from toolkit.cli import main
-from toolkit.record import DamagedLines, Run, compact, read_jsonl
+from toolkit.record import DamagedLines, Run, read_jsonl
 from toolkit.results import LoadWarning, load
 from toolkit.werewolf.game import GameConfig, play_games
 from toolkit.sync import run_sync

@@ -50,7 +50,8 @@ def test_heuristic_beliefs_cover_every_other_living_seat_with_a_legal_role(obser
         guesses = beliefs(obs)
         assert sorted(guesses) == sorted(s for s in obs["alive"] if s != seat)
         assert all(r in roles and 0.0 <= c <= 1.0 for r, c in guesses.values())
-        answer = {"summary": "x", "beliefs": [{"about": s, "role": r, "confidence": c} for s, (r, c) in guesses.items()]}
+        listed = [{"about": s, "role": r, "confidence": c} for s, (r, c) in guesses.items()]
+        answer = {"summary": "x", "beliefs": listed}
         others = tuple(s for s in obs["alive"] if s != seat)
         value, error = parse(json.dumps(answer), output_model("reflect", others, False, roles))
         assert error is None and len(value.beliefs) == len(others)

@@ -32,7 +32,8 @@ def stable(df, by):
 
 
 def test_same_seed_same_events_and_calls(tmp_path):
-    configs = lambda: [GameConfig(seed=s, model="chaos:0.2", reflection=True) for s in (3, 4)]
+    def configs():
+        return [GameConfig(seed=s, model="chaos:0.2", reflection=True) for s in (3, 4)]
     _, a = run_games(tmp_path / "a", configs())
     _, b = run_games(tmp_path / "b", configs())
     pd.testing.assert_frame_equal(stable(a.events, ["seed", "seq"] if "seed" in a.events else ["text", "seq"]),

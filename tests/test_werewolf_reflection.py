@@ -78,9 +78,9 @@ def test_experience_is_retrieved_for_the_moment_and_never_from_the_run_itself(tm
     old.add("Seer", "As Seer I revealed my check on a wolf early and the village voted it out.", "won", "x1",
             preset="classic7")
     old.add("Seer", "A guard protected me after a quiet first night; nobody died.", "won", "x2", preset="classic7")
-    for i, text in enumerate(["Player1 was voted out on day 2 and was a wolf.", "Player5 died at night; suspect Player2.",
-                              "A tie in the vote wasted a day.", "Check Player7 first when Player3 accuses.",
-                              "Speak last and count the votes of day 1."]):
+    for i, text in enumerate(["Player1 was voted out on day 2 and was a wolf.",
+                              "Player5 died at night; suspect Player2.", "A tie in the vote wasted a day.",
+                              "Check Player7 first when Player3 accuses.", "Speak last and count the votes of day 1."]):
         old.add("Seer", text, "lost", f"y{i}", preset="classic7")
     old.add("Seer", "Lesson from another preset.", "won", "x3", preset="standard9")
     old.add("Werewolf", "Wolves should fake a seer claim.", "won", "x4", preset="classic7")

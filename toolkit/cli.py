@@ -1,4 +1,4 @@
-"""``python -m toolkit``: play, replay, engineer, engineer-suite, sweep, report."""
+"""``python -m toolkit``: play, replay, engineer, engineer-suite, sweep, tournament, report."""
 
 from __future__ import annotations
 
@@ -305,7 +305,8 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument("--max-days", type=int, metavar="N", help="end as a draw after N days (default: the preset's)")
     play.add_argument("--temperature", type=float, metavar="T", help="sampling temperature for LLM seats (0-2)")
     play.add_argument("--keep-going", action="store_true",
-                      help="a seat whose every call failed plays on with fallbacks (default: the game ends as an error)")
+                      help="a seat whose every call failed plays on with fallbacks "
+                           "(default: the game ends as an error)")
     play.add_argument("--out", default="results", metavar="DIR",
                       help="results folder; the run goes to DIR/play-<time>-<id>/ (default: results)")
     play.add_argument("--quiet", action="store_true", help="no transcript, only the result lines")
@@ -351,6 +352,12 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--results", default="results", metavar="DIR",
                        help="results root; cells go to DIR/<sweep>/<cell>/ (default: results)")
     sweep.set_defaults(func=cmd_sweep)
+
+    from toolkit import tournament
+
+    tour = sub.add_parser("tournament", help="plan and run a tournament file (role rotation, seat shuffling)")
+    tournament.add_arguments(tour)
+    tour.set_defaults(func=tournament.command)
 
     report = sub.add_parser("report", help="write plots (PNG) and summary.md for a results folder")
     report.add_argument("dir", help="a results folder (every run below it is read)")

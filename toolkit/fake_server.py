@@ -191,7 +191,8 @@ class FakeOpenAIServer:
         tools = body["tools"]
         fn = tools[0]["function"] if turn == 1 else next(t["function"] for t in tools if t["function"]["name"] == "end")
         args = sample_from_schema(fn.get("parameters", {"type": "object"}), random.Random(turn))
-        call = {"id": f"call_{turn}", "type": "function", "function": {"name": fn["name"], "arguments": json.dumps(args)}}
+        call = {"id": f"call_{turn}", "type": "function",
+                "function": {"name": fn["name"], "arguments": json.dumps(args)}}
         return {"id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": body["model"],
                 "choices": [{"index": 0, "finish_reason": "tool_calls",
                              "message": {"role": "assistant", "content": f"turn {turn}", "tool_calls": [call]}}],

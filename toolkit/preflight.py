@@ -8,20 +8,17 @@ from __future__ import annotations
 import importlib.util
 import ipaddress
 import os
-import re
 import socket
 import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import toolkit.results  # noqa: F401  (registers the replay spec)
-import toolkit.werewolf.heuristic  # noqa: F401  (registers the heuristic spec)
+import toolkit.werewolf.game  # noqa: F401  (registers the heuristic and mixed specs)
+from toolkit.llm import PROVIDERS, get_model, known_specs, parse_spec
 from toolkit.schemas import FileError, load_scripted, one_line
 from toolkit.secrets import mask_url_credentials as mask_url
 
-OFFLINE_KINDS = ("heuristic", "random", "scripted", "replay", "chaos")
-SPEC_HELP = ("heuristic, random, scripted:PATH, replay:DIR, chaos:RATE, local, openai:MODEL, "
-             "openai:MODEL@http://HOST:PORT/v1")
 def out_folder(path: str | os.PathLike, option: str = "--out") -> Path:
     """Refuse an output folder that is a file or sits under a file or an unwritable folder (nothing is
     created here)."""
@@ -118,12 +115,10 @@ def check_openai(arg: str, probe: bool = True, timeout_s: float = 3.0) -> None:
 def check_spec(spec: str, seats: list[str] | None = None, option: str = "--model", probe: bool = True) -> None:
     """Refuse a model spec that cannot work, without starting anything. ``seats`` (a game's seats) lets a
     scripted file's seat names be checked."""
-    from toolkit.llm import get_model, parse_spec
-
     try:
         kind, arg = parse_spec(spec)
     except ValueError as exc:
-        raise FileError(f"{option}: {exc}; specs are {SPEC_HELP}") from None
+        raise FileError(f"{option}: {exc}; specs are {known_specs()}") from None
     if kind == "scripted":
         if not arg:
             raise FileError(f"{option} {spec}: scripted:PATH needs a file path")
@@ -153,8 +148,8 @@ def check_spec(spec: str, seats: list[str] | None = None, option: str = "--model
         return
     elif kind == "human":
         raise FileError(f"{option} human: human seats are played in the notebook widgets, not the CLI")
-    elif kind not in OFFLINE_KINDS:
-        raise FileError(f"{option} {one_line(spec, 80)}: unknown model spec; specs are {SPEC_HELP}")
+    elif kind not in PROVIDERS:
+        raise FileError(f"{option} {one_line(spec, 80)}: unknown model spec; specs are {known_specs()}")
     try:
         get_model(spec)  # offline backends are cheap to build and check their own arguments
     except (ValueError, OSError) as exc:

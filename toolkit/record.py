@@ -10,7 +10,6 @@ import datetime as dt
 import itertools
 import json
 import os
-import re
 import subprocess
 import uuid
 import warnings

@@ -83,7 +83,8 @@ def load(path: str | Path, complete_games: bool = True, strict: bool = False) ->
     """All runs under ``path`` (finished runs from Parquet, killed ones from their JSONL).
 
     By default only complete games are kept: a game is complete when its ``games`` row exists; the rows
-    (players, events, calls) a killed process left for a game it never finished (a resumed cell plays that seed again) are left out,
+    (players, events, calls) a killed process left for a game it never finished (a resumed cell plays that seed
+    again) are left out,
     and a ``LoadWarning`` says how many games that was. ``complete_games=False`` keeps them. Damaged files
     and lines are skipped with a warning naming them; ``strict=True`` raises instead."""
     path = Path(path)
@@ -104,7 +105,8 @@ def load(path: str | Path, complete_games: bool = True, strict: bool = False) ->
                 frame_ = tables[table]
                 tables[table] = frame_[~frame_["game_id"].isin(partial)].reset_index(drop=True)
             warnings.warn(f"{path}: left out {len(partial)} partial game{'s' if len(partial) > 1 else ''} "
-                          "(they have rows but no games row: killed or stopped mid-game); load(..., complete_games=False) "
+                          "(they have rows but no games row: killed or stopped mid-game); "
+                          "load(..., complete_games=False) "
                           "includes them", LoadWarning, stacklevel=2)
     return Results(**{t: tables[t] for t in Results.__dataclass_fields__ if t in tables})
 

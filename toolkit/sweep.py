@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 

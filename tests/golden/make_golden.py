@@ -62,7 +62,8 @@ def tables(case: str, url: str | None = None) -> dict[str, list[dict]]:
         events = t.events.assign(seed=t.events["game_id"].map(seeds)).sort_values(["seed", "seq"])
         calls = t.calls.assign(seed=t.calls["game_id"].map(seeds),
                                messages_sha256=t.calls["messages"].map(
-                                   lambda m: hashlib.sha256(m.encode()).hexdigest())).sort_values(["seed", "replay_key", "seq"])
+                                   lambda m: hashlib.sha256(m.encode()).hexdigest()))
+        calls = calls.sort_values(["seed", "replay_key", "seq"])
         for _, game in t.calls.groupby("game_id"):
             assert sorted(game["seq"]) == list(range(len(game))), "a game's call seqs are not 0..n-1"
         return {"events": [{c: _clean(r[c]) for c in EVENT_COLUMNS} for r in events.to_dict("records")],

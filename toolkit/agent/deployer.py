@@ -1,6 +1,7 @@
 """Deployer: serves a built folder on a loopback port for the rest of the session (no public host is
 reachable from here). It answers only with regular files inside the folder and the workspace, never
-through a symlink leading out (``static_server.py``). Under ``local`` the server runs in this process and the URL works on the host;
+through a symlink leading out (``static_server.py``). Under ``local`` the server runs in this process and the URL
+works on the host;
 under ``bubblewrap`` (or a container) it runs inside the sandbox, so the URL works there (the Terminal, the
 task checks) — the sandbox's loopback is its own unless the role sets ``network: true``.
 ImageGetter: writes a labelled placeholder PNG (offline: no image search)."""

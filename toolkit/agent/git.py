@@ -124,4 +124,5 @@ class Git:
         record = redact_obj({"title": title, "body": body, "base": base, "head": branch, "remote": self.remote,
                              "diff": diff})
         self.workspace.write_private(f"pulls/{branch.replace('/', '_')}.json", json.dumps(record, indent=2))
-        return f"Pushed {branch} to {self.remote}; pull request recorded in .agent/pulls/{branch.replace('/', '_')}.json"
+        record = f".agent/pulls/{branch.replace('/', '_')}.json"
+        return f"Pushed {branch} to {self.remote}; pull request recorded in {record}"

@@ -6,7 +6,8 @@ tool calls, parsed here); the commands run in order, stopping at the first failu
 as skipped); their outputs (secrets masked) are the next observations. The loop ends through a few named exceptions:
 ``Submitted`` (the model sent ``end``), ``LimitsExceeded`` (steps, wall clock, budget), ``EvalGit`` (eval
 mode: a git pull/push/commit: ``Git.commit``/``create_pull`` before they run, git typed in the Terminal as
-the environment's git trace shows it, whatever its spelling), ``Stopped`` (the person running it). An unusable reply is a ``FormatError``:
+the environment's git trace shows it, whatever its spelling), ``Stopped`` (the person running it). An
+unusable reply is a ``FormatError``:
 it becomes an observation and the loop goes on. Nothing the model sends can crash it.
 """
 

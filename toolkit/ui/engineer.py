@@ -108,7 +108,8 @@ class EngineerSession(W.VBox):
         if s is None:
             return
         rows = "".join(f"<tr><td>{t.step}</td><td>{'✔' if t.ok else '✘'}</td><td><code>{html.escape(t.tool)}</code>"
-                       f"</td><td><pre style='white-space:pre-wrap;margin:0'>{html.escape(t.output[:600])}</pre></td></tr>"
+                       f"</td><td><pre style='white-space:pre-wrap;margin:0'>{html.escape(t.output[:600])}</pre>"
+                       "</td></tr>"
                        for t in s.tools.results)
         self.tool_table.value = f"<table><tr><th>step</th><th>ok</th><th>tool</th><th>output</th></tr>{rows}</table>"
         self.open_file.value = f"<pre>{html.escape(s.editor.view())}</pre>"

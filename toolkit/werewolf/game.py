@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from toolkit.actions import render
 from toolkit.llm import Model, Request, Sampling, get_model
 from toolkit.record import CallLog, Run
-from toolkit.werewolf import heuristic  # noqa: F401  (registers the `heuristic` spec)
+from toolkit.werewolf import heuristic, mixed  # noqa: F401  (they register the `heuristic` and `mixed` specs)
 from toolkit.werewolf.actions import ACTIONS, Reflection, Speech, belief_rows, output_model
 from toolkit.werewolf.experience import ExperiencePool, situation_query
 from toolkit.werewolf.observation import observe
@@ -137,7 +137,8 @@ class GameRunner:
         self.models = models if models is not None else {}
         self.game_id = game_id or f"g{config.seed}-{uuid.uuid4().hex[:8]}"
         self.on_event = on_event
-        seat_models = {seat: (seat_models or {}).get(seat) or self._model(config.spec(seat)) for seat in self.preset.seats}
+        given = seat_models or {}
+        seat_models = {seat: given.get(seat) or self._model(config.spec(seat)) for seat in self.preset.seats}
         self.game = Game(self.preset, config.seed, config.roles or _scripted_roles(seat_models.values()))
         self.players = {seat: Player(seat, self.game.roles[seat], config.seat_config(seat, self.game.roles[seat]),
                                      seat_models[seat]) for seat in self.preset.seats}
@@ -184,7 +185,8 @@ class GameRunner:
                           role=player.role, day=g.day, phase=g.phase, replay_key=key)
         values = {**self.values, "obs": obs, "reflection": player.notes, "experiences": player.experiences,
                   "strategy": player.config.strategy or "default"}
-        result = await ACTIONS[ask.action].run(player.model, request, values, fallback=lambda: _fallback(ask, key, g.seed),
+        result = await ACTIONS[ask.action].run(player.model, request, values,
+                                               fallback=lambda: _fallback(ask, key, g.seed),
                                                log=self.log,
                                                output=output_model(ask.action, ask.choices, ask.can_pass, self.roles))
         self._asked[ask.seat] = self._asked.get(ask.seat, 0) + 1

@@ -36,7 +36,8 @@ class Preset(BaseModel):
 
         for role, count in roles.items():
             if role not in ROLES:
-                raise ValueError(f"unknown role {role!r}{did_you_mean(role, list(ROLES))}; roles are {', '.join(ROLES)}")
+                raise ValueError(f"unknown role {role!r}{did_you_mean(role, list(ROLES))}; "
+                                 f"roles are {', '.join(ROLES)}")
             if count < 0:
                 raise ValueError(f"{role}: a count cannot be negative ({count})")
         if sum(roles.values()) > 30:

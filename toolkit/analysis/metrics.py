@@ -1,0 +1,265 @@
+"""Werewolf metrics over the tables from ``toolkit.results.load``, each with its 95% interval and, where
+a random player would score above zero, its chance level.
+
+Units nested in games (votes, checks, actions) get cluster-bootstrap intervals (``cluster_rate``); per-game
+proportions get Wilson intervals. ``by`` groups rows by any column of the unit table: for votes and night
+actions ``spec``/``role``/``side`` are the acting seat's, ``day`` and ``round`` (``first``/``revote``) the
+ballot's; for games any column of the games frame passed in (e.g. run parameters from ``run_params``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from toolkit.analysis.intervals import bootstrap_ci, cluster_mean, cluster_rate, groups, proportion
+
+SPECIAL = ("Seer", "Witch", "Guard")
+N_BOOT = 2000
+
+
+def _side(role: pd.Series) -> pd.Series:
+    return np.where(role == "Werewolf", "werewolves", "village")
+
+
+def _rate_rows(units: pd.DataFrame, by: list[str] | None, hit: str = "hit", chance: str | None = None,
+               **extra) -> list[dict]:
+    rows = []
+    for key, g in groups(units, by):
+        per = g.groupby("game_id").agg(k=(hit, "sum"), n=(hit, "size"),
+                                       **({"c": (chance, "sum")} if chance else {}))
+        rows.append({**key, **extra, **cluster_rate(per["k"], per["n"], per["c"] if chance else None,
+                                                    n_boot=N_BOOT)})
+    return rows
+
+
+# ------------------------------------------------------------------ games
+def win_rates(games: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
+    """Share of games each side won, per group (Wilson; draws and errors listed when they happen)."""
+    rows = []
+    for key, group in groups(games, by):
+        for side in ("village", "werewolves", "draw", "error"):
+            k = int((group["winner"] == side).sum())
+            if side in ("draw", "error") and k == 0:
+                continue
+            rows.append(proportion(k, len(group), **key, side=side))
+    return pd.DataFrame(rows)
+
+
+def player_games(games: pd.DataFrame, players: pd.DataFrame) -> pd.DataFrame:
+    """One row per seat per decided game: spec, role, side, won (its side won), survived, days."""
+    decided = games[games["winner"].isin(["village", "werewolves"])]
+    cols = [c for c in games.columns if c not in players.columns or c == "game_id"]
+    out = players.merge(decided[cols], on="game_id")
+    out["won"] = out["side"] == out["winner"]
+    out["survived"] = out["survived"].astype(bool)
+    return out
+
+
+def role_win_rates(games: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
+    """Win rate per seat-game, by ``by`` (default ``spec`` and ``role``); cluster-bootstrap intervals over
+    games (two wolves of one model in one game are one outcome, not two)."""
+    pg = player_games(games, players)
+    pg["hit"] = pg["won"].astype(int)
+    return pd.DataFrame(_rate_rows(pg, by or ["spec", "role"]))
+
+
+def win_margin_speed(games: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
+    """Dominance of wins, as the Kaggle Game Arena werewolf harness defines it (kaggle-environments,
+    ``envs/werewolf/eval/metrics.py``, ``get_margin_of_win``/``get_speed_of_win``), over won seat-games:
+
+    - margin of win = living members of the winning side at the end / members of that side;
+    - speed of win = 1 / days the game lasted.
+
+    Means per group (default ``spec`` and ``side``) with cluster-bootstrap intervals over games."""
+    pg = player_games(games, players)
+    won = pg[pg["won"]].copy()
+    if won.empty:
+        return pd.DataFrame(columns=[*(by or ["spec", "side"]), "metric", "n", "n_games", "mean", "ci_low",
+                                     "ci_high"])
+    side = pg.groupby(["game_id", "side"])["survived"].agg(["sum", "size"])
+    won = won.join((side["sum"] / side["size"]).rename("margin"), on=["game_id", "side"])
+    won["speed"] = 1.0 / pd.to_numeric(won["days"], errors="coerce").clip(lower=1)
+    rows = []
+    for key, g in groups(won, by or ["spec", "side"]):
+        for metric in ("margin", "speed"):
+            rows.append({**key, "metric": f"{metric}_of_win", **cluster_mean(g[metric], g["game_id"])})
+    return pd.DataFrame(rows)
+
+
+def ksr(games: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
+    """KSR (the Kaggle harness's key-role survival rate, ``get_ksr``/``get_ksr_for_role``): the share of
+    seat-games in which the seat survived to the end, per ``spec`` and ``role`` by default."""
+    pg = player_games(games, players)
+    pg["hit"] = pg["survived"].astype(int)
+    return pd.DataFrame(_rate_rows(pg, by or ["spec", "role"]))
+
+
+def key_role_survival(players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
+    """Per special role (Seer, Witch, Guard), the share of games it survived: k / n with k the games the
+    role's seat was alive at the end (Wilson: one seat per game)."""
+    rows = []
+    special = players[players["role"].isin(SPECIAL)]
+    for key, g in groups(special, (by or []) + ["role"]):
+        rows.append(proportion(int(g["survived"].astype(bool).sum()), len(g), **key))
+    return pd.DataFrame(rows)
+
+
+def per_game_costs(games: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
+    """Mean calls, tokens, cost and fallbacks per game, with bootstrap intervals (games are independent).
+    An unknown cost is left out of its mean, not counted as zero."""
+    rows = []
+    for key, g in groups(games, by):
+        for metric in ("n_calls", "prompt_tokens", "completion_tokens", "cost_usd", "n_fallbacks"):
+            values = pd.to_numeric(g[metric], errors="coerce")
+            low, high = bootstrap_ci(values)
+            rows.append({**key, "metric": metric, "n": int(values.notna().sum()), "mean": float(values.mean()),
+                         "ci_low": low, "ci_high": high})
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------ who was alive when
+def annotate(events: pd.DataFrame, players: pd.DataFrame) -> pd.DataFrame:
+    """Events with the actor's and target's role/side/spec and, for each event, how many players and how
+    many werewolves were alive just before it (from the death and elimination events)."""
+    p = players[["game_id", "seat", "role", "spec"]]
+    ev = events[events["game_id"].isin(set(p["game_id"]))].sort_values(["game_id", "seq"]).copy()
+    ev = ev.merge(p.rename(columns={"seat": "actor", "role": "role", "spec": "spec"}), on=["game_id", "actor"],
+                  how="left")
+    ev = ev.merge(p[["game_id", "seat", "role"]].rename(columns={"seat": "target", "role": "target_role"}),
+                  on=["game_id", "target"], how="left")
+    ev["side"] = np.where(ev["role"].isna(), None, _side(ev["role"]))
+    ev["target_side"] = np.where(ev["target_role"].isna(), None, _side(ev["target_role"]))
+    died = ev["kind"].isin(["death", "elimination"]).astype(int)
+    wolf_died = died * (ev["target_role"] == "Werewolf").astype(int)
+    ev["_d"], ev["_w"] = died, wolf_died
+    dead_before = ev.groupby("game_id")["_d"].cumsum() - died
+    wolves_dead_before = ev.groupby("game_id")["_w"].cumsum() - wolf_died
+    size = players.groupby("game_id").size()
+    wolves = players[players["role"] == "Werewolf"].groupby("game_id").size().reindex(size.index, fill_value=0)
+    ev["alive"] = ev["game_id"].map(size).to_numpy() - dead_before.to_numpy()
+    ev["wolves_alive"] = ev["game_id"].map(wolves).to_numpy() - wolves_dead_before.to_numpy()
+    return ev.drop(columns=["_d", "_w"]).reset_index(drop=True)
+
+
+# ------------------------------------------------------------------ votes
+def votes(events: pd.DataFrame, players: pd.DataFrame) -> pd.DataFrame:
+    """One row per day ballot: voter's spec/role/side, ``round`` (``first`` or ``revote``), target, ``hit``
+    (the target is a werewolf) and ``chance`` (the share of werewolves among the candidates this voter
+    could pick: every other living player in a first round, the tied players other than the voter in a
+    revote)."""
+    ev = annotate(events, players)
+    v = ev[ev["kind"] == "vote"].copy()
+    v["round"] = np.where(v["phase"].astype(str) == "day_revote", "revote", "first")
+    v["hit"] = (v["target_role"] == "Werewolf").astype(int)
+    voter_wolf = (v["role"] == "Werewolf").astype(int)
+    v["chance"] = (v["wolves_alive"] - voter_wolf) / (v["alive"] - 1).clip(lower=1)
+    revote = v[v["round"] == "revote"]
+    if len(revote):
+        first = v[v["round"] == "first"]
+        counts = first.groupby(["game_id", "day", "target"]).size().rename("c").reset_index()
+        top = counts.groupby(["game_id", "day"])["c"].transform("max")
+        leaders = counts[counts["c"] == top].merge(
+            players[["game_id", "seat", "role"]].rename(columns={"seat": "target"}), on=["game_id", "target"])
+        leaders["wolf"] = (leaders["role"] == "Werewolf").astype(int)
+        cand = leaders.groupby(["game_id", "day"]).agg(n_cand=("target", "size"), wolves_cand=("wolf", "sum"))
+        leader_set = set(zip(leaders["game_id"], leaders["day"], leaders["target"]))
+        idx = revote.index
+        r = revote.join(cand, on=["game_id", "day"])
+        own = np.array([(g, d, a) in leader_set for g, d, a in zip(r["game_id"], r["day"], r["actor"])])
+        n_c = r["n_cand"].to_numpy(float) - own
+        w_c = r["wolves_cand"].to_numpy(float) - own * voter_wolf.loc[idx].to_numpy()
+        v.loc[idx, "chance"] = np.where(n_c > 0, w_c / np.maximum(n_c, 1), np.nan)
+    return v[["game_id", "seq", "day", "round", "actor", "spec", "role", "side", "target", "target_role",
+              "hit", "chance", "alive", "wolves_alive"]].reset_index(drop=True)
+
+
+def vote_accuracy(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None,
+                  side: str | None = "village") -> pd.DataFrame:
+    """Share of ballots cast on a werewolf by ``side``'s voters (default the village), with its chance
+    level, the lift over chance and cluster-bootstrap intervals for both (resampling games).
+
+    Formula: rate = Σ hits / Σ ballots; chance = Σ_b (wolves among ballot b's candidates / candidates) /
+    Σ ballots; lift = rate − chance. With ``by=["round"]`` first-round and revote ballots are separate.
+    Per voter over every day this is the Kaggle Game Arena harness's IRP (kaggle-environments,
+    ``envs/werewolf/eval/loaders.py``, ``GameResult.iterate_voting_mini_game``: 1 when a villager-team
+    vote targets a werewolf)."""
+    v = votes(events, players)
+    if side:
+        v = v[v["side"] == side]
+    return pd.DataFrame(_rate_rows(v, by, chance="chance"))
+
+
+def irp(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
+    """IRP, identification precision (Kaggle Game Arena werewolf harness): over every day ballot of a
+    village-side voter, the share that targets a werewolf; per ``spec`` by default, with chance and lift."""
+    return vote_accuracy(events, players, by or ["spec"])
+
+
+def vss(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
+    """VSS, voting success score (Kaggle Game Arena werewolf harness, ``iterate_voting_mini_game``): on the
+    days a werewolf was exiled, the share of village-side ballots cast for that werewolf; per ``spec`` by
+    default. Ballots of both rounds of such a day count, as the harness counts every vote of the day."""
+    v = votes(events, players)
+    v = v[v["side"] == "village"]
+    ev = annotate(events, players)
+    exiled = ev[(ev["kind"] == "elimination") & (ev["target_role"] == "Werewolf")][["game_id", "day", "target"]]
+    v = v.merge(exiled.rename(columns={"target": "exiled"}), on=["game_id", "day"])
+    v["hit"] = (v["target"] == v["exiled"]).astype(int)
+    return pd.DataFrame(_rate_rows(v, by or ["spec"]))
+
+
+def voting_success(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
+    """Share of voting days on which a werewolf was exiled: days with a wolf's elimination / days with a
+    vote (cluster bootstrap over games; a tie that eliminates nobody counts as a day without success)."""
+    days = events[events["kind"] == "vote"][["game_id", "day"]].drop_duplicates()
+    ev = annotate(events, players)
+    exiled = ev[ev["kind"] == "elimination"][["game_id", "day", "target_role"]]
+    days = days.merge(exiled, on=["game_id", "day"], how="left")
+    days["hit"] = (days["target_role"] == "Werewolf").astype(int)
+    return pd.DataFrame(_rate_rows(days, by))
+
+
+# ------------------------------------------------------------------ night actions
+def night_actions(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
+    """Night actions that can fail, each with a cluster-bootstrap interval and, where one exists, chance:
+
+    - ``seer_wolf_check_rate``: checks that found a werewolf; chance = living wolves / (living − 1).
+    - ``guard_save_rate``: nights the guard protected the wolves' actual target; chance = 1 / living.
+    - ``witch_save_needed``: saves of a victim the guard had not protected (the save changed the outcome).
+    - ``witch_poison_on_wolf``: poisons on a werewolf; chance = living wolves / (living − 1).
+    - ``witch_save_night`` / ``witch_poison_night``: the mean night a potion was used (timing; lower is
+      earlier), reported as a mean, not a rate.
+
+    (The old ``witch_save_correct`` could not fail: wolves can only target the village side.)"""
+    ev = annotate(events, players)
+    rows = []
+    checks = ev[ev["kind"] == "check"].copy()
+    checks["hit"] = (checks["target_role"] == "Werewolf").astype(int)
+    checks["chance"] = checks["wolves_alive"] / (checks["alive"] - 1).clip(lower=1)
+    rows += _rate_rows(checks, by, chance="chance", metric="seer_wolf_check_rate")
+
+    kills = ev[ev["kind"] == "kill"][["game_id", "day", "target"]].rename(columns={"target": "victim"})
+    protects = ev[ev["kind"] == "protect"].merge(kills, on=["game_id", "day"], how="inner")
+    protects["hit"] = (protects["target"] == protects["victim"]).astype(int)
+    protects["chance"] = 1.0 / protects["alive"].clip(lower=1)
+    rows += _rate_rows(protects, by, chance="chance", metric="guard_save_rate")
+
+    guarded = ev[ev["kind"] == "protect"][["game_id", "day", "target"]].rename(columns={"target": "guarded"})
+    saves = ev[ev["kind"] == "save"].merge(guarded, on=["game_id", "day"], how="left")
+    saves["hit"] = (saves["guarded"] != saves["target"]).astype(int)
+    rows += _rate_rows(saves, by, metric="witch_save_needed")
+
+    poisons = ev[ev["kind"] == "poison"].copy()
+    poisons["hit"] = (poisons["target_role"] == "Werewolf").astype(int)
+    poisons["chance"] = (poisons["wolves_alive"]) / (poisons["alive"] - 1).clip(lower=1)
+    rows += _rate_rows(poisons, by, chance="chance", metric="witch_poison_on_wolf")
+    table = pd.DataFrame(rows)
+    timing = []
+    for kind in ("save", "poison"):
+        used = ev[ev["kind"] == kind]
+        for key, g in groups(used, by):
+            m = cluster_mean(g["day"], g["game_id"])
+            timing.append({**key, "metric": f"witch_{kind}_night", "k": None, "n": m["n"], "n_games": m["n_games"],
+                           "rate": m["mean"], "ci_low": m["ci_low"], "ci_high": m["ci_high"]})
+    return pd.concat([table, pd.DataFrame(timing)], ignore_index=True) if timing else table

@@ -1,0 +1,301 @@
+"""Model ratings that separate side and model.
+
+``ratings`` fits a Bradley–Terry model in its logistic form to every decided game:
+
+    logit P(village wins game g) = h + Σ_m v_gm · s_m(village) − Σ_m w_gm · s_m(werewolves)
+
+where v_gm / w_gm are the shares of the village / werewolf seats that model m holds in game g, h is the
+side term (the village's advantage between equal teams) and s_m the model's strength — one per model
+(``by_side=False``, the same strength on both sides) or one as villager and one as wolf (``by_side=True``).
+The strengths of each side sum to zero (so h is the advantage of the village between average teams), and a
+weak normal prior (sd ``prior_sd`` on the logit scale) keeps estimates finite when a split is perfect.
+Intervals: percentile bootstrap over games (seeded), widened to at least the curvature (Laplace) interval
+of the fit, so a perfect split never gives a zero-width interval; ``separation`` says which pairs of models
+the data can and cannot tell apart. Model and source: Bradley & Terry (1952) with an intercept for the
+side, as in logistic-regression team ratings; the side-aware split follows the per-role ratings of the
+Kaggle Game Arena werewolf harness (kaggle-environments, ``envs/werewolf/eval/metrics.py``).
+
+``elo`` is the sequential Elo the harnesses publish (Kaggle Game Arena werewolf: start 1200), per side;
+``openskill_ratings`` uses the ``openskill`` library (Plackett–Luce) when it is installed.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from toolkit.analysis.intervals import Z95, cluster_draws
+
+SIDES = ("village", "werewolves")
+
+
+@dataclass
+class Design:
+    X: np.ndarray  # (games, 1 + parameters): column 0 is the side term
+    y: np.ndarray  # 1 when the village won
+    names: list[tuple[str, str]]  # (spec, side) per strength column; side "overall" when not by side
+    game_ids: np.ndarray
+    n_games: dict[tuple[str, str], int]
+
+
+def design(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True) -> Design:
+    """The logistic design matrix of the decided games (draws and errors are left out)."""
+    decided = games[games["winner"].isin(SIDES)][["game_id", "winner"]]
+    seats = players[["game_id", "side", "spec"]].merge(decided, on="game_id")
+    share = seats.groupby(["game_id", "side", "spec"]).size() / seats.groupby(["game_id", "side"]).size()
+    share = share.rename("share").reset_index()
+    game_ids = np.array(sorted(set(seats["game_id"])))
+    specs = sorted(set(seats["spec"]))
+    if by_side:
+        names = [(s, side) for side in SIDES for s in specs]
+        share["col"] = [(s, side) for s, side in zip(share["spec"], share["side"])]
+        share["sign"] = np.where(share["side"] == "village", 1.0, -1.0)
+    else:
+        names = [(s, "overall") for s in specs]
+        share["col"] = [(s, "overall") for s in share["spec"]]
+        share["sign"] = np.where(share["side"] == "village", 1.0, -1.0)
+    col = {n: i + 1 for i, n in enumerate(names)}
+    row = {g: i for i, g in enumerate(game_ids)}
+    X = np.zeros((len(game_ids), len(names) + 1))
+    X[:, 0] = 1.0
+    np.add.at(X, (share["game_id"].map(row).to_numpy(), share["col"].map(col).to_numpy()),
+              share["sign"].to_numpy() * share["share"].to_numpy())
+    winner = decided.set_index("game_id")["winner"]
+    y = (winner.reindex(game_ids) == "village").to_numpy(float)
+    present = share.groupby("col")["game_id"].nunique()
+    return Design(X, y, names, game_ids, {n: int(present.get(n, 0)) for n in names})
+
+
+def constraints(d: Design) -> np.ndarray:
+    """(parameters, free parameters) map T with β = T·θ: the strengths of the models present on each side
+    sum to zero (the side term absorbs their mean, which is what makes it identifiable); absent models
+    stay at 0."""
+    cols = [np.eye(1, len(d.names) + 1, 0)[0]]
+    for side in dict.fromkeys(s for _, s in d.names):
+        present = [i + 1 for i, n in enumerate(d.names) if n[1] == side and d.n_games[n] > 0]
+        for j in present[:-1]:
+            c = np.zeros(len(d.names) + 1)
+            c[j], c[present[-1]] = 1.0, -1.0
+            cols.append(c)
+    return np.array(cols).T
+
+
+def fit(X: np.ndarray, y: np.ndarray, weights: np.ndarray, prior_sd: float = 3.0, iters: int = 50,
+        T: np.ndarray | None = None) -> np.ndarray:
+    """Penalised logistic regression for many weight vectors at once (Newton's method, batched):
+    ``weights`` is (replicates, games); returns (replicates, parameters) in the full parametrisation
+    β = T·θ. The side term (column 0) gets a very weak prior, strengths a normal prior of sd ``prior_sd``."""
+    T = np.eye(X.shape[1]) if T is None else T
+    # Identical design rows are merged first (a tournament repeats few team line-ups), so each Newton step
+    # costs replicates × distinct rows, not replicates × games.
+    rows, inverse = np.unique(np.column_stack([X, y]), axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    Zu, yu = rows[:, :-1] @ T, rows[:, -1]
+    Wu = np.zeros((weights.shape[0], len(rows)))
+    np.add.at(Wu.T, inverse, weights.T)
+    P = T.T @ np.diag(_prior(X.shape[1], prior_sd)) @ T
+    theta = np.zeros((weights.shape[0], T.shape[1]))
+    for _ in range(iters):
+        mu = 1.0 / (1.0 + np.exp(-(theta @ Zu.T)))
+        grad = (Wu * (yu - mu)) @ Zu - theta @ P
+        s = Wu * mu * (1 - mu)
+        H = np.einsum("bu,ui,uj->bij", s, Zu, Zu) + P
+        step = np.linalg.solve(H, grad[..., None])[..., 0]
+        theta += step
+        if np.abs(step).max() < 1e-9:
+            break
+    return theta @ T.T
+
+
+def _prior(p: int, prior_sd: float) -> np.ndarray:
+    lam = np.full(p, 1.0 / prior_sd**2)
+    lam[0] = 1e-6
+    return lam
+
+
+def _laplace(X: np.ndarray, beta: np.ndarray, prior_sd: float, T: np.ndarray) -> np.ndarray:
+    """Covariance of β from the curvature of the penalised log-likelihood in the constrained space."""
+    mu = 1.0 / (1.0 + np.exp(-(X @ beta)))
+    Z = X @ T
+    H = (Z * (mu * (1 - mu))[:, None]).T @ Z + T.T @ np.diag(_prior(X.shape[1], prior_sd)) @ T
+    return T @ np.linalg.inv(H) @ T.T
+
+
+@dataclass
+class RatingFit:
+    design: Design
+    beta: np.ndarray  # point estimate
+    boots: np.ndarray  # (n_boot, parameters)
+    cov: np.ndarray  # inverse Hessian (Laplace)
+
+    def interval(self, contrast: np.ndarray) -> tuple[float, float, float]:
+        """Estimate and 95% interval of a linear combination of the parameters."""
+        est = float(contrast @ self.beta)
+        lo, hi = np.percentile(self.boots @ contrast, [2.5, 97.5]) if len(self.boots) else (est, est)
+        half = Z95 * float(np.sqrt(max(contrast @ self.cov @ contrast, 0.0)))
+        return est, float(min(lo, est - half)), float(max(hi, est + half))
+
+
+def fit_ratings(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True, n_boot: int = 200,
+                seed: int = 0, prior_sd: float = 3.0) -> RatingFit | None:
+    d = design(games, players, by_side)
+    if len(d.y) == 0:
+        return None
+    T = constraints(d)
+    beta = fit(d.X, d.y, np.ones((1, len(d.y))), prior_sd, T=T)[0]
+    boots = (fit(d.X, d.y, cluster_draws(len(d.y), n_boot, seed), prior_sd, T=T) if n_boot
+             else np.zeros((0, len(beta))))
+    return RatingFit(d, beta, boots, _laplace(d.X, beta, prior_sd, T))
+
+
+def ratings(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = False, n_boot: int = 200, seed: int = 0,
+            prior_sd: float = 3.0) -> pd.DataFrame:
+    """One row per model (``by_side=False``) or per model and side, plus a ``(side term)`` row: ``rating`` on
+    the logit scale (0 = the average model of that side), its interval and the decided games it played
+    (``n``). Positive is stronger; the side term is the village's advantage in logit units."""
+    f = fit_ratings(games, players, by_side, n_boot, seed, prior_sd)
+    cols = ["spec", "side", "rating", "ci_low", "ci_high", "n"]
+    if f is None:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for i, name in enumerate(f.design.names, start=1):
+        if not f.design.n_games[name]:
+            continue  # a model that never played this side has no rating on it
+        c = np.zeros(len(f.beta))
+        c[i] = 1.0
+        est, lo, hi = f.interval(c)
+        rows.append({"spec": name[0], "side": name[1], "rating": est, "ci_low": lo, "ci_high": hi,
+                     "n": f.design.n_games[name]})
+    c = np.zeros(len(f.beta))
+    c[0] = 1.0
+    est, lo, hi = f.interval(c)
+    out = pd.DataFrame(rows).sort_values(["side", "rating"], ascending=[True, False])
+    side = pd.DataFrame([{"spec": "(side term)", "side": "village advantage", "rating": est, "ci_low": lo,
+                          "ci_high": hi, "n": len(f.design.y)}])
+    return pd.concat([out, side], ignore_index=True)[cols]
+
+
+def separation(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True, n_boot: int = 200,
+               seed: int = 0, prior_sd: float = 3.0) -> pd.DataFrame:
+    """For every pair of models (per side): the rating difference, its interval and a verdict —
+    ``A > B`` when the interval excludes 0, else ``cannot separate``; ``n_a``/``n_b`` are the decided games
+    each played on that side."""
+    f = fit_ratings(games, players, by_side, n_boot, seed, prior_sd)
+    if f is None:
+        return pd.DataFrame(columns=["side", "a", "b", "diff", "ci_low", "ci_high", "verdict", "n_a", "n_b"])
+    rows = []
+    index = {n: i for i, n in enumerate(f.design.names, start=1)}
+    for side in sorted({s for _, s in f.design.names}):
+        specs = [m for m, s in f.design.names if s == side and f.design.n_games[(m, s)] > 0]
+        for a, b in itertools.combinations(specs, 2):
+            c = np.zeros(len(f.beta))
+            c[index[(a, side)]], c[index[(b, side)]] = 1.0, -1.0
+            est, lo, hi = f.interval(c)
+            if est < 0:
+                a, b, est, lo, hi = b, a, -est, -hi, -lo
+            verdict = f"{a} > {b}" if lo > 0 else "cannot separate"
+            rows.append({"side": side, "a": a, "b": b, "diff": est, "ci_low": lo, "ci_high": hi,
+                         "verdict": verdict, "n_a": f.design.n_games[(a, side)], "n_b": f.design.n_games[(b, side)]})
+    return pd.DataFrame(rows, columns=["side", "a", "b", "diff", "ci_low", "ci_high", "verdict", "n_a", "n_b"])
+
+
+# ------------------------------------------------------------------ Elo and OpenSkill
+def _teams(games: pd.DataFrame, players: pd.DataFrame) -> list[tuple[str, dict, dict]]:
+    decided = games[games["winner"].isin(SIDES)]
+    order = decided.sort_values([c for c in ("seed", "game_id") if c in decided.columns])
+    share = (players.groupby(["game_id", "side", "spec"]).size()
+             / players.groupby(["game_id", "side"]).size()).rename("share").reset_index()
+    teams: dict[str, dict[str, dict[str, float]]] = {}
+    for g, side, spec, s in share.itertuples(index=False):
+        teams.setdefault(g, {}).setdefault(side, {})[spec] = s
+    return [(w, teams[g].get("village", {}), teams[g].get("werewolves", {}))
+            for g, w in zip(order["game_id"], order["winner"]) if g in teams]
+
+
+def _elo_pass(seq, by_side: bool, k: float, start: float) -> dict[tuple[str, str], float]:
+    r: dict[tuple[str, str], float] = {}
+    for winner, village, wolves in seq:
+        kv = {(m, "village" if by_side else "overall"): s for m, s in village.items()}
+        kw = {(m, "werewolves" if by_side else "overall"): s for m, s in wolves.items()}
+        rv = sum(r.get(n, start) * s for n, s in kv.items())
+        rw = sum(r.get(n, start) * s for n, s in kw.items())
+        delta = k * ((winner == "village") - 1.0 / (1.0 + 10 ** ((rw - rv) / 400.0)))
+        for n, s in kv.items():
+            r[n] = r.get(n, start) + delta * s
+        for n, s in kw.items():
+            r[n] = r.get(n, start) - delta * s
+    return r
+
+
+def elo(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True, k: float = 32.0, start: float = 1200.0,
+        n_boot: int = 100, seed: int = 0) -> pd.DataFrame:
+    """Elo as the werewolf harnesses publish it: start 1200, one update per decided game (in seed order),
+    the village team's rating the seat-share-weighted mean of its models' ratings, each model's change its
+    seat share of K·(result − expected). ``by_side`` keeps separate ratings as villager and as wolf (the
+    side advantage then shows up as a gap between the two pools). Elo depends on the order of the games, so
+    ``elo`` is the median over bootstrap replicates (games resampled, each replicate in a shuffled order) with
+    their 2.5–97.5 percentiles as the interval; ``elo_seed_order`` is the single pass in seed order."""
+    seq = _teams(games, players)
+    point = _elo_pass(seq, by_side, k, start)
+    played = _played(seq, by_side)
+    rng = np.random.default_rng(seed)
+    boots = [_elo_pass([seq[i] for i in rng.integers(0, len(seq), len(seq))], by_side, k, start)
+             for _ in range(n_boot)] if seq else []
+    rows = []
+    for name, value in sorted(point.items(), key=lambda kv: (kv[0][1], -kv[1])):
+        draws = [b.get(name, start) for b in boots]
+        mid, lo, hi = (np.percentile(draws, [50, 2.5, 97.5]) if draws else (value, value, value))
+        rows.append({"spec": name[0], "side": name[1], "elo": float(mid), "ci_low": float(lo), "ci_high": float(hi),
+                     "elo_seed_order": value, "n": played[name]})
+    out = pd.DataFrame(rows, columns=["spec", "side", "elo", "ci_low", "ci_high", "elo_seed_order", "n"])
+    return out.sort_values(["side", "elo"], ascending=[True, False]).reset_index(drop=True)
+
+
+def _played(seq, by_side: bool) -> dict[tuple[str, str], int]:
+    """Decided games each (model, side) took part in."""
+    n: dict[tuple[str, str], int] = {}
+    for _, village, wolves in seq:
+        names = {(m, "village" if by_side else "overall") for m in village}
+        names |= {(m, "werewolves" if by_side else "overall") for m in wolves}
+        for name in names:
+            n[name] = n.get(name, 0) + 1
+    return n
+
+
+def openskill_ratings(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True) -> pd.DataFrame:
+    """OpenSkill (Plackett–Luce, the ``openskill`` library; ``pip install openskill``) over decided games in
+    seed order: each side is a team of its models (per side: ``spec`` as villager and as wolf are separate
+    players). Without ``by_side``, games where one model holds seats on both sides are skipped (a player
+    cannot be on both teams). ``ordinal`` = mu − 3·sigma; the interval is mu ± 1.96·sigma."""
+    try:
+        from openskill.models import PlackettLuce
+    except ImportError as exc:  # an optional extra
+        raise ImportError("openskill_ratings needs the openskill package: pip install 'openskill>=6'") from exc
+    model = PlackettLuce()
+    table: dict[tuple[str, str], object] = {}
+    played: dict[tuple[str, str], int] = {}
+
+    def rating(name):
+        if name not in table:
+            table[name] = model.rating(name=f"{name[0]}|{name[1]}")
+        return table[name]
+
+    for winner, village, wolves in _teams(games, players):
+        tv = [(m, "village" if by_side else "overall") for m in village]
+        tw = [(m, "werewolves" if by_side else "overall") for m in wolves]
+        if set(tv) & set(tw):
+            continue
+        new = model.rate([[rating(n) for n in tv], [rating(n) for n in tw]],
+                         ranks=[0, 1] if winner == "village" else [1, 0])
+        for names, team in ((tv, new[0]), (tw, new[1])):
+            for n, r in zip(names, team):
+                table[n] = r
+                played[n] = played.get(n, 0) + 1
+    rows = [{"spec": n[0], "side": n[1], "mu": r.mu, "sigma": r.sigma, "ordinal": r.mu - 3 * r.sigma,
+             "ci_low": r.mu - Z95 * r.sigma, "ci_high": r.mu + Z95 * r.sigma, "n": played.get(n, 0)}
+            for n, r in table.items()]
+    out = pd.DataFrame(rows, columns=["spec", "side", "mu", "sigma", "ordinal", "ci_low", "ci_high", "n"])
+    return out.sort_values(["side", "mu"], ascending=[True, False]).reset_index(drop=True)
