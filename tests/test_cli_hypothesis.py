@@ -7,7 +7,7 @@ back ends are replaced by test doubles that only record that they were reached, 
 seconds and the property is about what happens before them: a sweep's papermill kernels
 (``toolkit.sweep.run_sweep``; tests/test_sweep.py runs them for real), the report's plots
 (``toolkit.report.write_report``; tests/test_results_loading.py runs it) and an engineer session
-(``toolkit.agent.loop.Agent.run_session``; tests/test_agent_loop.py runs it)."""
+(``toolkit.agent.session.Session.run``; tests/test_agent_loop.py runs it)."""
 
 import contextlib
 import io
@@ -139,7 +139,7 @@ def workdir(tmp_path, monkeypatch):
     async def session(self, *a, **k):
         raise KeyboardInterrupt  # reached: stop here (the CLI reports it as "interrupted", exit 130)
 
-    monkeypatch.setattr("toolkit.agent.loop.Agent.run_session", session)
+    monkeypatch.setattr("toolkit.agent.session.Session.run", session)
     return tmp_path, game, reached
 
 
