@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 import toolkit
 from toolkit.llm import Call
 from toolkit.llm.model import now
-from toolkit.secrets import Redactor
+from toolkit.secrets import Redactor, redact_obj
 from toolkit.tables import TABLES
 
 def redact(text: str, key: str | None = None) -> str:
@@ -54,12 +54,15 @@ class Run:
         self.folder = Path(results_dir) / self.run_id
         self.folder.mkdir(parents=True, exist_ok=True)
         self._files: dict[str, Any] = {}
-        self._redact = Redactor()  # the environment's secrets, read once for every row of this run
+        # The environment's secret values (read once), OpenAI key shapes and URL credentials, in every row; the
+        # run's config gets every key shape (other untrusted text is redacted where it enters: tool outputs).
+        self._redact = Redactor(shapes=("sk-",))
+        config = redact_obj(config or {})
         self._listeners: list[Any] = []
         self.closed = False
         self.write("runs", {"run_id": self.run_id, "experiment": experiment, "started_at": now(),
                             "git_sha": git_sha(), "toolkit_version": toolkit.__version__,
-                            "config": json.dumps(config or {}, default=str), "seed": seed})
+                            "config": json.dumps(config, default=str), "seed": seed})
 
     def write(self, table: str, row: dict[str, Any]) -> None:
         if table not in TABLES:

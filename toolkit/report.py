@@ -30,13 +30,6 @@ def markdown_table(df: pd.DataFrame, floats: str = "{:.3f}") -> str:
 
 
 # Kept for toolkit.widgets (ResultsExplorer); the report itself finds conditions with analysis.conditions.
-PARAMS = ["preset", "model", "wolf_model", "village_model", "reflection", "experience", "temperature"]
-
-
-def varying(df: pd.DataFrame, candidates: list[str]) -> list[str]:
-    return [c for c in candidates if c in df.columns and df[c].astype(str).nunique() > 1]
-
-
 def tokens_estimated(tables: Results) -> bool:
     """True when any token count comes from an estimate (offline players, providers without usage)."""
     calls = tables.calls

@@ -82,20 +82,24 @@ KEY_SHAPE_PREFIXES = ("sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat
 
 class Redactor:
     """``redact`` for a stream of records: the environment's secret values are read once (the record layer
-    masks every row it writes, thousands a second)."""
+    masks every row it writes, thousands a second). ``shapes``: which key shapes to look for in every text —
+    all of them (``KEY_SHAPE_PREFIXES``), or only OpenAI's ``sk-`` for the record layer's rows, whose
+    untrusted text (tool outputs, trajectories, run configs) is fully redacted where it enters; each extra
+    prefix is one more scan of every row."""
 
-    def __init__(self, environ: Mapping[str, str] | None = None):
+    def __init__(self, environ: Mapping[str, str] | None = None, shapes: tuple[str, ...] = KEY_SHAPE_PREFIXES):
         values = secret_values(environ)
         self.forms = [(form, f"[redacted {values[v]}]") for v in sorted(values, key=len, reverse=True)
                       for form in {v, json.dumps(v)[1:-1]}]
+        self.shapes = shapes
 
     def __call__(self, text: str) -> str:
         for form, label in self.forms:
             if form in text:
                 text = text.replace(form, label)
-        if any(prefix in text for prefix in KEY_SHAPE_PREFIXES):
+        if any(prefix in text for prefix in self.shapes):
             text = KEY_SHAPES.sub("[redacted key]", text)
-        return mask_url_credentials(text)
+        return mask_url_credentials(text) if "@" in text else text
 
 
 def redact(text: str, environ: Mapping[str, str] | None = None) -> str:

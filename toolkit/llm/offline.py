@@ -54,7 +54,10 @@ def sample_from_schema(schema: dict[str, Any], rng: random.Random, root: dict[st
         props = schema.get("properties", {})
         return {k: sample_from_schema(v, rng, root) for k, v in props.items()}
     if kind == "array":
-        return [sample_from_schema(schema.get("items", {}), rng, root) for _ in range(rng.randint(0, 2))]
+        if "prefixItems" in schema:  # a fixed list: one item per position
+            return [sample_from_schema(item, rng, root) for item in schema["prefixItems"]]
+        low, high = schema.get("minItems", 0), schema.get("maxItems", max(2, schema.get("minItems", 0)))
+        return [sample_from_schema(schema.get("items", {}), rng, root) for _ in range(rng.randint(low, high))]
     if kind == "integer":
         return rng.randint(schema.get("minimum", 0), schema.get("maximum", 10))
     if kind == "number":

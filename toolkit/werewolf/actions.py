@@ -64,8 +64,25 @@ def reflection_model(about: tuple[str, ...], roles: tuple[str, ...]) -> type[Ref
                              + (f"; missing {lacking}" if lacking else "") + (f"; repeated {twice}" if twice else ""))
         return value
 
-    return create_model("Reflection", __base__=Reflection, beliefs=(list[belief], ...),
-                        __validators__={"covers_every_seat": model_validator(mode="after")(covers_every_seat)})
+    def one_per_seat_in_the_schema(schema: dict[str, Any]) -> None:
+        # The schema a model is shown lists one belief per seat, in seat order (a constrained decoder and the
+        # random player then give a valid answer by construction); validation accepts any order.
+        schema["properties"]["beliefs"] = {
+            "type": "array", "minItems": len(about), "maxItems": len(about),
+            "description": "one per other living player",
+            "prefixItems": [{"type": "object", "required": ["about", "role", "confidence"], "properties": {
+                "about": {"const": seat}, "role": {"enum": list(roles)},
+                "confidence": {"type": "number", "minimum": 0.0, "maximum": 1.0}}} for seat in about]}
+        schema.pop("$defs", None)
+
+    checked = create_model("Reflection", __base__=Reflection, beliefs=(list[belief], ...),
+                           __validators__={"covers_every_seat": model_validator(mode="after")(covers_every_seat)})
+
+    class Reflection_(checked):  # noqa: N801  (the schema's title stays "Reflection")
+        model_config = ConfigDict(populate_by_name=True, title="Reflection",
+                                  json_schema_extra=one_per_seat_in_the_schema)
+
+    return Reflection_
 
 
 def belief_rows(value: Reflection, **context: Any) -> list[dict[str, Any]]:

@@ -334,7 +334,8 @@ class GameRunner:
         return {"preset": self.preset.model_dump(), "seed": self.config.seed, "roles": self.game.roles,
                 "recent": self.config.recent, "temperature": self.config.temperature, "reflect": self.config.reflect,
                 "seats": {s: {"spec": p.config.spec, "reflection": p.config.reflection,
-                              "experience": p.config.experience} for s, p in self.players.items()}}
+                              "experience": p.config.experience, "strategy": p.config.strategy}
+                          for s, p in self.players.items()}}
 
 
 def _scripted_roles(models: Any) -> dict[str, str] | None:

@@ -54,7 +54,8 @@ async def replay_game(results_dir: str | Path, game_id: str, run: Run | None = N
                 model: str | None = None, on_event=None) -> tuple[GameResult, list[tuple]]:
     """Returns the new game's result and the recorded events (to compare with)."""
     config, recorded = recorded_game(results_dir, game_id)
-    seats = {s: SeatConfig(spec=c["spec"], reflection=c["reflection"], experience=c["experience"])
+    seats = {s: SeatConfig(spec=c["spec"], reflection=c["reflection"], experience=c["experience"],
+                           strategy=c.get("strategy"))
              for s, c in config["seats"].items()}
     game_config = GameConfig(preset=Preset.model_validate(config["preset"]), seed=config["seed"],
                              roles=config["roles"], seats=seats, recent=config["recent"],

@@ -14,13 +14,11 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 from toolkit.werewolf.preset import SPECIAL_ROLES, Preset
 from toolkit.werewolf.speech import clean_speech
 
 PUBLIC, WOLVES, MODERATOR = "public", "werewolves", "moderator"
-NIGHT_ACTIONS = ("protect", "hunt", "verify", "save", "poison")
 
 
 class IllegalMove(ValueError):
@@ -85,6 +83,7 @@ class Game:
         self.night = Night()
         self.speech_queue: list[str] = []
         self.last_speaker: str | None = None
+        self.first_speaker: str | None = None  # who opened the last day's speeches
         self.votes: dict[str, str] = {}
         self.vote_candidates: tuple[str, ...] = ()
         self.eliminated_today: str | None = None
@@ -276,10 +275,13 @@ class Game:
 
     def _open_speeches(self) -> None:
         order = [s for s in self.seats if s in self.alive]
-        if self.preset.speech_order == "rotate" and self.last_speaker is not None:
-            start = self.seats.index(self.last_speaker) + 1
+        if self.preset.speech_order == "rotate" and self.first_speaker is not None:
+            # each day opens one seat later than the day before (every living seat speaks, so starting after
+            # the day's last speaker would wrap round to the same first seat every day)
+            start = self.seats.index(self.first_speaker) + 1
             rotated = self.seats[start:] + self.seats[:start]
             order = [s for s in rotated if s in self.alive]
+        self.first_speaker = order[0] if order else None
         self.speech_queue = order
         self._emit("announcement", None, None,
                    f"Day {self.day}: the living players are {', '.join(self.alive)}. Speaking order: "
@@ -356,6 +358,3 @@ class Game:
               fallback: bool = False, phase: str | None = None) -> None:
         self.events.append(Event(len(self.events), self.day, phase or self.phase, kind, actor, target, text,
                                  visibility, fallback))
-
-    def snapshot(self) -> dict[str, Any]:
-        return {"day": self.day, "phase": self.phase, "alive": list(self.alive), "winner": self.winner}
