@@ -168,8 +168,6 @@ def test_two_bad_answers_fall_back_and_the_last_call_says_so(prompts, tmp_path):
     assert log.fallbacks == 1 and log.calls == 2
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: after the second bad answer Action.run still builds one more re-ask, "
-                   "so a fallback's ActionResult.messages ends with a prompt that was never sent")
 def test_a_fallbacks_messages_are_the_last_ones_sent(prompts, tmp_path):
     with Run(tmp_path / "res", "x") as run:
         result = run_action(scripted(tmp_path, ['{"target": "Player9"}', ""]), CallLog(run))

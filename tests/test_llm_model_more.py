@@ -271,8 +271,6 @@ def test_split_credentials_builds_a_basic_header_and_a_clean_url():
     assert split_credentials("http://127.0.0.1:9/v1") == ("http://127.0.0.1:9/v1", None)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: split_credentials rebuilds the netloc from hostname, dropping the "
-                   "brackets of an IPv6 host: http://u:p@[::1]:8000/v1 becomes http://::1:8000/v1")
 def test_split_credentials_keeps_an_ipv6_host():
     assert split_credentials("http://u:p@[::1]:8000/v1")[0] == "http://[::1]:8000/v1"
 

@@ -73,14 +73,18 @@ def test_a_run_masks_secrets_of_its_environment_as_it_starts(tmp_path, monkeypat
     monkeypatch.setenv("SERVICE_TOKEN", "tok-value-7777")
     with Run(tmp_path, "x") as run:
         monkeypatch.setenv("LATE_TOKEN", "late-value-8888")  # set after the run began: read once, at start
-        run.write("events", {"game_id": "g", "seq": 0, "text": "tok-value-7777 late-value-8888 ghp_"
-                             + "a" * 24})
-    text = load(tmp_path, complete_games=False).events.iloc[0]["text"]
-    assert text == "[redacted SERVICE_TOKEN] late-value-8888 [redacted key]"
+        text = "tok-value-7777 late-value-8888 ghp_" + "a" * 24
+        run.write("events", {"game_id": "g", "seq": 0, "text": text})
+        run.write("events", {"game_id": "g", "seq": 1, "text": "sk-" + "b" * 20})
+        run.write("sessions", {"session_id": "s", "task": text})
+    t = load(tmp_path, complete_games=False)
+    # every table: the environment's secret values (read once, at the start) and OpenAI's key shape; the
+    # per-decision tables (calls, events, beliefs) look for no other shape (documented: one scan per shape)
+    assert list(t.events["text"]) == ["[redacted SERVICE_TOKEN] late-value-8888 ghp_" + "a" * 24, "[redacted key]"]
+    # the other tables: every key shape
+    assert t.sessions.iloc[0]["task"] == "[redacted SERVICE_TOKEN] late-value-8888 [redacted key]"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: compact's pandas fallback writes an object column of mixed types "
-                   "(int and str) with pyarrow, which raises; Run.close() fails and later tables stay JSONL")
 def test_a_column_of_mixed_types_still_compacts(tmp_path):
     run = Run(tmp_path, "x")
     run.write("events", {"game_id": "g", "seq": 0, "target": 1})

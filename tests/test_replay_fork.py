@@ -117,8 +117,6 @@ def test_event_tuple_reads_events_and_table_rows_alike():
     assert event_tuple(event) == event_tuple(row) == tuple(row[k] if k != "actor" else None for k in EVENT_FIELDS)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: GameRunner.replay_config() records no seat strategy, so replay_game "
-                                       "rebuilds every seat with strategy=None (a fork then prompts differently)")
 def test_a_replay_keeps_each_seats_strategy(tmp_path):
     """A seat's strategy changes its prompts; a replay or a fork (a counterfactual of one variable) must keep it."""
     seats = {"Player1": SeatConfig(spec="heuristic", strategy="honest")}

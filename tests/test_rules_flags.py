@@ -202,9 +202,6 @@ def test_fixed_speech_order_is_seat_order_among_the_living_every_day():
                       "Player1, Player2, Player4, Player5, Player6."]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: speech_order=rotate never differs from fixed: each day's last "
-                                       "speaker is the highest living seat, so 'start after the last speaker' "
-                                       "always wraps to the lowest living seat (rules.py _open_speeches)")
 def test_rotate_starts_a_later_day_with_a_different_speaker():
     """DESIGN.md: players speak 'starting after the last speaker of the previous day' (rotate). With nobody dead,
     a rotating order must not open day 2 with the same speaker as day 1, or the flag changes nothing."""

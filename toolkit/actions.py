@@ -172,7 +172,7 @@ class Action:
                 log.write(call)
             if value is not None:
                 return ActionResult(value, messages=request.messages, calls=attempt + 1, call_id=call.call_id)
-            if call.completion is None:  # a transport failure: nothing for the model to learn from a re-ask
+            if call.completion is None or attempt == 1:  # a transport failure teaches the model nothing
                 break
             request = request.but(messages=[*request.messages, {"role": "assistant", "content": call.text},
                                             {"role": "user", "content": render("reask.j2", error=error)}])

@@ -44,6 +44,9 @@ def git_sha() -> str | None:
         return None
 
 
+HOT_TABLES = ("calls", "events", "beliefs")
+
+
 class Run:
     """One run's folder of tables. Use as a context manager, or call ``close()``."""
 
@@ -54,9 +57,11 @@ class Run:
         self.folder = Path(results_dir) / self.run_id
         self.folder.mkdir(parents=True, exist_ok=True)
         self._files: dict[str, Any] = {}
-        # The environment's secret values (read once), OpenAI key shapes and URL credentials, in every row; the
-        # run's config gets every key shape (other untrusted text is redacted where it enters: tool outputs).
-        self._redact = Redactor(shapes=("sk-",))
+        # The environment's secret values (read once), key shapes and URL credentials, in every row. The tables
+        # written for every decision of every game (calls, events, beliefs) are scanned for OpenAI's sk- shape
+        # only: each extra shape is one more scan of every row, and their untrusted text (tool outputs) is
+        # redacted with every shape where it enters (toolkit.agent.tools).
+        self._redact_all, self._redact_hot = Redactor(), Redactor(shapes=("sk-",))
         config = redact_obj(config or {})
         self._listeners: list[Any] = []
         self.closed = False
@@ -72,7 +77,8 @@ class Run:
         handle = self._files.get(table)
         if handle is None:
             handle = self._files[table] = open(self.folder / f"{table}.jsonl", "a", encoding="utf-8")
-        handle.write(self._redact(json.dumps(row, ensure_ascii=False, default=str)) + "\n")
+        redact = self._redact_hot if table in HOT_TABLES else self._redact_all
+        handle.write(redact(json.dumps(row, ensure_ascii=False, default=str)) + "\n")
         handle.flush()
         for listener in self._listeners:
             listener(table, row)
@@ -176,6 +182,17 @@ def frame(table: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
     return df
 
 
+def _typed(df: pd.DataFrame) -> pd.DataFrame:
+    """A column of mixed types (1 and "Player1") cannot go to Parquet as it is: its non-text values become
+    JSON text, so the value survives and the column is one type."""
+    for column in df.columns:
+        values = df[column].dropna()
+        if df[column].dtype == object and len({type(v) for v in values}) > 1:
+            df[column] = df[column].map(lambda v: v if v is None or isinstance(v, str) or v != v
+                                        else json.dumps(v, default=str))
+    return df
+
+
 def compact(folder: Path, table: str) -> None:
     """JSONL → Parquet, parsed by Arrow in blocks (no Python object per row: a big calls table stays small
     in memory). The JSONL is removed only once its Parquet is safely in place; a JSONL with damaged lines
@@ -196,7 +213,7 @@ def compact(folder: Path, table: str) -> None:
         for w in caught:
             damaged |= issubclass(w.category, DamagedLines)
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        frame(table, rows).to_parquet(tmp, index=False)
+        _typed(frame(table, rows)).to_parquet(tmp, index=False)
     os.replace(tmp, target)
     if damaged:
         os.replace(source, source.with_name(source.name + ".damaged"))

@@ -31,7 +31,13 @@ KEY_SHAPES = re.compile(
     r"|\bhf_[A-Za-z0-9]{20,}"
     r"|\bAIza[0-9A-Za-z_\-]{35}"
     r"|\bglpat-[A-Za-z0-9_\-]{20,}")
-URL_CREDENTIALS = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://)([^/\s:@'\"<>]+)(?::([^/\s@'\"<>]*))?@")
+# scheme://USERINFO@ where USERINFO runs to the last @ before the path (a user name may hold an @, the user may
+# be empty: redis://:pw@host); a password is what follows USERINFO's first colon.
+URL_CREDENTIALS = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://)([^/\s'\"<>]*)@")
+
+
+def _masked(m: re.Match) -> str:
+    return f"{m.group(1)}{MASK}{':' + MASK if ':' in m.group(2) else ''}@"
 SECRET_QUERY = re.compile(r"(?i)(key|token|secret|pass|password|sig|signature|auth)")
 MASK = "***"
 
@@ -61,8 +67,9 @@ def secret_values(environ: Mapping[str, str] | None = None) -> dict[str, str]:
         if is_secret_name(name) or KEY_SHAPES.search(value):
             found.setdefault(value, name)
         url = URL_CREDENTIALS.search(value)
-        if url and url.group(3):  # a password inside a URL held by any variable
-            found.setdefault(url.group(3), name)
+        password = url.group(2).partition(":")[2] if url else ""
+        if password:  # a password inside a URL held by any variable
+            found.setdefault(password, name)
     for value in _extra:
         found.setdefault(value, "registered")
     return found
@@ -72,7 +79,7 @@ def mask_url_credentials(text: str) -> str:
     """Every ``scheme://user:password@`` in ``text`` → ``scheme://***:***@``."""
     if "@" not in text or "://" not in text:
         return text
-    return URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{MASK}{':' + MASK if m.group(3) is not None else ''}@", text)
+    return URL_CREDENTIALS.sub(_masked, text)
 
 
 # Substrings one of KEY_SHAPES starts with: a text with none of them cannot match (a cheap test first).
@@ -113,7 +120,7 @@ def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
             if form in text:
                 text = text.replace(form, label)
     text = KEY_SHAPES.sub("[redacted key]", text)
-    return URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{MASK}{':' + MASK if m.group(3) is not None else ''}@", text)
+    return URL_CREDENTIALS.sub(_masked, text)
 
 
 def redact_obj(obj: Any, environ: Mapping[str, str] | None = None) -> Any:

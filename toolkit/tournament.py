@@ -231,10 +231,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file")
+    parser.add_argument("file", help="a tournament YAML file (models, presets, design; see "
+                        "experiments/tournaments/example.yaml)")
     parser.add_argument("--plan", action="store_true", help="print the schedule's balance and size; run nothing")
-    parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--executor", choices=["local", "dask"], default="local")
+    parser.add_argument("--workers", type=int, default=1, help="cells run at once (default: 1)")
+    parser.add_argument("--executor", choices=["local", "dask"], default="local",
+                        help="local processes (default) or a Dask cluster")
     parser.add_argument("--scheduler", help="a dask scheduler address (default: a LocalCluster)")
     parser.add_argument("--results", default="results", help="results root; cells go to RESULTS/<name>/<cell>/")
     parser.add_argument("--export", metavar="DIR", help="afterwards, write the complete games' tables (no calls) "

@@ -44,9 +44,10 @@ def sample_from_schema(schema: dict[str, Any], rng: random.Random, root: dict[st
         return rng.choice(schema["enum"])
     if "const" in schema:
         return schema["const"]
-    if "anyOf" in schema:
+    if "anyOf" in schema or "oneOf" in schema:
         # Uniform over the legal values, null (a pass) included: an option weighs as many values as it allows.
-        options = [root.get("$defs", {})[s["$ref"].rsplit("/", 1)[-1]] if "$ref" in s else s for s in schema["anyOf"]]
+        options = [root.get("$defs", {})[s["$ref"].rsplit("/", 1)[-1]] if "$ref" in s else s
+                   for s in schema.get("anyOf") or schema["oneOf"]]
         weights = [len(s["enum"]) if "enum" in s else 1 for s in options]
         return sample_from_schema(rng.choices(options, weights)[0], rng, root)
     kind = schema.get("type", "string")
@@ -58,10 +59,12 @@ def sample_from_schema(schema: dict[str, Any], rng: random.Random, root: dict[st
             return [sample_from_schema(item, rng, root) for item in schema["prefixItems"]]
         low, high = schema.get("minItems", 0), schema.get("maxItems", max(2, schema.get("minItems", 0)))
         return [sample_from_schema(schema.get("items", {}), rng, root) for _ in range(rng.randint(low, high))]
-    if kind == "integer":
-        return rng.randint(schema.get("minimum", 0), schema.get("maximum", 10))
-    if kind == "number":
-        return rng.uniform(schema.get("minimum", 0.0), schema.get("maximum", 1.0))
+    if kind in ("integer", "number"):  # a missing bound is taken 10 (or 1.0) away from the given one
+        span = 10 if kind == "integer" else 1.0
+        low, high = schema.get("minimum"), schema.get("maximum")
+        low = low if low is not None else (high - span if high is not None else 0)
+        high = high if high is not None else low + span
+        return rng.randint(int(low), int(high)) if kind == "integer" else rng.uniform(low, high)
     if kind == "boolean":
         return rng.random() < 0.5
     if kind == "null":

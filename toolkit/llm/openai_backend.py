@@ -92,7 +92,7 @@ def split_credentials(url: str) -> tuple[str, dict[str, str] | None]:
     parts = urlsplit(url)
     if parts.username is None and parts.password is None:
         return url, None
-    netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
+    netloc = parts.netloc.rsplit("@", 1)[1]  # the host as written (IPv6 brackets kept)
     token = base64.b64encode(f"{unquote(parts.username or '')}:{unquote(parts.password or '')}".encode()).decode()
     return urlunsplit(parts._replace(netloc=netloc)), {"Authorization": f"Basic {token}"}
 
