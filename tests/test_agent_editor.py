@@ -263,8 +263,6 @@ def test_an_edit_is_a_splice_of_the_line_list(tmp_path_factory, lines, span, new
         assert (ws.root / "f.txt").read_text() == "\n".join(expected) + "\n"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: edits split lines with str.splitlines and rejoin them with \\n, so "
-                                       "CRLF endings and form feeds in lines the edit does not touch are rewritten")
 @pytest.mark.parametrize("original,edited", [
     (b"one\r\ntwo\r\nthree\r\n", b"one\r\nTWO\r\nthree\r\n"),
     (b"one\ntwo\nthree\x0cpage\n", b"one\nTWO\nthree\x0cpage\n"),

@@ -308,8 +308,6 @@ def test_the_order_of_the_limits_stop_steps_clock_budget(tmp_path):
     assert asyncio.run(v.run()).ended_by == "wall_clock"  # the clock before the budget
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Session takes `max_steps or role.max_react_loop`, so max_steps=0 "
-                                       "(no step at all) silently becomes the role's 40")
 def test_max_steps_zero_means_no_step(tmp_path):
     result = asyncio.run(session(tmp_path, [END], max_steps=0).run())
     assert (result.ended_by, result.steps) == ("max_steps", 0)

@@ -171,9 +171,6 @@ def test_a_failing_channel_ends_the_session_as_error_recorded_not_raised(tmp_pat
     assert load(tmp_path / "res").sessions.iloc[0]["ended_by"] == "error"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Session.context calls workspace.rel on the open file, which raises "
-                                       "ValueError once the agent replaces that file with a link out of the "
-                                       "workspace; the step then dies and the session ends as 'error'")
 def test_an_open_file_swapped_for_a_link_out_does_not_end_the_session(tmp_path):
     outside = tmp_path / "outside.txt"
     outside.write_text("not yours")
@@ -244,8 +241,6 @@ def test_role_validation(tmp_path):
         RoleConfig(**{k: v for k, v in base.items() if k != "goal"}, tools=["Terminal"])
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: RoleConfig checks only the tool set before the dot, so a misspelt "
-                                       "method ('Editor.opn_file') silently gives the role no such tool")
 def test_a_misspelt_single_tool_is_an_error(tmp_path):
     with pytest.raises(ValueError, match="opn_file"):
         role = RoleConfig(name="M", profile="P", goal="g", instruction="agent/analyst_instruction.j2",
@@ -453,9 +448,6 @@ def test_tool_calls_rows(tmp_path, caplog):
     assert "tool broken failed" in caplog.text and "ZeroDivisionError" in caplog.text  # the traceback: the log
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (cosmetic): prompts/agent/tools.j2 adds '; ' and '.' after argument "
-                                       "descriptions that already end with a full stop, so the system prompt "
-                                       "reads 'the file.; limit: …' and 'words..'")
 def test_the_tool_listing_has_no_doubled_punctuation():
     listing = toolbox().describe()
     assert ".." not in listing and ".;" not in listing

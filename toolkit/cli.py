@@ -4,14 +4,32 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import sys
+import warnings
+from pathlib import Path
 from typing import Any
 
+import yaml
+
+from toolkit import tournament
+from toolkit.agent.human import StdinChannel
+from toolkit.agent.role import RoleConfig, load_role
+from toolkit.agent.session import Session
+from toolkit.agent.suite import TASKS_DIR, load_tasks, run_suite
+from toolkit.llm import parse_spec
+from toolkit.llm.local import main as local_main
 from toolkit.preflight import check_extra, check_spec, make_folder, mask_url, out_folder, results_folder
-from toolkit.schemas import FileError, did_you_mean, one_line, printable
+from toolkit.record import Run
+from toolkit.report import write_report
+from toolkit.schemas import FileError, did_you_mean, load_scripted, one_line, printable, read_yaml, validate
+from toolkit.sweep import load_sweep, run_sweep
 from toolkit.ui import transcript
-from toolkit.werewolf.preset import available_presets
+from toolkit.werewolf.experience import ExperiencePool
+from toolkit.werewolf.game import GameConfig, GameRunner
+from toolkit.werewolf.preset import available_presets, load_preset
+from toolkit.werewolf.replay import EVENT_FIELDS, event_tuple, recorded_game, replay_game
 from toolkit.werewolf.rules import PUBLIC, Event, Game
 
 
@@ -55,11 +73,6 @@ def _config(args: argparse.Namespace) -> dict[str, Any]:
 
 def check_play(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str] | None]:
     """Everything ``play`` needs, checked before anything is created. Returns (seats, roles)."""
-    import math
-
-    from toolkit.llm import parse_spec
-    from toolkit.schemas import load_scripted
-    from toolkit.werewolf.preset import load_preset
 
     preset = load_preset(args.preset)
     if args.max_days is not None and args.max_days < 1:
@@ -107,10 +120,6 @@ def unused_decisions(runner: Any) -> list[str]:
 
 
 def cmd_play(args: argparse.Namespace) -> int:
-    from toolkit.record import Run
-    from toolkit.werewolf.experience import ExperiencePool
-    from toolkit.werewolf.game import GameConfig, GameRunner
-
     seats, roles = check_play(args)
     make_folder(args.out)
     pool = ExperiencePool(os.path.join(args.out, "experience", "pool.jsonl")) if args.experience else None
@@ -130,9 +139,6 @@ def cmd_play(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from toolkit.record import Run
-    from toolkit.werewolf.replay import EVENT_FIELDS, event_tuple, recorded_game, replay_game
-
     results_folder(args.dir)
     if args.fork_at is not None:
         if args.fork_at < 0:
@@ -162,10 +168,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def _role(name: str) -> Any:
     """An agent role by name, or a role file checked like every other user file."""
-    from pathlib import Path
-
-    from toolkit.agent.role import RoleConfig, load_role
-    from toolkit.schemas import read_yaml, validate
 
     if Path(name).suffix:
         validate(RoleConfig, read_yaml(name, "role"), f"--role {name}", "role")
@@ -176,10 +178,6 @@ def _role(name: str) -> Any:
 
 
 def cmd_engineer(args: argparse.Namespace) -> int:
-    from toolkit.agent.human import StdinChannel
-    from toolkit.agent.session import Session
-    from toolkit.record import Run
-
     if not args.task.strip():
         raise FileError("--task is empty; say what the agent should do")
     out_folder(args.workspace, "--workspace")
@@ -200,10 +198,6 @@ def cmd_engineer(args: argparse.Namespace) -> int:
 
 
 def cmd_suite(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from toolkit.agent.suite import TASKS_DIR, load_tasks, run_suite
-    from toolkit.record import Run
 
     known = sorted(p.parent.name for p in TASKS_DIR.glob("*/task.yaml"))
     for name in args.task or []:
@@ -224,8 +218,6 @@ def cmd_suite(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from toolkit.sweep import load_sweep, run_sweep
-
     if args.workers < 1:
         raise FileError(f"--workers must be at least 1, got {args.workers}")
     if args.scheduler and args.executor != "dask":
@@ -256,8 +248,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from toolkit.report import write_report
-
     results_folder(args.dir)
     out_folder(args.out or args.dir)
     for path in write_report(args.dir, args.out):
@@ -276,7 +266,6 @@ EXAMPLES = """examples (tables go to git-ignored folders under results/):
   python -m toolkit report results/sweeps/examples                  PNGs and summary.md
   python -m toolkit engineer-suite --out results/suite              the offline engineer tasks
 A mistake in an option or a file is one line on stderr and exit code 2, before anything is written."""
-
 
 class Parser(argparse.ArgumentParser):
     """Usage errors in one line (with the subcommand), exit code 2."""
@@ -353,7 +342,6 @@ def build_parser() -> argparse.ArgumentParser:
                        help="results root; cells go to DIR/<sweep>/<cell>/ (default: results)")
     sweep.set_defaults(func=cmd_sweep)
 
-    from toolkit import tournament
 
     tour = sub.add_parser("tournament", help="plan and run a tournament file (role rotation, seat shuffling)")
     tournament.add_arguments(tour)
@@ -389,13 +377,9 @@ def _warning_line(message, category, filename, lineno, file=None, line=None) -> 
 def main(argv: list[str] | None = None) -> int:
     """Every user error (a bad option, file, folder, spec, a missing extra) is one line on stderr and exit
     code 2, before anything is created; a bug still shows its traceback."""
-    import warnings
-
-    import yaml
 
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["local-server"]:  # its own options: --port, --ctx, --threads, --parallel
-        from toolkit.llm.local import main as local_main
 
         return local_main(argv[1:])
     args = build_parser().parse_args(argv)

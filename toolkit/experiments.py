@@ -13,9 +13,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+import pandas as pd
+from tqdm.auto import tqdm
+
+from toolkit.agent.suite import load_tasks, run_task
 from toolkit.record import Run
 from toolkit.results import Results, load
 from toolkit.sync import run_sync
+from toolkit.werewolf.experience import ExperiencePool
+from toolkit.werewolf.game import GameConfig, play_games
+from toolkit.werewolf.preset import load_preset
+from toolkit.werewolf.rules import Game
 
 
 @contextmanager
@@ -40,8 +48,6 @@ def finished_seeds(results_dir: str | Path) -> set[int]:
 def seat_models(preset: str, seed: int, model: str, wolf_model: str | None, village_model: str | None,
                 seats: dict[str, str] | None) -> dict[str, str]:
     """Per-seat specs: a model per side (the seeded roles decide who is a wolf), then explicit seats."""
-    from toolkit.werewolf.preset import load_preset
-    from toolkit.werewolf.rules import Game
 
     out: dict[str, str] = {}
     if wolf_model or village_model:
@@ -57,9 +63,6 @@ def run_werewolf_cell(results_dir: str, preset: str = "classic7", n_games: int =
                       seats: dict[str, str] | None = None, reflection: bool = False, experience: bool = False,
                       temperature: float | None = None, concurrency: int = 16, experiment: str = "werewolf",
                       progress: bool = False) -> Results:
-    from toolkit.werewolf.experience import ExperiencePool
-    from toolkit.werewolf.game import GameConfig, play_games
-
     params = {k: v for k, v in locals().items() if k not in ("progress",)}
     with cell_lock(results_dir):
         done = finished_seeds(results_dir)
@@ -73,8 +76,6 @@ def run_werewolf_cell(results_dir: str, preset: str = "classic7", n_games: int =
                                   experience_pool=pool) for s in todo]
             bar = None
             if progress:
-                from tqdm.auto import tqdm
-
                 bar = tqdm(total=len(todo), desc="games")
             with Run(results_dir, experiment, config=params, seed=seed) as run:
                 run_sync(play_games(configs, run, concurrency=concurrency,
@@ -87,8 +88,6 @@ def run_werewolf_cell(results_dir: str, preset: str = "classic7", n_games: int =
 def run_engineer_cell(results_dir: str, tasks: list[str] | None = None, model: str = "scripted:{task}/good.yaml",
                       max_steps: int | None = None, experiment: str = "engineer",
                       environment: str | None = None) -> Results:
-    from toolkit.agent.suite import load_tasks, run_task
-
     params = dict(locals())
     with cell_lock(results_dir):
         existing = load(results_dir, complete_games=False).sessions if Path(results_dir).exists() else None
@@ -105,7 +104,6 @@ def run_engineer_cell(results_dir: str, tasks: list[str] | None = None, model: s
 
 def run_params(results: Results) -> "Any":
     """The games table with each run's parameters as columns (from the runs table's config)."""
-    import pandas as pd
 
     if results.runs.empty:
         return results.games

@@ -24,11 +24,14 @@ picks the behaviour, so one server serves every test:
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import random
 import socket
 import struct
+import subprocess
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -217,8 +220,6 @@ class FakeOpenAIServer:
 def serve_in_subprocess(seed: int = 0):
     """Start the test server in its own process (so its work does not share our GIL); returns
     ``(process, base_url)``. The caller terminates the process."""
-    import subprocess
-    import sys
 
     proc = subprocess.Popen([sys.executable, "-m", "toolkit.fake_server", "--seed", str(seed)],
                             stdout=subprocess.PIPE, text=True)
@@ -230,8 +231,6 @@ def serve_in_subprocess(seed: int = 0):
 
 
 if __name__ == "__main__":
-    import argparse
-
     parser = argparse.ArgumentParser(description="loopback OpenAI-compatible test server (not a model)")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--seed", type=int, default=0)

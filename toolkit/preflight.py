@@ -16,8 +16,10 @@ from urllib.parse import urlsplit
 import toolkit.results  # noqa: F401  (registers the replay spec)
 import toolkit.werewolf.game  # noqa: F401  (registers the heuristic and mixed specs)
 from toolkit.llm import PROVIDERS, get_model, known_specs, parse_spec
+from toolkit.results import run_folders
 from toolkit.schemas import FileError, load_scripted, one_line
 from toolkit.secrets import mask_url_credentials as mask_url
+
 
 def out_folder(path: str | os.PathLike, option: str = "--out") -> Path:
     """Refuse an output folder that is a file or sits under a file or an unwritable folder (nothing is
@@ -51,7 +53,6 @@ def make_folder(path: str | os.PathLike, option: str = "--out") -> Path:
 
 def results_folder(path: str | os.PathLike, what: str = "results folder") -> Path:
     """An existing folder that holds at least one run."""
-    from toolkit.results import run_folders
 
     p = Path(path)
     if not p.exists():

@@ -27,6 +27,7 @@ from toolkit.llm.model import now
 from toolkit.secrets import Redactor, redact_obj
 from toolkit.tables import TABLES
 
+
 def redact(text: str, key: str | None = None) -> str:
     """A log line with secrets masked (see ``toolkit.secrets``): the values of secrets in the environment,
     key shapes, credentials in URLs. ``key``: one more value to mask."""

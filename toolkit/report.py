@@ -8,6 +8,7 @@ estimated token counts are marked.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Callable
 
@@ -15,6 +16,7 @@ import pandas as pd
 
 from toolkit import analysis as A
 from toolkit import plots as P
+from toolkit.llm import parse_spec
 from toolkit.results import Results, load
 
 
@@ -35,7 +37,6 @@ def tokens_estimated(tables: Results) -> bool:
     calls = tables.calls
     if len(calls) and "usage_estimated" in calls.columns and calls["usage_estimated"].notna().any():
         return bool(calls["usage_estimated"].fillna(False).astype(bool).any())
-    from toolkit.llm import parse_spec
 
     specs = set(tables.players["spec"].dropna()) | set(tables.sessions["spec"].dropna())
     return any(parse_spec(str(s))[0] not in ("openai", "local") for s in specs)
@@ -44,7 +45,6 @@ def tokens_estimated(tables: Results) -> bool:
 def games_with_params(tables: Results) -> pd.DataFrame:
     """The games table with each run's parameters as columns (a parameter the games table already has,
     such as ``preset``, keeps the games table's value)."""
-    import json
 
     if tables.runs.empty:
         return tables.games.copy()

@@ -5,7 +5,6 @@ a failed cell is recorded with its error and does not stop the others, and the s
 ``summary.parquet`` and plots.
 
 Sweep file (YAML)::
-
     name: reflection-study
     notebook: experiments/werewolf.ipynb
     parameters: {preset: classic7, n_games: 50}     # fixed for every cell
@@ -15,10 +14,12 @@ Sweep file (YAML)::
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import itertools
 import json
 import re
+import signal
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -27,6 +28,13 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from tqdm.auto import tqdm
+
+from toolkit import analysis as A
+from toolkit import plots as P
+from toolkit.experiments import run_params
+from toolkit.results import load
+from toolkit.schemas import FileError, SweepFile, did_you_mean, load_file
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -57,9 +65,9 @@ def cell_id(chosen: dict[str, Any]) -> str:
 
 def notebook_parameters(notebook: Path) -> list[str] | None:
     """The names in the notebook's ``parameters`` cell (None where papermill cannot tell)."""
-    try:
-        import papermill
+    import papermill  # its Jupyter stack takes seconds to import: only sweeps need it, not every CLI command
 
+    try:
         return list(papermill.inspect_notebook(str(notebook)))
     except Exception:  # an unreadable notebook is reported when it runs; here we only check names
         return None
@@ -69,7 +77,6 @@ def load_sweep(path: str | Path, results_root: str | Path = "results") -> tuple[
     """The sweep's spec and cells. Raises ``FileError`` (one line) for anything wrong in the file: unknown
     keys, empty or malformed grids, a name that would leave the results root, parameters the notebook
     does not have, cells that would share a folder."""
-    from toolkit.schemas import FileError, SweepFile, did_you_mean, load_file
 
     sweep = load_file(path, SweepFile, "sweep")
     notebook = Path(sweep.notebook)
@@ -110,7 +117,7 @@ def load_sweep(path: str | Path, results_root: str | Path = "results") -> tuple[
 
 def execute_cell(cell: Cell) -> dict[str, Any]:
     """Run one cell's notebook with papermill (its kernel is a separate process). Never raises."""
-    import papermill
+    import papermill  # its Jupyter stack takes seconds to import: only sweeps need it, not every CLI command
 
     folder = Path(cell.folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -133,9 +140,6 @@ def execute_cell(cell: Cell) -> dict[str, Any]:
 def _die_with_parent() -> None:
     """Pool workers end when the sweep process is killed (Linux), instead of running on as orphans."""
     try:
-        import ctypes
-        import signal
-
         ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
@@ -143,8 +147,6 @@ def _die_with_parent() -> None:
 
 def run_sweep(path: str | Path, workers: int = 1, executor: str = "local", scheduler: str | None = None,
               results_root: str | Path = "results", progress: bool = True) -> pd.DataFrame:
-    from tqdm.auto import tqdm
-
     spec, cells = load_sweep(path, results_root)
     todo = [c for c in cells if not (Path(c.folder) / "DONE.json").exists()]
     statuses = [json.loads((Path(c.folder) / "DONE.json").read_text()) for c in cells if c not in todo]
@@ -173,10 +175,6 @@ def run_sweep(path: str | Path, workers: int = 1, executor: str = "local", sched
 
 
 def summarise(spec: dict[str, Any], cells: list[Cell], statuses: list[dict], folder: Path) -> pd.DataFrame:
-    from toolkit import analysis as A
-    from toolkit import plots as P
-    from toolkit.results import load
-
     by_id = {s["cell_id"]: s for s in statuses}
     rows = []
     for cell in cells:
@@ -203,8 +201,6 @@ def summarise(spec: dict[str, Any], cells: list[Cell], statuses: list[dict], fol
     everything = load(folder, complete_games=True)
     grid_keys = list(spec["grid"])
     if len(everything.games):
-        from toolkit.experiments import run_params
-
         games = run_params(everything)
         P.save(P.plot_win_rates(games, [k for k in grid_keys if k in games.columns],
                                 title=f"{spec['name']}: win rates by cell"), folder / "win_rates.png")

@@ -1,7 +1,6 @@
 """Tournaments: a list of model specs playing each other in a balanced, seeded schedule.
 
 Tournament file (YAML)::
-
     name: example
     models: [heuristic, random, mixed]
     presets: [classic7, standard9]
@@ -40,6 +39,12 @@ import pandas as pd
 import yaml
 
 from toolkit.analysis import sample_size
+from toolkit.experiments import cell_lock, finished_seeds
+from toolkit.record import Run
+from toolkit.results import load
+from toolkit.sweep import run_sweep
+from toolkit.sync import run_sync
+from toolkit.werewolf.game import GameConfig, SeatConfig, play_games
 from toolkit.werewolf.preset import load_preset
 
 NOTEBOOK = "experiments/tournament.ipynb"
@@ -165,7 +170,6 @@ def run_tournament(path: str | Path, workers: int = 1, executor: str = "local", 
                    results_root: str | Path = "results", progress: bool = True) -> pd.DataFrame:
     """Plan, then run every cell through ``toolkit.sweep.run_sweep`` (resume: finished cells and games
     are skipped). Returns the sweep summary (one row per cell)."""
-    from toolkit.sweep import run_sweep
 
     sweep_file, _ = write_plan(path, results_root)
     return run_sweep(sweep_file, workers=workers, executor=executor, scheduler=scheduler,
@@ -175,11 +179,6 @@ def run_tournament(path: str | Path, workers: int = 1, executor: str = "local", 
 def run_cell(results_dir: str, schedule: str, cell: str, reflection: bool = False, concurrency: int = 16):
     """Play one cell's games (called from ``experiments/tournament.ipynb``); games whose seed already
     finished in ``results_dir`` are skipped."""
-    from toolkit.experiments import cell_lock, finished_seeds
-    from toolkit.record import Run
-    from toolkit.results import load
-    from toolkit.sync import run_sync
-    from toolkit.werewolf.game import GameConfig, SeatConfig, play_games
 
     plan = pd.read_parquet(schedule)
     mine = plan[plan["cell"] == cell]
@@ -210,7 +209,6 @@ def export_tables(source: str | Path, dest: str | Path, tables: tuple[str, ...] 
     """Every complete game under ``source`` as one Parquet file per table in ``dest`` (a folder
     ``toolkit.results.load`` reads as one run folder). The default leaves out ``calls`` (every prompt and
     answer: large) so that an example study's tables stay small enough to commit."""
-    from toolkit.results import load
 
     t = load(source, complete_games=True)
     dest = Path(dest)

@@ -32,7 +32,7 @@ class Editor:
     def _lines(self, path: Path) -> list[str]:
         if not path.is_file():
             raise ToolError(f"{self.workspace.rel(path)} is no longer a regular file")
-        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+        return [line.rstrip("\r") for line in _split(_read(path, errors="replace"))]
 
     def view(self) -> str:
         if self.current is None:
@@ -197,15 +197,17 @@ class Editor:
         """
         target = self.workspace.path(path, must_exist=True)
         old = self._existing(target, path)
-        lines = old.splitlines()
+        lines = _split(old)
         first, last = first_replaced_line_number, last_replaced_line_number
         if not 1 <= first <= last <= len(lines):
             raise ToolError(f"lines {first}-{last} are not in {path} (it has {len(lines)} lines)")
         for n, expected in ((first, first_replaced_line_content), (last, last_replaced_line_content)):
             if lines[n - 1].strip() != expected.strip():
-                raise ToolError(f"line {n} of {path} is {lines[n - 1]!r}, not {expected!r}; open the file again "
-                                "and use the current text")
-        new_lines = lines[: first - 1] + (new_content.splitlines() if new_content else []) + lines[last:]
+                raise ToolError(f"line {n} of {path} is {lines[n - 1].rstrip(chr(13))!r}, not {expected!r}; open "
+                                "the file again and use the current text")
+        # only the replaced lines change: the others keep their bytes (CRLF, form feeds) as they were
+        eol = "\r\n" if lines[last - 1].endswith("\r") else "\n"
+        new_lines = lines[: first - 1] + (_split(new_content, eol) if new_content else []) + lines[last:]
         text = "\n".join(new_lines) + ("\n" if old.endswith("\n") or not old else "")
         if not text.strip() and old.strip():
             raise ToolError(f"refusing to empty {path}")
@@ -224,10 +226,11 @@ class Editor:
         """
         target = self.workspace.path(path, must_exist=True)
         old = self._existing(target, path)
-        lines = old.splitlines()
+        lines = _split(old)
         if not 1 <= line_number <= len(lines) + 1:
             raise ToolError(f"line {line_number} is not in {path} (it has {len(lines)} lines)")
-        new_lines = lines[: line_number - 1] + content.splitlines() + lines[line_number - 1:]
+        eol = "\r\n" if lines and lines[0].endswith("\r") else "\n"
+        new_lines = lines[: line_number - 1] + _split(content, eol) + lines[line_number - 1:]
         self._save(target, "\n".join(new_lines) + "\n", old)
         self.current, self.top = target, max(1, line_number - 10)
         return self.view()
@@ -260,7 +263,7 @@ class Editor:
             return None
         if not target.is_file():
             raise ToolError(f"{path} is not a regular file")
-        return target.read_text(encoding="utf-8")
+        return _read(target)
 
     def _need_open(self) -> Path:
         if self.current is None:
@@ -279,7 +282,7 @@ class Editor:
             shutil.copy2(target, backups / f"{self.workspace.rel(target).replace('/', '__')}.{time.time_ns()}")
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:  # line endings as given
                 handle.write(text)
                 handle.flush()
                 os.fsync(handle.fileno())
@@ -290,3 +293,20 @@ class Editor:
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise
+
+
+def _read(path: Path, errors: str = "strict") -> str:
+    """A file's text exactly as stored (no newline translation: CRLF stays CRLF)."""
+    with open(path, encoding="utf-8", errors=errors, newline="") as handle:
+        return handle.read()
+
+
+def _split(text: str, eol: str = "\n") -> list[str]:
+    """Lines split at "\n" only (a form feed or a lone CR is part of its line, as for grep -n); a trailing
+    newline ends the last line rather than starting an empty one. With ``eol="\r\n"`` each line keeps a CR."""
+    if not text:
+        return []
+    lines = text[:-1].split("\n") if text.endswith("\n") else text.split("\n")
+    if eol == "\r\n":
+        lines = [line if line.endswith("\r") else line + "\r" for line in lines]
+    return lines

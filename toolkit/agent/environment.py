@@ -32,6 +32,7 @@ import codecs
 import functools
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -46,7 +47,6 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-
 
 KINDS = ("auto", "bubblewrap", "local", "docker", "podman")
 PASSED_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ")
@@ -78,7 +78,6 @@ class EnvironmentConfig(BaseModel):
 
 class EnvironmentUnavailable(ValueError):
     """The chosen environment cannot run here (one line: why, and what to choose instead)."""
-
 
 @dataclass
 class ExecResult:
@@ -382,8 +381,6 @@ class ShellExited(Exception):
 
 
 def _q(path: os.PathLike | str) -> str:
-    import shlex
-
     return shlex.quote(str(path))
 
 

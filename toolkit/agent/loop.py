@@ -31,6 +31,7 @@ from toolkit.agent.tools import Toolbox, ToolResult
 from toolkit.llm import Call, Model, Request
 from toolkit.record import CallLog
 
+
 # ------------------------------------------------------------------ how a session ends
 class AgentExit(Exception):
     """The session is over; ``ended_by`` names why (the ``sessions`` table's column)."""

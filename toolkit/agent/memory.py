@@ -54,7 +54,11 @@ class Memory:
             blocks.append(render("agent/memory_step.j2", step=e.step, thought=e.thought, observations=observations,
                                  commands=json.dumps(e.commands, ensure_ascii=False)))
         dropped = 0
-        while blocks and sum(len(b) for b in blocks) > self.budget_chars:
+        while len(blocks) > 1 and sum(len(b) for b in blocks) > self.budget_chars:
             blocks.pop(0)
             dropped += 1
+        keep = max(self.budget_chars, ELIDE_AFTER)
+        if blocks and len(blocks[-1]) > keep:  # the last step always stays (its head at least), shortened
+            last = blocks[-1]
+            blocks[-1] = f"{last[:keep]}\n[… {len(last) - keep} characters elided …]"
         return render("agent/memory.j2", dropped=dropped, blocks=blocks)

@@ -9,9 +9,8 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolkit.agent.environment import EnvironmentConfig
-
 from toolkit.actions import prompts_dir
+from toolkit.agent.environment import EnvironmentConfig
 
 TOOL_SETS = ("Plan", "Editor", "Terminal", "Git", "CodeWriter", "CodeReview", "Deployer", "ImageGetter", "Human")
 

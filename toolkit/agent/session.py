@@ -27,8 +27,9 @@ from toolkit.agent.role import RoleConfig
 from toolkit.agent.terminal import Terminal
 from toolkit.agent.tools import Toolbox, ToolResult
 from toolkit.agent.workspace import Workspace
-from toolkit.llm import Model, get_model
+from toolkit.llm import Model, cost_usd, get_model
 from toolkit.record import CallLog, Run
+from toolkit.schemas import did_you_mean
 from toolkit.secrets import redact_obj
 
 
@@ -59,6 +60,9 @@ class Session:
         self.workspace = Workspace(workspace)
         self.model = get_model(spec) if isinstance(spec, str) else spec
         self.spec = record_spec or self.model.spec
+        if budget_usd is not None and not getattr(self.model.backend, "free", False) and \
+                cost_usd(self.model.name, 1, 1) is None:  # an unknown price would make the budget never bind
+            raise ValueError(f"budget_usd needs a price for {self.model.name}: add it to a TOOLKIT_PRICES file")
         self.session_id = session_id or f"s-{uuid.uuid4().hex[:10]}"
         self.log = CallLog(run)
         self.channel = channel or ScriptedChannel()
@@ -77,13 +81,19 @@ class Session:
                    "ImageGetter": ImageGetter(self.workspace), "Human": Human(self.channel)}
         for name in role.tools:
             base, _, only = name.partition(".")
+            before = set(self.tools.specs)
             self.tools.add(objects[base], prefix=None if base == "CodeWriter" else base,
                            only=[only] if only else None)
+            if only and set(self.tools.specs) == before:  # a misspelt method would silently give no tool
+                methods = sorted(s.split(".")[-1] for s in Toolbox().add(objects[base], prefix=base).specs)
+                raise ValueError(f"role {role.name}: {base} has no tool {only!r}{did_you_mean(only, methods)}; "
+                                 f"its tools are {', '.join(methods)}")
         if "CodeWriter" in role.tools:  # write_new_code is a bare command name, as in the seed
             self.tools.specs = {("write_new_code" if k.endswith("write_new_code") else k): v
                                 for k, v in self.tools.specs.items()}
         self.agent = Agent(self.model, self.tools, role, task, self.log, self.session_id, self.channel,
-                           Limits(max_steps or role.max_react_loop, wall_clock_s, budget_usd), self.context,
+                           Limits(role.max_react_loop if max_steps is None else max_steps, wall_clock_s, budget_usd),
+                           self.context,
                            eval_mode=role.eval if eval_mode is None else eval_mode,
                            native_tools=role.native_tools if native_tools is None else native_tools,
                            ran_eval_git=self.environment.ran_eval_git)
@@ -96,8 +106,10 @@ class Session:
         return await self.agent.ask(action, values, what)
 
     def context(self) -> dict[str, Any]:
+        current = self.editor.current
+        inside = current is not None and self.workspace.contains(current)  # a symlink swapped in may lead out
         return {"plan": self.plan.status(), "cwd": str(self.workspace.root),
-                "open_file": self.workspace.rel(self.editor.current) if self.editor.current else None}
+                "open_file": self.workspace.rel(current) if inside else None}
 
     @property
     def steps(self) -> int:

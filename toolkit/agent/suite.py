@@ -16,8 +16,8 @@ import yaml
 
 from toolkit.agent.environment import make_environment
 from toolkit.agent.human import ScriptedChannel
-from toolkit.agent.session import Session, SessionResult
 from toolkit.agent.role import load_role
+from toolkit.agent.session import Session, SessionResult
 from toolkit.agent.workspace import scrubbed_env
 from toolkit.record import Run
 

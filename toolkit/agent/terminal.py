@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import re
 
-from toolkit.agent.environment import Environment, LocalEnvironment, ShellExited
+from toolkit.agent.environment import (
+    Environment,
+    LocalEnvironment,
+    ShellExited,
+    descendants,  # noqa: F401 (re-exported for benchmarks)
+)
 from toolkit.agent.tools import Failed, ToolError, tool
 from toolkit.agent.workspace import Workspace
 from toolkit.secrets import redact
-from toolkit.agent.environment import descendants  # noqa: F401 (re-exported for benchmarks)
 
 SERVER_PATTERNS = re.compile(
     r"(python3? -m http\.server|\bflask run\b|\buvicorn\b|\bgunicorn\b|\bnpm (run )?(start|dev|serve)\b|"

@@ -8,15 +8,45 @@ night actions; the Kaggle Game Arena harness's IRP/VSS/KSR, margin and speed of 
 vote swing), ``engineer`` (sessions and tools). Everything is re-exported here: ``import toolkit.analysis as A``.
 """
 
-from toolkit.analysis.beliefs import (belief_table, brier, claims, false_claims_followed, identity_accuracy,
-                                      lie_rates, vote_swing, wolf_detection)
+from toolkit.analysis.beliefs import (
+                                      belief_table,
+                                      brier,
+                                      claims,
+                                      false_claims_followed,
+                                      identity_accuracy,
+                                      lie_rates,
+                                      vote_swing,
+                                      wolf_detection,
+)
 from toolkit.analysis.checks import conditions, fingerprints, identical_groups
 from toolkit.analysis.engineer import engineer_success, tool_usage
-from toolkit.analysis.intervals import (Z95, bootstrap_ci, cluster_mean, cluster_rate, groups, proportion,
-                                        sample_size, wilson)
-from toolkit.analysis.metrics import (SPECIAL, annotate, irp, key_role_survival, ksr, night_actions,
-                                      per_game_costs, player_games, role_win_rates, vote_accuracy, votes,
-                                      voting_success, vss, win_margin_speed, win_rates)
+from toolkit.analysis.intervals import (
+                                      Z95,
+                                      bootstrap_ci,
+                                      cluster_mean,
+                                      cluster_rate,
+                                      groups,
+                                      proportion,
+                                      sample_size,
+                                      wilson,
+)
+from toolkit.analysis.metrics import (
+                                      SPECIAL,
+                                      annotate,
+                                      irp,
+                                      key_role_survival,
+                                      ksr,
+                                      night_actions,
+                                      per_game_costs,
+                                      player_games,
+                                      role_win_rates,
+                                      vote_accuracy,
+                                      votes,
+                                      voting_success,
+                                      vss,
+                                      win_margin_speed,
+                                      win_rates,
+)
 from toolkit.analysis.ratings import design, elo, fit, fit_ratings, openskill_ratings, ratings, separation
 
 __all__ = [

@@ -10,6 +10,7 @@ built wheel afterwards).
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import ctypes
 import json
@@ -140,8 +141,6 @@ def _local(arg: str, config: ModelConfig) -> OpenAIBackend:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
     parser = argparse.ArgumentParser(prog="python -m toolkit local-server", description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--ctx", type=int, default=8192)

@@ -22,8 +22,13 @@ from types import SimpleNamespace
 from typing import Any
 
 import yaml
-from tenacity import (AsyncRetrying, retry_if_exception_type, stop_after_attempt, stop_after_delay,
-                      wait_exponential_jitter)
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    stop_after_delay,
+    wait_exponential_jitter,
+)
 
 from toolkit.llm.cache import ResponseCache, cache_key
 from toolkit.llm.registry import Backend, build

@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from toolkit.schemas import did_you_mean, load_file
+
 PRESETS_DIR = Path(__file__).with_name("presets")
 ROLES = ("Werewolf", "Villager", "Guard", "Witch", "Seer")
 SPECIAL_ROLES = ("Guard", "Witch", "Seer")
@@ -32,8 +34,6 @@ class Preset(BaseModel):
     @field_validator("roles")
     @classmethod
     def _known_roles(cls, roles: dict[str, int]) -> dict[str, int]:
-        from toolkit.schemas import did_you_mean
-
         for role, count in roles.items():
             if role not in ROLES:
                 raise ValueError(f"unknown role {role!r}{did_you_mean(role, list(ROLES))}; "
@@ -71,6 +71,5 @@ def load_preset(name_or_path: str | Path) -> Preset:
         path = PRESETS_DIR / f"{name_or_path}.yaml"
     if not path.exists():
         raise ValueError(f"no preset {name_or_path!r}; presets are {available_presets()} or a YAML path")
-    from toolkit.schemas import load_file
 
     return load_file(path, Preset, "preset")
