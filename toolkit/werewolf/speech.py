@@ -32,11 +32,14 @@ def clean_speech(text: object, limit: int = MAX_SPEECH_CHARS) -> str:
     """``text`` as one safe line of at most ``limit`` characters (idempotent)."""
     if not isinstance(text, str):
         text = "" if text is None else str(text)
+    if len(text) <= limit and text.isascii() and text.isprintable() and "  " not in text and text == text.strip():
+        return text  # already one clean line (every stored speech is): the common case, at C speed
     if len(text) > limit * 8:  # a megabyte of speech: only its start can survive the cap anyway
         text = text[: limit * 8]
     text = _ANSI.sub("", text)
     text = _BREAKS.sub(" ", text)
-    text = "".join(ch for ch in text if _printable(ch))
+    if not text.isprintable():
+        text = "".join(ch for ch in text if _printable(ch))
     text = _SPACES.sub(" ", text.translate(_QUOTES)).strip()
     if len(text) > limit:
         text = text[: limit - len(ELLIPSIS)].rstrip() + ELLIPSIS
