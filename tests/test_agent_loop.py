@@ -59,7 +59,7 @@ def test_bad_replies_become_observations_and_the_loop_goes_on(tmp_path):
 
 def test_eval_mode_ends_at_git_commit_without_crashing(tmp_path):
     answers = [json.dumps([cmd("Editor.create_file", path="x.txt", content="x")]),
-               json.dumps([cmd("Terminal.run_command", cmd="git add -A && git commit -m x")])]
+               json.dumps([cmd("Terminal.run_command", cmd="git init -q && git add -A && git commit -qm x")])]
     with Run(tmp_path / "res") as run:
         result = asyncio.run(agent(tmp_path, answers, run, eval_mode=True).run())
     assert result.ended_by == "eval_git" and result.steps == 2

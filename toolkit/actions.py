@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Literal, Optional
@@ -86,6 +86,7 @@ class ActionResult:
     error: str | None = None
     messages: list[dict[str, Any]] = field(default_factory=list)
     calls: int = 1  # model calls this action made (2 after a re-ask)
+    call_id: str | None = None  # the call whose answer became the value (None for a fallback)
 
 
 @lru_cache(maxsize=4096)
@@ -155,8 +156,8 @@ class Action:
                   fallback: Callable[[], BaseModel], log: CallLog | None = None,
                   output: type[BaseModel] | None = None) -> ActionResult:
         output = output or self.output
-        request = replace(request, messages=self.messages(values), schema=json_schema(output),
-                          schema_name=self.name, action=self.name)
+        request = request.but(messages=self.messages(values), schema=json_schema(output), schema_name=self.name,
+                              action=self.name)
         error = None
         for attempt in range(2):  # the first ask, then one re-ask that shows the model its error
             seq = log.next_seq() if log is not None else 0
@@ -170,11 +171,11 @@ class Action:
             if log is not None:
                 log.write(call)
             if value is not None:
-                return ActionResult(value, messages=request.messages, calls=attempt + 1)
+                return ActionResult(value, messages=request.messages, calls=attempt + 1, call_id=call.call_id)
             if call.completion is None:  # a transport failure: nothing for the model to learn from a re-ask
                 break
-            request = replace(request, messages=[*request.messages, {"role": "assistant", "content": call.text},
-                                                 {"role": "user", "content": render("reask.j2", error=error)}])
+            request = request.but(messages=[*request.messages, {"role": "assistant", "content": call.text},
+                                            {"role": "user", "content": render("reask.j2", error=error)}])
         if log is not None:
             log.fallbacks += 1
         return ActionResult(fallback(), fallback=True, error=error, messages=request.messages, calls=attempt + 1)

@@ -95,7 +95,7 @@ def cmd_engineer(args: argparse.Namespace) -> int:
         role = load_role(args.role)
         with Run(args.out, "engineer", config={k: v for k, v in vars(args).items() if k != "func"}) as run:
             session = Session(role, args.task, args.workspace, args.model, run=run, channel=StdinChannel(),
-                              eval_mode=args.eval or None, max_steps=args.max_steps)
+                              eval_mode=args.eval or None, max_steps=args.max_steps, environment=args.env)
             result = asyncio.run(session.run())
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -112,9 +112,13 @@ def cmd_suite(args: argparse.Namespace) -> int:
 
     from toolkit.agent.suite import run_suite
 
-    with Run(args.out, "engineer-suite", config={k: v for k, v in vars(args).items() if k != "func"}) as run:
-        results = asyncio.run(run_suite(args.model, run, Path(run.folder) / "workspaces",
-                                        names=args.task or None))
+    try:
+        with Run(args.out, "engineer-suite", config={k: v for k, v in vars(args).items() if k != "func"}) as run:
+            results = asyncio.run(run_suite(args.model, run, Path(run.folder) / "workspaces",
+                                            names=args.task or None, environment=args.env))
+    except ValueError as exc:  # e.g. an environment that cannot run here
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     for name, r in results.items():
         print(f"{name:28s} success={r.success!s:5s} ended_by={r.ended_by:9s} steps={r.steps} "
               f"tools={len(r.tool_calls)}")
@@ -145,6 +149,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     for path in write_report(args.dir, args.out):
         print(path)
     return 0
+
+
+KINDS = ("auto", "bubblewrap", "local", "docker", "podman")  # toolkit.agent.environment.KINDS (kept light)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -183,6 +190,8 @@ def build_parser() -> argparse.ArgumentParser:
     eng.add_argument("--max-steps", type=int)
     eng.add_argument("--eval", action="store_true", help="end the session at git pull/push/commit")
     eng.add_argument("--out", default="results")
+    eng.add_argument("--env", choices=KINDS, help="where commands run (default: the role's, auto = bubblewrap "
+                     "where it works, else local = unconfined)")
     eng.set_defaults(func=cmd_engineer)
 
     suite = sub.add_parser("engineer-suite", help="run the offline engineer task suite")
@@ -190,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="spec; {task} stands for each task's folder")
     suite.add_argument("--task", action="append", help="only these tasks (repeatable)")
     suite.add_argument("--out", default="results")
+    suite.add_argument("--env", choices=KINDS, help="where commands run (default: auto)")
     suite.set_defaults(func=cmd_suite)
 
     sweep = sub.add_parser("sweep", help="run a sweep file: one papermill notebook run per grid cell")

@@ -85,7 +85,8 @@ def run_werewolf_cell(results_dir: str, preset: str = "classic7", n_games: int =
 
 
 def run_engineer_cell(results_dir: str, tasks: list[str] | None = None, model: str = "scripted:{task}/good.yaml",
-                      max_steps: int | None = None, experiment: str = "engineer") -> Results:
+                      max_steps: int | None = None, experiment: str = "engineer",
+                      environment: str | None = None) -> Results:
     from toolkit.agent.suite import load_tasks, run_task
 
     params = dict(locals())
@@ -98,7 +99,7 @@ def run_engineer_cell(results_dir: str, tasks: list[str] | None = None, model: s
                 for task in todo:
                     if max_steps:
                         task.max_steps = max_steps
-                    run_sync(run_task(task, model, run, Path(results_dir) / "workspaces"))
+                    run_sync(run_task(task, model, run, Path(results_dir) / "workspaces", environment))
     return load(results_dir)
 
 

@@ -49,7 +49,8 @@ def read_table(folder: Path, table: str) -> pd.DataFrame | None:
     renames = {old: new for old, new in RENAMED.get(table, {}).items() if old in df.columns and new not in df.columns}
     df = df.rename(columns=renames) if renames else df
     missing = [c for c in TABLES[table] if c not in df.columns]
-    return df.assign(**{c: None for c in missing}) if missing else df
+    df = df.assign(**{c: None for c in missing}) if missing else df
+    return df[[*TABLES[table], *(c for c in df.columns if c not in TABLES[table])]]  # the documented order
 
 
 def load(path: str | Path, complete_games: bool = False) -> Results:

@@ -5,7 +5,10 @@ commit: ``python tests/golden/make_golden.py``. The tables were first generated 
 the model-layer refactor of issue 10) and the refactor reproduced them byte for byte.
 
 Ids, timestamps, latencies and the loopback server's port are left out (they differ run to run); a
-prompt is kept as the SHA-256 of its messages (the full text would make the fixtures megabytes).
+prompt is kept as the SHA-256 of its messages (the full text would make the fixtures megabytes). Calls are
+ordered by decision (replay key), then by the order asked: a re-ask's place among concurrent calls depends on
+when the first answer arrived over HTTP, so the call's ``seq`` number is not compared (the test checks that
+each game's seqs are 0..n-1 instead).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ GAMES = [("classic7", "classic7", (0, 1), False), ("classic7-reflect", "classic7
          ("standard9", "standard9", (3,), False)]
 SPECS = {"heuristic": "heuristic", "random": "random", "chaos": "chaos:0.3", "loopback": "openai:det@{url}"}
 EVENT_COLUMNS = ["seed", "seq", "day", "phase", "kind", "actor", "target", "text", "visibility", "fallback"]
-CALL_COLUMNS = ["seed", "seq", "seat", "role", "action", "model", "temperature", "messages_sha256",
+CALL_COLUMNS = ["seed", "seat", "role", "action", "model", "temperature", "messages_sha256",
                 "response_text", "parsed", "ok", "error", "attempts", "fallback", "prompt_tokens",
                 "completion_tokens", "cached_tokens", "usage_estimated", "cost_usd", "cache_hit", "replay_key"]
 
@@ -59,7 +62,9 @@ def tables(case: str, url: str | None = None) -> dict[str, list[dict]]:
         events = t.events.assign(seed=t.events["game_id"].map(seeds)).sort_values(["seed", "seq"])
         calls = t.calls.assign(seed=t.calls["game_id"].map(seeds),
                                messages_sha256=t.calls["messages"].map(
-                                   lambda m: hashlib.sha256(m.encode()).hexdigest())).sort_values(["seed", "seq"])
+                                   lambda m: hashlib.sha256(m.encode()).hexdigest())).sort_values(["seed", "replay_key", "seq"])
+        for _, game in t.calls.groupby("game_id"):
+            assert sorted(game["seq"]) == list(range(len(game))), "a game's call seqs are not 0..n-1"
         return {"events": [{c: _clean(r[c]) for c in EVENT_COLUMNS} for r in events.to_dict("records")],
                 "calls": [{c: _clean(r[c]) for c in CALL_COLUMNS} for r in calls.to_dict("records")]}
 

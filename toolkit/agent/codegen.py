@@ -5,15 +5,16 @@ the editor; never the agent."""
 
 from __future__ import annotations
 
-import subprocess
 from typing import Any, Awaitable, Callable, Literal
 
 from pydantic import BaseModel, Field
 
 from toolkit.actions import Action, ActionResult
 from toolkit.agent.editor import Editor
+from toolkit.agent.environment import Environment
 from toolkit.agent.tools import ToolError, tool
-from toolkit.agent.workspace import Workspace, scrubbed_env
+from toolkit.agent.workspace import Workspace
+from toolkit.secrets import redact
 
 # ask(action, values, what) -> ActionResult: a model call made for the session (see toolkit.agent.session).
 Ask = Callable[[Action, dict[str, Any], str], Awaitable[ActionResult]]
@@ -59,8 +60,8 @@ class CodeWriter:
 
 
 class CodeReview:
-    def __init__(self, ask: Ask, workspace: Workspace, editor: Editor):
-        self.ask, self.workspace, self.editor = ask, workspace, editor
+    def __init__(self, ask: Ask, workspace: Workspace, editor: Editor, environment: Environment):
+        self.ask, self.workspace, self.editor, self.environment = ask, workspace, editor, environment
         self.last: dict[str, Review] = {}
 
     @tool
@@ -74,11 +75,10 @@ class CodeReview:
         if path:
             what, code = path, _numbered(_read(self.workspace.path(path, must_exist=True)))
         else:
-            out = subprocess.run(["git", "diff", "HEAD"], cwd=self.workspace.root, capture_output=True,
-                                 text=True, timeout=60, env=scrubbed_env())
+            out = self.environment.run(["git", "-c", "core.hooksPath=/dev/null", "diff", "HEAD"])
             if out.returncode != 0 or not out.stdout.strip():
                 raise ToolError("no uncommitted diff to review (or not a git repository); give a path")
-            what, code = "the uncommitted diff", out.stdout
+            what, code = "the uncommitted diff", redact(out.stdout)
         result = await self.ask(REVIEW, {"path": what, "code": code}, "review")
         if result.fallback:
             raise ToolError(f"the review of {what} failed: {result.error}")
@@ -107,10 +107,10 @@ class CodeReview:
 
 
 def _read(path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (FileNotFoundError, IsADirectoryError):
+    """A file's text as a prompt may carry it: secrets masked; "" for a missing or non-regular file."""
+    if not path.is_file():  # a FIFO would block the session
         return ""
+    return redact(path.read_text(encoding="utf-8", errors="replace"))
 
 
 def _numbered(text: str) -> str:

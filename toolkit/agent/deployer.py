@@ -1,26 +1,27 @@
 """Deployer: serves a built folder on a loopback port for the rest of the session (no public host is
-reachable from here). ImageGetter: writes a labelled placeholder PNG (offline: no image search)."""
+reachable from here). It answers only with regular files inside the folder and the workspace, never
+through a symlink leading out (``static_server.py``). Under ``local`` the server runs in this process and the URL works on the host;
+under ``bubblewrap`` (or a container) it runs inside the sandbox, so the URL works there (the Terminal, the
+task checks) — the sandbox's loopback is its own unless the role sets ``network: true``.
+ImageGetter: writes a labelled placeholder PNG (offline: no image search)."""
 
 from __future__ import annotations
 
-import functools
 import struct
 import threading
 import zlib
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
+from toolkit.agent.environment import Environment, EnvironmentUnavailable, LocalEnvironment
+from toolkit.agent.static_server import make_handler
 from toolkit.agent.tools import ToolError, tool
 from toolkit.agent.workspace import Workspace
 
 
-class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, *args) -> None:
-        pass
-
-
 class Deployer:
-    def __init__(self, workspace: Workspace):
+    def __init__(self, workspace: Workspace, environment: Environment | None = None):
         self.workspace = workspace
+        self.environment = environment
         self.servers: list[ThreadingHTTPServer] = []
 
     @tool(exclusive=True)
@@ -31,17 +32,32 @@ class Deployer:
             dist_dir: the folder to serve, relative to the workspace.
         """
         folder = self.workspace.path(dist_dir, must_exist=True)
-        if not (folder / "index.html").is_file():
-            raise ToolError(f"{dist_dir} has no index.html; build the site first")
-        server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(folder)))
+        index = folder / "index.html"
+        if not folder.is_dir() or not index.is_file() or self.workspace.root not in index.resolve().parents:
+            raise ToolError(f"{dist_dir} has no index.html (a regular file inside the workspace); build the site first")
+        if self.environment is None or isinstance(self.environment, LocalEnvironment):
+            return self._done(dist_dir, self._serve_here(folder))  # the host's loopback is the shell's too
+        return self._serve_in_environment(dist_dir, folder)  # a coroutine: the Toolbox awaits it
+
+    def _serve_here(self, folder) -> str:
+        server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(str(folder), str(self.workspace.root)))
         server.daemon_threads = True
         threading.Thread(target=server.serve_forever, daemon=True).start()
         self.servers.append(server)
-        url = f"http://127.0.0.1:{server.server_address[1]}/"
-        (self.workspace.private() / "deploy_url.txt").write_text(url)  # for scripts: curl $(cat .agent/deploy_url.txt)
+        return f"http://127.0.0.1:{server.server_address[1]}/"
+
+    async def _serve_in_environment(self, dist_dir: str, folder) -> str:
+        try:
+            return self._done(dist_dir, await self.environment.serve(folder))
+        except EnvironmentUnavailable as exc:
+            raise ToolError(str(exc)) from None
+
+    def _done(self, dist_dir: str, url: str) -> str:
+        self.workspace.write_private("deploy_url.txt", url)  # for scripts: curl $(cat .agent/deploy_url.txt)
         return f"Deployed {dist_dir} at {url}"
 
     def close(self) -> None:
+        """Stops the servers served from here; those inside an environment end with its session."""
         for server in self.servers:
             server.shutdown()
             server.server_close()
@@ -78,6 +94,8 @@ class ImageGetter:
         if not (1 <= width <= 4096 and 1 <= height <= 4096):
             raise ToolError("width and height must be between 1 and 4096")
         target = self.workspace.path(image_path)
+        if target.exists() and not target.is_file():
+            raise ToolError(f"{image_path} exists and is not a regular file")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(placeholder_png(width, height, f"placeholder: {search_term}"))
         return f"Wrote a {width}x{height} placeholder for {search_term!r} to {image_path}"

@@ -8,6 +8,7 @@ leave a file emptied or half-written.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import shutil
 import tempfile
@@ -29,6 +30,8 @@ class Editor:
 
     # ------------------------------------------------------------------ viewing
     def _lines(self, path: Path) -> list[str]:
+        if not path.is_file():
+            raise ToolError(f"{self.workspace.rel(path)} is no longer a regular file")
         return path.read_text(encoding="utf-8", errors="replace").splitlines()
 
     def view(self) -> str:
@@ -51,9 +54,12 @@ class Editor:
             path: file path relative to the workspace.
             line_number: the line to show near the top of the window.
         """
-        self.current = self.workspace.path(path, must_exist=True)
-        if self.current.is_dir():
+        target = self.workspace.path(path, must_exist=True)
+        if target.is_dir():
             raise ToolError(f"{path} is a folder")
+        if not target.is_file():
+            raise ToolError(f"{path} is not a regular file (a FIFO, socket or device is not opened)")
+        self.current = target
         self.top = max(1, line_number - 10)
         return self.view()
 
@@ -91,6 +97,8 @@ class Editor:
             path: file path relative to the workspace; the open file if omitted.
         """
         target = self.workspace.path(path, must_exist=True) if path else self._need_open()
+        if not target.is_file():
+            raise ToolError(f"{path} is not a regular file")
         hits = [f"{i}: {line}" for i, line in enumerate(self._lines(target), 1) if term in line]
         return f"{len(hits)} matches for {term!r} in {self.workspace.rel(target)}" + (
             "\n" + "\n".join(hits[:50]) if hits else "")
@@ -103,16 +111,15 @@ class Editor:
             term: the text to find.
             dir: folder relative to the workspace.
         """
-        folder = self.workspace.path(dir, must_exist=True)
         counts = []
-        for path in sorted(folder.rglob("*")):
-            if path.is_file() and ".git" not in path.parts and ".agent" not in path.parts:
+        for path in self._walk(dir):
+            if path.is_file() and self.workspace.contains(path):  # regular files; no symlink out
                 try:
                     n = path.read_text(encoding="utf-8").count(term)
                 except (UnicodeDecodeError, OSError):
                     continue
                 if n:
-                    counts.append(f"{self.workspace.rel(path)}: {n}")
+                    counts.append(f"{self._shown(path)}: {n}")
         return f"{len(counts)} files contain {term!r}" + ("\n" + "\n".join(counts[:100]) if counts else "")
 
     @tool
@@ -123,11 +130,23 @@ class Editor:
             name: part of the file name, or a glob such as *.py.
             dir: folder relative to the workspace.
         """
-        folder = self.workspace.path(dir, must_exist=True)
         pattern = name if any(c in name for c in "*?[") else f"*{name}*"
-        found = [self.workspace.rel(p) for p in sorted(folder.rglob(pattern))
-                 if ".git" not in p.parts and ".agent" not in p.parts]
+        found = [self._shown(p) for p in self._walk(dir) if fnmatch.fnmatch(p.name, pattern)]
         return f"{len(found)} files match {name!r}" + ("\n" + "\n".join(found[:100]) if found else "")
+
+    def _walk(self, dir: str) -> list[Path]:
+        """Every entry under a workspace folder, sorted, without descending into symlinked folders (so a
+        link cannot lead the search out of the workspace) or into .git and .agent."""
+        folder = self.workspace.path(dir, must_exist=True)
+        found = []
+        for top, dirs, files in os.walk(folder, followlinks=False):
+            dirs[:] = [d for d in dirs if d not in (".git", ".agent")]
+            found += [Path(top) / n for n in dirs + files]
+        return sorted(found)
+
+    def _shown(self, path: Path) -> str:
+        """A path as the model sees it: relative to the workspace, the link itself (not its target)."""
+        return str(path.relative_to(self.workspace.root))
 
     # ------------------------------------------------------------------ changing files
     @tool(exclusive=True)
@@ -154,7 +173,7 @@ class Editor:
             content: the complete new text.
         """
         target = self.workspace.path(path)
-        old = target.read_text(encoding="utf-8") if target.exists() else None
+        old = self._existing(target, path)
         if not content.strip() and old and old.strip():
             raise ToolError(f"refusing to empty {path}; delete it with the terminal if that is really meant")
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -177,7 +196,7 @@ class Editor:
             new_content: the replacement text (may be several lines, or empty to delete the lines).
         """
         target = self.workspace.path(path, must_exist=True)
-        old = target.read_text(encoding="utf-8")
+        old = self._existing(target, path)
         lines = old.splitlines()
         first, last = first_replaced_line_number, last_replaced_line_number
         if not 1 <= first <= last <= len(lines):
@@ -204,7 +223,7 @@ class Editor:
             content: the text to insert.
         """
         target = self.workspace.path(path, must_exist=True)
-        old = target.read_text(encoding="utf-8")
+        old = self._existing(target, path)
         lines = old.splitlines()
         if not 1 <= line_number <= len(lines) + 1:
             raise ToolError(f"line {line_number} is not in {path} (it has {len(lines)} lines)")
@@ -222,7 +241,7 @@ class Editor:
             content: the text to add.
         """
         target = self.workspace.path(path)
-        old = target.read_text(encoding="utf-8") if target.exists() else None
+        old = self._existing(target, path)
         base = old or ""
         if base and not base.endswith("\n"):
             base += "\n"
@@ -233,6 +252,16 @@ class Editor:
         return self.view()
 
     # ------------------------------------------------------------------ safety
+    @staticmethod
+    def _existing(target: Path, path: str) -> str | None:
+        """The current text of a file about to change (None: it does not exist); a FIFO, socket or device
+        is refused rather than read (reading a FIFO would block the session)."""
+        if not target.exists():
+            return None
+        if not target.is_file():
+            raise ToolError(f"{path} is not a regular file")
+        return target.read_text(encoding="utf-8")
+
     def _need_open(self) -> Path:
         if self.current is None:
             raise ToolError("no file is open; use open_file first")
@@ -246,8 +275,7 @@ class Editor:
                 raise ToolError(f"the edit was not applied: it would make {self.workspace.rel(target)} invalid "
                                 f"Python (line {exc.lineno}: {exc.msg}); the file is unchanged") from None
         if old is not None:  # a backup before anything touches the file
-            backups = self.workspace.private() / "backups"
-            backups.mkdir(exist_ok=True)
+            backups = self.workspace.private("backups")
             shutil.copy2(target, backups / f"{self.workspace.rel(target).replace('/', '__')}.{time.time_ns()}")
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         try:

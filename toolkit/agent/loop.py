@@ -3,16 +3,16 @@
 Each step the model sees the role's instruction, its tools, the plan, the current directory and open file,
 and its memory (bounded); it answers with ``{"thought", "commands": [{command_name, args}]}`` (or native
 tool calls, parsed here); the commands run in order, stopping at the first failure (the rest are reported
-as skipped); their outputs are the next observations. The loop ends through a few named exceptions:
+as skipped); their outputs (secrets masked) are the next observations. The loop ends through a few named exceptions:
 ``Submitted`` (the model sent ``end``), ``LimitsExceeded`` (steps, wall clock, budget), ``EvalGit`` (eval
-mode: a git pull/push/commit), ``Stopped`` (the person running it). An unusable reply is a ``FormatError``:
+mode: a git pull/push/commit: ``Git.commit``/``create_pull`` before they run, git typed in the Terminal as
+the environment's git trace shows it, whatever its spelling), ``Stopped`` (the person running it). An unusable reply is a ``FormatError``:
 it becomes an observation and the loop goes on. Nothing the model sends can crash it.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -29,9 +29,6 @@ from toolkit.agent.role import RoleConfig
 from toolkit.agent.tools import Toolbox, ToolResult
 from toolkit.llm import Call, Model, Request
 from toolkit.record import CallLog
-
-EVAL_GIT = re.compile(r"\bgit\s+(pull|push|commit)\b")
-
 
 # ------------------------------------------------------------------ how a session ends
 class AgentExit(Exception):
@@ -95,6 +92,7 @@ class StepAction(Action):
 
 
 STEP = StepAction("step", "agent/step.j2", Commands, system="agent/system.j2")
+GIT_TOOLS = ("Git.commit", "Git.create_pull")  # in eval mode they end the session instead of running
 
 
 @lru_cache(maxsize=4)
@@ -118,7 +116,8 @@ class Limits:
 @dataclass
 class Agent:
     """The loop. ``context()`` gives the live part of the step prompt (plan, working directory, open file);
-    ``is_eval_git(command)`` says whether a command is a git pull/push/commit (eval mode ends on it)."""
+    ``ran_eval_git()`` says whether the last command ran a git pull/push/commit (the environment's git trace):
+    eval mode ends on it."""
 
     model: Model
     tools: Toolbox
@@ -131,7 +130,7 @@ class Agent:
     context: Callable[[], dict[str, Any]]
     eval_mode: bool = False
     native_tools: bool = False
-    is_eval_git: Callable[[Command], bool] | None = None
+    ran_eval_git: Callable[[], bool] = lambda: False
     memory: Memory = field(init=False)
     steps: int = 0
     stop_requested: bool = False
@@ -142,8 +141,6 @@ class Agent:
         self.system_values = {"role": self.role, "tools": self.tools.describe(), "eval_mode": self.eval_mode,
                               "instruction": render(self.role.instruction, role=self.role),
                               "examples": render(self.role.examples, role=self.role) if self.role.examples else ""}
-        if self.is_eval_git is None:
-            self.is_eval_git = _eval_git_by_pattern
 
     async def ask(self, action: Action, values: dict[str, Any], what: str) -> ActionResult:
         """A model call for the loop or a tool, logged with this session's ids."""
@@ -198,7 +195,7 @@ class Agent:
         for i, command in enumerate(commands):
             if command.command_name == "end":
                 raise Submitted()
-            if self.eval_mode and self.is_eval_git(command):  # not run: the evaluation takes it from here
+            if self.eval_mode and command.command_name in GIT_TOOLS:  # not run: the evaluation takes it from here
                 self.tools.record(ToolResult(command.command_name, command.args, True,
                                              "eval mode: a git pull/push/commit ends the session", time.perf_counter(),
                                              step=self.steps))
@@ -207,6 +204,9 @@ class Agent:
             outcome = await self.tools.call(command.command_name, command.args, self.steps)
             entry.observations.append(feedback("command_result", command=command.command_name,
                                                status="executed" if outcome.ok else "failed", output=outcome.output))
+            if self.eval_mode and command.command_name == "Terminal.run_command" and self.ran_eval_git():
+                entry.observations.append(feedback("eval_end"))
+                raise EvalGit()
             entry.editor_view = entry.editor_view or command.command_name.startswith("Editor.")
             if not outcome.ok:
                 skipped = [c.command_name for c in commands[i + 1:]]
@@ -234,9 +234,3 @@ class Agent:
             finally:
                 if on_step is not None:
                     on_step()
-
-
-def _eval_git_by_pattern(command: Command) -> bool:
-    if command.command_name in ("Git.commit", "Git.create_pull"):
-        return True
-    return command.command_name == "Terminal.run_command" and bool(EVAL_GIT.search(str(command.args.get("cmd"))))

@@ -1,12 +1,15 @@
 """A role is configuration, not a class: name, profile, goal, instruction and examples (prompt files),
-its tools, ``max_react_loop`` and eval mode. A new role is one more YAML file in ``prompts/agent/roles/``."""
+its tools, ``max_react_loop``, eval mode and its execution environment (``environment:`` — kind, network,
+``pass_env``, extra folders; see ``environment.py``). A new role is one more YAML file in ``prompts/agent/roles/``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolkit.agent.environment import EnvironmentConfig
 
 from toolkit.actions import prompts_dir
 
@@ -27,6 +30,7 @@ class RoleConfig(BaseModel):
     terminal_timeout_s: float = 60.0
     memory_chars: int = 12_000  # the memory part of each step's prompt stays under this
     native_tools: bool = False  # ask for native tool calls instead of the JSON command list
+    environment: EnvironmentConfig = Field(default_factory=EnvironmentConfig)  # where commands run
 
     def model_post_init(self, _context) -> None:
         unknown = [t for t in self.tools if t.split(".")[0] not in TOOL_SETS]

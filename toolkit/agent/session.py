@@ -17,6 +17,7 @@ from toolkit.actions import Action, ActionResult
 from toolkit.agent.codegen import CodeReview, CodeWriter
 from toolkit.agent.deployer import Deployer, ImageGetter
 from toolkit.agent.editor import Editor
+from toolkit.agent.environment import Environment, make_environment
 from toolkit.agent.git import Git
 from toolkit.agent.human import Channel, Human, ScriptedChannel
 from toolkit.agent.loop import Agent, AgentExit, Limits
@@ -28,6 +29,7 @@ from toolkit.agent.tools import Toolbox, ToolResult
 from toolkit.agent.workspace import Workspace
 from toolkit.llm import Model, get_model
 from toolkit.record import CallLog, Run
+from toolkit.secrets import redact_obj
 
 
 @dataclass
@@ -43,13 +45,16 @@ class SessionResult:
 
 class Session:
     """``spec`` is a model spec string (or a ready ``Model``); ``record_spec`` is what the ``sessions`` row
-    calls it (the suite records ``scripted:{task}/good.yaml`` rather than each task's resolved path)."""
+    calls it (the suite records ``scripted:{task}/good.yaml`` rather than each task's resolved path).
+    ``environment`` is where commands run (``toolkit.agent.environment``: a kind such as ``bubblewrap`` or
+    ``local``, or a ready one; ``None``: the role's, by default bubblewrap where it works)."""
 
     def __init__(self, role: RoleConfig, task: str, workspace: str | os.PathLike, spec: str | Model = "scripted",
                  run: Run | None = None, channel: Channel | None = None, eval_mode: bool | None = None,
                  max_steps: int | None = None, wall_clock_s: float = 1800, budget_usd: float | None = None,
                  session_id: str | None = None, remote: str = "origin", record_spec: str | None = None,
-                 native_tools: bool | None = None):
+                 native_tools: bool | None = None, environment: str | Environment | None = None,
+                 allowed_remotes: list[str | os.PathLike] = ()):
         self.role, self.task = role, task
         self.workspace = Workspace(workspace)
         self.model = get_model(spec) if isinstance(spec, str) else spec
@@ -59,12 +64,16 @@ class Session:
         self.channel = channel or ScriptedChannel()
         self.plan = Plan()
         self.editor = Editor(self.workspace)
-        self.terminal = Terminal(self.workspace, timeout_s=role.terminal_timeout_s)
-        self.deployer = Deployer(self.workspace)
+        self.environment = environment if isinstance(environment, Environment) else make_environment(
+            environment, self.workspace.root, role.environment, allowed_remotes)
+        self.terminal = Terminal(self.workspace, timeout_s=role.terminal_timeout_s, environment=self.environment)
+        self.deployer = Deployer(self.workspace, environment=self.environment)
         self.tools = Toolbox(run, self.session_id)
         objects = {"Plan": self.plan, "Editor": self.editor, "Terminal": self.terminal,
-                   "Git": Git(self.workspace, remote), "CodeWriter": CodeWriter(self.ask, self.workspace, self.editor),
-                   "CodeReview": CodeReview(self.ask, self.workspace, self.editor), "Deployer": self.deployer,
+                   "Git": Git(self.workspace, remote, environment=self.environment),
+                   "CodeWriter": CodeWriter(self.ask, self.workspace, self.editor),
+                   "CodeReview": CodeReview(self.ask, self.workspace, self.editor, self.environment),
+                   "Deployer": self.deployer,
                    "ImageGetter": ImageGetter(self.workspace), "Human": Human(self.channel)}
         for name in role.tools:
             base, _, only = name.partition(".")
@@ -76,7 +85,8 @@ class Session:
         self.agent = Agent(self.model, self.tools, role, task, self.log, self.session_id, self.channel,
                            Limits(max_steps or role.max_react_loop, wall_clock_s, budget_usd), self.context,
                            eval_mode=role.eval if eval_mode is None else eval_mode,
-                           native_tools=role.native_tools if native_tools is None else native_tools)
+                           native_tools=role.native_tools if native_tools is None else native_tools,
+                           ran_eval_git=self.environment.ran_eval_git)
         self.ended_by: str | None = None
         self.result: SessionResult | None = None
         self._started = time.perf_counter()
@@ -123,6 +133,7 @@ class Session:
         self.ended_by = self.ended_by or "stopped"
         await self.terminal.close()
         self.deployer.close()
+        await self.environment.stop()
         success = None
         if check is not None:
             outcome = check()
@@ -142,10 +153,10 @@ class Session:
         self.agent.memory.add(Entry(self.steps, "", [], [f"error: {type(exc).__name__}: {exc}"]))
 
     def save_trajectory(self) -> None:
-        folder = self.workspace.private() / "trajectories"
-        folder.mkdir(exist_ok=True)
+        """After every step; secrets masked (the values found in the parent environment, key shapes)."""
         data = {"session_id": self.session_id, "task": self.task, "spec": self.spec, "steps": self.steps,
-                "plan": self.plan.status(), "memory": [e.__dict__ for e in self.agent.memory]}
-        tmp = folder / f".{self.session_id}.json.tmp"
-        tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False, default=str))
-        os.replace(tmp, folder / f"{self.session_id}.json")
+                "plan": self.plan.status(), "environment": self.environment.describe(),
+                "memory": [e.__dict__ for e in self.agent.memory]}
+        data = redact_obj(json.loads(json.dumps(data, default=str)))
+        self.workspace.write_private(f"trajectories/{self.session_id}.json",
+                                     json.dumps(data, indent=1, ensure_ascii=False, default=str))

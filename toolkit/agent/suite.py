@@ -2,7 +2,8 @@
 ``task.yaml`` (the task text, a check command that decides success, optional role, eval mode, human
 answers), ``files/`` (the starting workspace) and scripted trajectories (``good.yaml``, ``bad.yaml``).
 The runner copies the files into a fresh git workspace with a local bare ``origin``, runs the loop, runs
-the check, and records sessions, tool calls and calls like any other run."""
+the check inside the same kind of execution environment as the agent (a check runs agent-written code),
+and records sessions, tool calls and calls like any other run."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from toolkit.agent.environment import make_environment
 from toolkit.agent.human import ScriptedChannel
 from toolkit.agent.session import Session, SessionResult
 from toolkit.agent.role import load_role
@@ -53,8 +55,9 @@ def _sh(cmd: list[str], cwd: Path) -> None:
 
 
 def prepare_workspace(task: TaskSpec, root: Path) -> Path:
-    """``root/<task>/work`` (a git repo with the task's files committed) and ``root/<task>/origin.git``."""
-    base = root / task.name
+    """``root/<task>/work`` (a git repo with the task's files committed) and ``root/<task>/origin.git``
+    (absolute paths, whatever folder the caller was in)."""
+    base = Path(root).resolve() / task.name
     if base.exists():
         shutil.rmtree(base)
     work = base / "work"
@@ -71,20 +74,28 @@ def prepare_workspace(task: TaskSpec, root: Path) -> Path:
     return work
 
 
-def check(task: TaskSpec, work: Path) -> bool:
-    out = subprocess.run(task.check, shell=True, cwd=work, capture_output=True, timeout=120, env=scrubbed_env())
-    return out.returncode == 0
+def check(task: TaskSpec, work: Path, environment: str | None = None) -> bool:
+    """Run the task's check command in a fresh environment of the given kind (``None``: the default)."""
+    env = make_environment(environment, work, allowed_remotes=[work.parent / "origin.git"])
+    try:
+        return env.run(["bash", "-c", task.check], timeout=120).returncode == 0
+    finally:
+        env.discard()
 
 
-async def run_task(task: TaskSpec, model: str, run: Run | None, root: Path) -> SessionResult:
-    """``model`` may name the task's own folder as ``{task}``, e.g. ``scripted:{task}/good.yaml``."""
+async def run_task(task: TaskSpec, model: str, run: Run | None, root: Path,
+                   environment: str | None = None) -> SessionResult:
+    """``model`` may name the task's own folder as ``{task}``, e.g. ``scripted:{task}/good.yaml``;
+    ``environment`` is an environment kind (``None``: the role's, by default bubblewrap where it works)."""
     work = prepare_workspace(task, root)
-    session = Session(load_role(task.role), task.task, work, model.replace("{task}", str(task.folder)), run=run,
+    role = load_role(task.role)
+    session = Session(role, task.task, work, model.replace("{task}", str(task.folder)), run=run,
                       channel=ScriptedChannel(list(task.human_answers)), eval_mode=task.eval, max_steps=task.max_steps,
-                      session_id=f"{task.name}-{run.run_id if run else 'adhoc'}", record_spec=model)
-    return await session.run(check=lambda: check(task, work))
+                      session_id=f"{task.name}-{run.run_id if run else 'adhoc'}", record_spec=model,
+                      environment=environment, allowed_remotes=[work.parent / "origin.git"])
+    return await session.run(check=lambda: check(task, work, environment or role.environment.kind))
 
 
 async def run_suite(model: str, run: Run | None, root: Path, folder: str | Path = TASKS_DIR,
-                    names: list[str] | None = None) -> dict[str, SessionResult]:
-    return {t.name: await run_task(t, model, run, root) for t in load_tasks(folder, names)}
+                    names: list[str] | None = None, environment: str | None = None) -> dict[str, SessionResult]:
+    return {t.name: await run_task(t, model, run, root, environment) for t in load_tasks(folder, names)}

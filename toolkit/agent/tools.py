@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from toolkit.actions import render
 from toolkit.record import Run
+from toolkit.secrets import redact
 
 log = logging.getLogger(__name__)
 
@@ -103,8 +104,10 @@ class Toolbox:
         return render("agent/tools.j2", tools=tools)
 
     async def call(self, name: str, args: Any, step: int | None = None) -> "ToolResult":
-        """Run one tool call and record it (``tool_calls`` row)."""
+        """Run one tool call and record it (``tool_calls`` row). Its output has secrets masked before anything
+        sees it: the model, the memory, the row."""
         result = await self._call(name, args)
+        result.output = redact(result.output)
         result.step = step
         self.record(result)
         return result
@@ -113,7 +116,7 @@ class Toolbox:
         self.results.append(result)
         if self.run is not None:
             self.run.write("tool_calls", {"session_id": self.session_id, "step": result.step, "tool": result.tool,
-                                          "args": result.args_json(), "ok": result.ok,
+                                          "args": redact(result.args_json()), "ok": result.ok,
                                           "error": None if result.ok else result.output[:500],
                                           "duration_ms": round(result.duration_ms, 2),
                                           "output_chars": len(result.output), "truncated": result.truncated})

@@ -45,8 +45,10 @@ def sample_from_schema(schema: dict[str, Any], rng: random.Random, root: dict[st
     if "const" in schema:
         return schema["const"]
     if "anyOf" in schema:
-        options = [s for s in schema["anyOf"] if s.get("type") != "null"] or schema["anyOf"]
-        return sample_from_schema(rng.choice(options), rng, root)
+        # Uniform over the legal values, null (a pass) included: an option weighs as many values as it allows.
+        options = [root.get("$defs", {})[s["$ref"].rsplit("/", 1)[-1]] if "$ref" in s else s for s in schema["anyOf"]]
+        weights = [len(s["enum"]) if "enum" in s else 1 for s in options]
+        return sample_from_schema(rng.choices(options, weights)[0], rng, root)
     kind = schema.get("type", "string")
     if kind == "object":
         props = schema.get("properties", {})
@@ -128,6 +130,8 @@ class ScriptedBackend:
                 if all(str(decision.get(k)) == str(obs.get(k)) for k in self.MATCH_KEYS if k in decision):
                     self._used[ctx].add(i)
                     answer = {k: v for k, v in decision.items() if k not in self.MATCH_KEYS}
+                    if "text" in answer and "speech" not in answer:  # the README's `text:` for a speech
+                        answer["speech"] = answer.pop("text")
                     return Completion(json.dumps(answer), self.model)
         if self._next_answer[ctx] < len(self.answers):
             answer = self.answers[self._next_answer[ctx]]

@@ -43,6 +43,13 @@ class Request:
     action: str | None = None
     replay_key: str | None = None
 
+    def but(self, **changes: Any) -> "Request":
+        """A copy with some fields changed (``dataclasses.replace`` without its per-call introspection: this
+        runs for every model call)."""
+        new = object.__new__(Request)
+        new.__dict__ = {**self.__dict__, **changes}
+        return new
+
     @property
     def context_id(self) -> str:
         """The game or session this call belongs to (stateful backends keep their place per context)."""

@@ -1,11 +1,15 @@
 """The werewolf actions (the seed's Speak, NighttimeWhispers: Hunt/Protect/Verify/Save/Poison, Reflect),
 each a ``toolkit.actions.Action`` with its own template in ``prompts/werewolf/``. Targeted actions get an
-output model whose ``target`` is an enum of the legal targets (``null`` where passing is legal).
+output model whose ``target`` is an enum of the legal targets (``null`` where passing is legal); a
+reflection's beliefs are checked against the other living seats and the preset's roles.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from functools import lru_cache
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, create_model, model_validator
 
 from toolkit.actions import Action, with_choices
 
@@ -21,9 +25,54 @@ class Target(BaseModel):
     target: str | None = Field(..., description="the chosen player, or null to pass where allowed")
 
 
+class Belief(BaseModel):
+    about: str = Field(..., description="another living player")
+    role: str = Field(..., description="the role you think they have")
+    confidence: float = Field(..., ge=0.0, le=1.0, description="how sure you are, 0 to 1")
+
+
 class Reflection(BaseModel):
-    reflection: str = Field(..., max_length=800,
-                            description="your private reading of the game: who is likely what, and why")
+    """The seed's Reflect: a short summary, and a role guess with a confidence for every other living seat.
+
+    ``reflection`` is accepted for ``summary`` (and read back as a property), so older answers and callers work.
+    """
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    summary: str = Field(..., max_length=800, validation_alias=AliasChoices("summary", "reflection"),
+                         description="your private reading of the game: who is likely what, and why")
+    beliefs: list[Belief] = Field(default_factory=list, description="one per other living player")
+
+    @property
+    def reflection(self) -> str:
+        return self.summary
+
+
+@lru_cache(maxsize=4096)
+def reflection_model(about: tuple[str, ...], roles: tuple[str, ...]) -> type[Reflection]:
+    """``Reflection`` whose beliefs must cover exactly the seats in ``about`` (the other living players),
+    each once, with a role of the preset (``roles``). The JSON schema carries both as enums."""
+    belief = create_model("Belief", __base__=Belief, about=(Literal[about] if about else Literal["__none__"], ...),
+                          role=(Literal[roles], ...))
+
+    def covers_every_seat(value: Any) -> Any:
+        seen = [b.about for b in value.beliefs]
+        if sorted(seen) != sorted(about):
+            lacking = sorted(set(about) - set(seen))
+            twice = sorted({s for s in seen if seen.count(s) > 1})
+            raise ValueError("beliefs must name each other living player exactly once"
+                             + (f"; missing {lacking}" if lacking else "") + (f"; repeated {twice}" if twice else ""))
+        return value
+
+    return create_model("Reflection", __base__=Reflection, beliefs=(list[belief], ...),
+                        __validators__={"covers_every_seat": model_validator(mode="after")(covers_every_seat)})
+
+
+def belief_rows(value: Reflection, **context: Any) -> list[dict[str, Any]]:
+    """Rows for the ``beliefs`` table: one per belief, with the caller's context (game_id, seq, day, phase,
+    seat, call_id)."""
+    return [{**context, "about": b.about, "guessed_role": b.role, "confidence": float(b.confidence)}
+            for b in value.beliefs]
 
 
 ACTIONS: dict[str, Action] = {
@@ -38,8 +87,13 @@ ACTIONS: dict[str, Action] = {
 }
 
 
-def output_model(action: str, choices: tuple[str, ...], can_pass: bool) -> type[BaseModel]:
+def output_model(action: str, choices: tuple[str, ...], can_pass: bool,
+                 roles: tuple[str, ...] = ()) -> type[BaseModel]:
+    """The output model for one request. For ``reflect``, ``choices`` are the other living seats and
+    ``roles`` the preset's roles: given both, beliefs are validated against them."""
     base = ACTIONS[action].output
-    if action in ("speak", "reflect"):
+    if action == "reflect":
+        return reflection_model(tuple(choices), tuple(roles)) if choices and roles else base
+    if action == "speak":
         return base
     return with_choices(base, "target", choices, can_pass)

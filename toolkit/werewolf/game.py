@@ -24,11 +24,18 @@ from toolkit.actions import render
 from toolkit.llm import Model, Request, Sampling, get_model
 from toolkit.record import CallLog, Run
 from toolkit.werewolf import heuristic  # noqa: F401  (registers the `heuristic` spec)
-from toolkit.werewolf.actions import ACTIONS, Reflection, Speech, output_model
-from toolkit.werewolf.experience import ExperiencePool
+from toolkit.werewolf.actions import ACTIONS, Reflection, Speech, belief_rows, output_model
+from toolkit.werewolf.experience import ExperiencePool, situation_query
 from toolkit.werewolf.observation import observe
 from toolkit.werewolf.preset import Preset, load_preset
 from toolkit.werewolf.rules import Ask, Event, Game, IllegalMove, side_of
+from toolkit.werewolf.speech import clean_speech
+
+# When a seat with reflection on reflects: before each of its decisions (the seed's cadence), at the start of
+# each phase it acts in, once a day before the speeches, or never. The default is per_day: per_action roughly
+# doubles the calls of a game (benchmarks/prompt_size.py prints calls per game for each cadence), and nothing
+# offline can show what the extra calls buy; a study of reflection should set the cadence it means to test.
+REFLECT_CADENCES = ("per_action", "per_phase", "per_day", "off")
 
 
 @dataclass
@@ -75,7 +82,9 @@ class GameConfig:
     seats: dict[str, SeatConfig | str] = field(default_factory=dict)
     roles: dict[str, str] | None = None
     reflection: bool = False
-    experience: bool = False
+    experience: bool = False  # village seats; wolves only with ``wolf_experience`` or their own SeatConfig
+    wolf_experience: bool = False
+    reflect: str = "per_day"  # one of REFLECT_CADENCES, for seats with reflection on
     recent: int = 12  # public messages kept verbatim in prompts
     temperature: float | None = None
     max_days: int | None = None
@@ -86,11 +95,16 @@ class GameConfig:
         preset = load_preset(self.preset) if isinstance(self.preset, str) else self.preset
         return preset.model_copy(update={"max_days": self.max_days}) if self.max_days else preset
 
-    def seat_config(self, seat: str) -> SeatConfig:
+    def spec(self, seat: str) -> str:
+        value = self.seats.get(seat)
+        return value.spec if isinstance(value, SeatConfig) else (value or self.model)
+
+    def seat_config(self, seat: str, role: str | None = None) -> SeatConfig:
         value = self.seats.get(seat)
         if isinstance(value, SeatConfig):
             return value
-        return SeatConfig(spec=value or self.model, reflection=self.reflection, experience=self.experience)
+        experience = self.experience and (role != "Werewolf" or self.wolf_experience)
+        return SeatConfig(spec=value or self.model, reflection=self.reflection, experience=experience)
 
 
 @dataclass
@@ -113,23 +127,25 @@ class GameRunner:
     def __init__(self, config: GameConfig, run: Run | None = None, models: dict[str, Model] | None = None,
                  game_id: str | None = None, on_event: Callable[[Event, Game], None] | None = None,
                  seat_models: dict[str, Model] | None = None):
+        if config.reflect not in REFLECT_CADENCES:
+            raise ValueError(f"reflect must be one of {', '.join(REFLECT_CADENCES)}, not {config.reflect!r}")
         self.config = config
         self.preset = config.resolved_preset()
         self.run = run
         self.models = models if models is not None else {}
         self.game_id = game_id or f"g{config.seed}-{uuid.uuid4().hex[:8]}"
         self.on_event = on_event
-        seat_configs = {seat: config.seat_config(seat) for seat in self.preset.seats}
-        seat_models = {seat: (seat_models or {}).get(seat) or self._model(c.spec) for seat, c in seat_configs.items()}
+        seat_models = {seat: (seat_models or {}).get(seat) or self._model(config.spec(seat)) for seat in self.preset.seats}
         self.game = Game(self.preset, config.seed, config.roles or _scripted_roles(seat_models.values()))
-        self.players = {seat: Player(seat, self.game.roles[seat], c, seat_models[seat])
-                        for seat, c in seat_configs.items()}
+        self.players = {seat: Player(seat, self.game.roles[seat], config.seat_config(seat, self.game.roles[seat]),
+                                     seat_models[seat]) for seat in self.preset.seats}
         self.log = CallLog(run)
+        self.roles = tuple(sorted(self.preset.roles))  # the preset's role names (reflections guess among them)
         self.sampling = Sampling(temperature=config.temperature, seed=config.seed)
         preset_values = {**self.preset.model_dump(), "n_players": self.preset.n_players}
         self.values = {"preset": preset_values, "rules": render("werewolf/rules.j2", preset=preset_values)}
         self._written = 0
-        self._reflected_day = 0
+        self._reflected: set[tuple] = set()  # (seat, day, phase) or (seat, day) already reflected
         self._started: float | None = None
         self.stop_requested = False
         self.finished = False
@@ -150,24 +166,53 @@ class GameRunner:
 
     # ------------------------------------------------------------------ one decision
     async def decide(self, ask: Ask) -> Decision:
-        """Ask one seat for one decision (does not apply it): one request, through the seat's model."""
+        """Ask one seat for one decision (does not apply it): one request, through the seat's model; first a
+        reflection where the cadence says so, and the lessons that fit the moment where experience is on."""
         player, g = self.players[ask.seat], self.game
+        reflected = await self._reflect_before(ask) if player.config.reflection else 0
         obs = observe(g, ask.seat, ask, self.config.recent)
+        pool = self.config.experience_pool
+        if pool is not None and player.config.experience and ask.action != "reflect":
+            player.experiences = pool.retrieve(player.role, situation_query(obs, player.notes), preset=self.preset.name,
+                                               exclude_versions=self.config.exclude_experience_versions)
         key = self.key(ask.seat, ask.action)
         request = Request(observation=obs, sampling=self.sampling, game_id=self.game_id, seat=ask.seat,
                           role=player.role, day=g.day, phase=g.phase, replay_key=key)
         values = {**self.values, "obs": obs, "reflection": player.notes, "experiences": player.experiences,
                   "strategy": player.config.strategy or "default"}
         result = await ACTIONS[ask.action].run(player.model, request, values, fallback=lambda: _fallback(ask, key, g.seed),
-                                               log=self.log, output=output_model(ask.action, ask.choices, ask.can_pass))
-        return Decision(result.value, result.fallback, result.error, result.calls)
+                                               log=self.log,
+                                               output=output_model(ask.action, ask.choices, ask.can_pass, self.roles))
+        if ask.action == "reflect":
+            player.notes = clean_speech(result.value.summary, 800)
+            if not result.fallback and self.run is not None:
+                for row in belief_rows(result.value, game_id=self.game_id, seq=len(g.events), day=g.day,
+                                       phase=g.phase, seat=ask.seat, call_id=result.call_id):
+                    self.run.write("beliefs", row)
+        return Decision(result.value, result.fallback, result.error, result.calls + reflected)
+
+    async def reflect(self, seat: str) -> int:
+        """One reflection of ``seat`` (its notes and beliefs); returns the model calls it took."""
+        others = tuple(s for s in self.game.alive if s != seat)
+        return (await self.decide(Ask(seat, "reflect", others))).calls
+
+    async def _reflect_before(self, ask: Ask) -> int:
+        """The per_action and per_phase cadences: a reflection before this decision, where due."""
+        player, g = self.players[ask.seat], self.game
+        cadence = self.config.reflect
+        if ask.action == "reflect" or not player.config.reflection or cadence not in ("per_action", "per_phase"):
+            return 0
+        mark = (ask.seat, g.day, g.phase, len(g.events)) if cadence == "per_action" else (ask.seat, g.day, g.phase)
+        if mark in self._reflected:
+            return 0
+        self._reflected.add(mark)
+        return await self.reflect(ask.seat)
 
     # ------------------------------------------------------------------ driving the game
     def start(self) -> None:
-        """Experience for the seats that use it, and the opening events (done once; ``step`` calls it)."""
+        """The opening events (done once; ``step`` calls it)."""
         if self._started is None:
             self._started = time.perf_counter()
-            self._load_experience()
             self.write_events()
 
     async def step(self) -> bool:
@@ -177,9 +222,9 @@ class GameRunner:
         g = self.game
         if g.over:
             return False
-        if g.phase == "day_speech" and self._reflected_day < g.day:
-            self._reflected_day = g.day
-            await self._reflect()
+        if self.config.reflect == "per_day" and g.phase == "day_speech" and (None, g.day) not in self._reflected:
+            self._reflected.add((None, g.day))
+            await self._reflect_all()
         asks = g.pending()
         decisions = await asyncio.gather(*(self.decide(a) for a in asks))
         self.critical_path_calls += max((d.calls for d in decisions), default=0)
@@ -224,15 +269,9 @@ class GameRunner:
         return GameResult(self.game_id, self.config.seed, winner or "unfinished", reason or "not finished", g.day,
                           list(g.events), dict(g.roles), self.log, self.critical_path_calls)
 
-    async def _reflect(self) -> None:
+    async def _reflect_all(self) -> None:
         seats = [s for s in self.game.alive if self.players[s].config.reflection]
-
-        async def one(seat: str) -> int:
-            decision = await self.decide(Ask(seat, "reflect"))
-            self.players[seat].notes = decision.value.reflection
-            return decision.calls
-
-        self.critical_path_calls += max(await asyncio.gather(*(one(s) for s in seats)), default=0)
+        self.critical_path_calls += max(await asyncio.gather(*(self.reflect(s) for s in seats)), default=0)
 
     def write_events(self) -> None:
         """Write (and report) the events the rules emitted since the last call."""
@@ -246,13 +285,6 @@ class GameRunner:
             if self.on_event is not None:
                 self.on_event(e, self.game)
 
-    def _load_experience(self) -> None:
-        pool = self.config.experience_pool
-        for p in self.players.values():
-            if p.config.experience and pool is not None:
-                p.experiences = pool.retrieve(p.role, f"{p.role} {self.preset.name}",
-                                              exclude_versions=self.config.exclude_experience_versions)
-
     def finish(self, winner: str, reason: str) -> None:
         """Record the end (once): experience entries, then the players and games rows."""
         if self.finished:
@@ -264,7 +296,7 @@ class GameRunner:
         for seat, p in self.players.items():
             if pool is not None and p.config.experience and p.notes:
                 outcome = "won" if side_of(p.role) == winner else "lost"
-                pool.add(p.role, p.notes, outcome, self.game_id)
+                pool.add(p.role, p.notes, outcome, self.game_id, preset=self.preset.name)
         if self.run is None:
             return
         for seat, p in self.players.items():
@@ -282,7 +314,7 @@ class GameRunner:
     def replay_config(self) -> dict[str, Any]:
         """What ``toolkit replay`` needs to set the same game up again."""
         return {"preset": self.preset.model_dump(), "seed": self.config.seed, "roles": self.game.roles,
-                "recent": self.config.recent, "temperature": self.config.temperature,
+                "recent": self.config.recent, "temperature": self.config.temperature, "reflect": self.config.reflect,
                 "seats": {s: {"spec": p.config.spec, "reflection": p.config.reflection,
                               "experience": p.config.experience} for s, p in self.players.items()}}
 

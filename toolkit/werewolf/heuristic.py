@@ -10,6 +10,7 @@ the request's seed.
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections import Counter
 from typing import Any
@@ -42,8 +43,10 @@ def decide(obs: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     if action == "speak":
         return {"speech": speak(obs, rng)}
     if action == "reflect":
-        top = suspicion(obs, rng)
-        return {"reflection": f"Day {obs['day']}: I am {obs['role']}. My main suspect is {top or 'unclear'}."}
+        guesses = beliefs(obs)
+        top = max((s for s in guesses if guesses[s][0] == "Werewolf"), key=lambda s: guesses[s][1], default=None)
+        return {"summary": f"Day {obs['day']}: I am {obs['role']}. My main suspect is {top or 'unclear'}.",
+                "beliefs": [{"about": s, "role": r, "confidence": c} for s, (r, c) in guesses.items()]}
     choices = list(obs["choices"])
     return {"target": globals()[f"_{action}"](obs, choices, rng)}
 
@@ -117,6 +120,102 @@ def suspicion(obs: dict[str, Any], rng: random.Random, pool: list[str] | None = 
         best = max(score[p] for p in scored)
         return rng.choice([p for p in scored if score[p] == best])
     return rng.choice(pool)
+
+
+# ------------------------------------------------------------------ beliefs
+def votes_cast(obs: dict[str, Any]) -> list[tuple[str, str]]:
+    """Every (voter, target) of the game record in the observation, condensed days included."""
+    record = obs.get("record") or {}
+    out = [(v, t) for d in record.get("days", []) for r in d["rounds"] for v, t in r["votes"]]
+    condensed = record.get("condensed") or {}
+    out += [(v, t) for v, t, n in condensed.get("votes", []) for _ in range(n)]
+    return out
+
+
+def wolf_scores(obs: dict[str, Any]) -> Counter[str]:
+    """Evidence that a seat is a werewolf, from claims (as ``suspicion`` weighs them) and votes: voting
+    against a player this seat knows or trusts to be good counts against the voter, voting against a
+    known werewolf counts for them."""
+    score: Counter[str] = Counter()
+    claims = seer_claims(obs)
+    trusted = trusted_seer(obs)
+    me, wolf = obs["seat"], obs["role"] == "Werewolf"
+    for claimant, accused in claims.items():
+        for target in accused:
+            score[target] += 4 if claimant == trusted else 1
+            if target == me and not wolf:
+                score[claimant] += 6  # they lied about me
+        if trusted and claimant != trusted and claimant in claims.get(trusted, []):
+            score[claimant] += 2  # counter-claimed after being accused
+    for speaker, kind, value in obs["claims"]:
+        if kind == "clear" and speaker == trusted:
+            score[value] -= 3
+        elif kind == "suspect":
+            score[value] += 0.5
+    checks = obs.get("checks", {})
+    good = known_good(obs) | ({trusted} if trusted else set())
+    record = obs.get("record") or {}
+    # killed at night: almost always by the werewolves, who never attack their own
+    night_victims = {s for d in record.get("days", []) for s in d["night_deaths"]}
+    night_victims |= {s for _, s in (record.get("condensed") or {}).get("deaths", [])}
+    for voter, target in votes_cast(obs):
+        if checks.get(target) == "werewolf":
+            score[voter] -= 1
+        elif target == trusted and voter != target:
+            score[voter] += 2  # voting out the seer the village trusts is what the wolves want
+        elif (target in good or target in night_victims) and voter != target:
+            score[voter] += 1
+    return score
+
+
+def beliefs(obs: dict[str, Any]) -> dict[str, tuple[str, float]]:
+    """For every other living seat, a guessed role and a confidence in [0, 1], from what this seat knows
+    (own role, teammates, checks, the witch's victim) and its claim/vote bookkeeping. Roles are those of the
+    game (``obs['roles_in_game']``)."""
+    counts: dict[str, int] = dict(obs.get("roles_in_game") or {"Werewolf": 2, "Villager": 2, "Guard": 1,
+                                                                 "Witch": 1, "Seer": 1})
+    me, role = obs["seat"], obs["role"]
+    others = [s for s in obs["alive"] if s != me]
+    checks = obs.get("checks", {})
+    wolves_known = {me} if role == "Werewolf" else set()
+    wolves_known |= set(obs.get("teammates", [])) | {p for p, r in checks.items() if r == "werewolf"}
+    good_known = (set(others) - wolves_known) if role == "Werewolf" else {p for p, r in checks.items() if r == "good"}
+    if obs.get("victim"):
+        good_known.add(obs["victim"])  # the werewolves never attack one of their own
+    unknown = [s for s in others if s not in wolves_known and s not in good_known]
+    wolves_left = max(0, counts.get("Werewolf", 0) - len(wolves_known & set(obs["alive"])) - len(
+        [s for s in obs.get("dead", []) if s in wolves_known]))
+    # P(werewolf) over the unknown seats: weights from the evidence, scaled so they sum to the wolves left;
+    # the most suspected ``wolves_left`` seats are guessed Werewolf, the rest a village role
+    score = wolf_scores(obs)
+    weight = {s: math.exp(max(-20.0, min(20.0, 0.6 * score[s]))) for s in unknown}
+    total = sum(weight.values())
+    p = {s: min(0.99, wolves_left * weight[s] / total) for s in unknown} if total else {}
+    ranked = sorted(unknown, key=lambda s: (-p[s], s))
+    wolf_guess = set(ranked[:wolves_left])
+    claimed: dict[str, str] = {}
+    for speaker, kind, value in obs["claims"]:
+        if kind == "role":
+            claimed[speaker] = value  # the latest claim counts
+    contested = Counter(claimed.values())
+    village_roles = {r: n for r, n in counts.items() if r != "Werewolf" and n > 0}
+    out: dict[str, tuple[str, float]] = {}
+    for seat in others:
+        if seat in wolves_known:
+            out[seat] = ("Werewolf", 1.0)
+            continue
+        p_wolf = p.get(seat, 0.0)
+        if seat in wolf_guess:
+            out[seat] = ("Werewolf", round(p_wolf, 3))
+            continue
+        guess = claimed.get(seat)
+        if guess in village_roles and guess != role and contested[guess] <= village_roles[guess]:
+            share = 0.8  # an uncontested claim of a role this seat does not hold
+        else:
+            guess = "Villager" if "Villager" in village_roles else max(village_roles, key=village_roles.get)
+            share = village_roles.get(guess, 0) / max(1, sum(village_roles.values()) - (role in village_roles))
+        out[seat] = (guess, round((1 - p_wolf) * min(1.0, share), 3))
+    return out
 
 
 # ------------------------------------------------------------------ night

@@ -27,6 +27,7 @@ class Preset(BaseModel):
     vote_tie: Literal["none", "revote", "random"] = "none"
     last_words: bool = False
     win_rule: Literal["side_kill", "parity"] = "side_kill"
+    protect_and_save: Literal["survive", "die"] = "survive"  # victim both protected and saved on one night
     max_days: int = Field(10, ge=1)
 
     @field_validator("roles")

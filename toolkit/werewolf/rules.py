@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolkit.werewolf.preset import SPECIAL_ROLES, Preset
+from toolkit.werewolf.speech import clean_speech
 
 PUBLIC, WOLVES, MODERATOR = "public", "werewolves", "moderator"
 NIGHT_ACTIONS = ("protect", "hunt", "verify", "save", "poison")
@@ -184,7 +185,9 @@ class Game:
         if self.phase == "day_speech":
             self.last_speaker = seat
         kind = "speech" if self.phase == "day_speech" else "last_words"
-        self._emit("speech", seat, None, text, PUBLIC, fallback, phase=kind)
+        # Stored as data: one capped line with no control/bidi characters and no quote delimiters (the raw
+        # answer stays in the calls table), so no later prompt or transcript can be forged through it.
+        self._emit("speech", seat, None, clean_speech(text), PUBLIC, fallback, phase=kind)
 
     def _protect(self, seat: str, target: str | None, fallback: bool) -> None:
         self.night.protect, self.night.protect_done = target, True
@@ -241,7 +244,12 @@ class Game:
         n = self.night
         victim = self.victim()
         dead = set()
-        if victim is not None and not (n.saved or n.protect == victim):
+        protected, saved = n.protect == victim, n.saved
+        if protected and saved:  # both on the same night: the preset decides (many tournaments kill)
+            survives = self.preset.protect_and_save == "survive"
+        else:
+            survives = protected or saved
+        if victim is not None and not survives:
             dead.add(victim)
         if n.poisoned is not None:
             dead.add(n.poisoned)

@@ -1,0 +1,521 @@
+"""Where the agent's commands run: one small protocol, several execution environments.
+
+An ``Environment`` owns one persistent bash per session (``execute(command, timeout) -> ExecResult``),
+one-off programs (``run(argv)``, used by the Git tool and the task checks), the Deployer's web server
+(``serve(folder)``) and the session's end (``stop()``). All of them get an environment built from an
+allow-list (PATH, HOME inside the workspace, LANG/LC_*/TZ, TERM=dumb, NO_COLOR=1, git's safety settings
+and what the role declares in ``pass_env``), never the parent's, so colour is off and no secret is inherited.
+
+- ``local`` is **unconfined**: commands run on the host as the current user and can read and write
+  anything the user can, use the network and read other processes' ``/proc/<pid>/environ``. What it does
+  guarantee: the allow-list environment, git hooks off, pushes elsewhere than the workspace and the
+  configured remotes rewritten to nowhere (a guard-rail a command can override), and process bookkeeping
+  (a child subreaper, see ``subreaper.py``): every process of the session, daemonised or not, ends with it.
+- ``bubblewrap`` (Debian's ``bwrap``): the system folders read-only (``/usr``, ``/etc`` without
+  shadow files and ssh host keys, and the toolkit's Python), the workspace and the folders named in
+  ``writable`` (e.g. a git remote) writable, nothing else of the host visible (no ``/home``, ``/root``,
+  ``/work``, ``/tmp``); a private ``/tmp`` and ``/proc``; new PID, IPC, UTS, cgroup and network namespaces
+  (loopback only unless ``network: true``); all capabilities dropped; ``--die-with-parent``. The PID
+  namespace ends every process with the session.
+- ``docker`` / ``podman``: the same shape in a container (``--network none``, the workspace mounted);
+  only where a daemon answers, otherwise a one-line error says so.
+
+``make_environment("auto", …)`` picks bubblewrap when ``bwrap`` works here, else ``local`` with a one-line
+warning. Eval mode's git detection reads the git trace (``GIT_TRACE2_EVENT``), which names the command git
+actually ran (after ``-C``, ``-c`` and aliases), not the text the model typed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import functools
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+import weakref
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+KINDS = ("auto", "bubblewrap", "local", "docker", "podman")
+PASSED_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ")
+GIT_SAFETY = {  # as GIT_CONFIG_* (command-line level: above any repository or global config)
+    "core.hooksPath": "/dev/null", "core.fsmonitor": "false", "protocol.ext.allow": "never",
+    "color.ui": "false", "core.pager": "cat", "credential.helper": "", "safe.directory": "*",
+    "gc.autoDetach": "false", "maintenance.autoDetach": "false"}  # nothing git starts outlives its command
+NO_PUSH = "/dev/null/pushes-go-only-to-the-workspace-or-configured-remotes"
+PUSH_PREFIXES = ("/", "file://", "..", "~", "http://", "https://", "ssh://", "git://", "git@")
+EVAL_GIT_COMMANDS = frozenset({"commit", "push", "pull"})
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+MASKED_FILES = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers")
+MASKED_DIRS = ("/etc/ssh", "/etc/sudoers.d", "/etc/ssl/private")
+HERE = Path(__file__).resolve().parent
+
+
+class EnvironmentConfig(BaseModel):
+    """A role's ``environment:`` block (every field optional)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["auto", "bubblewrap", "local", "docker", "podman"] = "auto"
+    network: bool = False  # bubblewrap/containers: share the host's network (default: loopback only)
+    pass_env: list[str] = Field(default_factory=list)  # names passed from the parent (values still redacted)
+    read_only: list[str] = Field(default_factory=list)  # extra host folders visible read-only
+    writable: list[str] = Field(default_factory=list)  # extra host folders writable (e.g. a git remote)
+    image: str = "python:3.11-slim"  # containers only
+
+
+class EnvironmentUnavailable(ValueError):
+    """The chosen environment cannot run here (one line: why, and what to choose instead)."""
+
+
+@dataclass
+class ExecResult:
+    output: str
+    exit_code: int | None
+    timed_out: bool = False
+
+
+class CappedOutput:
+    """Keeps the first and last ``cap/2`` characters of a stream, never the whole of it."""
+
+    def __init__(self, cap: int):
+        self.half = cap // 2
+        self.head = ""
+        self.tail: deque[str] = deque()
+        self.tail_chars = 0
+        self.total = 0
+
+    def add(self, text: str) -> None:
+        self.total += len(text)
+        if len(self.head) < self.half:
+            room = self.half - len(self.head)
+            self.head += text[:room]
+            text = text[room:]
+        if text:
+            self.tail.append(text)
+            self.tail_chars += len(text)
+            while self.tail_chars - len(self.tail[0]) >= self.half:
+                self.tail_chars -= len(self.tail.popleft())
+
+    def text(self) -> str:
+        tail = "".join(self.tail)
+        if len(self.head) + len(tail) < self.total or len(tail) > self.half:
+            tail = tail[-self.half:]
+            hidden = self.total - len(self.head) - len(tail)
+            return f"{self.head}\n[… output truncated: {hidden} of {self.total} characters not shown …]\n{tail}"
+        return self.head + tail
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (from /proc), parents before children."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], deque([pid])
+    while todo:
+        for child in children.get(todo.popleft(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _kill(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+class Environment:
+    """The protocol and what every environment shares; subclasses say how a command line is wrapped."""
+
+    name = "base"
+    confined = False
+
+    def __init__(self, workspace: str | os.PathLike, config: EnvironmentConfig | None = None,
+                 allowed_remotes: list[str | os.PathLike] = ()):
+        self.root = Path(workspace).resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.config = config or EnvironmentConfig()
+        remotes = [str(r) for r in allowed_remotes]
+        self.remote_urls = [r for r in remotes if "://" in r and not r.startswith("file://")]  # e.g. https://…
+        self.writable = [Path(r.removeprefix("file://")).resolve() for r in [*remotes, *self.config.writable]
+                         if r not in self.remote_urls]
+        self.session_dir = Path(tempfile.mkdtemp(prefix="toolkit-env-")).resolve()
+        weakref.finalize(self, shutil.rmtree, str(self.session_dir), True)  # also when never stopped
+        self.trace = self.session_dir / "git-trace.json"
+        self._trace_pos = 0
+        shutil.copy(HERE / "static_server.py", self.session_dir / "static_server.py")
+        (self.session_dir / "gitignore").write_text(".agent/\n")
+        self.home = self.root / ".agent" / "home"
+        self.home.mkdir(parents=True, exist_ok=True)
+        gitconfig = self.home / ".gitconfig"  # the global level: a repository's own identity wins
+        if not gitconfig.exists():
+            gitconfig.write_text("[user]\n\tname = Agent\n\temail = agent@example.invalid\n")
+        self.proc: asyncio.subprocess.Process | None = None
+        self._lock: asyncio.Lock | None = None
+
+    # ------------------------------------------------------------------ what every command gets
+    def env(self, trace_git: bool = True) -> dict[str, str]:
+        """The allow-list environment (never the parent's)."""
+        path = os.pathsep.join(dict.fromkeys([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin",
+                                              "/usr/local/sbin", "/usr/sbin", "/sbin"]))
+        env = {"PATH": path, "HOME": str(self.home), "TERM": "dumb", "NO_COLOR": "1", "PAGER": "cat",
+               "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "PYTHONDONTWRITEBYTECODE": "1",
+               "TMPDIR": self.tmpdir(), "LANG": "C.UTF-8"}
+        env.update({k: os.environ[k] for k in PASSED_ENV if k in os.environ})
+        env.update({k: os.environ[k] for k in self.config.pass_env if k in os.environ})
+        settings = {**GIT_SAFETY, "core.excludesFile": str(self.session_dir / "gitignore"),  # .agent/ stays out
+                    **self.push_rules()}
+        env["GIT_CONFIG_COUNT"] = str(len(settings))
+        for i, (key, value) in enumerate(settings.items()):
+            env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
+        if trace_git:
+            env["GIT_TRACE2_EVENT"] = str(self.trace)
+        return env
+
+    def push_rules(self) -> dict[str, str]:
+        """``url.<base>.pushInsteadOf`` settings that send a push to any other place than the workspace or
+        the configured remotes to a path that does not exist (git uses the longest matching prefix, so the
+        allowed places, rewritten to themselves, win). A guard-rail for ``local``; bubblewrap's mounts
+        enforce the same."""
+        keys = [f"url.{NO_PUSH}/{i}.pushInsteadOf" for i in range(len(PUSH_PREFIXES))]
+        rules = dict(zip(keys, PUSH_PREFIXES))  # one key per prefix (a key holds one value here)
+        for place in [str(self.root), *map(str, self.writable)]:
+            for url in (place, f"file://{place}"):
+                rules[f"url.{url}.pushInsteadOf"] = url
+        rules.update({f"url.{url}.pushInsteadOf": url for url in self.remote_urls})
+        return rules
+
+    def tmpdir(self) -> str:
+        folder = self.session_dir / "tmp"
+        folder.mkdir(exist_ok=True)
+        return str(folder)
+
+    def wrap(self, argv: list[str], persistent: bool = False) -> list[str]:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return self.name
+
+    # ------------------------------------------------------------------ one-off programs
+    def run(self, argv: list[str], timeout: float = 60, input: str | None = None,
+            trace_git: bool = False) -> subprocess.CompletedProcess:
+        """Run a program to completion in the environment (cwd: the workspace); text output."""
+        stdin = subprocess.PIPE if input is not None else subprocess.DEVNULL
+        proc = subprocess.Popen(self.wrap(list(argv)), cwd=self.root, env=self.env(trace_git), text=True,
+                                errors="replace", start_new_session=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, stdin=stdin)
+        try:
+            out, err = proc.communicate(input, timeout=timeout)
+            return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+        except subprocess.TimeoutExpired:
+            proc.terminate()  # the wrapper (subreaper, bwrap) takes its whole tree down with it
+            try:
+                out, err = proc.communicate(timeout=5)
+            except subprocess.TimeoutExpired:
+                _kill([proc.pid, *descendants(proc.pid)])
+                out, err = proc.communicate()
+            return subprocess.CompletedProcess(argv, 124, out or "", f"{err or ''}timed out after {timeout:g}s")
+
+    # ------------------------------------------------------------------ the persistent shell
+    async def start(self) -> None:
+        if self.proc is None or self.proc.returncode is not None:
+            self.proc = await asyncio.create_subprocess_exec(
+                *self.wrap(["bash", "--noprofile", "--norc"], persistent=True), stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, cwd=self.root, env=self.env(),
+                start_new_session=True, limit=2**20)
+
+    def shell_pid(self) -> int | None:
+        """The host PID of the persistent bash (below the wrapper: subreaper, bwrap's init, …)."""
+        if self.proc is None:
+            return None
+        for pid in [self.proc.pid, *descendants(self.proc.pid)]:
+            try:
+                if Path(f"/proc/{pid}/comm").read_text().strip() == "bash":
+                    return pid
+            except OSError:
+                continue
+        return None
+
+    async def execute(self, command: str, timeout: float = 60, max_output_chars: int = 10_000) -> ExecResult:
+        """Run a command line in the persistent bash (cd and variables persist). At the timeout everything
+        the command started is killed and the shell stays; output is capped (head + tail)."""
+        self._lock = self._lock or asyncio.Lock()
+        async with self._lock:
+            return await self._execute(command, timeout, max_output_chars)
+
+    async def _execute(self, command: str, timeout: float, max_output_chars: int) -> ExecResult:
+        await self.start()
+        proc = self.proc
+        marker = f"__DONE_{uuid.uuid4().hex}__"
+        proc.stdin.write(f"{command}\nprintf '\\n{marker} %s\\n' \"$?\"\n".encode())
+        await proc.stdin.drain()
+        out = CappedOutput(max_output_chars)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+        async def read() -> int:
+            buf = ""
+            while True:
+                chunk = await proc.stdout.read(65536)
+                if not chunk:
+                    raise ShellExited("the shell exited; it restarts on the next command")
+                buf += decoder.decode(chunk)
+                at = buf.find(marker)
+                if at >= 0:
+                    rest = buf[at + len(marker):]
+                    if "\n" in rest.lstrip(" "):
+                        before = buf[:at]
+                        out.add(before[:-1] if before.endswith("\n") else before)  # the protocol's own newline
+                        return int(rest.split()[0])
+                    continue
+                keep = len(marker) + 16  # a marker may be split across reads
+                if len(buf) > keep:
+                    out.add(buf[:-keep])
+                    buf = buf[-keep:]
+
+        try:
+            code = await asyncio.wait_for(read(), timeout)
+            return ExecResult(out.text().rstrip("\n"), code)
+        except asyncio.TimeoutError:
+            self.kill_command()
+            code = None
+            try:
+                code = await asyncio.wait_for(read(), 5)
+            except (asyncio.TimeoutError, ShellExited):
+                await self.stop_shell()
+            return ExecResult(out.text().rstrip("\n"), code, timed_out=True)
+        except ShellExited:
+            await self.stop_shell()
+            raise
+
+    def kill_command(self) -> None:
+        """Kill what the current command started, keep the shell."""
+        shell = self.shell_pid()
+        if shell is not None:
+            _kill(list(reversed(descendants(shell))))
+
+    async def stop_shell(self) -> None:
+        """End the shell and every process of the session (the wrapper's whole tree)."""
+        if self.proc is not None and self.proc.returncode is None:
+            _kill([self.proc.pid, *descendants(self.proc.pid)])
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            await self.proc.wait()
+        self.proc = None
+
+    # ------------------------------------------------------------------ the Deployer's server
+    async def serve(self, folder: Path) -> str:
+        """Start the static server on ``folder`` inside the environment; return its URL (127.0.0.1 as seen
+        from the environment's network: the host's for ``local``, the sandbox's own loopback otherwise)."""
+        port_file = self.session_dir / f"port-{uuid.uuid4().hex[:8]}"
+        script = self.session_dir / "static_server.py"
+        result = await self.execute(
+            f"( cd / && setsid -f python3 -I {_q(script)} {_q(folder)} {_q(self.root)} {_q(port_file)} "
+            f"</dev/null >/dev/null 2>&1 )", timeout=10)
+        deadline = time.monotonic() + 10
+        while not port_file.exists():
+            if time.monotonic() > deadline or result.exit_code not in (0, None):
+                raise EnvironmentUnavailable(f"the web server did not start in {self.name}: {result.output[-200:]}")
+            await asyncio.sleep(0.05)
+        return f"http://127.0.0.1:{port_file.read_text().strip()}/"
+
+    # ------------------------------------------------------------------ eval mode's git trace
+    def git_commands(self) -> list[str]:
+        """The git commands run in the shell since the last call, as git resolved them (aliases,
+        ``-C``, ``-c`` included), from the trace2 event stream."""
+        try:
+            with open(self.trace, "rb") as f:
+                f.seek(self._trace_pos)
+                data = f.read()
+        except FileNotFoundError:
+            return []
+        complete = data[: data.rfind(b"\n") + 1]
+        self._trace_pos += len(complete)
+        names = []
+        for line in complete.splitlines():
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if event.get("event") == "cmd_name":
+                names.append(event.get("name", ""))
+        return names
+
+    def ran_eval_git(self) -> bool:
+        return bool(EVAL_GIT_COMMANDS.intersection(self.git_commands()))
+
+    # ------------------------------------------------------------------ the end
+    async def stop(self) -> None:
+        await self.stop_shell()
+        self.discard()
+
+    def discard(self) -> None:
+        """The synchronous end: kill whatever is left of the session, remove its private folder."""
+        if self.proc is not None and self.proc.returncode is None:
+            _kill([self.proc.pid, *descendants(self.proc.pid)])
+        shutil.rmtree(self.session_dir, ignore_errors=True)
+
+
+class ShellExited(Exception):
+    pass
+
+
+def _q(path: os.PathLike | str) -> str:
+    import shlex
+
+    return shlex.quote(str(path))
+
+
+class LocalEnvironment(Environment):
+    """Unconfined: the host, as the current user. Only the environment is an allow-list and the session's
+    processes are kept in one tree (child subreaper) that ends with the session."""
+
+    name = "local"
+    confined = False
+
+    def wrap(self, argv: list[str], persistent: bool = False) -> list[str]:
+        return [sys.executable, "-I", "-S", str(HERE / "subreaper.py"), *argv]  # -S: no site, a faster start
+
+
+@functools.lru_cache(maxsize=1)
+def bwrap_problem() -> str | None:
+    """None when bubblewrap works here, else why not (one line)."""
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return "bwrap is not installed (Debian: apt-get install bubblewrap)"
+    try:
+        out = subprocess.run([exe, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
+                              "true"], capture_output=True, text=True, timeout=15)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap does not run: {exc}"
+    if out.returncode != 0:
+        return f"bwrap cannot create namespaces here: {out.stderr.strip().splitlines()[-1:] or out.returncode}"
+    return None
+
+
+class BubblewrapEnvironment(Environment):
+    name = "bubblewrap"
+    confined = True
+
+    def __init__(self, *args, **kwargs):
+        problem = bwrap_problem()
+        if problem:
+            raise EnvironmentUnavailable(f"bubblewrap: {problem}; use --env local (unconfined)")
+        super().__init__(*args, **kwargs)
+        self.exe = shutil.which("bwrap")
+
+    def bwrap_args(self) -> list[str]:
+        args = ["--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL", "--hostname", "sandbox"]
+        if self.config.network:
+            args.append("--share-net")
+        for d in SYSTEM_DIRS:
+            if os.path.islink(d):
+                args += ["--symlink", os.readlink(d), d]
+            elif os.path.isdir(d):
+                args += ["--ro-bind", d, d]
+        args += [x for f in MASKED_FILES if os.path.isfile(f) for x in ("--ro-bind", "/dev/null", f)]
+        args += [x for d in MASKED_DIRS if os.path.isdir(d) for x in ("--tmpfs", d)]
+        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]
+        python = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+                  str(Path(sys.executable).resolve().parents[1]), *self.config.read_only}
+        for p in sorted(python):
+            if os.path.exists(p) and not any(p == d or p.startswith(d + "/") for d in SYSTEM_DIRS):
+                args += ["--ro-bind", p, p]
+        for p in [self.root, *self.writable, self.session_dir]:
+            if p.exists():
+                args += ["--bind", str(p), str(p)]
+        return args + ["--chdir", str(self.root)]
+
+    def wrap(self, argv: list[str], persistent: bool = False) -> list[str]:
+        return [self.exe, *self.bwrap_args(), "--", *argv]
+
+    def describe(self) -> str:
+        return f"bubblewrap (network: {'host' if self.config.network else 'loopback only'})"
+
+
+class ContainerEnvironment(Environment):
+    """docker / podman: the workspace mounted into a container (``--network none`` unless ``network``).
+    Not exercised by the tests here (no daemon on this machine); ``problem()`` says why in one line."""
+
+    def __init__(self, *args, engine: str = "docker", **kwargs):
+        self.name = engine
+        self.confined = True
+        problem = self.problem(engine)
+        if problem:
+            raise EnvironmentUnavailable(f"{engine}: {problem}; use --env bubblewrap or --env local")
+        super().__init__(*args, **kwargs)
+        self.container = f"toolkit-{uuid.uuid4().hex[:10]}"
+
+    @staticmethod
+    def problem(engine: str) -> str | None:
+        exe = shutil.which(engine)
+        if exe is None:
+            return f"{engine} is not installed"
+        try:
+            out = subprocess.run([exe, "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True,
+                                 timeout=10)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"no daemon answers ({exc})"
+        if out.returncode != 0:
+            return "no daemon answers (" + (out.stderr.strip().splitlines() or ["docker info failed"])[-1] + ")"
+        return None
+
+    def wrap(self, argv: list[str], persistent: bool = False) -> list[str]:
+        mounts = [x for p in [self.root, *self.writable, self.session_dir] for x in ("-v", f"{p}:{p}")]
+        mounts += [x for p in self.config.read_only for x in ("-v", f"{p}:{p}:ro")]
+        names = [x for k in self.env() for x in ("-e", k)]  # values come from the process environment
+        network = [] if self.config.network else ["--network", "none"]
+        name = ["--name", self.container] if persistent else []
+        return [self.name, "run", "--rm", "-i", *name, *network, *mounts, *names, "-w", str(self.root),
+                self.config.image, *argv]
+
+    async def stop(self) -> None:
+        subprocess.run([self.name, "rm", "-f", self.container], capture_output=True, timeout=30)
+        await super().stop()
+
+
+def make_environment(kind: str | None, workspace: str | os.PathLike, config: EnvironmentConfig | None = None,
+                     allowed_remotes: list[str | os.PathLike] = ()) -> Environment:
+    """The environment ``kind`` (None: the config's, whose default is ``auto``) for a workspace."""
+    config = config or EnvironmentConfig()
+    kind = kind or config.kind
+    if kind not in KINDS:
+        raise EnvironmentUnavailable(f"unknown environment {kind!r}; choose one of {', '.join(KINDS)}")
+    if kind == "auto":
+        problem = bwrap_problem()
+        if problem is None:
+            kind = "bubblewrap"
+        else:
+            _warn_once(f"warning: commands run UNCONFINED on this host (environment 'local'): {problem}")
+            kind = "local"
+    if kind == "bubblewrap":
+        return BubblewrapEnvironment(workspace, config, allowed_remotes)
+    if kind == "local":
+        return LocalEnvironment(workspace, config, allowed_remotes)
+    return ContainerEnvironment(workspace, config, allowed_remotes, engine=kind)
+
+
+@functools.lru_cache(maxsize=None)
+def _warn_once(message: str) -> None:
+    print(message, file=sys.stderr)

@@ -1,0 +1,113 @@
+"""Secrets never leave the machine in a record: ``redact(text)`` masks the values of secrets found in the
+parent environment (by name: ``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASS*``, ``*PAT``, …), known key
+shapes wherever they appear (``sk-…``, ``ghp_…``, ``github_pat_…``, ``AKIA…``, ``xox?-…``, ``hf_…``,
+``AIza…``, ``glpat-…``, private-key blocks) and credentials inside URLs. ``mask_url(url)`` masks the
+user:password part (and token-like query parameters) of one URL.
+
+Used by the agent (tool outputs before they reach the model, trajectories, pull-request records) and by the
+record layer (tables). Values shorter than ``MIN_CHARS`` are not masked by value (masking "1" or "true"
+everywhere would garble every output); key shapes are masked at any length they match.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any, Mapping
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+MIN_CHARS = 6
+# a name is a secret's when one of its _-separated words is, or ends with, one of these
+SECRET_WORDS = ("KEY", "KEYS", "TOKEN", "TOKENS", "SECRET", "SECRETS", "PASS", "PASSWORD", "PASSWD", "PASSPHRASE",
+                "PAT", "CREDENTIAL", "CREDENTIALS", "APIKEY", "PRIVATE", "COOKIE", "SIGNATURE", "AUTH")
+NOT_SECRET_NAMES = {"PATH", "PWD", "OLDPWD", "SSH_AUTH_SOCK", "GPG_AGENT_INFO", "KEYTIMEOUT", "PASSWORD_STORE_DIR"}
+KEY_SHAPES = re.compile(
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)"
+    r"|\bsk-(?:proj-|ant-)?[A-Za-z0-9_\-]{16,}"
+    r"|\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
+    r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"
+    r"|\bxox[abposr]-[A-Za-z0-9\-]{10,}"
+    r"|\bhf_[A-Za-z0-9]{20,}"
+    r"|\bAIza[0-9A-Za-z_\-]{35}"
+    r"|\bglpat-[A-Za-z0-9_\-]{20,}")
+URL_CREDENTIALS = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://)([^/\s:@'\"<>]+)(?::([^/\s@'\"<>]*))?@")
+SECRET_QUERY = re.compile(r"(?i)(key|token|secret|pass|password|sig|signature|auth)")
+MASK = "***"
+
+_extra: set[str] = set()
+
+
+def is_secret_name(name: str) -> bool:
+    upper = name.upper()
+    if upper in NOT_SECRET_NAMES:
+        return False
+    return any(word == w or word.endswith(w) for word in re.split(r"[_\-.]+", upper) if word for w in SECRET_WORDS)
+
+
+def register(value: str | None) -> None:
+    """Treat one more value as a secret for the rest of the process (e.g. a key given in a spec string)."""
+    if value and len(value) >= MIN_CHARS:
+        _extra.add(value)
+
+
+def secret_values(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``{value: label}`` for every secret in the environment (by name, by key shape, or registered)."""
+    environ = os.environ if environ is None else environ
+    found: dict[str, str] = {}
+    for name, value in environ.items():
+        if not value or len(value) < MIN_CHARS:
+            continue
+        if is_secret_name(name) or KEY_SHAPES.search(value):
+            found.setdefault(value, name)
+        url = URL_CREDENTIALS.search(value)
+        if url and url.group(3):  # a password inside a URL held by any variable
+            found.setdefault(url.group(3), name)
+    for value in _extra:
+        found.setdefault(value, "registered")
+    return found
+
+
+def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
+    """``text`` with every secret value, key shape and URL credential masked."""
+    if not text:
+        return text
+    values = secret_values(environ)
+    for value in sorted(values, key=len, reverse=True):
+        label = f"[redacted {values[value]}]"
+        for form in {value, json.dumps(value)[1:-1]}:  # as is, and as it appears inside a JSON string
+            if form in text:
+                text = text.replace(form, label)
+    text = KEY_SHAPES.sub("[redacted key]", text)
+    return URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{MASK}{':' + MASK if m.group(3) is not None else ''}@", text)
+
+
+def redact_obj(obj: Any, environ: Mapping[str, str] | None = None) -> Any:
+    """``redact`` applied to every string inside nested dicts, lists and tuples (keys included)."""
+    if isinstance(obj, str):
+        return redact(obj, environ)
+    if isinstance(obj, dict):
+        return {redact_obj(k, environ): redact_obj(v, environ) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(redact_obj(v, environ) for v in obj)
+    return obj
+
+
+def mask_url(url: str | None) -> str | None:
+    """``url`` with user:password and token-like query values masked; anything else unchanged."""
+    if not url:
+        return url
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return redact(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        netloc = f"{MASK}:{MASK}@{host}" if ":" in userinfo else f"{MASK}@{host}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        if any(SECRET_QUERY.search(k) for k, _ in pairs):
+            query = urlencode([(k, MASK if SECRET_QUERY.search(k) else v) for k, v in pairs], safe="*")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
