@@ -234,7 +234,7 @@ def _model_specs(value: Any, model_valued: bool = True) -> Iterator[str]:
             if str(k) == "seats" and isinstance(v, dict):
                 yield from _model_specs(list(v.values()))
             else:
-                yield from _model_specs(v, model_valued=str(k).endswith("model"))
+                yield from _model_specs(v, model_valued=str(k).endswith("model") or str(k) == "spec")
     elif isinstance(value, (list, tuple, set)):
         for v in value:
             yield from _model_specs(v, model_valued)
