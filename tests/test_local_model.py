@@ -59,6 +59,23 @@ def test_one_engineer_step_with_the_local_model(tmp_path):
     assert len(calls) >= 1 and (~calls["usage_estimated"].astype(bool)).all()
 
 
+def test_a_server_started_from_a_short_lived_thread_outlives_it():
+    """Inside Jupyter the games run in a worker thread that ends after each run_sync; the process-wide
+    server must not go with it (PR_SET_PDEATHSIG follows the thread that forked)."""
+    import urllib.request
+    from concurrent.futures import ThreadPoolExecutor
+
+    from toolkit.llm import local as local_server
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        url = pool.submit(local_server.shared_url).result(timeout=240)
+    time.sleep(1.0)  # the pool's thread has ended
+    assert local_server._shared.proc.poll() is None
+    with urllib.request.urlopen(f"{url}/models", timeout=10) as r:
+        assert b"gemma" in r.read()
+    assert local_server.shared_url() == url  # the same server for the rest of the process
+
+
 def test_no_server_is_left_running():
     from toolkit.llm import local as local_server
 

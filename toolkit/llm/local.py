@@ -80,6 +80,7 @@ def _die_with_parent() -> None:
 # returns. So every server is spawned from one thread that lives as long as the process.
 _spawn_requests: "queue.Queue[tuple[list, dict, queue.Queue]]" = queue.Queue()
 _spawner: threading.Thread | None = None
+_spawner_lock = threading.Lock()
 
 
 def _spawn_loop() -> None:
@@ -95,7 +96,7 @@ def _popen(cmd: list[str], **kwargs: Any) -> subprocess.Popen:
     global _spawner
     if threading.current_thread() is threading.main_thread():
         return subprocess.Popen(cmd, preexec_fn=_die_with_parent, **kwargs)
-    with _lock:
+    with _spawner_lock:
         if _spawner is None or not _spawner.is_alive():
             _spawner = threading.Thread(target=_spawn_loop, name="local-server-spawner", daemon=True)
             _spawner.start()
