@@ -19,7 +19,7 @@ LAYERS = [
     (3, ("toolkit.actions",)),
     (4, ("toolkit.werewolf", "toolkit.agent")),
     (5, ("toolkit.experiments", "toolkit.sweep", "toolkit.analysis", "toolkit.plots", "toolkit.report",
-         "toolkit.tournament", "toolkit.ratings")),
+         "toolkit.tournament", "toolkit.prompt_cache")),
     (6, ("toolkit.ui",)),
     (7, ("toolkit.cli", "toolkit.__main__", "toolkit.preflight")),
 ]
@@ -56,7 +56,7 @@ def layer(module: str) -> int:
     best = None
     for number, prefixes in LAYERS:
         for prefix in prefixes:
-            if module == prefix or module.startswith(prefix + "."):
+            if module == prefix or (prefix != "toolkit" and module.startswith(prefix + ".")):
                 if best is None or len(prefix) > best[1]:
                     best = (number, len(prefix))
     assert best is not None, f"{module} is in no layer: add it to LAYERS"

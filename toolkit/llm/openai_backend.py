@@ -144,6 +144,7 @@ class OpenAIBackend:
             raise ValueError(f"openai:{model} at {mask_url(self.base_url)} needs an API key: set OPENAI_API_KEY "
                              "(servers on loopback or a private network need none)")
         self._api_key = key or "no-key"  # local servers accept any key
+        self.extra_body: dict[str, Any] = {}  # server-specific request fields (llama.cpp's cache_prompt)
 
     @property
     def endpoint(self) -> str:
@@ -195,7 +196,7 @@ class OpenAIBackend:
         return self._completion(response)
 
     def _body(self, request: Request) -> dict[str, Any]:
-        body: dict[str, Any] = {"messages": request.messages}
+        body: dict[str, Any] = {**self.extra_body, "messages": request.messages}
         if request.tools:
             body["tools"] = [{"type": "function", "function": {
                 "name": tool_name(t["name"]), "description": t.get("description", ""),
