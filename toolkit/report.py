@@ -110,7 +110,8 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
         ratings = per_condition(lambda t: A.ratings(t.games, t.players, by_side=True), games, tables, by)
         for key, part in A.groups(ratings, by):
             name = "_".join(str(v) for v in key.values()) or "all"
-            written.append(P.save(P.plot_ratings(part, title="Ratings by side" + (f": {key}" if key else "")),
+            where = ", ".join(f"{k}={v}" for k, v in key.items())
+            written.append(P.save(P.plot_ratings(part, title="Ratings by side" + (f": {where}" if where else "")),
                                   out / f"ratings_{name}.png"))
             s.append(f"![ratings](ratings_{name}.png)\n")
         s += ["## Ratings with a side term\n",
