@@ -17,6 +17,7 @@ import pandas as pd
 from toolkit import analysis as A
 from toolkit import plots as P
 from toolkit.llm import parse_spec
+from toolkit.prompt_cache import cached_share
 from toolkit.results import Results, load
 
 
@@ -194,9 +195,20 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
     s += ["## Calls, tokens, cost and fallbacks per game (95% bootstrap intervals; n = games)\n",
           ("Token counts are estimated.\n" if estimated else ""),
           markdown_table(A.per_game_costs(games, by)), "![costs](costs.png)\n",
+          *_cached_share_section(tables),
           f"Games needed for ±5 points on a win rate: {A.sample_size(0.05)} per condition (±10 points: "
           f"{A.sample_size(0.1)}).\n"]
     return s
+
+
+def _cached_share_section(tables: Results) -> list[str]:
+    """Prompt tokens a server took from its prompt cache, per model (measured usage only; calls answered by
+    the response cache or with estimated usage are counted as excluded)."""
+    share = cached_share(tables.calls)
+    if share.empty or not share["prompt_tokens"].fillna(0).sum():
+        return []
+    return ["Prompt tokens served from the server's prompt cache, per model (measured usage only):\n",
+            markdown_table(share)]
 
 
 def write_report(folder: str | Path, out: str | Path | None = None) -> list[Path]:
