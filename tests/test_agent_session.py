@@ -364,7 +364,7 @@ def refuses(x: int) -> str:
 @tool
 def fails_softly() -> str:
     """Reports a failure."""
-    return Failed("line one\nline two")
+    raise Failed("line one\nline two")
 
 
 @tool

@@ -9,7 +9,7 @@ import pytest
 from toolkit.agent.deployer import Deployer, ImageGetter
 from toolkit.agent.editor import Editor
 from toolkit.agent.terminal import Terminal
-from toolkit.agent.tools import Toolbox, ToolError, spec_of, tool
+from toolkit.agent.tools import Failed, Toolbox, ToolError, spec_of, tool
 from toolkit.agent.workspace import Workspace
 
 
@@ -62,8 +62,9 @@ async def test_terminal_persists_state_and_kills_at_timeout(ws):
         assert out.splitlines()[:2] == [str(ws.root / "sub"), "42"]
         loop = asyncio.get_running_loop()
         t0 = loop.time()
-        out = await term.run_command("sleep 1000")
-        assert "killed after 1.5s timeout" in out and loop.time() - t0 < 5
+        with pytest.raises(Failed, match="killed after 1.5s timeout") as failed:  # a failure, output in full
+            await term.run_command("sleep 1000")
+        assert "exit code 137" in str(failed.value) and loop.time() - t0 < 5
         assert not any("sleep 1000" in open(f"/proc/{p}/cmdline").read().replace("\0", " ")
                        for p in os.listdir("/proc") if p.isdigit() and os.path.exists(f"/proc/{p}/cmdline"))
         assert (await term.run_command("echo still here")).startswith("still here")

@@ -78,7 +78,6 @@ def render_string(source: str, **values: Any) -> str:
     return _from_string(str(prompts_dir()), source).render(**values).strip()
 
 
-
 @dataclass
 class ActionResult:
     value: BaseModel

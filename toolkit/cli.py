@@ -267,6 +267,7 @@ EXAMPLES = """examples (tables go to git-ignored folders under results/):
   python -m toolkit engineer-suite --out results/suite              the offline engineer tasks
 A mistake in an option or a file is one line on stderr and exit code 2, before anything is written."""
 
+
 class Parser(argparse.ArgumentParser):
     """Usage errors in one line (with the subcommand), exit code 2."""
 
@@ -341,7 +342,6 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--results", default="results", metavar="DIR",
                        help="results root; cells go to DIR/<sweep>/<cell>/ (default: results)")
     sweep.set_defaults(func=cmd_sweep)
-
 
     tour = sub.add_parser("tournament", help="plan and run a tournament file (role rotation, seat shuffling)")
     tournament.add_arguments(tour)

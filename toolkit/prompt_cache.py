@@ -95,4 +95,3 @@ def llama_tokenizer(base_url: str) -> Callable[[list[dict[str, Any]]], list[int]
         return post("/tokenize", {"content": prompt, "add_special": True})["tokens"]
 
     return tokenize
-

@@ -38,6 +38,8 @@ URL_CREDENTIALS = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://)([^/\s'\"<>]*)@")
 
 def _masked(m: re.Match) -> str:
     return f"{m.group(1)}{MASK}{':' + MASK if ':' in m.group(2) else ''}@"
+
+
 SECRET_QUERY = re.compile(r"(?i)(key|token|secret|pass|password|sig|signature|auth)")
 MASK = "***"
 

@@ -79,6 +79,7 @@ class EnvironmentConfig(BaseModel):
 class EnvironmentUnavailable(ValueError):
     """The chosen environment cannot run here (one line: why, and what to choose instead)."""
 
+
 @dataclass
 class ExecResult:
     output: str

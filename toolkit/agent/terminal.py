@@ -57,9 +57,11 @@ class Terminal:
             raise ToolError(str(exc)) from None
         text = clean(result.output)
         if result.timed_out:
-            return Failed(f"{text}\n[killed after {limit:g}s timeout; exit code {result.exit_code}]".strip())
+            raise Failed(f"{text}\n[killed after {limit:g}s timeout; exit code {result.exit_code}]".strip())
         out = f"{text}\n[exit code {result.exit_code}]".strip()
-        return out if result.exit_code == 0 else Failed(out)
+        if result.exit_code != 0:
+            raise Failed(out)
+        return out
 
     async def close(self) -> None:
         await (self.environment.stop() if self._own else self.environment.stop_shell())

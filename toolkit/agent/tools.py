@@ -142,21 +142,23 @@ class Toolbox:
             out = spec.fn(**parsed.model_dump())
             if inspect.isawaitable(out):
                 out = await out
+        except Failed as exc:  # the tool ran and failed: its whole output is the observation
+            return ToolResult(name, args, False, str(exc), started)
         except ToolError as exc:
             return ToolResult(name, args, False, f"{name}: {exc}", started)
         except Exception as exc:  # a tool bug: one line for the model, the traceback for the log
             log.exception("tool %s failed", name)
             return ToolResult(name, args, False, f"{name} failed: {type(exc).__name__}: {exc}", started)
-        return ToolResult(name, args, not isinstance(out, Failed), "" if out is None else str(out), started)
-
-
-class Failed(str):
-    """A tool's output that counts as a failure (e.g. a shell command's non-zero exit): shown in full,
-    recorded with ok=False, and the step's later commands are skipped."""
+        return ToolResult(name, args, True, "" if out is None else str(out), started)
 
 
 class ToolError(Exception):
     """A tool's own refusal or failure, shown to the model as one line."""
+
+
+class Failed(ToolError):
+    """Raised by a tool that ran and failed (e.g. a shell command's non-zero exit) with its output: shown in
+    full, recorded with ok=False, and the step's later commands are skipped."""
 
 
 @dataclass

@@ -29,6 +29,7 @@ def fingerprints(events: pd.DataFrame, players: pd.DataFrame) -> pd.Series:
     """A hash per game of everything that happened in it: seats' roles and specs and every event's day,
     phase, kind, actor, target and text (game ids and timings left out)."""
     p = players.sort_values(["game_id", "seat"])
+
     def text(col: pd.Series) -> pd.Series:  # missing values as "" (pandas' str dtype keeps NaN otherwise)
         return col.astype(object).where(col.notna(), "").astype(str)
 

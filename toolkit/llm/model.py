@@ -36,6 +36,8 @@ from toolkit.llm.request import Completion, LLMError, Request, TransientError, e
 from toolkit.secrets import mask_url
 
 DEFAULT_PRICES = Path(__file__).with_name("prices.yaml")
+
+
 def now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
 

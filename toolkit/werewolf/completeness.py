@@ -224,7 +224,6 @@ def missing(prompt: str, events: list[Event], reveal_roles: bool = False, roles:
     return out
 
 
-
 # ---------------------------------------------------------------------------------------------- games
 class _Checking:
     """Wraps a seat's real backend: before answering, checks the request's prompt against the game so far
