@@ -191,6 +191,32 @@ class SweepFile(BaseModel):
 
 
 # --------------------------------------------------------------------------------------- scripted games
+class TournamentFile(BaseModel):
+    """A tournament: ``name`` (a folder under the results root), the model specs that play, the presets,
+    the design (``rotation``: every model plays every role equally often; ``pairs``: every ordered pair of
+    models as village vs wolves), and its size (``games``, or the ``half_width`` a win rate should reach)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    models: list[str] = Field(..., min_length=1)
+    presets: list[str] = Field(..., min_length=1)
+    design: Literal["rotation", "pairs"] = "rotation"
+    self_play: bool = True
+    games: int | None = Field(None, ge=1, le=1_000_000)
+    half_width: float | None = Field(None, gt=0, lt=0.5)
+    seed: int = 0
+    games_per_cell: int = Field(100, ge=1)
+    reflection: bool = False
+    concurrency: int = Field(16, ge=1, le=1024)
+    notebook: str | None = None
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _name(cls, value: Any) -> str:
+        return safe_name(value, "name")
+
+
 class ScriptedDecision(BaseModel):
     """One scripted answer: matched by ``day``/``action``/``seat``; the other fields are the answer."""
 

@@ -41,6 +41,7 @@ import yaml
 from toolkit.analysis import sample_size
 from toolkit.experiments import cell_lock, finished_seeds
 from toolkit.record import Run
+from toolkit.schemas import TournamentFile, load_file
 from toolkit.results import load
 from toolkit.sweep import run_sweep
 from toolkit.sync import run_sync
@@ -123,15 +124,10 @@ def balance(plan: pd.DataFrame) -> pd.DataFrame:
 
 # ------------------------------------------------------------------ files and running
 def load_tournament(path: str | Path) -> dict[str, Any]:
-    spec = yaml.safe_load(Path(path).read_text()) or {}
-    missing = {"name", "models", "presets"} - set(spec)
-    if missing:
-        raise ValueError(f"{path}: a tournament needs {sorted(missing)}")
-    unknown = set(spec) - {"name", "models", "presets", "design", "self_play", "games", "half_width", "seed",
-                           "games_per_cell", "reflection", "concurrency", "notebook"}
-    if unknown:
-        raise ValueError(f"{path}: unknown keys {sorted(unknown)}")
-    return spec
+    """The tournament file, checked (``toolkit.schemas.TournamentFile``: unknown keys refused with a hint,
+    types and ranges checked, a name that could leave the results folder refused)."""
+    tournament = load_file(path, TournamentFile, "tournament file")
+    return tournament.model_dump(exclude_unset=True)
 
 
 def plan_from_file(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:
