@@ -132,9 +132,9 @@ def workdir(tmp_path, monkeypatch):
 
     game = str(load("res").games["game_id"].iloc[0])
     reached = []
-    monkeypatch.setattr("toolkit.sweep.run_sweep", lambda *a, **k: reached.append("sweep") or pd.DataFrame(
+    monkeypatch.setattr("toolkit.cli.run_sweep", lambda *a, **k: reached.append("sweep") or pd.DataFrame(
         [{"cell_id": "c", "ok": True, "error": None}]))
-    monkeypatch.setattr("toolkit.report.write_report", lambda *a, **k: reached.append("report") or [])
+    monkeypatch.setattr("toolkit.cli.write_report", lambda *a, **k: reached.append("report") or [])
 
     async def session(self, *a, **k):
         raise KeyboardInterrupt  # reached: stop here (the CLI reports it as "interrupted", exit 130)

@@ -99,3 +99,12 @@ def test_the_example_study_situation_ranks_heuristic_wolves_above_random_wolves(
     assert r.loc[("heuristic", "werewolves"), "rating"] > r.loc[("random", "werewolves"), "rating"]
     sep = A.separation(t.games, t.players, by_side=True, n_boot=100).set_index("side")
     assert sep.loc["werewolves", "a"] == "heuristic"
+
+
+def test_a_study_of_draws_only_has_no_ratings_and_no_crash():
+    """All games drawn (max_days reached): nothing decided, so no strengths, not an IndexError."""
+    games = pd.DataFrame({"game_id": ["g1", "g2"], "winner": ["draw", "draw"]})
+    players = pd.DataFrame({"game_id": ["g1"] * 2 + ["g2"] * 2, "seat": ["P1", "P2"] * 2,
+                            "side": ["village", "werewolves"] * 2, "spec": ["a", "b"] * 2})
+    d = A.ratings(games, players, by_side=True)
+    assert d.empty and list(d.columns) == ["spec", "side", "rating", "ci_low", "ci_high", "n"]

@@ -102,8 +102,12 @@ def test_reflection_model_checks_seats_roles_and_confidence():
     # the old free-text answer still reads (no beliefs), as does the fallback players build
     assert Reflection.model_validate({"reflection": "notes"}).summary == "notes"
     assert Reflection(reflection="").beliefs == []
-    schema = model.model_json_schema()
-    assert schema["$defs"]["Belief"]["properties"]["role"]["enum"] == ["Werewolf", "Villager", "Seer"]
+    # the schema a model is shown: one belief per other seat, in seat order, each with the preset's roles
+    beliefs = model.model_json_schema()["properties"]["beliefs"]
+    assert beliefs["minItems"] == beliefs["maxItems"] == len(beliefs["prefixItems"])
+    assert [b["properties"]["about"]["const"] for b in beliefs["prefixItems"]] == sorted(
+        b["properties"]["about"]["const"] for b in beliefs["prefixItems"])
+    assert all(b["properties"]["role"]["enum"] == ["Werewolf", "Villager", "Seer"] for b in beliefs["prefixItems"])
 
 
 def test_heuristic_reflections_in_a_game_carry_beliefs_that_make_table_rows(tmp_path):

@@ -61,7 +61,7 @@ def design(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True) -> 
     row = {g: i for i, g in enumerate(game_ids)}
     X = np.zeros((len(game_ids), len(names) + 1))
     X[:, 0] = 1.0
-    np.add.at(X, (share["game_id"].map(row).to_numpy(), share["col"].map(col).to_numpy()),
+    np.add.at(X, (share["game_id"].map(row).to_numpy(dtype=int), share["col"].map(col).to_numpy(dtype=int)),
               share["sign"].to_numpy() * share["share"].to_numpy())
     winner = decided.set_index("game_id")["winner"]
     y = (winner.reindex(game_ids) == "village").to_numpy(float)
