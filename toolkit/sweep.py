@@ -168,6 +168,7 @@ def _execute(todo: list[Cell], statuses: list[dict], bar: Any, workers: int, exe
                 statuses.append(future.result())
                 bar.update()
     elif executor == "dask":
+        # the optional `dask` extra: imported only when a sweep asks for it
         from dask.distributed import Client, LocalCluster
         from dask.distributed import as_completed as dask_completed
 

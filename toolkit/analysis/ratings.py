@@ -270,7 +270,7 @@ def openskill_ratings(games: pd.DataFrame, players: pd.DataFrame, by_side: bool 
     seed order: each side is a team of its models (per side: ``spec`` as villager and as wolf are separate
     players). Without ``by_side``, games where one model holds seats on both sides are skipped (a player
     cannot be on both teams). ``ordinal`` = mu − 3·sigma; the interval is mu ± 1.96·sigma."""
-    try:
+    try:  # the optional `ratings` extra
         from openskill.models import PlackettLuce
     except ImportError as exc:  # an optional extra
         raise ImportError("openskill_ratings needs the openskill package: pip install 'openskill>=6'") from exc

