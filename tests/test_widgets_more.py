@@ -10,14 +10,7 @@ from toolkit.results import load
 from toolkit.ui import EngineerSession, WerewolfSession
 from toolkit.ui.engineer import WidgetChannel
 
-
-async def wait_for(predicate, timeout=30):
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not predicate():
-        if loop.time() > end:
-            raise TimeoutError
-        await asyncio.sleep(0.005)
+from tests.test_widgets import wait_for
 
 
 # ------------------------------------------------------------------ the werewolf session
