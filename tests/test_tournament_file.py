@@ -46,3 +46,13 @@ def test_the_cli_says_it_in_one_line_and_writes_nothing(tmp_path, capsys, monkey
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error:") and "modles" in err[0]
     assert not (tmp_path / "res").exists()
+
+
+def test_a_model_spec_that_cannot_work_is_refused_before_anything_runs(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "t.yaml"
+    path.write_text("name: t\nmodels: [heuristic, nonsense:x]\npresets: [classic7]\ngames: 4\n")
+    with pytest.raises(FileError, match="models: unknown model spec 'nonsense:x'"):
+        load_tournament(path)
+    assert main(["tournament", str(path), "--results", str(tmp_path / "res")]) == 2
+    assert "nonsense:x" in capsys.readouterr().err and not (tmp_path / "res").exists()

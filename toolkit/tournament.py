@@ -41,7 +41,8 @@ import yaml
 from toolkit.analysis import sample_size
 from toolkit.experiments import cell_lock, finished_seeds
 from toolkit.record import Run
-from toolkit.schemas import TournamentFile, load_file
+from toolkit.llm import get_model, parse_spec
+from toolkit.schemas import FileError, TournamentFile, load_file, one_line
 from toolkit.results import load
 from toolkit.sweep import run_sweep
 from toolkit.sync import run_sync
@@ -127,6 +128,13 @@ def load_tournament(path: str | Path) -> dict[str, Any]:
     """The tournament file, checked (``toolkit.schemas.TournamentFile``: unknown keys refused with a hint,
     types and ranges checked, a name that could leave the results folder refused)."""
     tournament = load_file(path, TournamentFile, "tournament file")
+    for spec in tournament.models:  # a spec that cannot work is refused before any folder or kernel exists
+        if parse_spec(spec)[0] == "local":
+            continue  # building it would start the server; the study starts it (and says so if it cannot)
+        try:
+            get_model(spec)
+        except (ValueError, OSError) as exc:
+            raise FileError(f"{path}: models: {one_line(exc)}") from None
     return tournament.model_dump(exclude_unset=True)
 
 
