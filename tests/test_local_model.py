@@ -49,6 +49,30 @@ def test_a_full_classic7_game_with_every_seat_local(tmp_path):
     assert tables.games.iloc[0]["cost_usd"] == 0.0
 
 
+def test_the_lean_sampler_chain_gives_the_same_answers_as_the_servers_default(monkeypatch):
+    """The `local` requests name a lean sampler chain (faster); with the same seed a seat gets the same answer
+    as with the server's full default chain, whose other samplers are no-ops at their defaults."""
+    from toolkit.llm.local import LEAN_SAMPLERS
+    from toolkit.llm.model import get_model
+    from toolkit.llm.request import Request, Sampling
+    from toolkit.werewolf.actions import output_model
+
+    schema = output_model("vote", ("Player1", "Player2", "Player3"), False).model_json_schema()
+    answers = {}
+    for chain in ("default", LEAN_SAMPLERS):
+        monkeypatch.setenv("TOOLKIT_LOCAL_SAMPLERS", chain)
+        model = get_model("local")
+        assert ("samplers" in model.backend.extra_body) == (chain != "default")
+        answers[chain] = [asyncio.run(model.generate(Request(
+            messages=[{"role": "user", "content": f"Game {seed}: vote for the werewolf. Answer in JSON."}],
+            schema=schema, sampling=Sampling(temperature=0.9, seed=seed)))).text for seed in range(3)]
+    assert all(answers["default"]) and answers["default"] == answers[LEAN_SAMPLERS]
+    assert len(set(answers["default"])) > 1  # the seeds matter: the comparison is not of one fixed answer
+    monkeypatch.setenv("TOOLKIT_LOCAL_SAMPLERS", " ; ")
+    with pytest.raises(ValueError, match="TOOLKIT_LOCAL_SAMPLERS"):
+        get_model("local")
+
+
 def test_one_engineer_step_with_the_local_model(tmp_path):
     with Run(tmp_path / "res", "local-agent") as run:
         session = Session(load_role("engineer"), "Create hello.txt containing the word hello.", tmp_path / "ws",

@@ -84,3 +84,14 @@ def test_the_readme_recomputes_the_committed_example_with_pandas(monkeypatch, ca
         ratings = A.ratings(games, t.players, by_side=True, n_boot=50).set_index(["spec", "side"])
         assert ratings.loc[("heuristic", "werewolves"), "rating"] > ratings.loc[("random", "werewolves"), "rating"]
     capsys.readouterr()
+
+
+def test_a_study_without_a_village_ballot_still_gets_its_plot():
+    """A game can end before any first-round village ballot (found when the prompts changed: a one-day game
+    on the loopback server); the vote-accuracy plot is then empty, not a KeyError that stops the report."""
+    events = pd.DataFrame(columns=["game_id", "seq", "day", "phase", "kind", "actor", "target"])
+    players = pd.DataFrame(columns=["game_id", "seat", "role", "spec"])
+    fig = P.plot_vote_accuracy_by_day(events, players)
+    assert fig.axes[0].get_ylabel().startswith("ballots on a wolf") and not fig.axes[0].lines
+    fig = P.plot_vote_accuracy_by_day(events, players, by="spec")
+    assert not fig.axes[0].lines

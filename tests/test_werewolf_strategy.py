@@ -5,6 +5,7 @@ in ../shared/seeds/STRATEGY_NOTES.md and in the issue) is in every rendered prom
 import asyncio
 import json
 
+import pandas as pd
 import pytest
 
 from toolkit.record import Run
@@ -83,12 +84,16 @@ REFLECTION = [
 
 
 @pytest.fixture(scope="module")
-def prompts(tmp_path_factory):
+def calls(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("strategy")
     configs = [GameConfig(preset=p, seed=s, reflection=True) for p in ("classic7", "standard9") for s in range(6)]
     with Run(tmp) as run:
         asyncio.run(play_games(configs, run))
-    calls = load(tmp).calls
+    return load(tmp).calls
+
+
+@pytest.fixture(scope="module")
+def prompts(calls):
     return [(row.role, row.action, json.loads(row.messages)[0]["content"]) for row in calls.itertuples()]
 
 
@@ -123,3 +128,20 @@ def test_every_reflection_prompt_asks_for_the_seed_analysis(prompts):
             p for _, p in reflections]
         assert all(sentence in p for p in applies), sentence
     assert not any(r != "Werewolf" and REFLECTION[-1][1] in p for r, p in reflections)
+
+
+def test_prompts_are_laid_out_for_prefix_reuse(calls):
+    """Every prompt of a preset opens with the same text (rules, common strategy) up to the seat's identity,
+    and a seat's prompts stay identical through its role strategy, up to the game record: a server's prefix
+    cache serves that much to a seat's first call and more to its later ones."""
+    prompt = pd.Series([json.loads(m)[0]["content"] for m in calls["messages"]], index=calls.index)
+    calls = calls.assign(prompt=prompt, preset=prompt.str.extract(r"with (\d+) players")[0])
+    assert set(calls["preset"]) == {"7", "9"}  # classic7 and standard9
+    for preset, group in calls.groupby("preset"):
+        openings = {p[:p.index("\nYou are Player")] for p in group["prompt"]}
+        assert len(openings) == 1, preset
+        opening = openings.pop()
+        assert "Rules:" in opening and "How to play:" in opening and "Your role" not in opening
+        assert len(opening) > 0.25 * group["prompt"].str.len().mean(), preset  # a real share of every prompt
+        for (game, seat), own in group.groupby(["game_id", "seat"]):
+            assert len({p[:p.index("Game record")] for p in own["prompt"]}) == 1, (game, seat)

@@ -68,9 +68,8 @@ def plot_vote_accuracy_by_day(events: pd.DataFrame, players: pd.DataFrame, by: s
     fig, ax = plt.subplots(figsize=(6, 3.8))
     series = list(table.groupby(by)) if by and len(table) else [(None, table)]
     for i, (name, part) in enumerate(series):
-        shift = (i - (len(series) - 1) / 2) * 0.08
-        xs = part["day"] + shift
-        if len(part):
+        if len(part):  # a study without a first-round village ballot has an empty table (no columns even)
+            xs = part["day"] + (i - (len(series) - 1) / 2) * 0.08
             _errorbars(ax, xs, part, label=f"{by}={name}" if by else "village ballots", color=f"C{i}")
             ax.plot(xs, part["chance"], ls="--", color=f"C{i}", alpha=0.6,
                     label=f"chance ({name})" if by else "chance")

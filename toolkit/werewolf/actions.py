@@ -14,13 +14,24 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, create_model, m
 from toolkit.actions import Action, with_choices
 
 
+def _thought_first(schema: dict[str, Any]) -> None:
+    """The schema a model is shown lists every field as required, in order, so a constrained decoder writes
+    the thought first, before the decision, as the prompt asks (a decoder puts optional fields after the
+    required ones). Validation still accepts an answer without a thought."""
+    schema["required"] = list(schema.get("properties", {}))
+
+
 # Length caps are part of the schema, so a schema-constrained server cannot ramble past them.
 class Speech(BaseModel):
+    model_config = ConfigDict(json_schema_extra=_thought_first)
+
     thought: str = Field("", max_length=300, description="private reasoning, never shown to other players")
     speech: str = Field(..., max_length=600, description="what you say to everyone")
 
 
 class Target(BaseModel):
+    model_config = ConfigDict(json_schema_extra=_thought_first)
+
     thought: str = Field("", max_length=300, description="private reasoning, never shown to other players")
     target: str | None = Field(..., description="the chosen player, or null to pass where allowed")
 
