@@ -22,6 +22,13 @@ def test_a_vote_is_one_line_thought_first_with_the_legal_targets_only():
     assert '"null"' in passing and "Player1" in passing
 
 
+def test_a_reflection_names_every_other_seat_once_with_a_probability():
+    schema = output_model("reflect", ("Player2", "Player3"), False, ("Werewolf", "Villager")).model_json_schema()
+    root = compact_grammar(schema).splitlines()[0]
+    assert root.index('"\\"Player2\\""') < root.index('"\\"Player3\\""') and root.count("Werewolf") == 2
+    assert root.count('("0" ("." [0-9]{1,4})? | "1" (".0")?)') == 2 and "char{0,800}" in root
+
+
 def test_a_speech_keeps_its_length_caps():
     grammar = compact_grammar(output_model("speak", (), False).model_json_schema())
     assert "char{0,300}" in grammar and "char{0,600}" in grammar and '"\\"speech\\""' in grammar
@@ -30,6 +37,9 @@ def test_a_speech_keeps_its_length_caps():
 @pytest.mark.parametrize("schema, expected", [
     ({"const": 'a "quoted" \\ value'}, '"\\"a \\\\\\"quoted\\\\\\" \\\\\\\\ value\\""'),
     ({"enum": [1, None, True]}, '("1" | "null" | "true")'),
+    ({"type": "number", "minimum": 0, "maximum": 1}, '("0" ("." [0-9]{1,4})? | "1" (".0")?)'),
+    ({"enum": ["a\nb", "é"]}, r'("\"a\\nb\"" | "\"é\"")'),
+    ({"type": "string", "minLength": 2, "maxLength": 10**6}, r'"\"" char{2,} "\""'),
     ({"type": ["string", "null"]}, '("\\"" char* "\\"" | "null")'),
     ({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3},
      '"[" ("-"? ([0-9] | [1-9] [0-9]{0,15})) (", " ("-"? ([0-9] | [1-9] [0-9]{0,15}))){0,2} "]"'),

@@ -17,6 +17,7 @@ from typing import Any
 _CHAR = r'[^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})'
 _NUMBER = r'"-"? ([0-9] | [1-9] [0-9]{0,15}) ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,16})?'
 _INTEGER = r'"-"? ([0-9] | [1-9] [0-9]{0,15})'
+_MAX_BOUNDED = 2000  # longest string bound written into the grammar (the server expands {0,N} into N rules)
 _SUPPORTED = {"type", "properties", "required", "items", "prefixItems", "minItems", "maxItems", "enum", "const",
               "anyOf", "oneOf", "maxLength", "minLength", "minimum", "maximum", "exclusiveMinimum",
               "exclusiveMaximum", "title", "description", "default", "examples", "additionalProperties"}
@@ -51,9 +52,13 @@ def _rule(schema: Any) -> str:
         return "(" + " | ".join(_rule({**schema, "type": k}) for k in kind) + ")"
     if kind == "string":
         low, high = int(schema.get("minLength", 0)), schema.get("maxLength")
+        if high is not None and int(high) > _MAX_BOUNDED:  # a bound this long would expand into a huge grammar;
+            high = None  # the length is still checked where the answer is validated
         count = f"{{{low},{int(high)}}}" if high is not None else (f"{{{low},}}" if low else "*")
         return f'"\\"" char{count} "\\""'
     if kind == "number":
+        if schema.get("minimum") == 0 and schema.get("maximum") == 1:  # a probability, as beliefs give them
+            return '("0" ("." [0-9]{1,4})? | "1" (".0")?)'
         return f"({_NUMBER})"
     if kind == "integer":
         return f"({_INTEGER})"
