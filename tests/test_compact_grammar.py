@@ -73,3 +73,18 @@ def test_the_local_backend_sends_a_grammar_where_it_can_and_the_schema_where_it_
     plain = backend._body(Request(messages=[{"role": "user", "content": "hi"}]))
     assert "grammar" not in plain and "response_format" not in plain
     assert json.dumps(body)  # the body stays plain JSON
+
+
+@pytest.mark.parametrize("name, value", [("TOOLKIT_LOCAL_COMPACT_JSON", "maybe"), ("TOOLKIT_LOCAL_SAMPLERS", " ; "),
+                                         ("TOOLKIT_LOCAL_CACHE_PROMPT", "sometimes")])
+def test_a_bad_local_setting_is_refused_before_a_server_starts(monkeypatch, name, value):
+    from toolkit.llm import local
+    from toolkit.llm.model import get_model
+
+    def no_server():
+        raise AssertionError("a server was started")
+    monkeypatch.setattr(local, "shared_url", no_server)
+    monkeypatch.delenv("TOOLKIT_LOCAL_URL", raising=False)
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError, match=name):
+        get_model("local")

@@ -358,7 +358,9 @@ class LocalBackend(OpenAIBackend):
 def _local(arg: str, config: ModelConfig) -> LocalBackend:
     """The ``local`` spec: the OpenAI-compatible backend on the shared server. The per-endpoint cap is the
     server's slot count (each slot serves one request at a time; more would only queue), unless
-    ``TOOLKIT_MAX_CONNECTIONS`` sets a lower one. Small outputs, bounded by the schema."""
+    ``TOOLKIT_MAX_CONNECTIONS`` sets a lower one. Small outputs, bounded by the schema. The settings are read
+    (and a bad one refused) before any server starts."""
+    compact, cache_prompt, chain = compact_json_enabled(), cache_prompt_enabled(), samplers()
     url = shared_url()
     slots = server_slots(url) or (_shared.parallel if _shared is not None else 4)
     config.max_connections = min(config.max_connections, slots) if os.environ.get("TOOLKIT_MAX_CONNECTIONS") \
@@ -366,9 +368,8 @@ def _local(arg: str, config: ModelConfig) -> LocalBackend:
     config.timeout_s = max(config.timeout_s, 300)
     config.max_tokens = config.max_tokens or 600
     backend = LocalBackend(os.environ.get("TOOLKIT_LOCAL_MODEL", MODEL_NAME), url, config=config,
-                           compact_json=compact_json_enabled())
-    backend.extra_body = {"cache_prompt": cache_prompt_enabled()}
-    chain = samplers()
+                           compact_json=compact)
+    backend.extra_body = {"cache_prompt": cache_prompt}
     if chain is not None:
         backend.extra_body["samplers"] = chain
     return backend
