@@ -55,6 +55,8 @@ def test_values_are_written_as_json_literals(schema, expected):
     {"type": "object", "properties": {"x": {"$ref": "#/$defs/X"}}},
     {"type": "object"}, {"type": "string", "pattern": "^a$"}, {"allOf": [{"type": "string"}]}, {}, {"enum": []},
     {"type": "array", "prefixItems": [{"const": 1}], "maxItems": 3}, {"type": "array"}, {"type": "thing"}, "text",
+    {"type": "string", "minLength": 5, "maxLength": 3}, {"type": "array", "items": {"type": "null"}, "minItems": 2,
+                                                         "maxItems": 1},
 ])
 def test_what_it_cannot_say_goes_to_the_server_as_a_schema(schema):
     assert compact_grammar(schema) is None

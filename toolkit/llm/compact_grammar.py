@@ -52,6 +52,8 @@ def _rule(schema: Any) -> str:
         return "(" + " | ".join(_rule({**schema, "type": k}) for k in kind) + ")"
     if kind == "string":
         low, high = int(schema.get("minLength", 0)), schema.get("maxLength")
+        if high is not None and int(high) < low:
+            raise _Unsupported("maxLength below minLength")
         if high is not None and int(high) > _MAX_BOUNDED:  # a bound this long would expand into a huge grammar;
             high = None  # the length is still checked where the answer is validated
         count = f"{{{low},{int(high)}}}" if high is not None else (f"{{{low},}}" if low else "*")
@@ -80,6 +82,8 @@ def _rule(schema: Any) -> str:
 def _array(schema: dict[str, Any]) -> str:
     prefix = [_rule(s) for s in schema.get("prefixItems", [])]
     low, high = int(schema.get("minItems", 0)), schema.get("maxItems")
+    if high is not None and int(high) < low:
+        raise _Unsupported("maxItems below minItems")
     if prefix:
         if high != len(prefix) or low != len(prefix):
             raise _Unsupported("prefixItems with a varying length")
