@@ -12,10 +12,10 @@ import time
 
 from pydantic import BaseModel
 
-from toolkit.actions import Action, with_choices
-from toolkit.fake_server import serve_in_subprocess
+from toolkit.prompting.structured_call import Action, with_choices
+from toolkit.testing.loopback_server import serve_in_subprocess
 from toolkit.llm import Request, get_model
-from toolkit.record import CallLog, Run
+from toolkit.record.run_log import CallLog, Run
 
 
 class Pick(BaseModel):

@@ -26,9 +26,9 @@ import time
 import pandas as pd
 
 from toolkit.llm.local import study_server
-from toolkit.prompt_cache import cached_share, llama_tokenizer, shared_prefixes
-from toolkit.record import Run
-from toolkit.results import load
+from toolkit.analysis.prompt_cache import cached_share, llama_tokenizer, shared_prefixes
+from toolkit.record.run_log import Run
+from toolkit.record.load import load
 from toolkit.werewolf.game import GameConfig, play_games
 
 

@@ -12,8 +12,8 @@ import json
 import sys
 import tempfile
 
-from toolkit.record import Run
-from toolkit.results import load
+from toolkit.record.run_log import Run
+from toolkit.record.load import load
 from toolkit.werewolf.game import GameConfig, play_games
 
 METAGPT_MEAN = 11453

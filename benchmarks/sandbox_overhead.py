@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from toolkit.agent.environment import bwrap_problem, make_environment
+from toolkit.agent.environments.environment import bwrap_problem, make_environment
 
 COMMANDS = {"true": "true", "ls -la": "ls -la", "python -c pass": "python -c pass"}
 

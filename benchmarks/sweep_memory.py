@@ -1,5 +1,5 @@
 """A sweep of 1,000 heuristic games (4 cells × 250, two workers): peak memory of the whole process
-tree (sweep, workers, kernels), and the time ``toolkit.results.load`` takes over its results.
+tree (sweep, workers, kernels), and the time ``toolkit.record.load.load`` takes over its results.
 
     python benchmarks/sweep_memory.py [GAMES_PER_CELL]
 """
@@ -11,9 +11,9 @@ import threading
 import time
 from pathlib import Path
 
-from toolkit.results import load
-from toolkit.sweep import run_sweep
-from toolkit.agent.terminal import descendants
+from toolkit.record.load import load
+from toolkit.study.sweep import run_sweep
+from toolkit.agent.tools.terminal import descendants
 
 
 def tree_memory_mb(pid: int) -> tuple[float, float]:
@@ -61,7 +61,7 @@ def main(per_cell: int) -> None:
               f"sweep wall {wall:.1f} s")
         print(f"peak memory of the process tree: {peak[0]:.0f} MB PSS (RSS summed over processes, "
               f"shared pages counted in each: {peak[1]:.0f} MB)")
-        print(f"toolkit.results.load: {load_s:.2f} s for {len(tables.calls)} calls, {len(tables.events)} events")
+        print(f"toolkit.record.load.load: {load_s:.2f} s for {len(tables.calls)} calls, {len(tables.events)} events")
 
 
 if __name__ == "__main__":

@@ -11,9 +11,9 @@ import sys
 import tempfile
 import time
 
-from toolkit.fake_server import serve_in_subprocess
+from toolkit.testing.loopback_server import serve_in_subprocess
 from toolkit.llm import get_model
-from toolkit.record import Run
+from toolkit.record.run_log import Run
 from toolkit.werewolf.game import GameConfig, play_games
 
 

@@ -11,8 +11,8 @@ import tempfile
 import time
 
 from toolkit.analysis import win_rates
-from toolkit.record import Run
-from toolkit.results import load
+from toolkit.record.run_log import Run
+from toolkit.record.load import load
 from toolkit.werewolf.game import GameConfig, play_games
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from toolkit.fake_server import FakeOpenAIServer
+from toolkit.testing.loopback_server import FakeOpenAIServer
 
 # Retries in tests wait milliseconds, not seconds; Retry-After is still honoured where a test sets it.
 FAST = dict(backoff_initial_s=0.005, backoff_max_s=0.02, timeout_s=2.0, max_attempts=6)
@@ -8,7 +8,7 @@ FAST = dict(backoff_initial_s=0.005, backoff_max_s=0.02, timeout_s=2.0, max_atte
 
 @pytest.fixture
 def server():
-    """A loopback OpenAI-compatible test double (real HTTP; see toolkit.fake_server)."""
+    """A loopback OpenAI-compatible test double (real HTTP; see toolkit.testing.loopback_server)."""
     with FakeOpenAIServer(seed=1) as srv:
         yield srv
 

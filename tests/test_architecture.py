@@ -10,21 +10,21 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent / "toolkit"
 
-# Lower number = lower layer. A module may import its own layer or lower ones. The package root and the
-# sync runner import nothing; the loopback test server sits beside the model layer.
+# The layers, bottom to top: a package may import its own layer or lower ones (the package root imports
+# nothing). The same order is written in toolkit/__init__.py and on the architecture page of the docs.
 LAYERS = [
-    (0, ("toolkit", "toolkit.sync", "toolkit.secrets", "toolkit.schemas")),
-    (1, ("toolkit.llm", "toolkit.fake_server")),
-    (2, ("toolkit.tables", "toolkit.record", "toolkit.results")),
-    (3, ("toolkit.actions",)),
-    (4, ("toolkit.werewolf", "toolkit.agent")),
-    (5, ("toolkit.experiments", "toolkit.sweep", "toolkit.analysis", "toolkit.plots", "toolkit.report",
-         "toolkit.tournament", "toolkit.prompt_cache")),
-    (6, ("toolkit.ui",)),
-    (7, ("toolkit.cli", "toolkit.__main__", "toolkit.preflight")),
+    (0, ("toolkit", "toolkit.core")),             # secrets, file schemas, run_sync, package data
+    (1, ("toolkit.llm", "toolkit.testing")),      # the model layer; the loopback server beside it
+    (2, ("toolkit.record",)),                     # run log, tables, loader
+    (3, ("toolkit.prompting",)),                  # the prompted structured call
+    (4, ("toolkit.werewolf", "toolkit.agent")),   # the two domains
+    (5, ("toolkit.analysis",)),                   # metrics, ratings, plots, report
+    (6, ("toolkit.study",)),                      # experiments, sweeps, tournaments
+    (7, ("toolkit.ui",)),                         # the notebooks' widgets
+    (8, ("toolkit.cli", "toolkit.__main__")),     # the command line
 ]
-ABOVE_LLM = ("toolkit.werewolf", "toolkit.agent", "toolkit.results", "toolkit.widgets", "toolkit.ui",
-             "toolkit.cli", "toolkit.record", "toolkit.actions", "toolkit.experiments", "toolkit.sweep")
+ABOVE_LLM = ("toolkit.record", "toolkit.prompting", "toolkit.werewolf", "toolkit.agent", "toolkit.analysis",
+             "toolkit.study", "toolkit.ui", "toolkit.cli")
 
 
 def module_name(path: Path) -> str:
@@ -121,7 +121,7 @@ def test_the_checker_catches_an_upward_import(tmp_path, monkeypatch):
 def test_one_model_call_crosses_few_files(server, tmp_path):
     """From the seat's decision to the HTTP request and back to the `calls` row: the toolkit files on the
     stack when the request goes out and when the row is written (a real game against the loopback server)."""
-    from toolkit.record import Run
+    from toolkit.record.run_log import Run
     from toolkit.werewolf.game import GameConfig, play_game
 
     stacks: list[set[str]] = []
@@ -131,7 +131,7 @@ def test_one_model_call_crosses_few_files(server, tmp_path):
             return
         code = frame.f_code
         is_request = code.co_name == "complete" and code.co_filename.endswith("openai_backend.py")
-        is_row = code.co_name == "write" and code.co_filename.endswith("record.py") and \
+        is_row = code.co_name == "write" and code.co_filename.endswith("run_log.py") and \
             frame.f_locals.get("table") == "calls"
         if is_request or is_row:
             files, f = set(), frame
@@ -150,5 +150,14 @@ def test_one_model_call_crosses_few_files(server, tmp_path):
     assert stacks
     files = set().union(*stacks)
     # cli → game (runner: step → decide) is above this; the call itself:
-    assert files <= {"toolkit/werewolf/game.py", "toolkit/actions.py", "toolkit/llm/model.py",
-                     "toolkit/llm/openai_backend.py", "toolkit/record.py"}, files
+    assert files <= {"toolkit/werewolf/game.py", "toolkit/prompting/structured_call.py", "toolkit/llm/model.py",
+                     "toolkit/llm/openai_backend.py", "toolkit/record/run_log.py"}, files
+
+
+def test_the_package_root_holds_only_packages():
+    """`ls toolkit/` shows the layers: every module lives in a package named for its concept."""
+    loose = sorted(p.name for p in ROOT.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    assert not loose, f"modules outside a layer package: {loose}"
+    packages = {p.name for p in ROOT.iterdir() if (p / "__init__.py").exists()}
+    named = {prefix.split(".")[1] for _, prefixes in LAYERS for prefix in prefixes if prefix.count(".") == 1}
+    assert packages == named - {"__main__"}, (packages, named)

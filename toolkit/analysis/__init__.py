@@ -1,4 +1,4 @@
-"""Metrics over the tables from ``toolkit.results.load``, each with its count ``n`` and a 95% interval:
+"""Metrics over the tables from ``toolkit.record.load.load``, each with its count ``n`` and a 95% interval:
 Wilson for per-game proportions, a seeded cluster bootstrap (resampling whole games) for rates over votes,
 checks, actions and beliefs, chance levels where a random player scores above zero, and side-aware ratings.
 

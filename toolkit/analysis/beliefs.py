@@ -4,7 +4,7 @@
   guessed_role, confidence, call_id): identity-inference accuracy against chance, Brier score of the
   stated confidences, the village's detection of the wolves over the days.
 - speeches: role claims ("I am the Seer") and check claims ("Player3 is a werewolf" by a Seer claimant),
-  read with ``toolkit.werewolf.claims.extract`` and checked against the truth → lie rates by role and side,
+  read with ``toolkit.werewolf.engine.claims.extract`` and checked against the truth → lie rates by role and side,
   how often a false claim was followed by the other players' votes (and believed in their beliefs), and
   the vote swing after an accusing speech.
 
@@ -20,7 +20,7 @@ import pandas as pd
 
 from toolkit.analysis.intervals import cluster_mean, groups
 from toolkit.analysis.metrics import N_BOOT, _rate_rows, annotate, votes
-from toolkit.werewolf.claims import extract
+from toolkit.werewolf.engine.claims import extract
 
 BELIEF_COLUMNS = ("game_id", "seq", "day", "phase", "seat", "about", "guessed_role", "confidence", "call_id")
 

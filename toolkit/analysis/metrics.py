@@ -1,4 +1,4 @@
-"""Werewolf metrics over the tables from ``toolkit.results.load``, each with its 95% interval and, where
+"""Werewolf metrics over the tables from ``toolkit.record.load.load``, each with its 95% interval and, where
 a random player would score above zero, its chance level.
 
 Units nested in games (votes, checks, actions) get cluster-bootstrap intervals (``cluster_rate``); per-game

@@ -33,7 +33,7 @@ from tenacity import (
 from toolkit.llm.cache import ResponseCache, cache_key
 from toolkit.llm.registry import Backend, build
 from toolkit.llm.request import Completion, LLMError, Request, TransientError, estimate_tokens, messages_text
-from toolkit.secrets import mask_url
+from toolkit.core.secrets import mask_url
 
 DEFAULT_PRICES = Path(__file__).with_name("prices.yaml")
 

@@ -10,9 +10,9 @@ import html
 
 import ipywidgets as W
 
-from toolkit.agent.role import load_role
-from toolkit.agent.session import Session
-from toolkit.record import Run
+from toolkit.agent.loop.role import load_role
+from toolkit.agent.loop.session import Session
+from toolkit.record.run_log import Run
 
 
 class WidgetChannel:

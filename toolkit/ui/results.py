@@ -10,8 +10,8 @@ from pathlib import Path
 import ipywidgets as W
 from IPython.display import Markdown, display
 
-from toolkit.report import write_report
-from toolkit.results import load
+from toolkit.analysis.report import write_report
+from toolkit.record.load import load
 
 
 class ResultsExplorer(W.VBox):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import html as _html
 from dataclasses import dataclass
 
-from toolkit.werewolf.rules import PUBLIC, Event
+from toolkit.werewolf.engine.rules import PUBLIC, Event
 
 ROLE_ANSI = {"Werewolf": "31", "Seer": "35", "Witch": "36", "Guard": "34", "Villager": "32"}
 ROLE_HTML = {"Werewolf": "#c0392b", "Seer": "#8e44ad", "Witch": "#16a085", "Guard": "#2c3e50", "Villager": "#27ae60"}

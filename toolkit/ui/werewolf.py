@@ -13,11 +13,11 @@ from typing import Any
 import ipywidgets as W
 
 from toolkit.llm import Completion, Model, Request, known_specs
-from toolkit.record import Run
+from toolkit.record.run_log import Run
 from toolkit.ui import transcript
 from toolkit.werewolf.game import GameConfig, GameRunner, SeatConfig
-from toolkit.werewolf.preset import available_presets, load_preset
-from toolkit.werewolf.rules import Event
+from toolkit.werewolf.engine.preset import available_presets, load_preset
+from toolkit.werewolf.engine.rules import Event
 
 MODEL_CHOICES = ["heuristic", "random", "chaos:0.3", "human", "local", "openai:gpt-4o-mini"]
 

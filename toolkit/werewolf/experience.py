@@ -19,8 +19,8 @@ from typing import Any
 
 from rank_bm25 import BM25Okapi
 
-from toolkit.werewolf import claims as claims_mod
-from toolkit.werewolf.speech import clean_speech
+from toolkit.werewolf.engine import claims as claims_mod
+from toolkit.werewolf.engine.speech import clean_speech
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 MAX_LESSON_CHARS = 800

@@ -20,16 +20,16 @@ from typing import Any, Callable
 
 from pydantic import BaseModel
 
-from toolkit.actions import render
+from toolkit.prompting.structured_call import render
 from toolkit.llm import Model, Request, Sampling, get_model
-from toolkit.record import CallLog, Run
-from toolkit.werewolf import heuristic, mixed  # noqa: F401  (they register the `heuristic` and `mixed` specs)
-from toolkit.werewolf.actions import ACTIONS, Reflection, Speech, belief_rows, output_model
+from toolkit.record.run_log import CallLog, Run
+from toolkit.werewolf.players import heuristic, mixed  # noqa: F401  (they register the `heuristic` and `mixed` specs)
+from toolkit.werewolf.seat.decisions import ACTIONS, Reflection, Speech, belief_rows, output_model
 from toolkit.werewolf.experience import ExperiencePool, situation_query
-from toolkit.werewolf.observation import observe
-from toolkit.werewolf.preset import Preset, load_preset
-from toolkit.werewolf.rules import Ask, Event, Game, IllegalMove, side_of
-from toolkit.werewolf.speech import clean_speech
+from toolkit.werewolf.seat.observation import observe
+from toolkit.werewolf.engine.preset import Preset, load_preset
+from toolkit.werewolf.engine.rules import Ask, Event, Game, IllegalMove, side_of
+from toolkit.werewolf.engine.speech import clean_speech
 
 # When a seat with reflection on reflects: before each of its decisions (the seed's cadence), at the start of
 # each phase it acts in, once a day before the speeches, or never. The default is per_day: per_action roughly

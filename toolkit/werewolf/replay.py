@@ -9,10 +9,10 @@ from typing import Any, Callable
 
 from toolkit.llm import Backend, Completion, Model, Request, get_model
 from toolkit.llm.offline import ReplayBackend
-from toolkit.record import Run
-from toolkit.results import load, recorded_calls
+from toolkit.record.run_log import Run
+from toolkit.record.load import load, recorded_calls
 from toolkit.werewolf.game import GameConfig, GameResult, GameRunner, SeatConfig
-from toolkit.werewolf.preset import Preset
+from toolkit.werewolf.engine.preset import Preset
 
 EVENT_FIELDS = ("seq", "day", "phase", "kind", "actor", "target", "text", "visibility", "fallback")
 

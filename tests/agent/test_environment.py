@@ -1,0 +1,184 @@
+"""Execution environments: the protocol, the allow-list environment, colour off, timeouts, selection
+(role, CLI, default) and the engineer suite with its default output folder under both environments."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from toolkit.agent.environments import environment as envmod
+from toolkit.agent.environments.environment import (BubblewrapEnvironment, EnvironmentConfig, EnvironmentUnavailable,
+                                       LocalEnvironment, bwrap_problem, make_environment)
+from toolkit.agent.loop.session import Session
+from toolkit.agent.loop.role import RoleConfig, load_role
+from toolkit.agent.tools.terminal import Terminal
+from toolkit.agent.tools.base import Failed
+from toolkit.agent.environments.workspace import Workspace
+
+ROOT = Path(__file__).resolve().parents[2]
+ENVS = ["local", pytest.param("bubblewrap", marks=pytest.mark.skipif(bool(bwrap_problem()),
+                                                                      reason=f"no bubblewrap: {bwrap_problem()}"))]
+
+
+@pytest.mark.parametrize("kind", ENVS)
+async def test_the_protocol_allow_list_and_colour(kind, tmp_path, monkeypatch):
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("CLICOLOR_FORCE", "1")
+    monkeypatch.setenv("MY_SETTING", "passed-through")
+    monkeypatch.setenv("OTHER_SETTING", "kept-out")
+    env = make_environment(kind, tmp_path / "ws", EnvironmentConfig(pass_env=["MY_SETTING"]))
+    term = Terminal(Workspace(tmp_path / "ws"), timeout_s=1.5, environment=env)
+    try:
+        result = await env.execute("echo $HOME; echo ${FORCE_COLOR:-unset} ${NO_COLOR} $MY_SETTING "
+                                   "${OTHER_SETTING:-absent}; exit_me() { return 3; }; exit_me", 10)
+        home, line = result.output.splitlines()
+        assert home == str(tmp_path / "ws" / ".agent" / "home") and result.exit_code == 3
+        assert line == "unset 1 passed-through absent"
+        assert await term.run_command("printf '\\033[1;31mred\\033[0m plain\\n'") == "red plain\n[exit code 0]"
+        with pytest.raises(Failed, match="killed after 1.5s timeout"):
+            await term.run_command("sleep 1000")
+        assert (await term.run_command("echo alive")).startswith("alive")  # the shell stayed
+        assert env.run(["git", "config", "core.hooksPath"]).stdout.strip() == "/dev/null"
+    finally:
+        await env.stop()
+    assert not env.session_dir.exists()
+
+
+async def test_bubblewrap_confines_the_filesystem(tmp_path):
+    if bwrap_problem():
+        pytest.skip(bwrap_problem())
+    (tmp_path / "outside.txt").write_text("x")
+    env = BubblewrapEnvironment(tmp_path / "ws")
+    try:
+        out = await env.execute(f"cat {tmp_path}/outside.txt; touch /usr/x; ls /root; echo > /etc/hostile; "
+                                "touch inside && echo wrote-inside; hostname", 10)
+        assert "No such file" in out.output and "Read-only file system" in out.output
+        assert "wrote-inside" in out.output and out.output.endswith("sandbox")
+        assert (tmp_path / "ws" / "inside").exists() and not Path("/etc/hostile").exists()
+    finally:
+        await env.stop()
+
+
+def test_containers_skip_with_one_clear_line(tmp_path):
+    for kind in ("docker", "podman"):
+        with pytest.raises(EnvironmentUnavailable) as err:
+            make_environment(kind, tmp_path / "ws")
+        message = str(err.value)
+        assert message.startswith(f"{kind}: ") and "use --env bubblewrap or --env local" in message
+        assert "\n" not in message
+    with pytest.raises(EnvironmentUnavailable, match="unknown environment 'vm'"):
+        make_environment("vm", tmp_path / "ws")
+
+
+def test_auto_is_bubblewrap_where_it_works_else_local_with_one_warning(tmp_path, monkeypatch, capsys):
+    if not bwrap_problem():
+        assert isinstance(make_environment(None, tmp_path / "a"), BubblewrapEnvironment)
+    # a stand-in for a machine without bwrap (this one has it): the probe's answer only
+    monkeypatch.setattr(envmod, "bwrap_problem", lambda: "bwrap is not installed (Debian: apt-get install bubblewrap)")
+    envmod._warn_once.cache_clear()
+    for _ in range(2):
+        assert isinstance(make_environment("auto", tmp_path / "b"), LocalEnvironment)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["warning: commands run UNCONFINED on this host (environment 'local'): bwrap is not installed "
+                   "(Debian: apt-get install bubblewrap)"]
+
+
+def test_selection_per_role_and_per_call(tmp_path):
+    (tmp_path / "s.yaml").write_text("answers: []\n")
+    model = f"scripted:{tmp_path / 's.yaml'}"
+    role = load_role("engineer").model_copy(update={"environment": EnvironmentConfig(kind="local")})
+    assert Session(role, "t", tmp_path / "ws", model).environment.name == "local"
+    if not bwrap_problem():
+        assert Session(role, "t", tmp_path / "ws", model, environment="bubblewrap").environment.name == "bubblewrap"
+    with pytest.raises(ValueError, match="environment"):
+        RoleConfig.model_validate({**load_role("engineer").model_dump(), "environment": {"kind": "vm"}})
+
+
+@pytest.mark.parametrize("kind", ["local", pytest.param(None, id="default")])
+def test_engineer_suite_passes_with_its_default_output_folder(kind, tmp_path):
+    """The CLI as a newcomer runs it: no --out, so a relative ``results/`` under the current folder."""
+    cmd = [sys.executable, "-m", "toolkit", "engineer-suite"] + (["--env", kind] if kind else [])
+    out = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "succeeded: 10/10; tables: results/" in out.stdout, out.stdout
+    assert (tmp_path / "results").is_dir()
+
+
+def test_git_pushes_only_to_remotes_inside_or_configured(tmp_path):
+    from toolkit.agent.tools.git import Git
+    from toolkit.agent.tools.base import ToolError
+
+    ws = Workspace(tmp_path / "ws")
+    for args in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", "s"],
+                 ["init", "-q", "--bare", "inside.git"], ["init", "-q", "--bare", str(tmp_path / "out.git")],
+                 ["remote", "add", "inside", "inside.git"], ["remote", "add", "out", str(tmp_path / "out.git")],
+                 ["remote", "add", "web", "https://example.invalid/r.git"]):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=ws.root, check=True)
+    assert "Pushed a to inside" in Git(ws, "inside").create_pull("a", "t")
+    for remote in ("out", "web"):
+        with pytest.raises(ToolError, match="is refused: pushes go only to a remote inside the workspace"):
+            Git(ws, remote).create_pull("b", "t")
+    configured = LocalEnvironment(ws.root, allowed_remotes=[tmp_path / "out.git", "https://example.invalid/r.git"])
+    assert "Pushed c to out" in Git(ws, "out", environment=configured).create_pull("c", "t")
+    Git(ws, "web", environment=configured).check_push("web")  # allowed (the push itself needs the network)
+    record = (ws.root / ".agent" / "pulls" / "c.json").read_text()
+    assert '"head": "c"' in record
+
+
+@pytest.mark.parametrize("kind", ENVS)
+def test_nothing_outlives_a_killed_toolkit_process(kind, tmp_path):
+    """The toolkit process dies without cleaning up (SIGKILL): the daemon its session started dies too
+    (PR_SET_PDEATHSIG on the subreaper / bwrap's --die-with-parent)."""
+    import signal
+    import time
+
+    (tmp_path / "ws").mkdir()
+    marker = f"{tmp_path}/ws/sleeper"  # inside the workspace: the one host folder a bubblewrap sandbox sees
+    code = (f"import asyncio, os, shutil, signal\n"
+            f"from toolkit.agent.environments.environment import make_environment\n"
+            f"shutil.copy('/bin/sleep', {marker!r})\n"
+            f"async def main():\n"
+            f"    env = make_environment({kind!r}, {str(tmp_path / 'ws')!r})\n"
+            f"    out = (await env.execute('setsid -f {marker} 600; echo up', 10)).output\n"
+            f"    print(out, env.session_dir, flush=True)\n"
+            f"    os.kill(os.getpid(), signal.SIGKILL)\n"
+            f"asyncio.run(main())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    up, session_dir = out.stdout.split()
+    shutil.rmtree(session_dir)  # what a killed process cannot remove itself
+    assert out.returncode == -signal.SIGKILL and up == "up", out.stderr
+    for _ in range(50):
+        left = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p).startswith(marker)]
+        if not left:
+            break
+        time.sleep(0.1)
+    assert left == []
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def test_the_toolkit_folder_stays_out_of_commits(tmp_path):
+    from toolkit.agent.tools.git import Git
+
+    ws = Workspace(tmp_path / "ws")
+    env = LocalEnvironment(ws.root)
+    assert env.run(["git", "init", "-q"]).returncode == 0
+    (ws.root / "a.txt").write_text("a")
+    ws.write_private("trajectories/s.json", "{}")
+    assert Git(ws, environment=env).status().splitlines()[1:] == ["?? a.txt"]
+
+
+def test_the_cli_says_in_one_line_when_a_container_engine_cannot_run(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "toolkit", "engineer-suite", "--env", "docker"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 2 and out.stderr.startswith("error: docker: ") and out.stderr.count("\n") == 1

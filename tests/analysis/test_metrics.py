@@ -1,0 +1,212 @@
+"""Intervals by game, chance baselines, the harness metrics, beliefs and claims — on hand-made tables whose
+answers are known, on seeded synthetic data, and on real offline games."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from toolkit import analysis as A
+
+ROLES = {"P1": "Werewolf", "P2": "Werewolf", "P3": "Villager", "P4": "Seer", "P5": "Witch", "P6": "Guard"}
+
+
+def players(game_ids=("g1",), spec="m", survived=()):
+    return pd.DataFrame([{"game_id": g, "seat": s, "role": r, "side": "werewolves" if r == "Werewolf" else "village",
+                          "spec": spec, "survived": (g, s) in survived} for g in game_ids for s, r in ROLES.items()])
+
+
+def ev(seq, day, kind, actor, target, phase="x", text="", game="g1"):
+    return {"game_id": game, "seq": seq, "day": day, "phase": phase, "kind": kind, "actor": actor, "target": target,
+            "text": text, "visibility": "public", "fallback": False}
+
+
+# ------------------------------------------------------------------ intervals by game
+def independent_cluster_bootstrap(k, n, n_boot, seed):
+    """A second, plain implementation: resample game indices with replacement, pool, take percentiles."""
+    rng = np.random.default_rng(seed)
+    stats = []
+    for _ in range(n_boot):
+        pick = rng.integers(0, len(k), len(k))
+        stats.append(k[pick].sum() / n[pick].sum())
+    return np.percentile(stats, [2.5, 97.5])
+
+
+def test_cluster_interval_matches_an_independent_cluster_bootstrap_and_is_wider_than_wilson():
+    rng = np.random.default_rng(7)
+    p_game = rng.beta(2, 2, 150)  # each game has its own hit rate: votes within a game are correlated
+    n = rng.integers(5, 15, 150)
+    k = rng.binomial(n, p_game)
+    ours = A.cluster_rate(k, n, n_boot=4000, seed=1)
+    theirs = independent_cluster_bootstrap(k, n, 4000, seed=99)
+    width, other = ours["ci_high"] - ours["ci_low"], theirs[1] - theirs[0]
+    assert width == pytest.approx(other, rel=0.1)
+    assert ours["ci_low"] == pytest.approx(theirs[0], abs=0.01)
+    assert ours["ci_high"] == pytest.approx(theirs[1], abs=0.01)
+    low, high = A.wilson(int(k.sum()), int(n.sum()))
+    assert width > 1.5 * (high - low)  # treating votes as independent would be far too narrow
+    assert A.cluster_rate(k, n, seed=3) == A.cluster_rate(k, n, seed=3)  # seeded
+
+
+def test_a_rate_with_all_hits_never_gets_a_zero_width_interval():
+    r = A.cluster_rate([3, 4, 2], [3, 4, 2])
+    assert r["rate"] == 1.0 and r["ci_high"] - r["ci_low"] > 0.2
+
+
+def test_sample_size_rejects_nonsense():
+    with pytest.raises(ValueError, match="half_width"):
+        A.sample_size(0)
+    assert A.sample_size(0.05) == 385 and A.sample_size(0.05, design_effect=2) == 769
+
+
+# ------------------------------------------------------------------ chance baselines
+def test_vote_chance_counts_living_wolves_and_revote_candidates():
+    events = pd.DataFrame([
+        ev(1, 1, "death", None, "P6"),  # night 1: the guard died → 5 alive, 2 wolves
+        ev(2, 1, "vote", "P3", "P1", "day_vote"), ev(3, 1, "vote", "P4", "P2", "day_vote"),
+        ev(4, 1, "vote", "P5", "P3", "day_vote"), ev(5, 1, "vote", "P1", "P4", "day_vote"),
+        ev(6, 1, "vote", "P2", "P5", "day_vote"),
+    ])
+    v = A.votes(events, players()).set_index("actor")
+    assert v.loc["P3", "chance"] == pytest.approx(2 / 4) and v.loc["P1", "chance"] == pytest.approx(1 / 4)
+    revote = pd.DataFrame([
+        ev(2, 1, "vote", "P3", "P1", "day_vote"), ev(3, 1, "vote", "P4", "P1", "day_vote"),
+        ev(4, 1, "vote", "P5", "P3", "day_vote"), ev(5, 1, "vote", "P1", "P3", "day_vote"),
+        ev(6, 1, "vote", "P2", "P4", "day_vote"), ev(7, 1, "vote", "P6", "P5", "day_vote"),
+        ev(8, 1, "vote", "P4", "P1", "day_revote"), ev(9, 1, "vote", "P3", "P1", "day_revote"),
+    ])
+    v = A.votes(revote, players())
+    second = v[v["round"] == "revote"].set_index("actor")
+    assert second.loc["P4", "chance"] == 0.5  # candidates P1 (wolf) and P3
+    assert second.loc["P3", "chance"] == 1.0  # P3 cannot vote for itself: only P1 is left
+    table = A.vote_accuracy(revote, players(), ["round"]).set_index("round")
+    assert table.loc["first", "n"] == 4 and table.loc["revote", "n"] == 2
+
+
+def test_random_villagers_vote_at_chance_and_heuristic_lift_has_an_interval(tmp_path):
+    from toolkit.study.experiments import run_werewolf_cell
+
+    t = run_werewolf_cell(str(tmp_path / "r"), n_games=120, seed=0, model="random")
+    r = A.vote_accuracy(t.events, t.players).iloc[0]
+    assert r["ci_low"] <= r["chance"] <= r["ci_high"] and r["lift_ci_low"] < 0 < r["lift_ci_high"]
+    t2 = run_werewolf_cell(str(tmp_path / "h"), n_games=120, seed=0)
+    h = A.vote_accuracy(t2.events, t2.players, ["round"]).set_index("round")
+    assert h.loc["first", "lift_ci_low"] < h.loc["first", "lift"] < h.loc["first", "lift_ci_high"]
+    assert h.loc["first", "n_games"] == 120
+
+
+# ------------------------------------------------------------------ harness metrics
+def test_vss_ksr_margin_and_speed():
+    events = pd.DataFrame([
+        ev(1, 1, "vote", "P3", "P1", "day_vote"), ev(2, 1, "vote", "P4", "P1", "day_vote"),
+        ev(3, 1, "vote", "P5", "P2", "day_vote"), ev(4, 1, "vote", "P1", "P3", "day_vote"),
+        ev(5, 1, "elimination", None, "P1"),
+        ev(6, 2, "vote", "P3", "P2", "day_vote"), ev(7, 2, "vote", "P4", "P5", "day_vote"),
+    ])
+    vss = A.vss(events, players()).iloc[0]
+    assert (vss["k"], vss["n"]) == (2, 3)  # day 1 only (a wolf was exiled); P5 voted the other wolf
+    games = pd.DataFrame({"game_id": ["g1"], "winner": ["village"], "days": [4]})
+    alive = {("g1", "P3"), ("g1", "P4"), ("g1", "P5")}
+    ps = players(survived=alive)
+    k = A.ksr(games, ps, ["role"]).set_index("role")
+    assert k.loc["Werewolf", "rate"] == 0.0 and k.loc["Seer", "rate"] == 1.0 and k.loc["Guard", "rate"] == 0.0
+    ms = A.win_margin_speed(games, ps, ["side"]).set_index("metric")
+    assert ms.loc["margin_of_win", "mean"] == pytest.approx(3 / 4) and ms.loc["speed_of_win", "mean"] == 0.25
+    assert set(ms["side"]) == {"village"}  # only the winners' seats count
+
+
+def test_role_win_rates_cluster_by_game():
+    games = pd.DataFrame({"game_id": ["g1", "g2"], "winner": ["village", "werewolves"], "days": [2, 3]})
+    r = A.role_win_rates(games, players(("g1", "g2")), ["role"]).set_index("role")
+    assert r.loc["Werewolf", "rate"] == 0.5 and r.loc["Werewolf", "n"] == 4 and r.loc["Werewolf", "n_games"] == 2
+
+
+# ------------------------------------------------------------------ beliefs
+def beliefs_table():
+    rows = []
+    # day 1: P3 (Villager) guesses P1 right, P2 wrong; day 2: both right. P1 (wolf) about its mate: dropped.
+    for day, guesses in ((1, {"P1": ("Werewolf", 0.9), "P2": ("Seer", 0.6)}),
+                         (2, {"P1": ("Werewolf", 0.8), "P2": ("Werewolf", 0.7)})):
+        for about, (role, conf) in guesses.items():
+            rows.append({"game_id": "g1", "seq": day * 10, "day": day, "phase": "day_speech", "seat": "P3",
+                         "about": about, "guessed_role": role, "confidence": conf, "call_id": "c"})
+    rows.append({"game_id": "g1", "seq": 10, "day": 1, "phase": "day_speech", "seat": "P1", "about": "P2",
+                 "guessed_role": "Werewolf", "confidence": 1.0, "call_id": "c"})
+    return pd.DataFrame(rows)
+
+
+def test_identity_accuracy_brier_and_detection():
+    b = beliefs_table()
+    acc = A.identity_accuracy(b, players(), ["day"]).set_index("day")
+    assert acc.loc[1, "rate"] == 0.5 and acc.loc[2, "rate"] == 1.0 and acc.loc[1, "n"] == 2  # mate row dropped
+    # chance for the only Villager: the others are 2 W, Seer, Witch, Guard → (4 + 1 + 1 + 1) / 25
+    assert acc.loc[1, "chance"] == pytest.approx(7 / 25)
+    br = A.brier(b, players()).iloc[0]
+    assert br["mean"] == pytest.approx(((0.9 - 1) ** 2 + 0.6 ** 2 + (0.8 - 1) ** 2 + (0.7 - 1) ** 2) / 4)
+    det = A.wolf_detection(b, players()).set_index("day")
+    assert det.loc[1, "rate"] == 0.5 and det.loc[2, "rate"] == 1.0 and det.loc[1, "chance"] == pytest.approx(2 / 5)
+    with pytest.raises(ValueError, match="lacks columns"):
+        A.identity_accuracy(b.drop(columns=["about"]), players())
+
+
+# ------------------------------------------------------------------ claims and deception
+def test_claims_are_checked_against_the_truth():
+    events = pd.DataFrame([
+        ev(1, 1, "check", "P4", "P2"),
+        ev(2, 1, "speech", "P1", None, "speech", "I am the Seer. Player3 is a werewolf. Vote for Player3."),
+        ev(3, 1, "speech", "P4", None, "speech", "I am the Seer. Player2 is a werewolf."),
+        ev(4, 1, "speech", "P5", None, "speech", "I am a Villager. I suspect Player1."),
+        ev(5, 1, "speech", "P3", None, "speech", "I am a Villager."),
+        ev(6, 1, "vote", "P3", "P2", "day_vote"), ev(7, 1, "vote", "P4", "P2", "day_vote"),
+        ev(8, 1, "vote", "P5", "P3", "day_vote"), ev(9, 1, "vote", "P6", "P3", "day_vote"),
+        ev(10, 1, "vote", "P1", "P3", "day_vote"), ev(11, 1, "vote", "P2", "P3", "day_vote"),
+    ])
+    ps = players()
+    ps["seat"] = ps["seat"].str.replace("P", "Player")
+    events["actor"] = events["actor"].str.replace("P", "Player")
+    events["target"] = events["target"].str.replace("P", "Player")
+    c = A.claims(events, ps)
+    role = c[c["kind"] == "role"].set_index("speaker")
+    assert not role.loc["Player1", "true"] and role.loc["Player4", "true"] and role.loc["Player3", "true"]
+    assert not role.loc["Player5", "true"]  # the Witch hides as a Villager: a lie (concealment)
+    check = c[c["kind"] == "check"].set_index("speaker")
+    assert not check.loc["Player1", "true"] and check.loc["Player4", "true"]
+    lies = A.lie_rates(events, ps, ["side", "kind"]).set_index(["side", "kind"])
+    assert lies.loc[("werewolves", "role"), "rate"] == 1.0 and lies.loc[("village", "check"), "rate"] == 0.0
+    f = A.false_claims_followed(events, ps).set_index(["side", "claim"])
+    # the wolf's false check on Player3: village voters other than it: P3 (self-vote impossible: voted P2),
+    # P4 → P2, P5 → P3, P6 → P3 — 2 of 4 followed
+    assert f.loc[("werewolves", "false"), "rate"] == pytest.approx(2 / 4)
+    assert f.loc[("village", "true"), "rate"] == pytest.approx(1 / 3)  # the Seer's true check: P3 of P3, P5, P6
+    swing = A.vote_swing(events, ps, ["side"]).set_index("side")
+    assert swing.loc["werewolves", "n"] == 4 and "lift" in swing.columns
+
+
+def test_belief_metrics_on_a_synthetic_table_with_known_skill():
+    """200 seeded games; each village seat guesses every other seat's role right with probability 0.7 (else a
+    uniformly wrong role) and states a calibrated confidence of 0.7: accuracy ≈ 0.7 above chance, Brier ≈
+    0.21 and not below the informed reference; a believer who states 0.95 is worse calibrated."""
+    rng = np.random.default_rng(11)
+    games = [f"s{i}" for i in range(200)]
+    ps = players(games)
+    roles = sorted(set(ROLES.values()))
+    rows = []
+    for g in games:
+        for seat, role in ROLES.items():
+            if role == "Werewolf":
+                continue
+            for about, truth in ROLES.items():
+                if about == seat:
+                    continue
+                right = rng.random() < 0.7
+                guess = truth if right else rng.choice([r for r in roles if r != truth])
+                rows.append({"game_id": g, "seq": 1, "day": 1, "phase": "day_speech", "seat": seat, "about": about,
+                             "guessed_role": guess, "confidence": 0.7, "call_id": "c"})
+    b = pd.DataFrame(rows)
+    acc = A.identity_accuracy(b, ps).iloc[0]
+    assert acc["ci_low"] < 0.7 < acc["ci_high"] and acc["lift_ci_low"] > 0.3
+    br = A.brier(b, ps).iloc[0]
+    assert br["ci_low"] < 0.21 < br["ci_high"]
+    over = A.brier(b.assign(confidence=0.95), ps).iloc[0]
+    assert over["mean"] > br["mean"] + 0.05
+    det = A.wolf_detection(b, ps).iloc[0]
+    assert det["ci_low"] < 0.7 < det["ci_high"]

@@ -1,0 +1,209 @@
+"""Every bad input of issue 14 gets one line on stderr and exit code 2, and nothing is written: no run
+folder, no output folder. The CLI runs in-process (``toolkit.cli.main``); the files are real."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from toolkit.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+PRESET = REPO / "toolkit" / "werewolf" / "engine" / "presets" / "classic7.yaml"
+
+
+def files(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+def run_cli(argv: list[str], capsys) -> tuple[int, str, str]:
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's own exits
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch):
+    """A working folder with the files the cases point at; the CLI's default results/ is inside it."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    (tmp_path / "a_file.txt").write_text("not a folder\n")
+    (tmp_path / "bad.yaml").write_text("roles: [Player1, \n  - : :\n")
+    (tmp_path / "roles_string.yaml").write_text("roles: Player1\ndefault: heuristic\n")
+    (tmp_path / "wrong_seat.yaml").write_text("default: heuristic\ndecisions:\n"
+                                              "  - {day: 1, action: vote, seat: Player9, target: Player1}\n")
+    (tmp_path / "text_not_speech.yaml").write_text("decisions:\n  - {day: 1, action: speak, seat: Player1, text: hi}\n")
+    (tmp_path / "broken_preset.yaml").write_text("name: broken\nroles: {Werewolf: 2, Villager: 3\n")
+    (tmp_path / "typo_preset.yaml").write_text(PRESET.read_text() + "max_day: 3\n")
+    (tmp_path / "empty_dir").mkdir()
+    sweeps = {
+        "sweep_invalid.yaml": "name: x\nnotebook: experiments/werewolf.ipynb\ngrid: {model: [heuristic\n",
+        "sweep_grid_list.yaml": "name: x\nnotebook: experiments/werewolf.ipynb\ngrid: [heuristic, random]\n",
+        "sweep_grid_empty.yaml": "name: x\nnotebook: experiments/werewolf.ipynb\ngrid: {model: []}\n",
+        "sweep_grid_null.yaml": "name: x\nnotebook: experiments/werewolf.ipynb\ngrid:\n",
+        "sweep_repeats0.yaml": ("name: x\nnotebook: experiments/werewolf.ipynb\ngrid: {model: [heuristic]}\n"
+                                "repeats: 0\n"),
+        "sweep_typo.yaml": "name: x\nnotebook: experiments/werewolf.ipynb\nparamters: {n_games: 1}\n"
+                           "grid: {model: [heuristic]}\n",
+        "sweep_escape.yaml": "name: ../../escaped-sweep\nnotebook: experiments/werewolf.ipynb\n"
+                             "grid: {model: [heuristic]}\n",
+        "sweep_param.yaml": "name: x\nnotebook: experiments/werewolf.ipynb\nparameters: {n_game: 1}\n"
+                            "grid: {model: [heuristic]}\n",
+        "sweep_collide.yaml": "name: x\nnotebook: experiments/werewolf.ipynb\ngrid: {model: [heuristic, heuristic]}\n",
+        "sweep_dead_endpoint.yaml": "name: x\nnotebook: experiments/werewolf.ipynb\n"
+                                    "grid: {wolf_model: [heuristic, 'openai:x@http://127.0.0.1:1/v1']}\n",
+        "sweep_no_notebook.yaml": "name: x\nnotebook: experiments/nope.ipynb\ngrid: {model: [heuristic]}\n",
+    }
+    for name, text in sweeps.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "runs_no_games").mkdir()
+    from toolkit.record.run_log import Run
+
+    Run(tmp_path / "runs_no_games", "empty").close()
+    return tmp_path
+
+
+CASES = [
+    # (argv, words the one line must contain)
+    (["play", "--model", "scripted:/nonexistent.yaml"], "no such scripted file"),
+    (["play", "--model", "scripted:bad.yaml"], "invalid YAML at line"),
+    (["play", "--model", "scripted:roles_string.yaml"], "roles"),
+    (["play", "--model", "scripted:wrong_seat.yaml"], "Player9"),
+    (["play", "--model", "scripted:text_not_speech.yaml"], "did you mean 'speech'"),
+    (["play", "--model", "replay:missing_dir"], "no such replay folder"),
+    (["play", "--model", "replay:empty_dir"], "no runs found"),
+    (["play", "--out", "a_file.txt"], "is a file"),
+    (["play", "--out", "a_file.txt/sub"], "is a file"),
+    (["play", "--out", "/proc/foo"], "--out /proc/foo"),
+    (["play", "--seat", "Player42=random"], "no such seat"),
+    (["play", "--seat", "Player3"], "--seat must look like"),
+    (["play", "--max-days", "-1"], "--max-days must be at least 1"),
+    (["play", "--max-days", "0"], "--max-days must be at least 1"),
+    (["play", "--temperature", "nan"], "--temperature"),
+    (["play", "--roles", "Player1=Werewolf"], "do not match"),
+    (["play", "--preset", "broken_preset.yaml"], "broken_preset.yaml: invalid YAML"),
+    (["play", "--preset", "typo_preset.yaml"], "did you mean 'max_days'"),
+    (["play", "--preset", "nope"], "no preset"),
+    (["play", "--model", "nonsense"], "unknown model spec"),
+    (["play", "--model", "chaos:2"], "chaos:RATE"),
+    (["play", "--model", "openai:gpt-x"], "no OPENAI_API_KEY"),
+    (["play", "--model", "openai:x@ftp//nowhere"], "malformed URL"),
+    (["play", "--model", "openai:x@http://127.0.0.1:1/v1"], "cannot reach 127.0.0.1:1"),
+    (["play", "--seed", "x"], "invalid int value"),
+    (["play", "--no-such-option"], "unrecognized arguments"),
+    (["replay", "missing_dir", "--game", "g"], "no such results folder"),
+    (["replay", "runs_no_games", "--game", "g"], "no game 'g'"),
+    (["report", "missing_dir"], "no such results folder"),
+    (["report", "a_file.txt"], "is a file"),
+    (["report", "empty_dir"], "no runs found"),
+    (["report", "runs_no_games", "--out", "new_report_dir"], "no finished games or sessions"),
+    (["engineer", "--task", "t", "--workspace", "a_file.txt", "--model", "scripted:x.yaml"], "is a file"),
+    (["engineer", "--task", "t", "--workspace", "ws", "--role", "broken_preset.yaml"], "invalid YAML"),
+    (["engineer", "--task", "t", "--workspace", "ws", "--role", "nope"], "no role"),
+    (["engineer-suite", "--task", "nope"], "no such task"),
+    (["engineer-suite", "--task", "fix_functoin"], "did you mean 'fix_function'"),
+    (["engineer-suite", "--model", "scripted:{task}/nope.yaml"], "no such scripted file"),
+    (["engineer-suite", "--model", "bogus"], "unknown model spec"),
+    (["sweep", "missing.yaml"], "no such sweep file"),
+    (["sweep", "sweep_invalid.yaml"], "invalid YAML"),
+    (["sweep", "sweep_grid_list.yaml"], "grid: must be a mapping"),
+    (["sweep", "sweep_grid_empty.yaml"], "model has no values"),
+    (["sweep", "sweep_grid_null.yaml"], "grid: must be a mapping"),
+    (["sweep", "sweep_repeats0.yaml"], "repeats"),
+    (["sweep", "sweep_typo.yaml"], "did you mean 'parameters'"),
+    (["sweep", "sweep_escape.yaml"], "becomes a folder name"),
+    (["sweep", "sweep_param.yaml"], "did you mean 'n_games'"),
+    (["sweep", "sweep_collide.yaml"], "would share the folder"),
+    (["sweep", "sweep_dead_endpoint.yaml"], "wolf_model: openai:x@http://127.0.0.1:1/v1: cannot reach"),
+    (["sweep", "sweep_no_notebook.yaml"], "notebook experiments/nope.ipynb not found"),
+    (["sweep", "sweep_typo.yaml", "--results", "a_file.txt"], "is a file"),
+    (["sweep", "sweep_typo.yaml", "--workers", "0"], "--workers must be at least 1"),
+]
+
+
+@pytest.mark.parametrize("argv,words", CASES, ids=[" ".join(a) for a, _ in CASES])
+def test_bad_input_is_one_line_exit_2_and_nothing_written(work, capsys, argv, words):
+    before = files(work)
+    code, out, err = run_cli(argv, capsys)
+    assert code == 2, (out, err)
+    assert err.endswith("\n") and err.count("\n") == 1, err  # one line
+    assert "Traceback" not in err and words in err, err
+    assert files(work) == before  # no run folder, no output folder, no results/
+
+
+def test_a_hosted_endpoint_without_key_and_a_dead_loopback_fail_fast_in_a_subprocess(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    for spec, words in (("openai:x@http://127.0.0.1:1/v1", "cannot reach"), ("openai:gpt-x", "OPENAI_API_KEY")):
+        started = time.perf_counter()
+        out = subprocess.run([sys.executable, "-m", "toolkit", "play", "--model", spec, "--out", str(tmp_path / "o")],
+                             cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+        elapsed = time.perf_counter() - started
+        assert out.returncode == 2 and out.stderr.count("\n") == 1 and words in out.stderr, out.stderr
+        assert elapsed < 5, elapsed  # the interpreter's start included
+    assert not (tmp_path / "o").exists()
+
+
+def test_credentials_in_a_url_are_masked_in_the_message(work, capsys):
+    code, _, err = run_cli(["play", "--model", "openai:x@http://user:hunter2@127.0.0.1:1/v1"], capsys)
+    assert code == 2 and "hunter2" not in err and "***@127.0.0.1" in err
+
+
+def test_credentials_in_a_url_never_reach_a_table(tmp_path, server):
+    """A real game against the loopback test server, with user:password in the URL: accepted, masked."""
+    url = server.base_url.replace("http://", "http://user:hunter2@")
+    code = main(["play", "--model", f"openai:ok@{url}", "--max-days", "1", "--quiet", "--out", str(tmp_path)])
+    assert code == 0
+    text = "".join(p.read_bytes().decode("latin-1") for p in tmp_path.rglob("*") if p.is_file())
+    assert "hunter2" not in text and "***@127.0.0.1" in text
+
+
+@pytest.mark.parametrize("status", ["400", "401", "404"])
+def test_a_seat_whose_every_call_failed_ends_the_game_as_an_error_naming_it(tmp_path, server, capsys, status):
+    """400/401/404 are not retried (one attempt per call), and the seat's failures end the game with exit 1."""
+    code = main(["play", "--seat", f"Player3=openai:{status}@{server.base_url}", "--quiet", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 1 and "winner: error (every call of Player3 failed" in out, out
+    from toolkit.record.load import load
+
+    calls = load(tmp_path).calls
+    assert (calls[calls["seat"] == "Player3"]["attempts"].fillna(1) == 1).all()  # never retried
+
+    code = main(["play", "--seat", f"Player3=openai:{status}@{server.base_url}", "--quiet", "--keep-going",
+                 "--out", str(tmp_path / "keep")])
+    assert code == 0 and "winner: error" not in capsys.readouterr().out
+
+
+def test_the_transcript_reads_well(tmp_path, capsys):
+    assert main(["play", "--seed", "3", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert " is werewolf." not in out and " is a werewolf." in out
+    assert "1 fallbacks" not in out and "1 days" not in out
+    lines = out.splitlines()
+    for i, line in enumerate(lines):  # "X died last night." is not followed by a redundant "X died."
+        if "died last night." in line:
+            assert " died." not in lines[i + 1], lines[i: i + 2]
+
+
+def test_unused_scripted_decisions_are_reported(tmp_path, capsys):
+    script = tmp_path / "late.yaml"
+    script.write_text("default: heuristic\ndecisions:\n  - {day: 40, action: vote, seat: Player1, target: Player2}\n")
+    assert main(["play", "--model", f"scripted:{script}", "--quiet", "--out", str(tmp_path / "o")]) == 0
+    err = capsys.readouterr().err
+    assert "decision #1 (day 40 vote Player1) was never used" in err
+
+
+def test_every_option_has_help_text():
+    from toolkit.cli import build_parser
+
+    parser = build_parser()
+    for name, sub in parser._subparsers._group_actions[0].choices.items():
+        if name == "local-server":
+            continue
+        for action in sub._actions:
+            assert action.help, f"{name} {action.option_strings or action.dest} has no help text"

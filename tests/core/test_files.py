@@ -1,0 +1,120 @@
+"""The schemas of user-written files (sweep, scripted, preset, role) and sweep cell ids: unknown keys get
+a "did you mean", names cannot leave the results root, and cells never share a folder."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from toolkit.core.files import FileError, ScriptedFile, SweepFile, load_scripted, validate
+from toolkit.study.sweep import cell_id, load_sweep
+from toolkit.record.load import load
+
+REPO = Path(__file__).resolve().parents[2]
+PRESETS = REPO / "toolkit" / "werewolf" / "engine" / "presets"
+
+
+def sweep(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "sweep.yaml"
+    path.write_text("notebook: experiments/werewolf.ipynb\n" + text)
+    return path
+
+
+def test_cells_that_differ_only_after_40_characters_get_their_own_folders(tmp_path):
+    a = "openai:Qwen/Qwen2.5-7B-Instruct@http://127.0.0.1:8001/v1"
+    b = "openai:Qwen/Qwen2.5-7B-Instruct@http://127.0.0.1:8002/v1"
+    assert cell_id({"model": a}) != cell_id({"model": b})
+    assert cell_id({"model": a}) == cell_id({"model": a})  # stable: a rerun finds its cells
+    _, cells = load_sweep(sweep(tmp_path, f"name: s\ngrid: {{model: ['{a}', '{b}']}}\n"), tmp_path / "r")
+    assert len({c.folder for c in cells}) == 2
+
+
+def test_a_colliding_sweep_is_refused(tmp_path):
+    with pytest.raises(FileError, match="would share the folder"):
+        load_sweep(sweep(tmp_path, "name: s\ngrid: {model: [heuristic, random, heuristic]}\n"), tmp_path / "r")
+
+
+def test_a_sweep_name_cannot_leave_the_results_root(tmp_path):
+    for name in ("../../escaped-sweep", "/abs", "a/b", ".hidden", ".."):
+        with pytest.raises(FileError, match="becomes a folder name"):
+            load_sweep(sweep(tmp_path, f"name: '{name}'\ngrid: {{model: [heuristic]}}\n"), tmp_path / "r")
+
+
+def test_sweep_schema_hints_and_ranges(tmp_path):
+    base = {"name": "s", "notebook": "n", "grid": {"model": ["heuristic"]}}
+    with pytest.raises(FileError, match=r"unknown key 'paramters' \(did you mean 'parameters'\?\)"):
+        validate(SweepFile, {**base, "paramters": {"n_games": 1}}, "f", "sweep")
+    with pytest.raises(FileError, match="repeats"):
+        validate(SweepFile, {**base, "repeats": 0}, "f", "sweep")
+    with pytest.raises(FileError, match="both fixed parameters and grid keys"):
+        validate(SweepFile, {**base, "parameters": {"model": "random"}}, "f", "sweep")
+    assert validate(SweepFile, {**base, "grid": {"model": "random"}}, "f", "sweep").grid == {"model": ["random"]}
+    with pytest.raises(FileError, match=r"'n_game' is not a parameter of werewolf.ipynb \(did you mean 'n_games'\?\)"):
+        load_sweep(sweep(tmp_path, "name: s\nparameters: {n_game: 3}\ngrid: {model: [heuristic]}\n"), tmp_path)
+
+
+def test_scripted_schema(tmp_path):
+    ok = validate(ScriptedFile, {"roles": {"Player1": "Werewolf"}, "default": "heuristic",
+                                 "decisions": [{"day": 1, "action": "vote", "seat": "Player1", "target": None}]},
+                  "s", "scripted")
+    assert ok.decisions[0].target is None and ok.seats_named() == {"Player1"}
+    for data, words in (
+        ({"decisions": [{"day": 1, "action": "vote", "seat": "Player1", "tagret": "Player2"}]},
+         "decisions #1: unknown key 'tagret' (did you mean 'target'?)"),
+        ({"decisions": [{"day": 0, "action": "vote", "target": "Player2"}]}, "decisions #1.day"),
+        ({"decisions": [{"action": "shoot", "target": "Player2"}]}, "decisions #1.action"),
+        ({"decisions": [{"action": "speak"}]}, "needs speech"),
+        ({"roles": {"Player1": "Wolf"}}, "roles.Player1"),
+        ({"default": "smart"}, "default"),
+    ):
+        with pytest.raises(FileError) as info:
+            validate(ScriptedFile, data, "s", "scripted")
+        assert words in str(info.value)
+    bare = tmp_path / "answers.yaml"
+    bare.write_text("- {thought: hi, commands: []}\n")
+    assert load_scripted(bare).answers == [{"thought": "hi", "commands": []}]
+
+
+def test_every_shipped_file_passes_its_schema():
+    from toolkit.werewolf.engine.preset import available_presets, load_preset
+
+    for name in available_presets():
+        assert load_preset(name).n_players >= 5
+    for path in (REPO / "tests" / "scenarios").glob("*.yaml"):
+        load_scripted(path)
+    for path in (REPO / "experiments" / "engineer_tasks").glob("*/*.yaml"):
+        if path.name != "task.yaml":
+            load_scripted(path)
+    for path in (REPO / "experiments" / "sweeps").glob("*.yaml"):
+        load_sweep(path)
+
+
+def test_preset_errors_name_the_file_and_hint(tmp_path):
+    from toolkit.werewolf.engine.preset import load_preset
+
+    path = tmp_path / "p.yaml"
+    path.write_text((PRESETS / "classic7.yaml").read_text().replace("Werewolf:", "Werwolf:"))
+    with pytest.raises(ValueError, match=r"p.yaml: roles: unknown role 'Werwolf' \(did you mean 'Werewolf'\?\)"):
+        load_preset(str(path))
+
+
+def test_two_cells_differing_after_40_characters_play_different_games(tmp_path):
+    """A real sweep (papermill kernels): two preset paths that share their first 40+ characters."""
+    presets = tmp_path / ("a-folder-name-long-enough-to-pass-forty-characters" * 2)
+    presets.mkdir()
+    for name in ("classic7", "standard9"):
+        (presets / f"{name}.yaml").write_text((PRESETS / f"{name}.yaml").read_text())
+    path = tmp_path / "long.yaml"
+    path.write_text(f"name: long\nnotebook: experiments/werewolf.ipynb\nparameters: {{n_games: 2}}\n"
+                    f"grid:\n  preset: ['{presets / 'classic7.yaml'}', '{presets / 'standard9.yaml'}']\n")
+    out = subprocess.run([sys.executable, "-m", "toolkit", "sweep", str(path), "--results", str(tmp_path / "r")],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    summary = pd.read_parquet(tmp_path / "r" / "long" / "summary.parquet")
+    assert summary["cell_id"].nunique() == 2 and (summary["games"] == 2).all()
+    cells = sorted(p for p in (tmp_path / "r" / "long").iterdir() if p.is_dir())
+    assert len(cells) == 2
+    presets_played = [set(load(c).games["preset"]) for c in cells]
+    assert sorted(map(sorted, presets_played)) == [["classic7"], ["standard9"]]

@@ -1,0 +1,149 @@
+"""The OpenAI-compatible backend, through the model wrapper, over real HTTP against the loopback test server."""
+
+import asyncio
+import time
+
+import pytest
+from pydantic import BaseModel
+
+from tests.conftest import FAST
+from toolkit.prompting.structured_call import Action, with_choices
+from toolkit.llm import Request, get_model
+from toolkit.llm import openai_backend
+from toolkit.record.run_log import CallLog, Run
+from toolkit.record.load import load
+
+
+class Pick(BaseModel):
+    target: str
+
+
+PICK = with_choices(Pick, "target", ("Player1", "Player2", "Player3"))
+
+
+def req(text="hi", schema=True):
+    return Request(messages=[{"role": "user", "content": text}],
+                   schema=PICK.model_json_schema() if schema else None)
+
+
+def model(server, name="ok", **options):
+    return get_model(f"openai:{name}@{server.base_url}", **{**FAST, **options})
+
+
+async def complete(m, request):
+    """The completion of one call (the test fails with the call's error if there is none)."""
+    call = await m.generate(request)
+    assert call.completion is not None, call.error
+    return call
+
+
+async def test_structured_answer_with_real_usage(server):
+    call = await complete(model(server), req())
+    c = call.completion
+    assert PICK.model_validate_json(c.text).target in ("Player1", "Player2", "Player3")
+    assert call.n_attempts == 1 and not call.attempts and not c.usage_estimated and c.prompt_tokens >= 1
+    sent = server.requests[-1]
+    assert sent["response_format"]["type"] == "json_schema"
+    assert sent["response_format"]["json_schema"]["schema"]["properties"]["target"]["enum"] == [
+        "Player1", "Player2", "Player3"]
+
+
+async def test_missing_usage_is_estimated_and_flagged(server):
+    c = (await complete(model(server, "nousage"), req("x" * 400))).completion
+    assert c.usage_estimated and c.prompt_tokens == 100
+
+
+@pytest.mark.parametrize("fault", ["500", "malformed", "reset"])
+async def test_transient_faults_are_retried_then_succeed(server, fault):
+    server.queue(fault, fault, "ok")
+    call = await complete(model(server, "queue"), req())
+    assert call.n_attempts == 3 and len(call.attempts) == 2
+    assert [b for _, b in server.log] == [fault, fault, "ok"]
+    # a reset connection reaches the SDK as a connection error or (aiohttp) as a timeout
+    kinds = {"500": {"server_error"}, "malformed": {"malformed"}, "reset": {"connection", "timeout"}}
+    assert {a.error_kind for a in call.attempts} <= kinds[fault]
+    assert [a.attempt for a in call.attempts] == [1, 2]
+
+
+async def test_429_honours_retry_after(server):
+    server.queue("429:1", "ok")
+    t0 = time.perf_counter()
+    call = await complete(model(server, "queue"), req())
+    assert call.n_attempts == 2 and call.attempts[0].status_code == 429
+    assert time.perf_counter() - t0 >= 0.95  # waited the server's Retry-After, not the 5 ms backoff
+
+
+async def test_timeout_is_retried_and_then_reported(server):
+    t0 = time.perf_counter()
+    call = await model(server, "hang", timeout_s=0.3, max_attempts=2).generate(req())
+    assert call.completion is None and call.n_attempts == 2 and "timed out" in call.error
+    assert "gave up after 2 attempts" in call.error and [a.error_kind for a in call.attempts] == ["timeout"] * 2
+    assert time.perf_counter() - t0 < 3
+
+
+@pytest.mark.parametrize("status", ["400", "401", "404"])
+async def test_client_errors_are_not_retried_and_name_model_and_endpoint(server, status):
+    call = await model(server, status).generate(req())
+    assert call.completion is None and call.n_attempts == 1 and len(server.log) == 1
+    assert status in call.error and server.base_url in call.error
+    assert call.attempts[0].status_code == int(status) and call.attempts[0].error_kind == "http_error"
+
+
+async def test_schema_rejected_falls_back_to_prompt_once_and_remembers(server):
+    openai_backend._SCHEMA_IN_PROMPT.discard(server.base_url)
+    b = model(server, "noschema")
+    c = (await complete(b, req())).completion
+    await complete(b, req())
+    first, retry, later = server.requests
+    assert "response_format" in first and "response_format" not in retry and "response_format" not in later
+    assert "JSON schema" in retry["messages"][0]["content"]
+    assert c.text == "ok"
+
+
+async def test_concurrency_cap_per_endpoint(server):
+    b = model(server, "slow:0.1", max_connections=2)
+    await asyncio.gather(*(complete(b, req()) for _ in range(6)))
+    assert server.max_active == 2
+
+
+async def test_cost_from_price_table_and_null_for_unknown_models(server):
+    known = (await complete(model(server, "gpt-4o-mini"), req("y" * 4000))).completion
+    assert known.cost_usd == pytest.approx((1000 * 0.15 + known.completion_tokens * 0.60) / 1e6)
+    unknown = (await complete(model(server, "some-unpriced-model"), req())).completion
+    assert unknown.cost_usd is None
+
+
+async def test_response_cache_costs_no_second_call(server, tmp_path):
+    b = model(server, cache_dir=str(tmp_path))
+    first = (await complete(b, req("same"))).completion
+    again = await complete(model(server, cache_dir=str(tmp_path)), req("same"))
+    assert len(server.requests) == 1 and again.completion.cache_hit and again.text == first.text
+    assert again.n_attempts == 0 and again.completion.cost_usd in (0.0, None)
+    await complete(b, req("different"))
+    assert len(server.requests) == 2
+
+
+async def test_thirty_percent_faults_every_call_completes_once(server, tmp_path):
+    """200 structured calls, 30% of requests failing (429/500/hang/reset/malformed): all complete,
+    every fault is retried, the calls table has exactly one row per call with its attempts, and the
+    attempts table one row per failed request."""
+    b = model(server, "faults:0.3", timeout_s=0.5, max_attempts=10, max_connections=16)
+    action = Action("pick", "reask.j2", PICK)  # any template: the prompt is not the point here
+    with Run(tmp_path, "faults") as run:
+        log = CallLog(run)
+        results = await asyncio.gather(*(
+            action.run(b, Request(game_id="g"), {"error": f"call {i}"}, fallback=lambda: PICK(target="Player1"),
+                       log=log)
+            for i in range(200)))
+    assert not any(r.fallback for r in results)
+    calls = load(tmp_path).calls
+    assert len(calls) == 200 and calls["seq"].is_unique and calls["ok"].all()
+    faults = sum(1 for _, b in server.log if b != "ok")
+    assert faults > 30  # about 30% of the requests that reached the server failed ...
+    assert len(server.log) - faults == 200  # ... each call got exactly one good answer, no duplicates ...
+    # ... after retrying every fault (an attempt may also die on a stale connection before the server sees it)
+    assert int(calls["attempts"].sum()) >= len(server.log) and calls["attempts"].max() > 1
+    attempts = load(tmp_path).attempts
+    assert len(attempts) == int(calls["attempts"].sum()) - 200 >= faults  # one row per failed request
+    assert set(attempts["call_id"]) <= set(calls["call_id"]) and attempts["error"].notna().all()
+    assert {"timeout", "server_error", "rate_limit", "malformed"} <= set(attempts["error_kind"])

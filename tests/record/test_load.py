@@ -1,0 +1,128 @@
+"""Loading never drops silently: a damaged JSONL line is named, a truncated Parquet file is named and
+skipped while the rest loads, and a killed-then-resumed cell loads as complete games only, with the
+number of partial games said."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+from toolkit.cli import main
+from toolkit.record.run_log import DamagedLines, Run, read_jsonl
+from toolkit.record.load import LoadWarning, load
+from toolkit.werewolf.game import GameConfig, play_games
+from toolkit.core.sync import run_sync
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def write_rows(path: Path, n: int) -> None:
+    path.write_text("".join(json.dumps({"call_id": f"c{i}", "seq": i}) + "\n" for i in range(n)))
+
+
+def test_a_damaged_middle_line_is_named_and_the_rest_loads(tmp_path):
+    path = tmp_path / "calls.jsonl"
+    write_rows(path, 1002)
+    lines = path.read_text().splitlines(keepends=True)
+    lines[500] = '{"call_id": "c500", "se\x00 garbage\n'
+    path.write_text("".join(lines))
+    with pytest.warns(DamagedLines, match=r"calls.jsonl: 1 damaged line left out \(line 501\); 1001 rows read"):
+        rows = read_jsonl(path)
+    assert len(rows) == 1001 and "c500" not in {r["call_id"] for r in rows}
+    with pytest.raises(ValueError, match="line 501"):
+        read_jsonl(path, strict=True)
+
+
+def test_a_torn_last_line_is_skipped_without_a_warning(tmp_path):
+    path = tmp_path / "calls.jsonl"
+    write_rows(path, 10)
+    with open(path, "a") as handle:
+        handle.write('{"call_id": "torn", "se')
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rows = read_jsonl(path)
+    assert len(rows) == 10
+
+
+def test_a_damaged_line_in_a_run_folder_is_reported_by_load_and_kept_at_compaction(tmp_path):
+    run = Run(tmp_path, "damaged")
+    for i in range(5):
+        run.write("calls", {"call_id": f"c{i}", "seq": i})
+    with open(run.folder / "calls.jsonl", "a") as handle:  # rows are flushed as written: append after them
+        handle.write("{not json}\n")  # what a disk error could leave in the middle
+    run.write("calls", {"call_id": "c5", "seq": 5})
+    with pytest.warns(DamagedLines, match=r"line 6"):
+        assert len(load(tmp_path).calls) == 6
+    with pytest.warns(DamagedLines, match=r"line 6"):
+        run.close()
+    assert len(load(tmp_path).calls) == 6
+    assert (run.folder / "calls.jsonl.damaged").exists()  # the evidence is kept beside the Parquet
+
+
+def finished_run(root: Path) -> Path:
+    with Run(root, "finished") as run:
+        run_sync(play_games([GameConfig(seed=s) for s in range(3)], run))
+    return run.folder
+
+
+def test_a_truncated_parquet_is_named_and_the_other_tables_load(tmp_path):
+    folder = finished_run(tmp_path)
+    calls = folder / "calls.parquet"
+    calls.write_bytes(calls.read_bytes()[: calls.stat().st_size // 2])
+    with pytest.warns(LoadWarning, match=r"calls.parquet: cannot be read"):
+        results = load(tmp_path)
+    assert len(results.games) == 3 and len(results.events) > 0 and results.calls.empty
+    with pytest.raises(ValueError, match="calls.parquet"):
+        load(tmp_path, strict=True)
+
+
+def test_report_on_a_folder_with_a_truncated_parquet_warns_in_one_line_and_writes(tmp_path, capsys):
+    folder = finished_run(tmp_path / "res")
+    (folder / "calls.parquet").write_bytes(b"PAR1 truncated")
+    assert main(["report", str(tmp_path / "res"), "--out", str(tmp_path / "rep")]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("warning: ") and "calls.parquet: cannot be read" in err and "Traceback" not in err
+    assert (tmp_path / "rep" / "summary.md").exists()
+
+
+KILLED_CELL = """
+import sys
+from toolkit.study.experiments import run_werewolf_cell
+run_werewolf_cell(sys.argv[1], n_games=int(sys.argv[2]), seed=100, concurrency=8)
+"""
+
+
+def test_a_killed_then_resumed_cell_loads_complete_games_and_says_how_many_it_left_out(tmp_path):
+    """The cell code a sweep's notebook runs (``run_werewolf_cell``), killed with SIGKILL mid-way, then
+    run again: it resumes. ``load`` keeps only games with a ``games`` row and names the partial ones."""
+    cell, n_games = tmp_path / "cell", 60
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_CELL, str(cell), str(n_games)], cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while time.time() < deadline:  # kill once some games have finished (others are in flight)
+        written = sum(p.stat().st_size for p in cell.glob("*/games.jsonl"))
+        if written > 2000:
+            break
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    subprocess.run([sys.executable, "-c", KILLED_CELL, str(cell), str(n_games)], cwd=REPO, check=True,
+                   capture_output=True, timeout=300)
+
+    everything = load(cell, complete_games=False)
+    partial = set(everything.events["game_id"]) - set(everything.games["game_id"])
+    assert partial  # the kill left games without a games row
+
+    with pytest.warns(LoadWarning, match=rf"left out {len(partial)} partial game"):
+        results = load(cell)
+    assert sorted(results.games["seed"]) == list(range(100, 100 + n_games))  # resumed: none lost, none twice
+    finished = set(results.games["game_id"])
+    for table in ("players", "events", "calls"):
+        assert set(getattr(results, table)["game_id"]) == finished, table
+    assert len(everything.calls) > len(results.calls)

@@ -1,0 +1,100 @@
+"""Sweeps through real papermill kernels: killed with kill -9 and rerun, nothing is lost or duplicated;
+the same on a Dask LocalCluster. Also the papermill command of the README."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from toolkit.record.load import load
+
+REPO = Path(__file__).resolve().parents[2]
+N_GAMES = 40
+
+
+def sweep_file(tmp_path, name):
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(f"""name: {name}
+notebook: experiments/werewolf.ipynb
+parameters: {{n_games: {N_GAMES}, seed: 100}}
+grid:
+  wolf_model: [heuristic, random]
+  village_model: [heuristic, random]
+""")
+    return path
+
+
+def sweep_cmd(path, results, executor):
+    return [sys.executable, "-m", "toolkit", "sweep", str(path), "--workers", "2", "--executor", executor,
+            "--results", str(results)]
+
+
+@pytest.mark.parametrize("executor", ["local", "dask"])
+def test_kill_9_then_rerun_finishes_the_grid_without_loss_or_duplicates(tmp_path, executor):
+    path, results = sweep_file(tmp_path, f"kill-{executor}"), tmp_path / "results"
+    proc = subprocess.Popen(sweep_cmd(path, results, executor), cwd=REPO, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 180
+    while time.time() < deadline:  # kill once some games of some cell have been written
+        written = sum(p.stat().st_size for p in results.glob("*/*/*/games.jsonl"))
+        if written > 3000:
+            break
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    sweep_dir = results / f"kill-{executor}"
+    cells = sorted(p for p in sweep_dir.iterdir() if p.is_dir())
+    assert cells and not all((c / "DONE.json").exists() for c in cells)  # killed mid-way
+
+    rerun = subprocess.run(sweep_cmd(path, results, executor), cwd=REPO, capture_output=True, text=True,
+                           timeout=600)
+    assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-2000:]
+    summary = pd.read_parquet(sweep_dir / "summary.parquet")
+    assert len(summary) == 4 and summary["ok"].all() and (summary["games"] == N_GAMES).all()
+    for cell in cells:
+        tables = load(cell, complete_games=True)
+        seeds = sorted(tables.games["seed"])
+        assert seeds == list(range(100, 100 + N_GAMES)), cell.name  # none lost, none twice
+        assert set(tables.calls["game_id"]) == set(tables.games["game_id"])  # no rows of a killed game
+        assert tables.players.groupby("game_id").size().eq(7).all()
+    assert (sweep_dir / "win_rates.png").stat().st_size > 10_000
+
+
+def test_failed_cell_is_recorded_and_the_others_finish(tmp_path):
+    path = tmp_path / "fails.yaml"
+    path.write_text("""name: fails
+notebook: experiments/werewolf.ipynb
+parameters: {n_games: 3}
+grid:
+  preset: [classic7, no-such-preset]
+""")
+    out = subprocess.run([sys.executable, "-m", "toolkit", "sweep", str(path), "--results", str(tmp_path / "r")],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1 and "failed: 1" in out.stdout
+    summary = pd.read_parquet(tmp_path / "r" / "fails" / "summary.parquet").set_index("preset")
+    assert summary.loc["classic7", "ok"] and summary.loc["classic7", "games"] == 3
+    assert not summary.loc["no-such-preset", "ok"] and "no preset" in summary.loc["no-such-preset", "error"]
+
+
+def test_the_readme_papermill_command(tmp_path):
+    out = subprocess.run(["papermill", "experiments/werewolf.ipynb", str(tmp_path / "out.ipynb"), "-p", "n_games",
+                          "20", "-p", "model", "heuristic", "-p", "results_dir", str(tmp_path / "try")],
+                         cwd=REPO, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert len(load(tmp_path / "try").games) == 20
+    assert "village" in (tmp_path / "out.ipynb").read_text()
+
+
+def test_engineer_notebook_runs_the_suite(tmp_path):
+    out = subprocess.run(["papermill", "experiments/engineer.ipynb", str(tmp_path / "out.ipynb"),
+                          "-p", "results_dir", str(tmp_path / "eng")], cwd=REPO, capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    sessions = load(tmp_path / "eng").sessions
+    assert len(sessions) >= 8 and sessions["success"].all()

@@ -1,0 +1,70 @@
+"""Tournament schedules (balance, seat shuffling, size from the sample-size helper) and a real run through
+the sweep machinery (papermill cells, resume)."""
+
+import pandas as pd
+import pytest
+import yaml
+
+from toolkit import analysis as A
+from toolkit.study import tournament as T
+
+MODELS = ["heuristic", "random", "mixed"]
+
+
+def test_rotation_gives_every_model_every_role_equally_often_and_shuffles_seats():
+    plan = T.schedule(MODELS, ["classic7"], "rotation", games=4, seed=1)
+    assert plan["game"].nunique() == 4 * len(MODELS)
+    per_role = plan.groupby(["spec", "role"]).size().unstack()
+    for role, count in {"Werewolf": 2, "Villager": 2, "Seer": 1, "Witch": 1, "Guard": 1}.items():
+        assert (per_role[role] == 4 * count).all(), per_role
+    # each game: a full table with the preset's roles
+    assert (plan.groupby("game")["role"].apply(lambda r: sorted(r)) == plan.groupby("game")["role"].apply(
+        lambda r: sorted(["Werewolf"] * 2 + ["Villager"] * 2 + ["Seer", "Witch", "Guard"]))).all()
+    # no model is tied to a seat name: every model sits in most seats, and a role moves around the seats
+    assert plan.groupby("spec")["seat"].nunique().min() >= 5
+    assert plan[plan["role"] == "Seer"]["seat"].nunique() >= 5
+    assert plan.equals(T.schedule(MODELS, ["classic7"], "rotation", games=4, seed=1))  # seeded
+    assert not plan.equals(T.schedule(MODELS, ["classic7"], "rotation", games=4, seed=2))
+
+
+def test_pairs_play_every_ordered_pair_and_size_comes_from_the_sample_size_helper():
+    plan = T.schedule(MODELS, ["classic7", "standard9"], "pairs", half_width=0.2, self_play=False)
+    games = plan.groupby("game").first()
+    per_matchup = games.groupby(["preset", "matchup"]).size()
+    assert len(per_matchup) == 2 * 6 and (per_matchup == A.sample_size(0.2)).all()
+    wolves = plan[plan["role"] == "Werewolf"].groupby("game")["spec"].nunique()
+    assert (wolves == 1).all()
+    first = plan[plan["game"] == 0]
+    v, w = first.iloc[0]["matchup"].split(" vs ")
+    assert set(first[first["side"] == "village"]["spec"]) == {v}
+    assert set(first[first["side"] == "werewolves"]["spec"]) == {w}
+    assert plan.groupby("game")["seed"].first().is_unique
+    with pytest.raises(ValueError, match="design"):
+        T.schedule(MODELS, ["classic7"], "league", games=1)
+    with pytest.raises(ValueError, match="half_width"):
+        T.schedule(MODELS, ["classic7"], "pairs")
+
+
+def test_a_tournament_runs_through_sweep_cells_and_resumes(tmp_path, capsys):
+    spec = {"name": "tiny", "models": ["heuristic", "random"], "presets": ["classic7"], "design": "pairs",
+            "self_play": False, "games": 3, "seed": 5, "games_per_cell": 4}
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    assert T.main([str(path), "--plan"]) == 0
+    assert "6 games in 2 cells" in capsys.readouterr().out
+    summary = T.run_tournament(path, workers=2, results_root=tmp_path / "results", progress=False)
+    assert summary["ok"].all() and summary["games"].sum() == 6
+    from toolkit.record.load import load
+
+    t = load(tmp_path / "results" / "tiny", complete_games=True)
+    plan = pd.read_parquet(tmp_path / "results" / "tiny" / "schedule.parquet")
+    played = t.players.merge(t.games[["game_id", "seed"]], on="game_id")[["seed", "seat", "role", "spec"]]
+    expected = plan[["seed", "seat", "role", "spec"]]
+    assert played.sort_values(["seed", "seat"]).reset_index(drop=True).equals(
+        expected.sort_values(["seed", "seat"]).reset_index(drop=True))  # the games are the schedule's
+    again = T.run_tournament(path, results_root=tmp_path / "results", progress=False)
+    assert again["games"].sum() == 6 and len(load(tmp_path / "results" / "tiny").games) == 6  # nothing replayed
+    spec["games"] = 4
+    path.write_text(yaml.safe_dump(spec))
+    with pytest.raises(ValueError, match="different schedule"):
+        T.run_tournament(path, results_root=tmp_path / "results", progress=False)

@@ -1,0 +1,310 @@
+"""The notebook widgets, driven directly: set values, click buttons, read the transcript and tables."""
+
+import asyncio
+import json
+
+
+from toolkit.analysis.report import write_report
+from toolkit.record.load import load
+from toolkit.ui import EngineerSession, ResultsExplorer, WerewolfSession
+from toolkit.ui.engineer import WidgetChannel
+
+
+def write_report_text(folder):
+    import tempfile
+    with tempfile.TemporaryDirectory() as out:
+        return next(p.read_text() for p in write_report(folder, out) if p.suffix == ".md")
+
+
+async def wait_for(predicate, timeout=30):
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not predicate():
+        if loop.time() > end:
+            raise TimeoutError
+        await asyncio.sleep(0.01)
+
+
+async def test_step_run_and_god_view(tmp_path):
+    s = WerewolfSession(results_dir=str(tmp_path), seed=3)
+    s.buttons["Start"].click()
+    assert "Night 1 falls" in s.transcript.value
+    before = len(s.transcript_lines())
+    s.buttons["Step"].click()
+    await s.task
+    assert len(s.transcript_lines()) >= before  # night actions are private: hidden until god view
+    s.god_view.value = True
+    assert "private to" in s.transcript.value and "(Werewolf)" in s.transcript.value
+    s.buttons["Run to end"].click()
+    await s.task
+    assert "winner:" in s.status.value and s.runner.game.over
+    tables = load(tmp_path, complete_games=True)
+    assert len(tables.games) == 1 and tables.games.iloc[0]["winner"] in ("village", "werewolves", "draw")
+    # the call inspector shows any call: messages, raw answer, parsed result, tokens, latency, fallback
+    s.call_picker.value = 0
+    assert "messages" in s.call_view.value and "raw answer" in s.call_view.value and "tokens" in s.call_view.value
+
+
+async def test_a_human_seat_plays_a_whole_game_through_the_widgets(tmp_path):
+    s = WerewolfSession(results_dir=str(tmp_path), seed=5)
+    s.seat_models["Player2"].value = "human"
+    s.buttons["Start"].click()
+    s.buttons["Run to end"].click()
+    answered = 0
+    while not s.task.done():
+        await asyncio.sleep(0.005)
+        if s.waiting_for_human:
+            field = s.human_field
+            if hasattr(field, "options"):
+                assert "Player2" not in field.options or s.runner.game.phase == "night"  # legal choices only
+                field.value = field.options[0]
+            else:
+                field.value = f"I am Player2, turn {answered}."
+            s.human_submit.click()
+            answered += 1
+    await s.task
+    assert s.runner.game.over and answered >= 2
+    tables = load(tmp_path, complete_games=True)
+    human_calls = tables.calls[tables.calls["seat"] == "Player2"]
+    assert len(human_calls) == answered and (human_calls["model"] == "human").all()
+    assert tables.players.set_index("seat").loc["Player2", "spec"] == "human"
+    speeches = [e.text for e in s.events if e.kind == "speech" and e.actor == "Player2"]
+    assert speeches and all(t.startswith("I am Player2, turn") for t in speeches)
+
+
+async def test_stop_halts_within_one_phase_and_tables_stay_consistent(tmp_path):
+    s = WerewolfSession(results_dir=str(tmp_path), seed=7)
+    s.buttons["Start"].click()
+    s.buttons["Run to end"].click()
+    await wait_for(lambda: len(s.calls) >= 10)
+    s.buttons["Stop"].click()
+    calls_at_stop = len(s.calls)
+    await asyncio.wait_for(s.task, 10)
+    assert not s.runner.game.over
+    assert len(s.calls) - calls_at_stop <= 9  # at most the phase in progress (7 votes, or a speech)
+    s.run.close()
+    tables = load(tmp_path, complete_games=False)  # the stopped game has no games row
+    assert len(tables.calls) == len(s.calls) and tables.calls["ok"].all()
+    assert list(tables.events["seq"]) == list(range(len(tables.events)))  # every event, in order, once
+    assert len(load(tmp_path, complete_games=True).games) == 0  # an unfinished game is not counted
+
+
+async def test_engineer_session_with_ask_human(tmp_path):
+    script = tmp_path / "s.yaml"
+    script.write_text(json.dumps({"answers": [
+        json.dumps([{"command_name": "Human.ask_human", "args": {"question": "File name?"}}]),
+        json.dumps([{"command_name": "Editor.create_file", "args": {"path": "notes.txt", "content": "hi"}}]),
+        json.dumps([{"command_name": "end", "args": {}}])]}))
+    e = EngineerSession(task="write notes", workspace=str(tmp_path / "ws"), model=f"scripted:{script}",
+                        results_dir=str(tmp_path / "res"))
+    e.buttons["Run"].click()
+    await wait_for(lambda: e.channel.future is not None)
+    e.channel.field.value = "notes.txt"
+    e.channel.button.click()
+    await e.task
+    assert e.ended_by == "end" and (tmp_path / "ws" / "notes.txt").read_text() == "hi"
+    assert "Human.ask_human" in e.tool_table.value and "Human: notes.txt" in e.tool_table.value
+    assert "notes.txt" in e.open_file.value
+    # the widget runs the same Session as the CLI: the sessions row is written and the run closed
+    assert e.run.closed
+    tables = load(tmp_path / "res")
+    assert list(tables.sessions["ended_by"]) == ["end"] and tables.sessions.iloc[0]["steps"] == 3
+    assert len(tables.tool_calls) == 2 and len(tables.calls) == 3
+
+
+async def test_engineer_stop_ends_the_session_and_writes_its_row(tmp_path):
+    script = tmp_path / "s.yaml"
+    step = json.dumps([{"command_name": "Plan.append_task", "args": {"task_id": "1", "instruction": "x"}}])
+    script.write_text(json.dumps({"answers": [step] * 50}))
+    e = EngineerSession(task="loop", workspace=str(tmp_path / "ws"), model=f"scripted:{script}",
+                        results_dir=str(tmp_path / "res"))
+    await e.step()
+    assert e.session.steps == 1 and e.ended_by is None and not e.run.closed
+    e.stop()
+    await e.task
+    assert e.ended_by == "stopped" and e.run.closed
+    assert list(load(tmp_path / "res").sessions["ended_by"]) == ["stopped"]
+
+
+async def test_a_widget_game_and_a_cli_game_with_the_same_seed_have_identical_events(tmp_path):
+    from toolkit.cli import main
+
+    s = WerewolfSession(results_dir=str(tmp_path / "widget"), seed=11, model="random")
+    s.buttons["Start"].click()
+    while not s.runner.finished:
+        s.buttons["Step"].click()
+        await s.task
+    argv = ["play", "--seed", "11", "--model", "random", "--out", str(tmp_path / "cli"), "--quiet"]
+    assert await asyncio.to_thread(main, argv) == 0  # the CLI runs its own event loop
+    columns = ["seq", "day", "phase", "kind", "actor", "target", "text", "visibility", "fallback"]
+    widget, cli = load(tmp_path / "widget").events[columns], load(tmp_path / "cli").events[columns]
+    assert len(widget) > 20 and widget.equals(cli)
+
+
+def test_results_explorer_shows_tables_and_plots(tmp_path):
+    import asyncio as aio
+
+    from toolkit.record.run_log import Run
+    from toolkit.werewolf.game import GameConfig, play_games
+
+    with Run(tmp_path, "x") as run:
+        aio.run(play_games([GameConfig(seed=s) for s in range(5)], run))
+    r = ResultsExplorer(str(tmp_path))
+    r.load_button.click()
+    assert "5 games" in r.summary.value and "village" in r.markdown and "Win rates" in r.markdown
+    assert r.images.children and all(i.value[:4] == b"\x89PNG" for i in r.images.children)
+    assert r.markdown == (write_report_text(tmp_path))  # the same report `toolkit report` writes
+    r.folder.value = str(tmp_path / "missing")
+    r.load_button.click()
+    assert "no folder" in r.summary.value
+
+
+# ------------------------------------------------------------------ the werewolf session
+async def test_before_start_and_seats_follow_the_preset(tmp_path):
+    s = WerewolfSession(results_dir=str(tmp_path), model="random")
+    assert s.status.value == "<i>no game</i>" and s.chart.value == "" and "Press Start" in s.transcript.value
+    assert list(s.seat_models) == [f"Player{i}" for i in range(1, 8)]
+    assert [len(row.children) for row in s.seat_box.children] == [3, 3, 1]
+    assert {w.value for w in s.seat_models.values()} == {"random"}
+    s.preset.value = "standard9"
+    assert list(s.seat_models) == [f"Player{i}" for i in range(1, 10)]
+    assert [len(row.children) for row in s.seat_box.children] == [3, 3, 3]
+    assert not list(tmp_path.iterdir())  # nothing is written before Start
+
+
+async def test_a_bad_spec_is_shown_not_raised(tmp_path):
+    s = WerewolfSession(results_dir=str(tmp_path))
+    s.seat_models["Player3"].value = "nonsense"
+    s.buttons["Start"].click()
+    assert s.runner is None and "error: unknown model spec &#x27;nonsense&#x27;" in s.status.value
+    s.seat_models["Player3"].value = " random "  # a spec typed with spaces is trimmed
+    s.buttons["Start"].click()
+    assert s.runner is not None and s.runner.config.seats["Player3"].spec == "random"
+    s.reset()
+
+
+async def test_status_and_chart_follow_the_game(tmp_path):
+    s = WerewolfSession(results_dir=str(tmp_path), seed=4)
+    s.buttons["Start"].click()
+    g = s.runner.game
+    assert f"game <code>{s.runner.game_id}</code>: day 1, phase night; 0 calls, 0 fallbacks" == s.status.value
+    assert "village 5" in s.chart.value and "werewolves 2" in s.chart.value and "width:90px" in s.chart.value
+    await s.step()
+    wolves = sum(g.roles[p] == "Werewolf" for p in g.alive)
+    assert f"village {len(g.alive) - wolves}" in s.chart.value and f"werewolves {wolves}" in s.chart.value
+    assert f"; {s.runner.log.calls} calls, " in s.status.value and s.runner.log.calls == len(s.calls) > 0
+    await s.run_to_end()
+    assert s.runner.finished and f"<b>winner: {s.runner.winner}</b>" in s.status.value and s.run.closed
+
+
+async def test_one_thing_at_a_time_and_reset_clears_everything(tmp_path):
+    s = WerewolfSession(results_dir=str(tmp_path), seed=2)
+    first = s.run_to_end()  # starts a game itself when none is running
+    assert s.runner is not None and s.step() is first  # a second press while running: the same task
+    await first
+    folder = s.run.folder
+    s.buttons["Reset"].click()
+    assert s.runner is None and s.run is None and s.events == [] and s.calls == []
+    assert s.call_picker.options == () and s.status.value == "<i>no game</i>"
+    assert (folder / "games.parquet").exists()  # the finished game's tables stay
+
+
+async def test_the_call_inspector_labels_fallbacks_and_shows_the_raw_answer(tmp_path):
+    s = WerewolfSession(results_dir=str(tmp_path), seed=1, model="chaos:1")
+    s.buttons["Start"].click()
+    await s.step()
+    labels = [label for label, _ in s.call_picker.options]
+    assert len(labels) == len(s.calls) and all(label.startswith(f"#{c['seq']} {c['seat']} {c['action']} d1")
+                                               for label, c in zip(labels, s.calls))
+    flagged = [i for i, c in enumerate(s.calls) if c["fallback"]]
+    assert flagged and all(labels[i].endswith(" [fallback]") for i in flagged)
+    assert not any(labels[i].endswith("[fallback]") for i in range(len(labels)) if i not in flagged)
+    i = flagged[0]
+    s.call_picker.value = i
+    assert "fallback=True" in s.call_view.value and "ok=False" in s.call_view.value
+    s.call_picker.value = None
+    assert s.call_view.value == ""
+    s.reset()
+
+
+async def test_the_human_inputs_offer_legal_choices_a_pass_and_free_text(tmp_path):
+    s = WerewolfSession(results_dir=str(tmp_path))
+    vote = asyncio.ensure_future(s.ask_human({"seat": "Player2", "role": "Witch", "day": 2, "action": "poison",
+                                              "choices": ["Player1", "Player5"], "can_pass": True}))
+    await wait_for(lambda: s.waiting_for_human)
+    assert list(s.human_field.options) == ["Player1", "Player5", "(pass)"]
+    assert "<b>Player2 (Witch)</b>: day 2, <b>poison</b>" in s.human_box.children[0].value
+    s.human_field.value = "(pass)"
+    s.human_submit.click()
+    s.human_submit.click()  # a second click changes nothing
+    assert await vote == {"target": None} and s.human_box.children == () and not s.waiting_for_human
+    speech = asyncio.ensure_future(s.ask_human({"seat": "Player2", "action": "speak"}))
+    await wait_for(lambda: s.waiting_for_human)
+    s.human_submit.click()  # nothing typed: a placeholder, never an empty speech
+    assert await speech == {"speech": "..."}
+    reflect = asyncio.ensure_future(s.ask_human({"seat": "Player2", "action": "reflect"}))
+    await wait_for(lambda: s.waiting_for_human)
+    s.human_field.value = "Player5 is lying."
+    s.human_submit.click()
+    assert await reflect == {"reflection": "Player5 is lying."}
+
+
+async def test_reset_cancels_a_pending_human_question(tmp_path):
+    s = WerewolfSession(results_dir=str(tmp_path))
+    pending = asyncio.ensure_future(s.ask_human({"seat": "Player1", "action": "vote", "choices": ["Player2"]}))
+    await wait_for(lambda: s.waiting_for_human)
+    assert list(s.human_field.options) == ["Player2"]  # no pass offered where none is legal
+    s.reset()
+    await asyncio.sleep(0.01)
+    assert pending.cancelled() and not s.waiting_for_human
+    assert s.human_box.children == ()
+
+
+# ------------------------------------------------------------------ the engineer
+async def test_the_channel_asks_and_tells_in_escaped_html():
+    import ipywidgets as W
+
+    box, said = W.VBox(), W.HTML()
+    channel = WidgetChannel(box, said)
+    answer = asyncio.ensure_future(channel.ask("Use <b>bold</b> & co?"))
+    await wait_for(lambda: channel.future is not None and box.children)
+    assert "Use &lt;b&gt;bold&lt;/b&gt; &amp; co?" in box.children[0].value
+    channel.field.value = "yes"
+    channel.button.click()
+    assert await answer == "yes" and box.children == ()
+    await channel.tell("done <now>")
+    await channel.tell("and again")
+    assert said.value == ("<div><b>The agent says:</b> done &lt;now&gt;</div>"
+                          "<div><b>The agent says:</b> and again</div>")
+
+
+def script(tmp_path, *commands):
+    path = tmp_path / "s.yaml"
+    path.write_text(json.dumps({"answers": [json.dumps([c]) for c in commands]}))
+    return f"scripted:{path}"
+
+
+async def test_engineer_tables_escape_tool_output_and_the_open_file(tmp_path):
+    spec = script(tmp_path, {"command_name": "Editor.create_file", "args": {"path": "a.html", "content": "<b>hi</b>"}},
+                  {"command_name": "Editor.open_file", "args": {"path": "a.html"}},
+                  {"command_name": "end", "args": {}})
+    e = EngineerSession(task="t", workspace=str(tmp_path / "ws"), model=spec, results_dir=str(tmp_path / "res"))
+    await e.step()
+    assert e.status.value == "steps: 1" and e.tool_table.value.count("<tr>") == 2  # header and one tool call
+    await e.run_all()
+    assert e.ended_by == "end" and "ended by <b>end</b>" in e.status.value and "steps: 3" in e.status.value
+    assert "&lt;b&gt;hi&lt;/b&gt;" in e.open_file.value and "<b>hi</b>" not in e.open_file.value
+    assert "<code>Editor.create_file</code>" in e.tool_table.value and "✔" in e.tool_table.value
+    sessions = load(tmp_path / "res").sessions
+    assert list(sessions["ended_by"]) == ["end"] and list(sessions["task"]) == ["t"]
+
+
+async def test_a_failing_tool_is_marked_and_stop_before_any_step_does_nothing(tmp_path):
+    e = EngineerSession(task="t", workspace=str(tmp_path / "ws"),
+                        model=script(tmp_path, {"command_name": "Editor.open_file", "args": {"path": "missing.txt"}},
+                                     {"command_name": "end", "args": {}}),
+                        results_dir=str(tmp_path / "res"))
+    e.stop()
+    assert e.session is None and e.task is None and e.ended_by is None and not (tmp_path / "res").exists()
+    await e.run_all()
+    assert "✘" in e.tool_table.value and e.ended_by == "end" and e.run.closed

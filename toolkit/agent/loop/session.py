@@ -1,0 +1,174 @@
+"""An engineer session: wires a role's tools around the loop, saves the trajectory after every step,
+writes the ``sessions`` row and closes what the tools opened. The CLI, the suite and the notebook widget
+all run sessions through this class (``run`` to the end, or ``step``/``stop``/``finish`` from a front end).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from toolkit.prompting.structured_call import Action, ActionResult
+from toolkit.agent.tools.codegen import CodeReview, CodeWriter
+from toolkit.agent.tools.deployer import Deployer, ImageGetter
+from toolkit.agent.tools.editor import Editor
+from toolkit.agent.environments.environment import Environment, make_environment
+from toolkit.agent.tools.git import Git
+from toolkit.agent.tools.human import Channel, Human, ScriptedChannel
+from toolkit.agent.loop.steps import Agent, AgentExit, Limits
+from toolkit.agent.loop.memory import Entry
+from toolkit.agent.loop.plan import Plan
+from toolkit.agent.loop.role import RoleConfig
+from toolkit.agent.tools.terminal import Terminal
+from toolkit.agent.tools.base import Toolbox, ToolResult
+from toolkit.agent.environments.workspace import Workspace
+from toolkit.llm import Model, cost_usd, get_model
+from toolkit.record.run_log import CallLog, Run
+from toolkit.core.files import did_you_mean
+from toolkit.core.secrets import redact_obj
+
+
+@dataclass
+class SessionResult:
+    session_id: str
+    ended_by: str
+    steps: int
+    success: bool | None
+    cost_usd: float | None
+    wall_s: float
+    tool_calls: list[ToolResult]
+
+
+class Session:
+    """``spec`` is a model spec string (or a ready ``Model``); ``record_spec`` is what the ``sessions`` row
+    calls it (the suite records ``scripted:{task}/good.yaml`` rather than each task's resolved path).
+    ``environment`` is where commands run (``toolkit.agent.environments.environment``: a kind such as ``bubblewrap`` or
+    ``local``, or a ready one; ``None``: the role's, by default bubblewrap where it works)."""
+
+    def __init__(self, role: RoleConfig, task: str, workspace: str | os.PathLike, spec: str | Model = "scripted",
+                 run: Run | None = None, channel: Channel | None = None, eval_mode: bool | None = None,
+                 max_steps: int | None = None, wall_clock_s: float = 1800, budget_usd: float | None = None,
+                 session_id: str | None = None, remote: str = "origin", record_spec: str | None = None,
+                 native_tools: bool | None = None, environment: str | Environment | None = None,
+                 allowed_remotes: list[str | os.PathLike] = ()):
+        self.role, self.task = role, task
+        self.workspace = Workspace(workspace)
+        self.model = get_model(spec) if isinstance(spec, str) else spec
+        self.spec = record_spec or self.model.spec
+        if budget_usd is not None and not getattr(self.model.backend, "free", False) and \
+                cost_usd(self.model.name, 1, 1) is None:  # an unknown price would make the budget never bind
+            raise ValueError(f"budget_usd needs a price for {self.model.name}: add it to a TOOLKIT_PRICES file")
+        self.session_id = session_id or f"s-{uuid.uuid4().hex[:10]}"
+        self.log = CallLog(run)
+        self.channel = channel or ScriptedChannel()
+        self.plan = Plan()
+        self.editor = Editor(self.workspace)
+        self.environment = environment if isinstance(environment, Environment) else make_environment(
+            environment, self.workspace.root, role.environment, allowed_remotes)
+        self.terminal = Terminal(self.workspace, timeout_s=role.terminal_timeout_s, environment=self.environment)
+        self.deployer = Deployer(self.workspace, environment=self.environment)
+        self.tools = Toolbox(run, self.session_id)
+        objects = {"Plan": self.plan, "Editor": self.editor, "Terminal": self.terminal,
+                   "Git": Git(self.workspace, remote, environment=self.environment),
+                   "CodeWriter": CodeWriter(self.ask, self.workspace, self.editor),
+                   "CodeReview": CodeReview(self.ask, self.workspace, self.editor, self.environment),
+                   "Deployer": self.deployer,
+                   "ImageGetter": ImageGetter(self.workspace), "Human": Human(self.channel)}
+        for name in role.tools:
+            base, _, only = name.partition(".")
+            before = set(self.tools.specs)
+            self.tools.add(objects[base], prefix=None if base == "CodeWriter" else base,
+                           only=[only] if only else None)
+            if only and set(self.tools.specs) == before:  # a misspelt method would silently give no tool
+                methods = sorted(s.split(".")[-1] for s in Toolbox().add(objects[base], prefix=base).specs)
+                raise ValueError(f"role {role.name}: {base} has no tool {only!r}{did_you_mean(only, methods)}; "
+                                 f"its tools are {', '.join(methods)}")
+        if "CodeWriter" in role.tools:  # write_new_code is a bare command name, as in the seed
+            self.tools.specs = {("write_new_code" if k.endswith("write_new_code") else k): v
+                                for k, v in self.tools.specs.items()}
+        self.agent = Agent(self.model, self.tools, role, task, self.log, self.session_id, self.channel,
+                           Limits(role.max_react_loop if max_steps is None else max_steps, wall_clock_s, budget_usd),
+                           self.context,
+                           eval_mode=role.eval if eval_mode is None else eval_mode,
+                           native_tools=role.native_tools if native_tools is None else native_tools,
+                           ran_eval_git=self.environment.ran_eval_git)
+        self.ended_by: str | None = None
+        self.result: SessionResult | None = None
+        self._started = time.perf_counter()
+
+    async def ask(self, action: Action, values: dict[str, Any], what: str) -> ActionResult:
+        """A model call on the session's behalf (the code-writing tools use it)."""
+        return await self.agent.ask(action, values, what)
+
+    def context(self) -> dict[str, Any]:
+        current = self.editor.current
+        inside = current is not None and self.workspace.contains(current)  # a symlink swapped in may lead out
+        return {"plan": self.plan.status(), "cwd": str(self.workspace.root),
+                "open_file": self.workspace.rel(current) if inside else None}
+
+    @property
+    def steps(self) -> int:
+        return self.agent.steps
+
+    # ------------------------------------------------------------------ running
+    async def step(self) -> str | None:
+        """One step; returns why the session ended, or None to go on."""
+        if self.ended_by is None:
+            try:
+                await self.agent.step()
+            except AgentExit as exit_:
+                self.ended_by = exit_.ended_by
+            except Exception as exc:  # recorded, not raised: a sweep goes on
+                self._error(exc)
+            self.save_trajectory()
+        return self.ended_by
+
+    def stop(self) -> None:
+        """End before the next step (the step in progress finishes)."""
+        self.agent.stop_requested = True
+
+    async def run(self, check: Callable[[], Any] | None = None) -> SessionResult:
+        """Run to the end, then ``finish``."""
+        while self.ended_by is None:
+            await self.step()
+        return await self.finish(check)
+
+    async def finish(self, check: Callable[[], Any] | None = None) -> SessionResult:
+        """Close the tools, decide success with ``check()`` (sync or async), write the ``sessions`` row; once."""
+        if self.result is not None:
+            return self.result
+        self.ended_by = self.ended_by or "stopped"
+        await self.terminal.close()
+        self.deployer.close()
+        await self.environment.stop()
+        success = None
+        if check is not None:
+            outcome = check()
+            success = bool(await outcome if inspect.isawaitable(outcome) else outcome)
+        wall = time.perf_counter() - self._started
+        run = self.log.run
+        if run is not None:
+            run.write("sessions", {"session_id": self.session_id, "run_id": run.run_id, "task": self.task,
+                                        "spec": self.spec, "steps": self.steps, "ended_by": self.ended_by,
+                                        "success": success, "cost_usd": self.log.cost_usd, "wall_s": round(wall, 3)})
+        self.result = SessionResult(self.session_id, self.ended_by, self.steps, success, self.log.cost_usd, wall,
+                                    self.tools.results)
+        return self.result
+
+    def _error(self, exc: Exception) -> None:
+        self.ended_by = "error"
+        self.agent.memory.add(Entry(self.steps, "", [], [f"error: {type(exc).__name__}: {exc}"]))
+
+    def save_trajectory(self) -> None:
+        """After every step; secrets masked (the values found in the parent environment, key shapes)."""
+        data = {"session_id": self.session_id, "task": self.task, "spec": self.spec, "steps": self.steps,
+                "plan": self.plan.status(), "environment": self.environment.describe(),
+                "memory": [e.__dict__ for e in self.agent.memory]}
+        data = redact_obj(json.loads(json.dumps(data, default=str)))
+        self.workspace.write_private(f"trajectories/{self.session_id}.json",
+                                     json.dumps(data, indent=1, ensure_ascii=False, default=str))

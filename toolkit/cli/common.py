@@ -1,0 +1,53 @@
+"""What the commands share: counts in words, SEAT=VALUE pairs, the options as the runs table keeps them, and
+the live transcript of a game."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+class Transcript:
+    """Prints events as they happen (god view: night actions shown, marked private; ``toolkit.ui.transcript``
+    formats them, as for the notebook widget)."""
+    def __init__(self, colour: bool | None = None, stream: Any = None):
+        self.stream = stream or sys.stdout
+        self.colour = self.stream.isatty() and not os.environ.get("NO_COLOR") if colour is None else colour
+        self.last_announcement = ""
+
+    def __call__(self, e: Any, game: Any) -> None:
+        from toolkit.ui import transcript
+        from toolkit.werewolf.engine.rules import PUBLIC
+
+        line = transcript.line(e, game.roles, True, self.last_announcement)
+        if e.kind == "announcement" and e.visibility == PUBLIC:
+            self.last_announcement = e.text
+        if line is not None:
+            print(transcript.ansi(line, self.colour), file=self.stream)
+
+
+def pairs(items: list[str], what: str) -> dict[str, str]:
+    from toolkit.core.files import FileError, one_line
+
+    out = {}
+    for item in items:
+        for part in item.split(","):
+            key, sep, value = part.partition("=")
+            if not sep or not key.strip() or not value.strip():
+                raise FileError(f"{what} must look like Player3=VALUE, got {one_line(part, 80)!r}")
+            out[key.strip()] = value.strip()
+    return out
+
+
+def run_config(args: argparse.Namespace) -> dict[str, Any]:
+    """The options as the runs table keeps them (credentials in URLs masked)."""
+    from toolkit.core.secrets import mask_url_credentials as mask_url
+
+    return {k: (mask_url(v) if isinstance(v, str) else [mask_url(x) if isinstance(x, str) else x for x in v]
+                if isinstance(v, list) else v) for k, v in vars(args).items() if k != "func"}

@@ -1,0 +1,67 @@
+"""``python -m toolkit engineer``: the engineer agent on a task in a workspace folder."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from toolkit.cli.common import plural, run_config
+
+HELP = "run the engineer agent on a task in a workspace folder"
+DESCRIPTION = None
+KINDS = ("auto", "bubblewrap", "local", "docker", "podman")  # toolkit.agent.environments.environment.KINDS (kept light)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--task", required=True, help="what the agent should do, in words")
+    parser.add_argument("--workspace", required=True, metavar="DIR", help="the folder the agent works in")
+    parser.add_argument("--model", default="openai:gpt-4o-mini", help="any model spec; scripted:PATH plays a file")
+    parser.add_argument("--role", default="engineer", help="a role in prompts/agent/roles/ or a YAML path")
+    parser.add_argument("--max-steps", type=int, metavar="N", help="stop after N steps (default: the role's)")
+    parser.add_argument("--eval", action="store_true", help="end the session at git pull/push/commit")
+    parser.add_argument("--out", default="results", metavar="DIR", help="results folder (default: results)")
+    parser.add_argument("--env", choices=KINDS, help="where commands run (default: the role's, auto = bubblewrap "
+                     "where it works, else local = unconfined)")
+
+
+def role(name: str) -> Any:
+    """An agent role by name, or a role file checked like every other user file."""
+    from pathlib import Path
+
+    from toolkit.agent.loop.role import RoleConfig, load_role
+    from toolkit.core.files import FileError, one_line, read_yaml, validate
+
+    if Path(name).suffix:
+        validate(RoleConfig, read_yaml(name, "role"), f"--role {name}", "role")
+    try:
+        return load_role(name)
+    except ValueError as exc:
+        raise FileError(f"--role {name}: {one_line(exc)}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from toolkit.agent.loop.session import Session
+    from toolkit.agent.tools.human import StdinChannel
+    from toolkit.cli.preflight import check_spec, out_folder
+    from toolkit.core.files import FileError
+    from toolkit.record.run_log import Run
+
+    if not args.task.strip():
+        raise FileError("--task is empty; say what the agent should do")
+    out_folder(args.workspace, "--workspace")
+    if args.max_steps is not None and args.max_steps < 1:
+        raise FileError(f"--max-steps must be at least 1, got {args.max_steps}")
+    chosen = role(args.role)
+    check_spec(args.model)
+    out_folder(args.out)
+    with Run(args.out, "engineer", config=run_config(args)) as run:
+        session = Session(chosen, args.task, args.workspace, args.model, run=run, channel=StdinChannel(),
+                          eval_mode=args.eval or None, max_steps=args.max_steps, environment=args.env)
+        result = asyncio.run(session.run())
+    for t in result.tool_calls:
+        print(f"[{'ok' if t.ok else 'FAILED'}] {t.tool} {t.args_json()[:100]}")
+    print(f"ended_by: {result.ended_by} after {plural(result.steps, 'step')}; tables: {run.folder}; trajectory: "
+          f"{session.workspace.root / '.agent' / 'trajectories' / (result.session_id + '.json')}")
+    return 0 if result.ended_by != "error" else 1

@@ -1,0 +1,47 @@
+"""``python -m toolkit engineer-suite``: the offline engineer task suite."""
+
+from __future__ import annotations
+
+import argparse
+
+from toolkit.cli.common import run_config
+from toolkit.cli.engineer import KINDS
+
+HELP = "run the offline engineer task suite"
+DESCRIPTION = None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", default="scripted:{task}/good.yaml",
+                       help="spec; {task} stands for each task's folder")
+    parser.add_argument("--task", action="append", help="only these tasks (repeatable)")
+    parser.add_argument("--out", default="results", metavar="DIR", help="results folder (default: results)")
+    parser.add_argument("--env", choices=KINDS, help="where commands run (default: auto = bubblewrap where it "
+                       "works, else local)")
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+    from pathlib import Path
+
+    from toolkit.agent.suite import TASKS_DIR, load_tasks, run_suite
+    from toolkit.cli.preflight import check_spec, out_folder
+    from toolkit.core.files import FileError, did_you_mean
+    from toolkit.record.run_log import Run
+
+    known = sorted(p.parent.name for p in TASKS_DIR.glob("*/task.yaml"))
+    for name in args.task or []:
+        if name not in known:
+            raise FileError(f"--task {name}: no such task{did_you_mean(name, known)}; tasks are {', '.join(known)}")
+    tasks = load_tasks(names=args.task or None)
+    for task in tasks:
+        check_spec(args.model.replace("{task}", str(task.folder)), option="--model")
+    out_folder(args.out)
+    with Run(args.out, "engineer-suite", config=run_config(args)) as run:
+        results = asyncio.run(run_suite(args.model, run, Path(run.folder) / "workspaces", names=args.task or None,
+                                        environment=args.env))
+    for name, r in results.items():
+        print(f"{name:28s} success={r.success!s:5s} ended_by={r.ended_by:9s} steps={r.steps} "
+              f"tools={len(r.tool_calls)}")
+    print(f"succeeded: {sum(bool(r.success) for r in results.values())}/{len(results)}; tables: {run.folder}")
+    return 0

@@ -1,0 +1,118 @@
+"""``python -m toolkit play``: one werewolf game, its transcript and its tables."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from toolkit.cli.common import Transcript, pairs, plural, run_config
+
+HELP = "play one werewolf game and write its tables"
+DESCRIPTION = "Play one werewolf game; print the transcript and write its tables."
+PRESETS = Path(__file__).resolve().parents[1] / "werewolf" / "engine" / "presets"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    presets = sorted(p.stem for p in PRESETS.glob("*.yaml"))  # read here without importing the engine
+    parser.add_argument("--preset", default="classic7", help=f"one of {presets} or a YAML path")
+    parser.add_argument("--seed", type=int, default=0, help="seeds the roles and every random choice (default 0)")
+    parser.add_argument("--model", default="heuristic", help="spec for every seat (heuristic, random, "
+                      "scripted:PATH, replay:DIR, chaos:RATE, local, openai:MODEL[@URL])")
+    parser.add_argument("--seat", action="append", metavar="SEAT=SPEC",
+                      help="a seat's own spec, e.g. Player3=random (repeatable)")
+    parser.add_argument("--roles", metavar="SEAT=ROLE,...", help="fix the roles instead of shuffling")
+    parser.add_argument("--reflection", action=argparse.BooleanOptionalAction, default=False,
+                      help="players reflect each day (a summary and a role guess per seat)")
+    parser.add_argument("--experience", action="store_true", help="use and grow the experience pool (in OUT)")
+    parser.add_argument("--max-days", type=int, metavar="N", help="end as a draw after N days (default: the preset's)")
+    parser.add_argument("--temperature", type=float, metavar="T", help="sampling temperature for LLM seats (0-2)")
+    parser.add_argument("--keep-going", action="store_true",
+                      help="a seat whose every call failed plays on with fallbacks "
+                           "(default: the game ends as an error)")
+    parser.add_argument("--out", default="results", metavar="DIR",
+                      help="results folder; the run goes to DIR/play-<time>-<id>/ (default: results)")
+    parser.add_argument("--quiet", action="store_true", help="no transcript, only the result lines")
+
+
+def check_play(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str] | None]:
+    """Everything ``play`` needs, checked before anything is created. Returns (seats, roles)."""
+    import math
+
+    from toolkit.cli.preflight import check_spec, out_folder
+    from toolkit.core.files import FileError, did_you_mean, load_scripted, one_line
+    from toolkit.llm import parse_spec
+    from toolkit.werewolf.engine.preset import load_preset
+    from toolkit.werewolf.engine.rules import Game
+
+    preset = load_preset(args.preset)
+    if args.max_days is not None and args.max_days < 1:
+        raise FileError(f"--max-days must be at least 1, got {args.max_days}")
+    if args.temperature is not None and not (math.isfinite(args.temperature) and 0 <= args.temperature <= 2):
+        raise FileError(f"--temperature must be between 0 and 2, got {args.temperature}")
+    seats = pairs(args.seat or [], "--seat")
+    for seat in seats:
+        if seat not in preset.seats:
+            raise FileError(f"--seat {seat}: no such seat in {preset.name}{did_you_mean(seat, preset.seats)}; "
+                            f"seats are {preset.seats[0]}..{preset.seats[-1]}")
+    roles = pairs([args.roles], "--roles") if args.roles else None
+    specs = {seat: seats.get(seat, args.model) for seat in preset.seats}
+    for spec in dict.fromkeys([args.model, *seats.values()]):
+        check_spec(spec, preset.seats, "--seat" if spec != args.model else "--model")
+    if roles is None:  # the first scripted file with roles fixes them (as the game reads it)
+        for spec in specs.values():
+            kind, arg = parse_spec(spec)
+            if kind == "scripted" and (script := load_scripted(arg)).roles:
+                roles = dict(script.roles)
+                break
+    try:
+        Game(preset, args.seed, roles)
+    except ValueError as exc:
+        raise FileError(f"{'--roles' if args.roles else 'roles'}: {one_line(exc)}") from None
+    out_folder(args.out)
+    return seats, roles
+
+
+def unused_decisions(runner: Any) -> list[str]:
+    """Scripted decisions the game never asked for (e.g. for a seat that was dead by then)."""
+    out = []
+    seen: set[int] = set()
+    for player in runner.players.values():
+        backend = player.model.backend
+        if id(backend) in seen or not getattr(backend, "decisions", None):
+            continue
+        seen.add(id(backend))
+        used = getattr(backend, "_used", {}).get(runner.game_id, set())
+        for i, d in enumerate(backend.decisions):
+            if i not in used:
+                out.append(f"{getattr(backend, 'path', '?')} decision #{i + 1} "
+                           f"(day {d.get('day')} {d.get('action')} {d.get('seat')})")
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+    import os
+    import sys
+
+    from toolkit.cli.preflight import make_folder, mask_url
+    from toolkit.record.run_log import Run
+    from toolkit.werewolf.experience import ExperiencePool
+    from toolkit.werewolf.game import GameConfig, GameRunner
+
+    seats, roles = check_play(args)
+    make_folder(args.out)
+    pool = ExperiencePool(os.path.join(args.out, "experience", "pool.jsonl")) if args.experience else None
+    config = GameConfig(preset=args.preset, seed=args.seed, model=args.model, seats=seats, roles=roles,
+                        reflection=args.reflection, experience=args.experience, max_days=args.max_days,
+                        temperature=args.temperature, experience_pool=pool)
+    config.fail_on_failed_seat = not args.keep_going
+    with Run(args.out, "play", config=run_config(args), seed=args.seed) as run:
+        runner = GameRunner(config, run, on_event=None if args.quiet else Transcript())
+        result = asyncio.run(runner.play())
+    for unused in unused_decisions(runner):
+        print(f"warning: {unused} was never used", file=sys.stderr)
+    print(f"winner: {result.winner} ({mask_url(result.win_reason.splitlines()[0])}) after {plural(result.days, 'day')}")
+    print(f"tables: {run.folder}  (game {result.game_id}, {plural(result.log.calls, 'call')}, "
+          f"{plural(result.log.fallbacks, 'fallback')})")
+    return 0 if result.winner != "error" else 1

@@ -1,0 +1,52 @@
+"""``python -m toolkit sweep``: a sweep file, one papermill notebook run per grid cell."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "run a sweep file: one papermill notebook run per grid cell"
+DESCRIPTION = None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="the sweep's YAML file (see experiments/sweeps/)")
+    parser.add_argument("--workers", type=int, default=1, help="cells run at once (default 1)")
+    parser.add_argument("--executor", choices=["local", "dask"], default="local",
+                       help="local processes, or Dask (the dask extra)")
+    parser.add_argument("--scheduler", help="a dask scheduler address (default: a LocalCluster)")
+    parser.add_argument("--results", default="results", metavar="DIR",
+                       help="results root; cells go to DIR/<sweep>/<cell>/ (default: results)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from toolkit.cli.preflight import check_extra, check_spec, out_folder
+    from toolkit.core.files import FileError
+    from toolkit.study.sweep import load_sweep, run_sweep
+
+    if args.workers < 1:
+        raise FileError(f"--workers must be at least 1, got {args.workers}")
+    if args.scheduler and args.executor != "dask":
+        raise FileError("--scheduler needs --executor dask")
+    if args.executor == "dask":
+        check_extra("dask.distributed", "dask", "--executor dask")
+    out_folder(args.results, "--results")
+    _, cells = load_sweep(args.file, args.results)  # the whole file is checked before any cell runs
+    specs = {}
+    for cell in cells:  # every model spec a cell would use (a dead endpoint fails here, not in each game)
+        for key in ("model", "wolf_model", "village_model"):
+            if isinstance(cell.parameters.get(key), str):
+                specs.setdefault(cell.parameters[key], key)
+        seats = cell.parameters.get("seats")
+        for seat, spec in (seats.items() if isinstance(seats, dict) else ()):
+            specs.setdefault(str(spec), f"seats.{seat}")
+    for spec, key in specs.items():
+        if "{task}" not in spec:  # the engineer suite fills in each task's folder itself
+            check_spec(spec, option=f"{args.file}: {key}")
+    summary = run_sweep(args.file, workers=args.workers, executor=args.executor, scheduler=args.scheduler,
+                        results_root=args.results)
+    columns = [c for c in ("cell_id", "ok", "games", "village_win_rate", "village_ci_low", "village_ci_high",
+                           "sessions", "success_rate", "error") if c in summary.columns]
+    print(summary[columns].to_string(index=False))
+    failed = int((~summary["ok"].astype(bool)).sum())
+    print(f"cells: {len(summary)}, failed: {failed}")
+    return 1 if failed else 0

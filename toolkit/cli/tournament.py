@@ -1,0 +1,50 @@
+"""``python -m toolkit tournament``: plan and run a tournament file."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "plan and run a tournament file (role rotation, seat shuffling)"
+DESCRIPTION = None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="a tournament YAML file (models, presets, design; see "
+                        "experiments/tournaments/example.yaml)")
+    parser.add_argument("--plan", action="store_true", help="print the schedule's balance and size; run nothing")
+    parser.add_argument("--workers", type=int, default=1, help="cells run at once (default: 1)")
+    parser.add_argument("--executor", choices=["local", "dask"], default="local",
+                        help="local processes (default) or a Dask cluster")
+    parser.add_argument("--scheduler", help="a dask scheduler address (default: a LocalCluster)")
+    parser.add_argument("--results", default="results", help="results root; cells go to RESULTS/<name>/<cell>/")
+    parser.add_argument("--export", metavar="DIR", help="afterwards, write the complete games' tables (no calls) "
+                        "to DIR as one Parquet file per table")
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+    from pathlib import Path
+
+    from toolkit.study.tournament import balance, export_tables, load_tournament, plan_from_file, run_tournament
+
+    try:
+        if args.plan:
+            spec, plan = plan_from_file(args.file)
+            games = plan["game"].nunique()
+            print(f"{spec['name']}: {games} games in {plan['cell'].nunique()} cells")
+            print(balance(plan).to_string())
+            return 0
+        summary = run_tournament(args.file, workers=args.workers, executor=args.executor,
+                                 scheduler=args.scheduler, results_root=args.results)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.export:
+        spec = load_tournament(args.file)
+        for path in export_tables(Path(args.results) / spec["name"], args.export):
+            print(path)
+    cols = [c for c in ("cell_id", "ok", "games", "village_win_rate", "error") if c in summary.columns]
+    print(summary[cols].to_string(index=False))
+    failed = int((~summary["ok"].astype(bool)).sum())
+    print(f"cells: {len(summary)}, failed: {failed}")
+    return 1 if failed else 0

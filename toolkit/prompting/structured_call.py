@@ -1,0 +1,180 @@
+"""A prompted, structured model call: template file + pydantic output model + parse + one re-ask + fallback.
+
+Templates are Jinja2 files under ``prompts/``, rendered with StrictUndefined. Values are inserted as data:
+Jinja never renders a value as a template, so text such as ``{{ 7*7 }}`` or ``__profile__`` inside a speech
+reaches the prompt verbatim and changes nothing else.
+
+A parse or validation failure never reaches the caller as an exception: the action ends with a valid
+value, taken from the model or (``fallback=True``) from the caller's legal fallback. The caller hands over
+the whole ``Request`` (who asks, why, sampling, observation); the action adds the messages and the output
+schema, sends it through the model wrapper, and writes every call, good or bad, to the call log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Literal, Optional
+
+import jinja2
+import json_repair
+from pydantic import BaseModel, ValidationError, create_model
+
+from toolkit.llm import Call, Model, Request
+from toolkit.record.run_log import CallLog
+
+_DEFAULT_DIR = str(Path(__file__).resolve().parents[2] / "prompts")
+
+
+def prompts_dir() -> Path:
+    return Path(os.environ.get("TOOLKIT_PROMPTS") or _DEFAULT_DIR)
+
+
+class _Environment(jinja2.Environment):
+    """Looks dict keys up before attributes: prompts are rendered from plain dicts, thousands a second."""
+
+    def getattr(self, obj, attribute):  # noqa: A003 - jinja's hook name
+        if type(obj) is dict and attribute in obj:
+            return obj[attribute]
+        return super().getattr(obj, attribute)
+
+
+@lru_cache(maxsize=4)
+def _environment(folder: str) -> jinja2.Environment:
+    if not Path(folder).is_dir():
+        raise FileNotFoundError(f"prompt folder {folder} not found; set TOOLKIT_PROMPTS to the repo's prompts/")
+    return _Environment(loader=jinja2.FileSystemLoader(folder), undefined=jinja2.StrictUndefined,
+                              autoescape=False, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False,
+                              auto_reload=False)
+
+
+@lru_cache(maxsize=256)
+def _template(folder: str, name: str) -> jinja2.Template:
+    return _environment(folder).get_template(name)
+
+
+def template(name: str) -> jinja2.Template:
+    """A compiled template (cached: edit prompt files between processes, or call ``template.cache_clear``)."""
+    return _template(os.environ.get("TOOLKIT_PROMPTS") or _DEFAULT_DIR, name)
+
+
+template.cache_clear = _template.cache_clear  # type: ignore[attr-defined]
+
+
+def render(name: str, **values: Any) -> str:
+    return template(name).render(**values).strip()
+
+
+@lru_cache(maxsize=256)
+def _from_string(folder: str, source: str) -> jinja2.Template:
+    return _environment(folder).from_string(source)
+
+
+def render_string(source: str, **values: Any) -> str:
+    """A template given as text (e.g. one entry of a YAML file of messages), rendered like a file."""
+    return _from_string(str(prompts_dir()), source).render(**values).strip()
+
+
+@dataclass
+class ActionResult:
+    value: BaseModel
+    fallback: bool = False
+    error: str | None = None
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    calls: int = 1  # model calls this action made (2 after a re-ask)
+    call_id: str | None = None  # the call whose answer became the value (None for a fallback)
+
+
+@lru_cache(maxsize=4096)
+def with_choices(model: type[BaseModel], field_name: str, choices: tuple[str, ...],
+                 allow_none: bool = False) -> type[BaseModel]:
+    """``model`` with ``field_name`` restricted to ``choices`` (an enum in its JSON schema)."""
+    kind: Any = Literal[choices] if choices else Literal["__none__"]
+    if allow_none:
+        kind = Optional[kind]
+    return create_model(model.__name__, __base__=model, **{field_name: (kind, ...)})
+
+
+@lru_cache(maxsize=4096)
+def json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    return model.model_json_schema()
+
+
+def parse(text: str, model: type[BaseModel]) -> tuple[BaseModel | None, str | None]:
+    """(value, None), (value, a note) for a repaired answer, or (None, a one-line error the model can act on)."""
+    if not text or not text.strip():
+        return None, "the answer was empty; reply with one JSON object"
+    repaired = False
+    try:
+        data = json.loads(text)
+    except ValueError:
+        try:
+            data, repaired = json_repair.loads(text), True
+        except Exception as exc:  # json_repair raises a variety of errors on hostile input
+            return None, f"could not read JSON ({type(exc).__name__})"
+    if isinstance(data, list):
+        from_list = getattr(model, "from_list", None)  # a model that accepts a bare list (agent commands)
+        data = from_list(data) if from_list else (data[0] if data and isinstance(data[0], dict) else data)
+    if not isinstance(data, dict):
+        return None, "no JSON object found in the answer; reply with one JSON object"
+    try:
+        value = model.model_validate(data)
+        # A repaired answer is used, but the row keeps a note: it was not valid JSON as sent.
+        return value, ("repaired malformed JSON" if repaired else None)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors()[:3]:
+            where = ".".join(str(p) for p in err["loc"]) or "answer"
+            got = json.dumps(err.get("input"), default=str)[:60]
+            problems.append(f"{where}: {err['msg']} (got {got})")
+        return None, "; ".join(problems)
+
+
+class Action:
+    """A named, prompted decision. ``parse`` may be overridden (the agent reads native tool calls)."""
+
+    def __init__(self, name: str, template: str, output: type[BaseModel], system: str | None = None):
+        self.name = name
+        self.template = template
+        self.output = output
+        self.system = system
+
+    def messages(self, values: dict[str, Any]) -> list[dict[str, Any]]:
+        messages = [{"role": "user", "content": render(self.template, **values)}]
+        if self.system:
+            messages.insert(0, {"role": "system", "content": render(self.system, **values)})
+        return messages
+
+    def parse(self, call: Call, output: type[BaseModel]) -> tuple[BaseModel | None, str | None]:
+        return parse(call.text, output)
+
+    async def run(self, model: Model, request: Request, values: dict[str, Any], *,
+                  fallback: Callable[[], BaseModel], log: CallLog | None = None,
+                  output: type[BaseModel] | None = None) -> ActionResult:
+        output = output or self.output
+        request = request.but(messages=self.messages(values), schema=json_schema(output), schema_name=self.name,
+                              action=self.name)
+        error = None
+        for attempt in range(2):  # the first ask, then one re-ask that shows the model its error
+            seq = log.next_seq() if log is not None else 0
+            call = await model.generate(request)
+            call.seq = seq
+            value, error = (self.parse(call, output) if call.completion is not None else (None, call.error))
+            call.parsed = value.model_dump_json() if value is not None else None
+            call.ok, call.error = value is not None, error
+            # A call is the final one of its action when it succeeded or nothing more will be asked.
+            call.fallback = value is None and (attempt == 1 or call.completion is None)
+            if log is not None:
+                log.write(call)
+            if value is not None:
+                return ActionResult(value, messages=request.messages, calls=attempt + 1, call_id=call.call_id)
+            if call.completion is None or attempt == 1:  # a transport failure teaches the model nothing
+                break
+            request = request.but(messages=[*request.messages, {"role": "assistant", "content": call.text},
+                                            {"role": "user", "content": render("reask.j2", error=error)}])
+        if log is not None:
+            log.fallbacks += 1
+        return ActionResult(fallback(), fallback=True, error=error, messages=request.messages, calls=attempt + 1)

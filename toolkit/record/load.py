@@ -1,0 +1,126 @@
+"""Load a results folder (every run found below it) into pandas DataFrames; and ``replay:DIR``, the model
+spec that answers from a results folder's recorded calls (registered here, where the log is read)."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from toolkit.llm import register
+from toolkit.llm.offline import ReplayBackend
+from toolkit.record.run_log import read_jsonl
+from toolkit.record.tables import RENAMED, TABLES
+
+
+@dataclass
+class Results:
+    runs: pd.DataFrame
+    games: pd.DataFrame
+    players: pd.DataFrame
+    events: pd.DataFrame
+    calls: pd.DataFrame
+    sessions: pd.DataFrame
+    tool_calls: pd.DataFrame
+    attempts: pd.DataFrame
+    beliefs: pd.DataFrame
+
+    def __repr__(self) -> str:
+        sizes = ", ".join(f"{t}={len(getattr(self, t))}" for t in TABLES if hasattr(self, t))
+        return f"Results({sizes})"
+
+
+class LoadWarning(UserWarning):
+    """Something in a results folder was left out while loading (a damaged file, partial games)."""
+
+
+def run_folders(path: str | Path) -> list[Path]:
+    path = Path(path)
+    found = {p.parent for pattern in ("runs.parquet", "runs.jsonl") for p in path.rglob(pattern)}
+    return sorted(found)
+
+
+def read_table(folder: Path, table: str, strict: bool = False) -> pd.DataFrame | None:
+    """One table of one run folder (Parquet, else JSONL). A damaged file is named in a ``LoadWarning``
+    and skipped (``strict=True`` raises ``ValueError``)."""
+    parquet, jsonl = folder / f"{table}.parquet", folder / f"{table}.jsonl"
+    if parquet.exists():
+        try:
+            df = pd.read_parquet(parquet)
+        except Exception as exc:  # pyarrow raises several kinds for a truncated or foreign file
+            message = f"{parquet}: cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0][:200]}); skipped"
+            if strict:
+                raise ValueError(message) from exc
+            warnings.warn(message, LoadWarning, stacklevel=3)
+            return None
+    elif jsonl.exists():
+        df = pd.DataFrame(read_jsonl(jsonl, strict=strict))
+    else:
+        return None
+    # Results written before a column was renamed read as if written today.
+    renames = {old: new for old, new in RENAMED.get(table, {}).items() if old in df.columns and new not in df.columns}
+    df = df.rename(columns=renames) if renames else df
+    missing = [c for c in TABLES[table] if c not in df.columns]
+    df = df.assign(**{c: None for c in missing}) if missing else df
+    return df[[*TABLES[table], *(c for c in df.columns if c not in TABLES[table])]]  # the documented order
+
+
+def partial_game_ids(tables: dict[str, pd.DataFrame]) -> set[str]:
+    """Games that started (a game writes its first event as it starts) but have no ``games`` row: a process
+    died while playing them. Calls logged under a game_id with no events (an Action used on its own) are
+    not games and are kept."""
+    finished = set(tables["games"]["game_id"].dropna())
+    started: set[str] = set()
+    for table in ("events", "players"):
+        if table in tables and "game_id" in tables[table]:
+            started |= set(tables[table]["game_id"].dropna())
+    return started - finished
+
+
+def load(path: str | Path, complete_games: bool = True, strict: bool = False) -> Results:
+    """All runs under ``path`` (finished runs from Parquet, killed ones from their JSONL).
+
+    By default only complete games are kept: a game is complete when its ``games`` row exists; the rows
+    (players, events, calls) a killed process left for a game it never finished (a resumed cell plays that seed
+    again) are left out,
+    and a ``LoadWarning`` says how many games that was. ``complete_games=False`` keeps them. Damaged files
+    and lines are skipped with a warning naming them; ``strict=True`` raises instead."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no results folder at {path}")
+    if not path.is_dir():
+        raise NotADirectoryError(f"{path} is a file; give the results folder that holds it")
+    tables: dict[str, pd.DataFrame] = {}
+    folders = run_folders(path)
+    for table, columns in TABLES.items():
+        parts = [df for f in folders if (df := read_table(f, table, strict)) is not None and len(df)]
+        tables[table] = (pd.concat(parts, ignore_index=True) if parts
+                         else pd.DataFrame({c: pd.Series(dtype="object") for c in columns}))
+    if complete_games:
+        partial = partial_game_ids(tables)
+        if partial:
+            for table in ("players", "events", "calls"):
+                frame_ = tables[table]
+                tables[table] = frame_[~frame_["game_id"].isin(partial)].reset_index(drop=True)
+            warnings.warn(f"{path}: left out {len(partial)} partial game{'s' if len(partial) > 1 else ''} "
+                          "(they have rows but no games row: killed or stopped mid-game); "
+                          "load(..., complete_games=False) "
+                          "includes them", LoadWarning, stacklevel=2)
+    return Results(**{t: tables[t] for t in Results.__dataclass_fields__ if t in tables})
+
+
+def recorded_calls(path: str | Path, game_id: str | None = None) -> list[dict]:
+    """The ``calls`` rows of a results folder (or of one game), in the order they were made."""
+    calls = load(path).calls
+    if game_id is not None:
+        calls = calls[calls["game_id"] == game_id]
+    if calls.empty:
+        raise ValueError(f"replay:{path}: no recorded calls" + (f" for game {game_id}" if game_id else ""))
+    return calls.sort_values(["game_id", "seq"]).to_dict("records")
+
+
+@register("replay", usage="replay:DIR", arg="required")
+def _replay(arg: str, config: object) -> ReplayBackend:
+    return ReplayBackend(recorded_calls(arg), name=f"replay:{Path(arg).name}")

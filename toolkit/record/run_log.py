@@ -1,0 +1,222 @@
+"""The run log: every row of every table streams to ``<results>/<run_id>/<table>.jsonl`` as it happens
+(one line, flushed), and is compacted to ``<table>.parquet`` when the run closes. A run that dies
+leaves JSONL files that ``toolkit.record.load.load`` still reads. ``CallLog`` writes model calls (the row
+itself is built by ``toolkit.llm.Call``) and keeps a game's or session's running totals.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import json
+import os
+import subprocess
+import uuid
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow.json as pa_json
+import pyarrow.parquet as pq
+
+import toolkit
+from toolkit.llm import Call
+from toolkit.llm.model import now
+from toolkit.core.secrets import Redactor, redact_obj
+from toolkit.record.tables import TABLES
+
+
+def redact(text: str, key: str | None = None) -> str:
+    """A log line with secrets masked (see ``toolkit.core.secrets``): the values of secrets in the environment,
+    key shapes, credentials in URLs. ``key``: one more value to mask."""
+    if key and len(key) >= 8 and key in text:
+        text = text.replace(key, "[redacted]")
+    return Redactor()(text)
+
+
+def git_sha() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(toolkit.__file__).parent,
+                             capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+HOT_TABLES = ("calls", "events", "beliefs")
+
+
+class Run:
+    """One run's folder of tables. Use as a context manager, or call ``close()``."""
+
+    def __init__(self, results_dir: str | Path = "results", experiment: str = "adhoc",
+                 config: dict[str, Any] | None = None, seed: int | None = None, run_id: str | None = None):
+        stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+        self.run_id = run_id or f"{experiment}-{stamp}-{uuid.uuid4().hex[:6]}"
+        self.folder = Path(results_dir) / self.run_id
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._files: dict[str, Any] = {}
+        # The environment's secret values (read once), key shapes and URL credentials, in every row. The tables
+        # written for every decision of every game (calls, events, beliefs) are scanned for OpenAI's sk- shape
+        # only: each extra shape is one more scan of every row, and their untrusted text (tool outputs) is
+        # redacted with every shape where it enters (toolkit.agent.tools.base).
+        self._redact_all, self._redact_hot = Redactor(), Redactor(shapes=("sk-",))
+        config = redact_obj(config or {})
+        self._listeners: list[Any] = []
+        self.closed = False
+        self.write("runs", {"run_id": self.run_id, "experiment": experiment, "started_at": now(),
+                            "git_sha": git_sha(), "toolkit_version": toolkit.__version__,
+                            "config": json.dumps(config, default=str), "seed": seed})
+
+    def write(self, table: str, row: dict[str, Any]) -> None:
+        if table not in TABLES:
+            raise KeyError(f"unknown table {table!r}; tables are {sorted(TABLES)}")
+        if self.closed:
+            raise RuntimeError(f"run {self.run_id} is closed")
+        handle = self._files.get(table)
+        if handle is None:
+            handle = self._files[table] = open(self.folder / f"{table}.jsonl", "a", encoding="utf-8")
+        redact = self._redact_hot if table in HOT_TABLES else self._redact_all
+        handle.write(redact(json.dumps(row, ensure_ascii=False, default=str)) + "\n")
+        handle.flush()
+        for listener in self._listeners:
+            listener(table, row)
+
+    def subscribe(self, listener) -> None:
+        """Call ``listener(table, row)`` after every row is written (widgets show calls as they happen)."""
+        self._listeners.append(listener)
+
+    def close(self) -> None:
+        """Compact every table to Parquet (the JSONL goes once its Parquet is safely written)."""
+        if self.closed:
+            return
+        self.closed = True
+        for handle in self._files.values():
+            handle.close()
+        for table in self._files:
+            compact(self.folder, table)
+
+    def __enter__(self) -> "Run":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+@dataclass
+class CallLog:
+    """Where a game's or a session's model calls are written, and their running totals (for the games and
+    sessions tables). ``next_seq`` is taken when a call is asked, so the order is the order of asking."""
+
+    run: Run | None = None
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0
+    fallbacks: int = 0
+    _seq: Any = field(default_factory=itertools.count)
+
+    def next_seq(self) -> int:
+        return next(self._seq)
+
+    def write(self, call: Call) -> None:
+        self.calls += 1
+        c = call.completion
+        if c is not None:
+            self.prompt_tokens += c.prompt_tokens or 0
+            self.completion_tokens += c.completion_tokens or 0
+            if c.cost_usd is None or self.cost_usd is None:
+                self.cost_usd = None  # one call of unknown price makes the total unknown, not smaller
+            else:
+                self.cost_usd += c.cost_usd
+        if self.run is not None:
+            self.run.write("calls", call.row(self.run.run_id))
+            for row in call.attempt_rows():
+                self.run.write("attempts", row)
+
+
+class DamagedLines(UserWarning):
+    """Rows of a JSONL file that could not be parsed and were left out."""
+
+
+def read_jsonl(path: Path, strict: bool = False) -> list[dict[str, Any]]:
+    """Rows of a JSONL file. A torn last line (the process died mid-write) is skipped quietly; a damaged
+    line anywhere else is left out with a ``DamagedLines`` warning naming the file and line numbers
+    (``strict=True`` raises ``ValueError`` instead)."""
+    rows: list[dict[str, Any]] = []
+    damaged: list[int] = []
+    last = 0
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            last = number
+            try:
+                row = json.loads(line)
+            except ValueError:
+                damaged.append(number)
+                continue
+            if isinstance(row, dict):
+                rows.append(row)
+            else:
+                damaged.append(number)
+    if damaged and damaged[-1] == last:
+        damaged.pop()  # the row being written when the process died
+    if damaged:
+        shown = ", ".join(map(str, damaged[:10])) + (", …" if len(damaged) > 10 else "")
+        message = (f"{path}: {len(damaged)} damaged line{'s' if len(damaged) > 1 else ''} left out "
+                   f"(line{'s' if len(damaged) > 1 else ''} {shown}); {len(rows)} rows read")
+        if strict:
+            raise ValueError(message)
+
+        warnings.warn(message, DamagedLines, stacklevel=2)
+    return rows
+
+
+def frame(table: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
+    df = pd.DataFrame(rows)
+    for column in TABLES[table]:
+        if column not in df.columns:
+            df[column] = pd.Series(dtype="object")
+    return df
+
+
+def _typed(df: pd.DataFrame) -> pd.DataFrame:
+    """A column of mixed types (1 and "Player1") cannot go to Parquet as it is: its non-text values become
+    JSON text, so the value survives and the column is one type."""
+    for column in df.columns:
+        values = df[column].dropna()
+        if df[column].dtype == object and len({type(v) for v in values}) > 1:
+            df[column] = df[column].map(lambda v: v if v is None or isinstance(v, str) or v != v
+                                        else json.dumps(v, default=str))
+    return df
+
+
+def compact(folder: Path, table: str) -> None:
+    """JSONL → Parquet, parsed by Arrow in blocks (no Python object per row: a big calls table stays small
+    in memory). The JSONL is removed only once its Parquet is safely in place; a JSONL with damaged lines
+    is kept as ``<table>.jsonl.damaged`` beside it (the warning names the lines)."""
+    source = folder / f"{table}.jsonl"
+    if not source.exists():
+        return
+    target = folder / f"{table}.parquet"
+    tmp = target.with_suffix(".parquet.tmp")
+    damaged = False
+    try:
+        arrow = pa_json.read_json(source, read_options=pa_json.ReadOptions(block_size=1 << 24))
+        pq.write_table(arrow, tmp)
+    except Exception:  # a row Arrow cannot type consistently, or a damaged line: pandas, row by row
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", DamagedLines)
+            rows = read_jsonl(source)
+        for w in caught:
+            damaged |= issubclass(w.category, DamagedLines)
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        _typed(frame(table, rows)).to_parquet(tmp, index=False)
+    os.replace(tmp, target)
+    if damaged:
+        os.replace(source, source.with_name(source.name + ".damaged"))
+    else:
+        source.unlink()

@@ -1,0 +1,219 @@
+"""Sweeps: one papermill execution of a parameterised notebook per grid cell, in separate processes
+(locally or on a Dask cluster), each writing its executed notebook and tables under
+``results/<sweep>/<cell>/``. Finished cells are skipped on a rerun (and a cell skips its finished games),
+a failed cell is recorded with its error and does not stop the others, and the sweep ends with
+``summary.parquet`` and plots.
+
+Sweep file (YAML)::
+    name: reflection-study
+    notebook: experiments/werewolf.ipynb
+    parameters: {preset: classic7, n_games: 50}     # fixed for every cell
+    grid: {wolf_model: [heuristic, random], reflection: [false, true]}
+    repeats: 1                                        # each repeat r plays seeds from seed + 10000 * r
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import itertools
+import json
+import re
+import signal
+import time
+import traceback
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from toolkit import analysis as A
+from toolkit.analysis import plots as P
+from toolkit.llm.local import study_server
+from toolkit.study.experiments import run_params
+from toolkit.record.load import load
+from toolkit.core.files import FileError, SweepFile, did_you_mean, load_file
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Cell:
+    sweep: str
+    cell_id: str
+    notebook: str
+    folder: str
+    parameters: dict[str, Any]
+    grid_values: dict[str, Any]
+
+
+def _slug(value: Any) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(value)).strip("-.")[:40] or "x"
+
+
+def cell_id(chosen: dict[str, Any]) -> str:
+    """A readable prefix (values cut to 40 characters) and a short hash of the full values, so two cells
+    that differ only after the cut still get their own folders."""
+    if not chosen:
+        return "all"
+    readable = "__".join(f"{_slug(k)}-{_slug(v)}" for k, v in chosen.items())[:150].rstrip("-_.")
+    digest = hashlib.sha1(json.dumps(chosen, sort_keys=True, default=repr).encode()).hexdigest()[:8]
+    return f"{readable}__{digest}"
+
+
+def notebook_parameters(notebook: Path) -> list[str] | None:
+    """The names in the notebook's ``parameters`` cell (None where papermill cannot tell)."""
+    import papermill  # its Jupyter stack takes seconds to import: only sweeps need it, not every CLI command
+
+    try:
+        return list(papermill.inspect_notebook(str(notebook)))
+    except Exception:  # an unreadable notebook is reported when it runs; here we only check names
+        return None
+
+
+def load_sweep(path: str | Path, results_root: str | Path = "results") -> tuple[dict[str, Any], list[Cell]]:
+    """The sweep's spec and cells. Raises ``FileError`` (one line) for anything wrong in the file: unknown
+    keys, empty or malformed grids, a name that would leave the results root, parameters the notebook
+    does not have, cells that would share a folder."""
+
+    sweep = load_file(path, SweepFile, "sweep")
+    notebook = Path(sweep.notebook)
+    if not notebook.is_absolute():
+        notebook = (REPO / notebook) if (REPO / notebook).exists() else Path(path).parent / notebook
+    if not notebook.is_file():
+        raise FileError(f"{path}: notebook {sweep.notebook} not found (relative paths start at the repository "
+                        "or the sweep file's folder)")
+    known = notebook_parameters(notebook)
+    if known is not None:
+        for key in [*sweep.parameters, *sweep.grid]:
+            if key not in known:
+                raise FileError(f"{path}: {key!r} is not a parameter of {notebook.name}"
+                                f"{did_you_mean(key, known)}; its parameters are {', '.join(known)}")
+    root = Path(results_root).resolve()
+    if root.exists() and not root.is_dir():
+        raise FileError(f"--results {results_root}: is a file, not a folder")
+    spec = sweep.model_dump()
+    keys = list(sweep.grid)
+    cells: list[Cell] = []
+    for r in range(sweep.repeats):
+        for values in itertools.product(*(sweep.grid[k] for k in keys)):
+            chosen = dict(zip(keys, values))
+            cid = cell_id(chosen) + (f"__rep{r}" if sweep.repeats > 1 else "")
+            folder = root / sweep.name / cid
+            params = {**sweep.parameters, **chosen, "results_dir": str(folder)}
+            if r:
+                params["seed"] = int(params.get("seed", 0)) + 10000 * r
+            cells.append(Cell(sweep.name, cid, str(notebook.resolve()), str(folder), params, chosen))
+    seen: dict[str, Cell] = {}
+    for cell in cells:
+        if cell.folder in seen:
+            raise FileError(f"{path}: cells {seen[cell.folder].grid_values} and {cell.grid_values} would share "
+                            f"the folder {cell.cell_id}; remove the duplicate grid value")
+        seen[cell.folder] = cell
+    return spec, cells
+
+
+def execute_cell(cell: Cell) -> dict[str, Any]:
+    """Run one cell's notebook with papermill (its kernel is a separate process). Never raises."""
+    import papermill  # its Jupyter stack takes seconds to import: only sweeps need it, not every CLI command
+
+    folder = Path(cell.folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    status = {"cell_id": cell.cell_id, **{f"param.{k}": v for k, v in cell.grid_values.items()}}
+    try:
+        papermill.execute_notebook(cell.notebook, str(folder / "notebook.ipynb"), parameters=cell.parameters,
+                                   kernel_name="python3", progress_bar=False, cwd=str(REPO))
+        status.update(ok=True, error=None)
+        (folder / "FAILED.json").unlink(missing_ok=True)
+    except Exception as exc:  # recorded: the other cells go on
+        status.update(ok=False, error=f"{type(exc).__name__}: {str(exc)[-2000:]}")
+        (folder / "FAILED.json").write_text(json.dumps({**status, "traceback": traceback.format_exc()[-4000:]}))
+    status["wall_s"] = round(time.time() - started, 2)
+    if status["ok"]:
+        (folder / "DONE.json").write_text(json.dumps(status))
+    return status
+
+
+def _die_with_parent() -> None:
+    """Pool workers end when the sweep process is killed (Linux), instead of running on as orphans."""
+    try:
+        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def run_sweep(path: str | Path, workers: int = 1, executor: str = "local", scheduler: str | None = None,
+              results_root: str | Path = "results", progress: bool = True) -> pd.DataFrame:
+    spec, cells = load_sweep(path, results_root)
+    todo = [c for c in cells if not (Path(c.folder) / "DONE.json").exists()]
+    statuses = [json.loads((Path(c.folder) / "DONE.json").read_text()) for c in cells if c not in todo]
+    bar = tqdm(total=len(cells), initial=len(cells) - len(todo), desc=spec["name"], disable=not progress)
+    # One llama-server for every cell that uses the `local` model, owned by this process (not on a remote
+    # cluster, whose workers cannot reach 127.0.0.1 here: there each cell starts its own).
+    with study_server([c.parameters for c in todo] if scheduler is None else []):
+        _execute(todo, statuses, bar, workers, executor, scheduler)
+    bar.close()
+    return summarise(spec, cells, statuses, Path(results_root) / spec["name"])
+
+
+def _execute(todo: list[Cell], statuses: list[dict], bar: Any, workers: int, executor: str,
+             scheduler: str | None) -> None:
+    if executor == "local":
+        with ProcessPoolExecutor(max_workers=workers, initializer=_die_with_parent) as pool:
+            for future in as_completed([pool.submit(execute_cell, c) for c in todo]):
+                statuses.append(future.result())
+                bar.update()
+    elif executor == "dask":
+        # the optional `dask` extra: imported only when a sweep asks for it
+        from dask.distributed import Client, LocalCluster
+        from dask.distributed import as_completed as dask_completed
+
+        cluster = None if scheduler else LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                                      dashboard_address=None)
+        with Client(scheduler or cluster) as client:
+            for future in dask_completed(client.map(execute_cell, todo, pure=False)):
+                statuses.append(future.result())
+                bar.update()
+        if cluster is not None:
+            cluster.close()
+    else:
+        raise ValueError(f"executor must be local or dask, not {executor!r}")
+
+
+def summarise(spec: dict[str, Any], cells: list[Cell], statuses: list[dict], folder: Path) -> pd.DataFrame:
+    by_id = {s["cell_id"]: s for s in statuses}
+    rows = []
+    for cell in cells:
+        status = by_id.get(cell.cell_id, {"ok": False, "error": "not run"})
+        row = {"cell_id": cell.cell_id, **cell.grid_values, "ok": status.get("ok"), "error": status.get("error"),
+               "wall_s": status.get("wall_s")}
+        if Path(cell.folder).exists():
+            tables = load(cell.folder, complete_games=True)
+            if len(tables.games):
+                wins = A.win_rates(tables.games).set_index("side")
+                row.update(games=len(tables.games), village_win_rate=float(wins.loc["village", "rate"]),
+                           village_ci_low=float(wins.loc["village", "ci_low"]),
+                           village_ci_high=float(wins.loc["village", "ci_high"]),
+                           calls_per_game=float(tables.games["n_calls"].mean()),
+                           fallbacks=int(tables.games["n_fallbacks"].sum()))
+            if len(tables.sessions):
+                done = tables.sessions["success"].dropna().astype(bool)
+                row.update(sessions=len(tables.sessions), success_rate=float(done.mean()) if len(done) else None,
+                           tool_calls=len(tables.tool_calls))
+        rows.append(row)
+    summary = pd.DataFrame(rows)
+    folder.mkdir(parents=True, exist_ok=True)
+    summary.to_parquet(folder / "summary.parquet", index=False)
+    everything = load(folder, complete_games=True)
+    grid_keys = list(spec["grid"])
+    if len(everything.games):
+        games = run_params(everything)
+        P.save(P.plot_win_rates(games, [k for k in grid_keys if k in games.columns],
+                                title=f"{spec['name']}: win rates by cell"), folder / "win_rates.png")
+    if len(everything.sessions):
+        P.save(P.plot_tool_usage(everything.tool_calls, everything.sessions), folder / "tool_usage.png")
+    return summary

@@ -1,0 +1,223 @@
+"""Tournaments: a list of model specs playing each other in a balanced, seeded schedule.
+
+Tournament file (YAML)::
+    name: example
+    models: [heuristic, random, mixed]
+    presets: [classic7, standard9]
+    design: pairs          # pairs: every ordered pair (village model, wolf model); rotation: mixed tables
+    self_play: true        # pairs: also each model against itself
+    half_width: 0.1        # precision wanted on each matchup's (pairs) / model-role's (rotation) win rate …
+    games: 40              # … or a fixed number of games per matchup (pairs) / blocks (rotation)
+    seed: 0
+    games_per_cell: 120    # games per papermill cell (one process each; a cell resumes where it stopped)
+
+Designs:
+
+- ``rotation``: blocks of M games (M models). In a block, the preset's role slots are dealt to the models
+  in rotation, so across the block every model holds every role slot once — every model plays every role
+  equally often; the model order is shuffled per block.
+- ``pairs``: for every ordered pair (A, B), A holds every village seat and B every wolf seat.
+
+In both, the seat *names* are shuffled per game (seeded), so no model is tied to a seat name or a speaking
+position. ``schedule`` returns the whole plan as a DataFrame (one row per seat per game) to inspect before
+anything runs; its size for a requested precision comes from ``analysis.sample_size``. ``run_tournament``
+writes the schedule, then runs it through the sweep machinery (``toolkit.study.sweep``: papermill cells, local
+or Dask executors, finished cells and games skipped on a rerun).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from toolkit.analysis import sample_size
+from toolkit.study.experiments import cell_lock, finished_seeds
+from toolkit.record.run_log import Run
+from toolkit.llm import get_model, parse_spec
+from toolkit.core.files import FileError, TournamentFile, load_file, one_line
+from toolkit.record.load import load
+from toolkit.study.sweep import run_sweep
+from toolkit.core.sync import run_sync
+from toolkit.werewolf.game import GameConfig, SeatConfig, play_games
+from toolkit.werewolf.engine.preset import load_preset
+
+NOTEBOOK = "experiments/tournament.ipynb"
+DESIGNS = ("rotation", "pairs")
+
+
+def games_needed(design: str, n_models: int, preset: str, half_width: float, self_play: bool = True) -> int:
+    """Games per matchup (pairs) or blocks (rotation) for a 95% interval of ± ``half_width`` on each
+    matchup's win rate (pairs) or on each model's win rate in its rarest role (rotation)."""
+    need = sample_size(half_width)
+    if design == "pairs":
+        return need
+    rarest = min(c for c in load_preset(preset).roles.values() if c > 0)
+    return math.ceil(need / rarest)
+
+
+def schedule(models: list[str], presets: list[str], design: str = "rotation", games: int | None = None,
+             half_width: float | None = None, self_play: bool = True, seed: int = 0,
+             games_per_cell: int = 100) -> pd.DataFrame:
+    """The tournament plan: one row per seat per game (``game``, ``preset``, ``seed``, ``block``,
+    ``matchup``, ``seat``, ``role``, ``side``, ``spec``, ``cell``). ``games`` is games per matchup
+    (pairs) or number of blocks (rotation); without it, ``half_width`` sets it (``games_needed``)."""
+    if design not in DESIGNS:
+        raise ValueError(f"design must be one of {DESIGNS}, got {design!r}")
+    models = [str(m) for m in models]
+    if len(models) < 1 or len(set(models)) != len(models):
+        raise ValueError(f"models must be a list of distinct specs, got {models}")
+    if design == "pairs" and len(models) < 2 and not self_play:
+        raise ValueError("pairs without self_play needs at least two models")
+    if games is None and half_width is None:
+        raise ValueError("give games (per matchup or blocks) or half_width (the precision wanted)")
+    rng = np.random.default_rng(seed)
+    rows: list[dict[str, Any]] = []
+    game = 0
+    for preset_name in presets:
+        preset = load_preset(preset_name)
+        slots = preset.role_list()
+        n = games if games is not None else games_needed(design, len(models), preset_name, half_width, self_play)
+        plans: list[tuple[int, str, list[str]]] = []  # (block, matchup, model per slot)
+        if design == "rotation":
+            for block in range(n):
+                order = [models[i] for i in rng.permutation(len(models))]
+                for j in range(len(models)):
+                    plans.append((block, "mixed", [order[(i + j) % len(models)] for i in range(len(slots))]))
+        else:
+            pairs = [(a, b) for a, b in itertools.product(models, models) if self_play or a != b]
+            for block in range(n):
+                for a, b in pairs:
+                    plans.append((block, f"{a} vs {b}", [b if r == "Werewolf" else a for r in slots]))
+        for block, matchup, per_slot in plans:
+            seats = [preset.seats[i] for i in rng.permutation(len(slots))]
+            for seat, role, spec in zip(seats, slots, per_slot):
+                rows.append({"game": game, "preset": preset_name, "seed": seed + game, "block": block,
+                             "matchup": matchup, "seat": seat, "role": role,
+                             "side": "werewolves" if role == "Werewolf" else "village", "spec": spec})
+            game += 1
+    plan = pd.DataFrame(rows)
+    # Cells: consecutive games of one preset; a cell is one papermill run (one process).
+    first = plan.groupby("game")["preset"].first()
+    index_in_preset = first.groupby(first).cumcount()
+    cell = first + "__part" + (index_in_preset // max(1, games_per_cell)).astype(str)
+    plan["cell"] = plan["game"].map(cell)
+    return plan.sort_values(["game", "seat"], key=lambda s: s.map(_seat_key) if s.name == "seat" else s
+                            ).reset_index(drop=True)
+
+
+def _seat_key(seat: str) -> int:
+    digits = "".join(ch for ch in str(seat) if ch.isdigit())
+    return int(digits) if digits else 0
+
+
+def balance(plan: pd.DataFrame) -> pd.DataFrame:
+    """Seat-games per model and role (and per model and seat name) — what the design promises to balance."""
+    return plan.pivot_table(index=["preset", "spec"], columns="role", values="game", aggfunc="count", fill_value=0)
+
+
+# ------------------------------------------------------------------ files and running
+def load_tournament(path: str | Path) -> dict[str, Any]:
+    """The tournament file, checked (``toolkit.core.files.TournamentFile``: unknown keys refused with a hint,
+    types and ranges checked, a name that could leave the results folder refused)."""
+    tournament = load_file(path, TournamentFile, "tournament file")
+    for spec in tournament.models:  # a spec that cannot work is refused before any folder or kernel exists
+        if parse_spec(spec)[0] == "local":
+            continue  # building it would start the server; the study starts it (and says so if it cannot)
+        try:
+            get_model(spec)
+        except (ValueError, OSError) as exc:
+            raise FileError(f"{path}: models: {one_line(exc)}") from None
+    return tournament.model_dump(exclude_unset=True)
+
+
+def plan_from_file(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:
+    spec = load_tournament(path)
+    plan = schedule(spec["models"], spec["presets"], spec.get("design", "rotation"), spec.get("games"),
+                    spec.get("half_width"), bool(spec.get("self_play", True)), int(spec.get("seed", 0)),
+                    int(spec.get("games_per_cell", 100)))
+    return spec, plan
+
+
+def write_plan(path: str | Path, results_root: str | Path = "results") -> tuple[Path, pd.DataFrame]:
+    """Write ``schedule.parquet`` and the sweep file that runs it under ``RESULTS/<name>/``. A rerun with a
+    different plan under the same name is refused (it would mix two tournaments' games)."""
+    spec, plan = plan_from_file(path)
+    folder = Path(results_root) / spec["name"]
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / "schedule.parquet"
+    if target.exists():
+        old = pd.read_parquet(target)
+        if not old.reset_index(drop=True).equals(plan.reset_index(drop=True)):
+            raise ValueError(f"{target} holds a different schedule: use a new name or remove {folder}")
+    else:
+        plan.to_parquet(target, index=False)
+    sweep = {"name": spec["name"], "notebook": spec.get("notebook", NOTEBOOK),
+             "parameters": {"schedule": str(target.resolve()), "reflection": bool(spec.get("reflection", False)),
+                            "concurrency": int(spec.get("concurrency", 16))},
+             "grid": {"cell": sorted(set(plan["cell"]), key=lambda c: (c.split("__part")[0],
+                                                                         int(c.split("__part")[1])))}}
+    sweep_file = folder / "sweep.yaml"
+    sweep_file.write_text("# Written by toolkit.study.tournament from the tournament file; do not edit.\n"
+                          + yaml.safe_dump(sweep, sort_keys=False))
+    return sweep_file, plan
+
+
+def run_tournament(path: str | Path, workers: int = 1, executor: str = "local", scheduler: str | None = None,
+                   results_root: str | Path = "results", progress: bool = True) -> pd.DataFrame:
+    """Plan, then run every cell through ``toolkit.study.sweep.run_sweep`` (resume: finished cells and games
+    are skipped). Returns the sweep summary (one row per cell)."""
+
+    sweep_file, _ = write_plan(path, results_root)
+    return run_sweep(sweep_file, workers=workers, executor=executor, scheduler=scheduler,
+                     results_root=results_root, progress=progress)
+
+
+def run_cell(results_dir: str, schedule: str, cell: str, reflection: bool = False, concurrency: int = 16):
+    """Play one cell's games (called from ``experiments/tournament.ipynb``); games whose seed already
+    finished in ``results_dir`` are skipped."""
+
+    plan = pd.read_parquet(schedule)
+    mine = plan[plan["cell"] == cell]
+    if mine.empty:
+        raise ValueError(f"cell {cell!r} is not in {schedule}")
+    name = Path(schedule).parent.name
+    with cell_lock(results_dir):
+        done = finished_seeds(results_dir)
+        configs = []
+        for (seed, preset), g in mine.groupby(["seed", "preset"], sort=True):
+            if int(seed) in done:
+                continue
+            seats = {s: SeatConfig(spec=m, reflection=reflection) for s, m in zip(g["seat"], g["spec"])}
+            configs.append(GameConfig(preset=preset, seed=int(seed), seats=seats,
+                                      roles=dict(zip(g["seat"], g["role"])), reflection=reflection))
+        if configs:
+            params = {"tournament": name, "cell": cell, "preset": str(mine["preset"].iloc[0]),
+                      "reflection": reflection}
+            with Run(results_dir, name, config=params, seed=int(mine["seed"].min())) as run:
+                run_sync(play_games(configs, run, concurrency=concurrency))
+    return load(results_dir, complete_games=True)
+
+
+KEPT_TABLES = ("runs", "games", "players", "events", "beliefs")
+
+
+def export_tables(source: str | Path, dest: str | Path, tables: tuple[str, ...] = KEPT_TABLES) -> list[Path]:
+    """Every complete game under ``source`` as one Parquet file per table in ``dest`` (a folder
+    ``toolkit.record.load.load`` reads as one run folder). The default leaves out ``calls`` (every prompt and
+    answer: large) so that an example study's tables stay small enough to commit."""
+
+    t = load(source, complete_games=True)
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in tables:
+        frame = getattr(t, name)
+        frame.to_parquet(dest / f"{name}.parquet", index=False)
+        written.append(dest / f"{name}.parquet")
+    return written

@@ -1,0 +1,243 @@
+"""A loopback OpenAI-compatible server for tests and benchmarks. It is a test double, not a model.
+
+It speaks ``POST /v1/chat/completions`` and ``GET /v1/models`` over real HTTP. The requested model name
+picks the behaviour, so one server serves every test:
+
+- ``ok`` (or anything else): an instant answer. With ``response_format: json_schema`` the answer is a
+  JSON object sampled from the schema (legal by construction); otherwise the text ``ok``.
+- ``slow:SECONDS``: the same after a delay.      - ``nousage``: no ``usage`` field.
+- ``429`` / ``429:RETRY_AFTER``: rate limited.   - ``500``: a server error.   - ``401``, ``404``, ``400``.
+- ``malformed``: a 200 with a body that is not JSON.   - ``hang``: never answers (until shutdown).
+- ``reset``: drops the connection.   - ``noschema``: rejects ``response_format`` with a 400.
+- ``faults:RATE``: at RATE a random fault (429 with Retry-After 0, 500, hang, reset, malformed),
+  otherwise ``ok``. Seeded, and every request's outcome is kept in ``server.log``.
+- ``say``: the next text queued with ``server.say(...)``.
+- ``toolcall``: with ``tools`` in the request, a native tool call of the first tool (arguments sampled
+  from its parameters), then a call of ``end`` on the next request.
+- ``det``: like ``ok``, but the sampled answer is seeded by the request's messages, so the same request
+  always gets the same answer whatever the order of arrival (golden-table tests).
+- ``queue``: the next behaviour queued with ``server.queue(...)`` (``ok`` when none is left), e.g.
+  ``server.queue("429:1", "ok")`` for one rate limit with ``Retry-After: 1`` and then an answer.
+
+``server.max_active`` is the most requests it was handling at once (to check concurrency caps).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from toolkit.llm.offline import sample_from_schema
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go in two writes; no 40 ms delayed-ACK stall
+    server: "FakeOpenAIServer._Server"
+
+    def log_message(self, *args: Any) -> None:  # quiet
+        pass
+
+    def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        self._send(status, {"error": {"message": message, "type": "test", "code": status}}, headers)
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/").endswith("/models"):
+            self._send(200, {"object": "list", "data": [{"id": "ok", "object": "model"}]})
+        else:
+            self._error(404, "not found")
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length", 0))
+        body = json.loads(self.rfile.read(length) or b"{}")
+        owner = self.server.owner
+        behaviour = owner.pick(str(body.get("model", "ok")))
+        owner.record(behaviour, body)
+        with owner.lock:
+            owner.active += 1
+            owner.max_active = max(owner.max_active, owner.active)
+        try:
+            self._behave(behaviour, body)
+        finally:
+            with owner.lock:
+                owner.active -= 1
+
+    def _behave(self, behaviour: str, body: dict[str, Any]) -> None:
+        owner = self.server.owner
+        kind, _, arg = behaviour.partition(":")
+        if kind == "slow":
+            time.sleep(float(arg or 0.2))
+        if kind == "hang":
+            owner.stopping.wait(600)
+            return
+        if kind == "reset":
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.close_connection = True
+            return
+        if kind == "429":
+            return self._error(429, "rate limited", {"Retry-After": arg or "0"})
+        if kind in ("500", "401", "404", "400"):
+            return self._error(int(kind), f"injected {kind}")
+        if kind == "malformed":
+            return self._send(200, b"{this is not json")
+        if kind == "noschema" and "response_format" in body:
+            return self._error(400, "response_format json_schema is not supported by this server")
+        self._send(200, owner.answer(body, usage=kind != "nousage", say=kind == "say"))
+
+
+class FakeOpenAIServer:
+    """``with FakeOpenAIServer() as server: server.base_url`` → ``http://127.0.0.1:PORT/v1``."""
+
+    class _Server(ThreadingHTTPServer):
+        daemon_threads = True
+        request_queue_size = 1024  # the default 5 drops bursts of new connections (1 s SYN retries)
+        owner: "FakeOpenAIServer"
+
+    def __init__(self, seed: int = 0, port: int = 0):
+        self.rng = random.Random(seed)
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.log: list[tuple[str, str]] = []  # (requested model, behaviour chosen)
+        self.requests: list[dict[str, Any]] = []
+        self._said: list[str] = []
+        self._queued: list[str] = []
+        self.active = 0
+        self.max_active = 0
+        self.httpd = self._Server(("127.0.0.1", port), _Handler)
+        self.httpd.owner = self
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def say(self, *texts: str) -> None:
+        with self.lock:
+            self._said.extend(texts)
+
+    def queue(self, *behaviours: str) -> None:
+        with self.lock:
+            self._queued.extend(behaviours)
+
+    def pick(self, model: str) -> str:
+        kind, _, arg = model.partition(":")
+        if kind == "queue":
+            with self.lock:
+                return self._queued.pop(0) if self._queued else "ok"
+        if kind != "faults":
+            return model
+        with self.lock:
+            if self.rng.random() < float(arg or 0.3):
+                return self.rng.choice(["429:0", "500", "hang", "reset", "malformed"])
+        return "ok"
+
+    def record(self, behaviour: str, body: dict[str, Any]) -> None:
+        with self.lock:
+            self.log.append((str(body.get("model")), behaviour))
+            self.requests.append(body)
+
+    def answer(self, body: dict[str, Any], usage: bool, say: bool) -> dict[str, Any]:
+        fmt = body.get("response_format") or {}
+        if body.get("tools") and body.get("model") == "toolcall":
+            return self._tool_call(body)
+        if say:
+            with self.lock:
+                text = self._said.pop(0) if self._said else ""
+        elif fmt.get("type") == "json_schema":
+            schema = fmt["json_schema"]["schema"]
+            if body.get("model") == "det":
+                digest = hashlib.sha256(json.dumps(body.get("messages"), sort_keys=True).encode()).hexdigest()
+                seed = int(digest[:12], 16)
+            else:
+                with self.lock:
+                    seed = self.rng.random()
+            text = json.dumps(sample_from_schema(schema, random.Random(seed)))
+        else:
+            text = "ok"
+        prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
+        out: dict[str, Any] = {
+            "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model"),
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": text}}],
+        }
+        if usage:
+            out["usage"] = {"prompt_tokens": max(1, prompt_chars // 4), "completion_tokens": max(1, len(text) // 4),
+                            "total_tokens": max(1, prompt_chars // 4) + max(1, len(text) // 4)}
+        return out
+
+    def _tool_call(self, body: dict[str, Any]) -> dict[str, Any]:
+        with self.lock:
+            self._tool_turns = getattr(self, "_tool_turns", 0) + 1
+            turn = self._tool_turns
+        tools = body["tools"]
+        fn = tools[0]["function"] if turn == 1 else next(t["function"] for t in tools if t["function"]["name"] == "end")
+        args = sample_from_schema(fn.get("parameters", {"type": "object"}), random.Random(turn))
+        call = {"id": f"call_{turn}", "type": "function",
+                "function": {"name": fn["name"], "arguments": json.dumps(args)}}
+        return {"id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "tool_calls",
+                             "message": {"role": "assistant", "content": f"turn {turn}", "tool_calls": [call]}}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+
+    def start(self) -> "FakeOpenAIServer":
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def __enter__(self) -> "FakeOpenAIServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def serve_in_subprocess(seed: int = 0):
+    """Start the test server in its own process (so its work does not share our GIL); returns
+    ``(process, base_url)``. The caller terminates the process."""
+
+    proc = subprocess.Popen([sys.executable, "-m", "toolkit.testing.loopback_server", "--seed", str(seed)],
+                            stdout=subprocess.PIPE, text=True)
+    base_url = proc.stdout.readline().strip()
+    if not base_url.startswith("http"):
+        proc.kill()
+        raise RuntimeError("the test server did not start")
+    return proc, base_url
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="loopback OpenAI-compatible test server (not a model)")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    server = FakeOpenAIServer(seed=args.seed, port=args.port)
+    print(server.base_url, flush=True)
+    try:
+        server.httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass

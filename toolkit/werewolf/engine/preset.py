@@ -1,0 +1,75 @@
+"""Presets: the role counts and every rule flag of a game, loaded from YAML files."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from toolkit.core.files import did_you_mean, load_file
+
+PRESETS_DIR = Path(__file__).with_name("presets")
+ROLES = ("Werewolf", "Villager", "Guard", "Witch", "Seer")
+SPECIAL_ROLES = ("Guard", "Witch", "Seer")
+
+
+class Preset(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    roles: dict[str, int]
+    guard_no_repeat: bool = False
+    witch_one_potion_per_night: bool = False
+    witch_no_self_save: bool = False
+    reveal_roles_on_death: bool = False
+    speech_order: Literal["rotate", "fixed"] = "rotate"
+    vote_tie: Literal["none", "revote", "random"] = "none"
+    last_words: bool = False
+    win_rule: Literal["side_kill", "parity"] = "side_kill"
+    protect_and_save: Literal["survive", "die"] = "survive"  # victim both protected and saved on one night
+    max_days: int = Field(10, ge=1)
+
+    @field_validator("roles")
+    @classmethod
+    def _known_roles(cls, roles: dict[str, int]) -> dict[str, int]:
+        for role, count in roles.items():
+            if role not in ROLES:
+                raise ValueError(f"unknown role {role!r}{did_you_mean(role, list(ROLES))}; "
+                                 f"roles are {', '.join(ROLES)}")
+            if count < 0:
+                raise ValueError(f"{role}: a count cannot be negative ({count})")
+        if sum(roles.values()) > 30:
+            raise ValueError(f"{sum(roles.values())} players; at most 30 seats")
+        if roles.get("Werewolf", 0) < 1:
+            raise ValueError("a game needs at least one Werewolf")
+        if sum(roles.values()) - roles["Werewolf"] < 1:
+            raise ValueError("a game needs at least one player on the village side")
+        return roles
+
+    @property
+    def n_players(self) -> int:
+        return sum(self.roles.values())
+
+    @property
+    def seats(self) -> list[str]:
+        return [f"Player{i}" for i in range(1, self.n_players + 1)]
+
+    def role_list(self) -> list[str]:
+        return [role for role in ROLES for _ in range(self.roles.get(role, 0))]
+
+
+def available_presets() -> list[str]:
+    return sorted(p.stem for p in PRESETS_DIR.glob("*.yaml"))
+
+
+@lru_cache(maxsize=64)
+def load_preset(name_or_path: str | Path) -> Preset:
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = PRESETS_DIR / f"{name_or_path}.yaml"
+    if not path.exists():
+        raise ValueError(f"no preset {name_or_path!r}; presets are {available_presets()} or a YAML path")
+
+    return load_file(path, Preset, "preset")

@@ -1,0 +1,237 @@
+"""What one seat may know, as data: the observation behind every prompt and every rule-based decision.
+
+Only events visible to the seat are used (its own night actions, the wolves' channel for wolves, public
+events for all). The observation carries a game *record* that never loses a public fact: every night's
+deaths, every vote of every round (revotes marked) with its outcome (elimination or tie), last words,
+role reveals where the preset reveals them, and public claims. Only speech text is ever elided, and
+every elision is counted in a note. The record stays bounded however long a game runs: the last
+``FULL_DAYS`` days are listed in full; older days are condensed without dropping a fact (deaths and
+eliminations with their day, day ranges without deaths or eliminations, and every older vote as
+voter→target with its count).
+
+Speeches are data: every text shown passes through ``speech.clean_speech`` (one line, no control or
+bidi characters, no quote delimiters, capped).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from toolkit.werewolf.engine import claims as claims_mod
+from toolkit.werewolf.engine.rules import PUBLIC, Ask, Event, Game, side_of
+from toolkit.werewolf.engine.speech import clean_speech
+
+FULL_DAYS = 7  # days listed vote by vote; older days are condensed (see the module docstring)
+MAX_MESSAGE_CHARS = 400  # a speech longer than this is cut (with " […]") in the recent speeches
+SPEECH_BUDGET = 2400  # characters of recent speech text per prompt; earlier speeches are counted, not shown
+PRIVATE_NIGHTS = 3  # the guard's and the wolves' own past night actions shown (older ones are summarised)
+
+
+def observe(game: Game, seat: str, ask: Ask, recent: int = 12) -> dict[str, Any]:
+    """The observation for ``seat`` answering ``ask``. At most ``recent`` speeches are quoted, and at most
+    one round of them (as many as there are living players)."""
+    role = game.roles[seat]
+    visible = [e for e in game.events if e.visible_to(seat, role)]
+    public = [e for e in visible if e.visibility == PUBLIC]
+    speeches = [e for e in public if e.kind == "speech"]
+    claims = [c for e in speeches for c in claims_mod.extract(e.actor, e.text)]
+    obs: dict[str, Any] = {
+        "game": "werewolf", "seat": seat, "role": role, "side": side_of(role), "day": game.day,
+        "phase": game.phase, "action": ask.action, "choices": list(ask.choices), "can_pass": ask.can_pass,
+        "alive": list(game.alive), "dead": [s for s in game.seats if s not in game.alive],
+        "seats": list(game.seats), "roles_in_game": dict(game.preset.roles),
+        "record": record(game, public),
+        **recent_speeches(game, speeches, min(recent, len(game.alive))),
+        "claims": [list(c) for c in dict.fromkeys(claims)],
+    }
+    if role == "Werewolf":
+        obs["teammates"] = [s for s in game.seats if game.roles[s] == "Werewolf" and s != seat]
+        obs["proposals"] = [list(p) for p in game.night.proposals] if game.phase == "night" else []
+    if role == "Seer":
+        obs["checks"] = dict(game.checks)  # only the seer verifies, so these are this seat's own results
+    if role == "Witch":
+        obs["antidote"], obs["poison"] = game.antidote, game.poison
+        if ask.action == "save":
+            obs["victim"] = ask.choices[0]
+        if ask.action == "poison":
+            obs["saved_tonight"] = game.night.saved
+    if role == "Guard":
+        obs["last_protected"] = game.last_protected
+    obs["private"] = private_record(game, seat, visible)
+    return obs
+
+
+# ---------------------------------------------------------------------------------------------- record
+def record(game: Game, public: list[Event]) -> dict[str, Any]:
+    """Every public fact so far, as data for ``prompts/werewolf/_record.j2``."""
+    days: dict[int, dict[str, Any]] = {}
+
+    def day(n: int) -> dict[str, Any]:
+        if n not in days:
+            days[n] = {"day": n, "dawn": False, "night_deaths": [], "rounds": [], "outcome": None,
+                       "eliminated": None, "last_words": None, "order": []}
+        return days[n]
+
+    reveal = game.preset.reveal_roles_on_death
+    for e in public:
+        d = day(e.day)
+        if e.kind == "announcement" and e.phase == "dawn":
+            d["dawn"] = True
+        elif e.kind == "death":
+            d["night_deaths"].append(_named(game, e.target, reveal))
+        elif e.kind == "announcement" and e.text.startswith(f"Day {e.day}: the living players"):
+            d["order"] = e.text.rsplit("Speaking order: ", 1)[-1].rstrip(".").split(", ")
+        elif e.kind == "announcement" and "Vote again among them" in e.text:
+            d["rounds"][-1]["outcome"] = "revote"
+            candidates = e.text.split("tied between ", 1)[1].split(". Vote again")[0].split(", ")
+            d["rounds"].append({"revote": True, "candidates": candidates, "votes": [], "outcome": None})
+        elif e.kind == "vote":
+            if not d["rounds"] or d["rounds"][-1]["outcome"] is not None:
+                d["rounds"].append({"revote": False, "candidates": [], "votes": [], "outcome": None})
+            d["rounds"][-1]["votes"].append([e.actor, e.target])
+        elif e.kind == "announcement" and "nobody is eliminated" in e.text:
+            d["rounds"][-1]["outcome"] = "tie"
+            d["outcome"] = "tie"
+        elif e.kind == "elimination":
+            d["rounds"][-1]["outcome"] = _named(game, e.target, reveal)
+            d["outcome"] = "eliminated"
+            d["eliminated"] = _named(game, e.target, reveal)
+        elif e.kind == "speech" and e.phase == "last_words":
+            d["last_words"] = [e.actor, clean_speech(e.text)]
+    for d in days.values():
+        for r in d["rounds"]:
+            r["by_target"] = _by_target(r["votes"])
+    first_full = max(1, game.day - FULL_DAYS + 1)
+    full = [days[n] for n in sorted(days) if n >= first_full]
+    old = [days[n] for n in sorted(days) if n < first_full]
+    return {"days": full, "condensed": _condense(old) if old else None, "claims": public_claims(public)}
+
+
+def _named(game: Game, seat: str, reveal: bool) -> str:
+    return f"{seat} ({game.roles[seat]})" if reveal else seat
+
+
+def _condense(old: list[dict[str, Any]]) -> dict[str, Any]:
+    """Older days in a size that stops growing: no fact dropped, only the day of each older vote."""
+    votes: Counter[tuple[str, str]] = Counter()
+    rounds = revotes = 0
+    for d in old:
+        for r in d["rounds"]:
+            rounds += 1
+            revotes += r["revote"]
+            votes.update((v, t) for v, t in r["votes"])
+    return {
+        "first": old[0]["day"], "last": old[-1]["day"],
+        "deaths": [[d["day"], s] for d in old for s in d["night_deaths"]],
+        "eliminated": [[d["day"], d["eliminated"]] for d in old if d["eliminated"]],
+        "quiet_nights": _ranges([d["day"] for d in old if d["dawn"] and not d["night_deaths"]]),
+        "tie_days": _ranges([d["day"] for d in old if d["outcome"] == "tie"]),
+        "last_words": [[d["day"], *d["last_words"]] for d in old if d["last_words"]],
+        "rounds": rounds, "revotes": revotes,
+        "votes": [[v, t, n] for (v, t), n in sorted(votes.items(), key=lambda x: (_seat_no(x[0][0]),
+                                                                                   _seat_no(x[0][1])))],
+    }
+
+
+def _by_target(votes: list[list[str]]) -> list[list[Any]]:
+    """[[voter, target], …] → [[target, [voters…]], …], most voted first (then seat order)."""
+    groups: dict[str, list[str]] = {}
+    for voter, target in votes:
+        groups.setdefault(target, []).append(voter)
+    return [[t, v] for t, v in sorted(groups.items(), key=lambda x: (-len(x[1]), _seat_no(x[0])))]
+
+
+def _seat_no(seat: str) -> int:
+    digits = "".join(ch for ch in seat if ch.isdigit())
+    return int(digits) if digits else 0
+
+
+def _ranges(days: list[int]) -> str:
+    """[1, 2, 3, 5] → "1–3, 5"."""
+    out: list[str] = []
+    for n in days:
+        if out and out[-1][1] == n - 1:
+            out[-1][1] = n
+        else:
+            out.append([n, n])
+    return ", ".join(f"{a}" if a == b else f"{a}–{b}" for a, b in out)
+
+
+def public_claims(public: list[Event]) -> dict[str, list[list[Any]]]:
+    """Role claims (grouped by role, then by the day first claimed) and claimed findings (who called whom a
+    werewolf or good, first day said), deduped."""
+    roles: dict[tuple[str, str], int] = {}
+    results: dict[tuple[str, str, str], int] = {}
+    for e in public:
+        if e.kind != "speech":
+            continue
+        for speaker, kind, value in claims_mod.extract(e.actor, e.text):
+            if kind == "role":
+                roles.setdefault((speaker, value), e.day)
+            elif kind in ("accuse", "clear"):
+                results.setdefault((speaker, value, "werewolf" if kind == "accuse" else "good"), e.day)
+    by_role: dict[str, dict[int, list[str]]] = {}
+    for (seat, role), day in roles.items():
+        by_role.setdefault(role, {}).setdefault(day, []).append(seat)
+    return {"roles": [[role, [[d, seats] for d, seats in sorted(days.items())]] for role, days in by_role.items()],
+            "results": [[s, t, r, d] for (s, t, r), d in results.items()]}
+
+
+# ---------------------------------------------------------------------------------------------- speeches
+def recent_speeches(game: Game, speeches: list[Event], limit: int = 12) -> dict[str, Any]:
+    """Day speeches of yesterday and today, newest kept within a character budget; the rest counted.
+
+    Last words are not here: they are part of the record. Returns ``speeches`` (shown, oldest first)
+    and ``omitted`` (notes: how many speeches of which days are not shown).
+    """
+    day_speeches = [e for e in speeches if e.phase == "speech"]
+    window = [e for e in day_speeches if e.day >= game.day - 1]
+    shown: list[Event] = []
+    used = 0
+    for e in reversed(window):
+        text = clean_speech(e.text, MAX_MESSAGE_CHARS)
+        if len(shown) >= max(limit, 0) or used + len(text) > SPEECH_BUDGET:
+            break
+        shown.append(e)
+        used += len(text)
+    shown.reverse()
+    shown_seqs = {e.seq for e in shown}
+    hidden = Counter(e.day for e in day_speeches if e.seq not in shown_seqs)
+    older = [d for d in sorted(hidden) if d < game.day - 1]
+    notes = []
+    if older:
+        n = sum(hidden[d] for d in older)
+        span = f"day {older[0]}" if len(older) == 1 else f"days {_ranges(older)}"
+        notes.append(f"{n} speech{'es' if n != 1 else ''} of {span} omitted")
+    for d in sorted(hidden):
+        if d >= game.day - 1:
+            notes.append(f"{hidden[d]} earlier speech{'es' if hidden[d] != 1 else ''} of day {d} omitted")
+    return {"speeches": [{"day": e.day, "actor": e.actor, "text": clean_speech(e.text, MAX_MESSAGE_CHARS)}
+                         for e in shown], "omitted": notes}
+
+
+# ---------------------------------------------------------------------------------------------- private
+def private_record(game: Game, seat: str, visible: list[Event]) -> list[str]:
+    """This seat's own night knowledge as short lines (seer checks, potions and victims are separate)."""
+    role = game.roles[seat]
+    lines: list[str] = []
+    if role == "Guard":
+        done = [e for e in visible if e.kind == "protect"]
+        shown = done[-PRIVATE_NIGHTS:]
+        if len(done) > len(shown):
+            lines.append(f"({len(done) - len(shown)} earlier nights' protections not shown)")
+        lines += [f"Night {e.day}: you protected {e.target or 'nobody'}." for e in shown]
+    elif role == "Witch":
+        lines += [f"Night {e.day}: you saved {e.target}." for e in visible if e.kind == "save"]
+        lines += [f"Night {e.day}: you poisoned {e.target}." for e in visible if e.kind == "poison"]
+    elif role == "Werewolf":
+        kills = [e for e in visible if e.kind == "kill" and e.day < game.day or (e.kind == "kill" and
+                                                                                  game.phase != "night")]
+        shown = kills[-PRIVATE_NIGHTS:]
+        if len(kills) > len(shown):
+            lines.append(f"({len(kills) - len(shown)} earlier nights' attacks not shown)")
+        lines += [f"Night {e.day}: the werewolves attacked {e.target}"
+                  f" ({'died' if game.deaths.get(e.target) == (e.day, 'werewolves') else 'survived'})."
+                  for e in shown]
+    return lines
