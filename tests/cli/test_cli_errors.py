@@ -4,7 +4,6 @@ folder, no output folder. The CLI runs in-process (``toolkit.cli.main``); the fi
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -138,14 +137,13 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(work, capsys, argv, wo
 
 
 def test_a_hosted_endpoint_without_key_and_a_dead_loopback_fail_fast_in_a_subprocess(tmp_path):
+    """Refused before any game starts (how fast is measured in benchmarks/, not here: a loaded machine broke a
+    wall-clock bound)."""
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
     for spec, words in (("openai:x@http://127.0.0.1:1/v1", "cannot reach"), ("openai:gpt-x", "OPENAI_API_KEY")):
-        started = time.perf_counter()
         out = subprocess.run([sys.executable, "-m", "toolkit", "play", "--model", spec, "--out", str(tmp_path / "o")],
                              cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
-        elapsed = time.perf_counter() - started
         assert out.returncode == 2 and out.stderr.count("\n") == 1 and words in out.stderr, out.stderr
-        assert elapsed < 5, elapsed  # the interpreter's start included
     assert not (tmp_path / "o").exists()
 
 
