@@ -58,14 +58,14 @@ def test_plots_show_n_start_counts_at_zero_and_mark_estimates(tmp_path):
     assert all("n=" in label.get_text() for label in fig.axes[0].get_yticklabels())
 
 
-def test_the_readme_recomputes_the_committed_example_with_pandas(monkeypatch, capsys):
-    """The README's pandas snippet reproduces the analysis numbers on the committed example tables, and
+def test_the_docs_recompute_the_committed_example_with_pandas(monkeypatch, capsys):
+    """The pandas recipe of docs/experiments.md reproduces the analysis numbers on the committed example tables, and
     the ratings there put heuristic wolves above random wolves."""
     from pathlib import Path
 
     repo = Path(__file__).resolve().parents[2]
-    readme = (repo / "README.md").read_text()
-    code = readme.split("### Recompute the example's numbers with pandas", 1)[1].split("```python", 1)[1]
+    page = (repo / "docs" / "experiments.md").read_text()
+    code = page.split("### Recompute the example's numbers with pandas", 1)[1].split("```python", 1)[1]
     code = code.split("```", 1)[0]
     monkeypatch.chdir(repo)
     scope: dict = {}

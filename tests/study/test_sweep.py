@@ -1,5 +1,5 @@
 """Sweeps through real papermill kernels: killed with kill -9 and rerun, nothing is lost or duplicated;
-the same on a Dask LocalCluster. Also the papermill command of the README."""
+the same on a Dask LocalCluster. Also the papermill command of docs/experiments.md."""
 
 import os
 import signal
