@@ -10,7 +10,8 @@ import pytest
 from toolkit.prompting.structured_call import parse
 from toolkit.record.run_log import Run
 from toolkit.record.load import load
-from toolkit.werewolf.seat.decisions import Reflection, belief_rows, output_model, reflection_model
+from toolkit.werewolf.recorder import belief_rows
+from toolkit.werewolf.seat.decisions import Reflection, output_model, reflection_model
 from toolkit.werewolf.game import GameConfig, GameRunner, play_games
 from toolkit.werewolf.players.heuristic import beliefs
 from toolkit.werewolf.seat.observation import observe

@@ -194,7 +194,7 @@ def test_decide_asks_without_applying():
     runner.start()
     n = len(runner.game.events)
     decision = asyncio.run(runner.decide(Ask("Player1", "hunt", ("Player3", "Player4"))))
-    assert decision.target in ("Player3", "Player4") and not decision.fallback and decision.calls == 1
+    assert decision.value.target in ("Player3", "Player4") and not decision.fallback and decision.calls == 1
     assert len(runner.game.events) == n and runner.game.night.proposals == []
     assert runner.key("Player1", "hunt") == "classic7/1/Player1/d1/night/hunt"
 

@@ -1,7 +1,7 @@
 """The game runner: asks the seats that act in a phase (concurrently where the rules allow), applies their
-decisions to the rules, and writes events, players and games rows (each model call is written by its
-action). A seat's decision goes out as one ``Request`` (ids, day, phase, observation, sampling) through its
-model. Nothing a player answers can crash a game.
+decisions to the rules, and hands what happened to its recorder (``toolkit.werewolf.recorder``: the events,
+beliefs, players and games rows; each model call is written by its action). A seat's decision goes out as
+one ``Request`` (ids, day, phase, observation, sampling) through its model. Nothing a player answers can crash a game.
 
 Front ends drive a game through ``step``/``step_phase``/``play`` and stop it with ``stop``; the CLI and the
 widgets use the same runner.
@@ -10,7 +10,6 @@ widgets use the same runner.
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import time
 import traceback
@@ -20,11 +19,12 @@ from typing import Any, Callable
 
 from pydantic import BaseModel
 
-from toolkit.prompting.structured_call import render
+from toolkit.prompting.structured_call import ActionResult, render
 from toolkit.llm import Model, Request, Sampling, get_model
 from toolkit.record.run_log import CallLog, Run
 from toolkit.werewolf.players import heuristic, mixed  # noqa: F401  (they register the `heuristic` and `mixed` specs)
-from toolkit.werewolf.seat.decisions import ACTIONS, Reflection, Speech, belief_rows, output_model
+from toolkit.werewolf.recorder import GameRecorder
+from toolkit.werewolf.seat.decisions import ACTIONS, Reflection, Speech, output_model
 from toolkit.werewolf.experience import ExperiencePool, situation_query
 from toolkit.werewolf.seat.observation import observe
 from toolkit.werewolf.engine.preset import Preset, load_preset
@@ -56,22 +56,6 @@ class Player:
     model: Model
     notes: str = ""
     experiences: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Decision:
-    value: BaseModel
-    fallback: bool = False
-    error: str | None = None
-    calls: int = 1
-
-    @property
-    def target(self) -> str | None:
-        return getattr(self.value, "target", None)
-
-    @property
-    def text(self) -> str:
-        return getattr(self.value, "speech", "")
 
 
 @dataclass
@@ -143,6 +127,7 @@ class GameRunner:
         self.players = {seat: Player(seat, self.game.roles[seat], config.seat_config(seat, self.game.roles[seat]),
                                      seat_models[seat]) for seat in self.preset.seats}
         self.log = CallLog(run)
+        self.recorder = GameRecorder(run, self.game_id)
         self.roles = tuple(sorted(self.preset.roles))  # the preset's role names (reflections guess among them)
         self.sampling = Sampling(temperature=config.temperature, seed=config.seed)
         preset_values = {**self.preset.model_dump(), "n_players": self.preset.n_players}
@@ -170,9 +155,10 @@ class GameRunner:
         return f"{self.preset.name}/{g.seed}/{seat}/d{g.day}/{g.phase}/{action}"
 
     # ------------------------------------------------------------------ one decision
-    async def decide(self, ask: Ask) -> Decision:
+    async def decide(self, ask: Ask) -> ActionResult:
         """Ask one seat for one decision (does not apply it): one request, through the seat's model; first a
-        reflection where the cadence says so, and the lessons that fit the moment where experience is on."""
+        reflection where the cadence says so, and the lessons that fit the moment where experience is on.
+        ``calls`` counts the reflection's calls too."""
         player, g = self.players[ask.seat], self.game
         reflected = await self._reflect_before(ask) if player.config.reflection else 0
         obs = observe(g, ask.seat, ask, self.config.recent)
@@ -194,11 +180,10 @@ class GameRunner:
             self._failed[ask.seat] = (self._failed.get(ask.seat, (0, ""))[0] + 1, result.error)
         if ask.action == "reflect":
             player.notes = clean_speech(result.value.summary, 800)
-            if not result.fallback and self.run is not None:
-                for row in belief_rows(result.value, game_id=self.game_id, seq=len(g.events), day=g.day,
-                                       phase=g.phase, seat=ask.seat, call_id=result.call_id):
-                    self.run.write("beliefs", row)
-        return Decision(result.value, result.fallback, result.error, result.calls + reflected)
+            if not result.fallback:
+                self.recorder.beliefs(result.value, g, ask.seat, result.call_id)
+        result.calls += reflected
+        return result
 
     def failed_seats(self) -> dict[str, str]:
         """Seats asked at least twice whose every call failed (no answer at all), with the last error."""
@@ -243,7 +228,8 @@ class GameRunner:
         self.critical_path_calls += max((d.calls for d in decisions), default=0)
         for a, d in zip(asks, decisions):
             try:
-                g.apply(a.seat, a.action, d.target, d.text, d.fallback)
+                g.apply(a.seat, a.action, getattr(d.value, "target", None), getattr(d.value, "speech", ""),
+                        d.fallback)
             except IllegalMove:  # cannot happen through validated output models; kept as a guard
                 g.apply(a.seat, a.action, None if a.can_pass else a.choices[0], "", True)
         self.write_events()
@@ -290,11 +276,8 @@ class GameRunner:
         """Write (and report) the events the rules emitted since the last call."""
         new = self.game.events[self._written:]
         self._written = len(self.game.events)
+        self.recorder.events(new)
         for e in new:
-            if self.run is not None:
-                self.run.write("events", {"game_id": self.game_id, "seq": e.seq, "day": e.day, "phase": e.phase,
-                                          "kind": e.kind, "actor": e.actor, "target": e.target, "text": e.text,
-                                          "visibility": e.visibility, "fallback": e.fallback})
             if self.on_event is not None:
                 self.on_event(e, self.game)
 
@@ -315,19 +298,7 @@ class GameRunner:
             if pool is not None and p.config.experience and p.notes:
                 outcome = "won" if side_of(p.role) == winner else "lost"
                 pool.add(p.role, p.notes, outcome, self.game_id, preset=self.preset.name)
-        if self.run is None:
-            return
-        for seat, p in self.players.items():
-            day, cause = g.deaths.get(seat, (None, None))
-            self.run.write("players", {
-                "game_id": self.game_id, "seat": seat, "role": p.role, "side": side_of(p.role),
-                "spec": p.config.spec, "reflection": p.config.reflection, "experience": p.config.experience,
-                "strategy": p.config.strategy, "survived": seat in g.alive, "death_day": day, "death_cause": cause})
-        self.run.write("games", {
-            "game_id": self.game_id, "run_id": self.run.run_id, "seed": g.seed, "preset": self.preset.name,
-            "winner": winner, "win_reason": reason, "days": g.day, "n_calls": log.calls,
-            "prompt_tokens": log.prompt_tokens, "completion_tokens": log.completion_tokens, "cost_usd": log.cost_usd,
-            "n_fallbacks": log.fallbacks, "wall_s": round(wall_s, 4), "config": json.dumps(self.replay_config())})
+        self.recorder.finish(g, self.players, self.preset.name, winner, reason, log, wall_s, self.replay_config())
 
     def replay_config(self) -> dict[str, Any]:
         """What ``toolkit replay`` needs to set the same game up again."""

@@ -96,13 +96,6 @@ def reflection_model(about: tuple[str, ...], roles: tuple[str, ...]) -> type[Ref
     return Reflection_
 
 
-def belief_rows(value: Reflection, **context: Any) -> list[dict[str, Any]]:
-    """Rows for the ``beliefs`` table: one per belief, with the caller's context (game_id, seq, day, phase,
-    seat, call_id)."""
-    return [{**context, "about": b.about, "guessed_role": b.role, "confidence": float(b.confidence)}
-            for b in value.beliefs]
-
-
 ACTIONS: dict[str, Action] = {
     "speak": Action("speak", "werewolf/speak.j2", Speech),
     "vote": Action("vote", "werewolf/vote.j2", Target),
