@@ -19,12 +19,12 @@ LAYERS = [
     (3, ("toolkit.prompting",)),                  # the prompted structured call
     (4, ("toolkit.werewolf", "toolkit.agent")),   # the two domains
     (5, ("toolkit.analysis",)),                   # metrics, ratings, plots, report
-    (6, ("toolkit.study",)),                      # experiments, sweeps, tournaments
+    (6, ("toolkit.study", "toolkit.export")),     # experiments, sweeps, tournaments; exports, HTML replay
     (7, ("toolkit.ui",)),                         # the notebooks' widgets
     (8, ("toolkit.cli", "toolkit.__main__")),     # the command line
 ]
 ABOVE_LLM = ("toolkit.record", "toolkit.prompting", "toolkit.werewolf", "toolkit.agent", "toolkit.analysis",
-             "toolkit.study", "toolkit.ui", "toolkit.cli")
+             "toolkit.study", "toolkit.export", "toolkit.ui", "toolkit.cli")
 
 
 def module_name(path: Path) -> str:

@@ -1,4 +1,5 @@
-"""``python -m toolkit``: play, replay, engineer, engineer-suite, sweep, tournament, report, local-server.
+"""``python -m toolkit``: play, replay, engineer, engineer-suite, sweep, tournament, report, export,
+local-server.
 
 One module per command (``toolkit/cli/<command>.py``: ``HELP``, ``add_arguments``, ``run``), imported only when
 that command runs, so ``--help`` starts in a fraction of a second. Every user error (a bad option, file,
@@ -15,7 +16,7 @@ from importlib import import_module
 
 COMMANDS = {  # command -> module under toolkit.cli
     "play": "play", "replay": "replay", "engineer": "engineer", "engineer-suite": "engineer_suite",
-    "sweep": "sweep", "tournament": "tournament", "report": "report",
+    "sweep": "sweep", "tournament": "tournament", "report": "report", "export": "export",
 }
 HELPS = {  # kept here so that the top-level --help imports no command
     "play": "play one werewolf game and write its tables",
@@ -25,6 +26,7 @@ HELPS = {  # kept here so that the top-level --help imports no command
     "sweep": "run a sweep file: one papermill notebook run per grid cell",
     "tournament": "plan and run a tournament file (role rotation, seat shuffling)",
     "report": "write plots (PNG) and summary.md for a results folder",
+    "export": "export games and sessions for Kaggle, Inspect, mini-swe-agent, OpenTelemetry or Hugging Face datasets",
     "local-server": "serve the small local model on 127.0.0.1 (extra: local)",
 }
 

@@ -1,0 +1,41 @@
+"""``python -m toolkit export`` and ``view`` as a user runs them: a mistake is one line on stderr, exit 2,
+nothing written; a good command writes its files."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "results" / "examples"
+GAME = "g5-a853a248"
+
+
+def toolkit(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "toolkit", *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          timeout=600)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["export", "kaggle", "NOWHERE", "--out", "{out}"], "no such results folder"),
+    (["export", "kaggle", EXAMPLES], "give --out DIR"),
+    (["export", "kaggle", EXAMPLES, "--out", "{out}", "--game", "g-nope"], "--game g-nope: no such game"),
+    (["export", "mini", EXAMPLES, "--out", "{out}", "--endpoint", "http://127.0.0.1:1"], "--endpoint is for the otel"),
+    (["export", "yaml", EXAMPLES, "--out", "{out}"], "invalid choice"),
+])
+def test_a_mistake_is_one_line_and_exit_2_and_nothing_written(tmp_path, args, message):
+    out = tmp_path / "out"
+    done = toolkit(*[str(a).replace("{out}", str(out)) for a in args])
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not out.exists()
+
+
+def test_export_kaggle_writes_one_replay_per_game(tmp_path):
+    done = toolkit("export", "kaggle", EXAMPLES, "--out", tmp_path, "--game", GAME)
+    assert done.returncode == 0, done.stderr
+    replay = json.loads((tmp_path / f"{GAME}.json").read_text())
+    assert replay["info"]["GAME_END"]["winner_team"] == "Werewolves"
+    assert "wrote 1 file" in done.stdout

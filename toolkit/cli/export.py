@@ -1,0 +1,74 @@
+"""``python -m toolkit export FORMAT RESULTS --out DIR``: games and sessions in the formats the field's tools read."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "export games and sessions for Kaggle, Inspect, mini-swe-agent, OpenTelemetry or Hugging Face datasets"
+DESCRIPTION = """Formats (docs/exports.md says what each tool reads):
+  kaggle   one Kaggle Game Arena werewolf replay JSON per decided game (--html: also Kaggle's own viewer page)
+  inspect  an Inspect AI eval log (.eval): one sample per game or engineer session
+  mini     one mini-swe-agent .traj.json per engineer session
+  otel     OpenTelemetry GenAI spans: OTLP JSON files in --out, or sent to --endpoint over OTLP/HTTP
+  hf       a folder datasets.load_dataset opens: one config per table, with a dataset card
+Secrets stay masked; --no-content leaves message contents (speech, prompts, answers, outputs) out."""
+
+FORMATS = ("kaggle", "inspect", "mini", "otel", "hf")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("format", choices=FORMATS, help="the target format")
+    parser.add_argument("dir", help="a results folder (every run below it is read)")
+    parser.add_argument("--out", metavar="DIR", help="folder to write into (required, except otel with --endpoint)")
+    parser.add_argument("--game", action="append", metavar="ID", help="only this game (repeatable)")
+    parser.add_argument("--no-content", action="store_true",
+                        help="leave message contents out (speech, prompts, answers, thoughts, tool outputs)")
+    parser.add_argument("--endpoint", metavar="URL",
+                        help="otel: send to this OTLP/HTTP endpoint (e.g. http://127.0.0.1:6006) instead of files")
+    parser.add_argument("--html", action="store_true",
+                        help="kaggle: also write each game into the visualizer page kaggle-environments ships")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from toolkit.cli.common import plural
+    from toolkit.cli.preflight import check_extra, make_folder, out_folder, results_folder
+    from toolkit.core.files import FileError
+    from toolkit.record.load import load
+
+    results_folder(args.dir)
+    if args.out is None and not (args.format == "otel" and args.endpoint):
+        raise FileError(f"export {args.format}: give --out DIR" + (" or --endpoint URL" if args.format == "otel"
+                                                                     else ""))
+    if args.endpoint and args.format != "otel":
+        raise FileError(f"--endpoint is for the otel format, not {args.format}")
+    if args.html and args.format != "kaggle":
+        raise FileError(f"--html is for the kaggle format, not {args.format}")
+    if args.html:
+        check_extra("kaggle_environments", "interop", "export kaggle --html (Kaggle's visualizer)")
+    if args.out:
+        out_folder(args.out)
+    results = load(args.dir)
+    if args.game:
+        known = set(results.games["game_id"])
+        unknown = [g for g in args.game if g not in known]
+        if unknown:
+            raise FileError(f"--game {unknown[0]}: no such game in {args.dir} ({plural(len(known), 'game')} there)")
+    content = not args.no_content
+    out = make_folder(args.out) if args.out else None
+    if args.format == "kaggle":
+        from toolkit.export import kaggle
+
+        games = kaggle.decided(results.games)
+        left = len(results.games) - len(games)
+        if args.game:
+            left = len([g for g in args.game if g not in set(games["game_id"])])
+        if left:
+            print(f"note: {plural(left, 'undecided game')} left out (Kaggle's loader needs a winning side)")
+        paths = kaggle.write(results, Path(out), content, args.game)
+        if args.html:
+            paths += kaggle.write_html(paths, Path(out))
+    print(f"wrote {plural(len(paths), 'file')} to {out}")
+    return 0

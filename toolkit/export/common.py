@@ -1,0 +1,71 @@
+"""What the exporters share: masked JSON on disk, the rows of one game or one session, and the ids they sort by."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from toolkit.core.secrets import Redactor
+
+OMITTED = "[content omitted]"
+
+
+def clean(value: Any) -> Any:
+    """A table cell as plain JSON: NaN/NA become None, numpy scalars and arrays become Python ones."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        return None if math.isnan(value) else value
+    if value is pd.NA or value is pd.NaT:
+        return None
+    if hasattr(value, "tolist"):  # numpy scalar or array
+        return clean(value.tolist()) if not hasattr(value, "shape") or value.shape == () else value.tolist()
+    return value
+
+
+def dumps(obj: Any, mask: Redactor, indent: int | None = None) -> str:
+    """JSON with every secret masked (values from the environment, key shapes, URL credentials)."""
+    return mask(json.dumps(obj, ensure_ascii=False, indent=indent, default=str))
+
+
+def write_json(path: Path, obj: Any, mask: Redactor, indent: int | None = None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(dumps(obj, mask, indent) + "\n", encoding="utf-8")
+    return path
+
+
+def records(frame: pd.DataFrame | None) -> list[dict]:
+    """The rows of ``frame`` as plain Python dicts (NaN and NA as None), through Arrow: row access in pandas is
+    slow, and a results folder's tables are Arrow-backed already."""
+    if frame is None or frame.empty:
+        return []
+    try:
+        return pa.Table.from_pandas(frame, preserve_index=False).to_pylist()
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # a column of mixed Python objects
+        return [{k: clean(v) for k, v in row.items()} for row in frame.to_dict("records")]
+
+
+def by_key(frame: pd.DataFrame | None, key: str) -> dict[Any, list[dict]]:
+    """The rows of ``frame`` grouped by ``key``, in table order."""
+    out: dict[Any, list[dict]] = {}
+    if frame is None or frame.empty or key not in frame:
+        return out
+    for row in records(frame):
+        out.setdefault(row[key], []).append(row)
+    return out
+
+
+def parse_json(text: Any, default: Any = None) -> Any:
+    if isinstance(text, (dict, list)):
+        return text
+    if not isinstance(text, str) or not text:
+        return default
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return default
