@@ -1,20 +1,24 @@
 """The folder an agent works in. Every path a tool takes is resolved here and refused if it leaves the
-workspace: absolute paths, ``..`` escapes and symlinks that point outside."""
+workspace: absolute paths, ``..`` escapes and symlinks that point outside. ``path()`` checks a path for the
+tool's message; the reading and writing itself goes through ``tree`` (``beneath.py``: resolved by the kernel
+beneath the workspace's descriptor, regular files only, size-capped), so what the sandbox changes between
+the check and the use cannot redirect the host."""
 
 from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from pathlib import Path
 
+from toolkit.agent.environments.beneath import Tree
 from toolkit.agent.tools.base import ToolError
 
 
 class Workspace:
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path, max_read_bytes: int = 10 * 2**20):
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
+        self.tree = Tree(self.root, max_read_bytes)
 
     def path(self, relative: str, must_exist: bool = False) -> Path:
         if not relative or not str(relative).strip():
@@ -35,36 +39,25 @@ class Workspace:
         return resolved == self.root or self.root in resolved.parents
 
     def rel(self, path: Path) -> str:
-        return str(path.resolve().relative_to(self.root))
+        """``path`` relative to the workspace (lexically when it is below it, else with links resolved)."""
+        try:
+            return str(Path(path).relative_to(self.root))
+        except ValueError:
+            return str(Path(path).resolve().relative_to(self.root))
 
     def private(self, sub: str | None = None) -> Path:
         """``.agent/`` (or a folder in it): backups, trajectories and pull-request records, kept out of git.
-        The toolkit owns it: a symlink or file the agent put in its place is removed first, so nothing the
-        toolkit writes there can be redirected out of the workspace."""
-        folder = _real_dir(self.root / ".agent")
-        return _real_dir(folder / sub) if sub else folder
+        The toolkit owns it: a symlink or file the agent put in its place is removed first."""
+        rel = f".agent/{sub}" if sub else ".agent"
+        os.close(self.tree.real_dir(rel))
+        return self.root / rel
 
     def write_private(self, relative: str, text: str) -> Path:
-        """Write ``.agent/<relative>`` (one folder level at most) atomically through a fresh temporary file,
-        so a symlink or FIFO the agent left at that name is replaced, never followed or blocked on."""
-        *sub, name = relative.split("/")
-        folder = self.private(sub[0] if sub else None)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(tmp, folder / name)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return folder / name
-
-
-def _real_dir(path: Path) -> Path:
-    if path.is_symlink() or (path.exists() and not path.is_dir()):
-        path.unlink()
-    path.mkdir(exist_ok=True)
-    return path
+        """Write ``.agent/<relative>`` atomically through a fresh temporary file created in the folder's
+        descriptor, so a symlink or FIFO the agent left at that name (or in place of a folder on the way)
+        is replaced, never followed or blocked on."""
+        self.tree.write_bytes(f".agent/{relative}", text.encode("utf-8"), agent_dir=True)
+        return self.root / ".agent" / relative
 
 
 def scrubbed_env() -> dict[str, str]:

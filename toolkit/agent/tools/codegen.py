@@ -5,11 +5,13 @@ the editor; never the agent."""
 
 from __future__ import annotations
 
+import errno
 from typing import Any, Awaitable, Callable, Literal
 
 from pydantic import BaseModel, Field
 
 from toolkit.prompting.structured_call import Action, ActionResult
+from toolkit.agent.environments.beneath import Refused
 from toolkit.agent.tools.editor import Editor
 from toolkit.agent.environments.environment import Environment
 from toolkit.agent.tools.base import ToolError, tool
@@ -53,7 +55,7 @@ class CodeWriter:
         """
         target = self.workspace.path(path)
         result = await self.ask(WRITE_CODE, {"path": path, "description": file_description,
-                                                   "existing": _read(target)}, "write_new_code")
+                                                   "existing": _read(self.workspace, target)}, "write_new_code")
         if result.fallback:
             raise ToolError(f"no usable code came back for {path}: {result.error}")
         return self.editor.write_file(path, result.value.content)
@@ -73,7 +75,7 @@ class CodeReview:
             path: file path relative to the workspace; omit it to review the uncommitted diff.
         """
         if path:
-            what, code = path, _numbered(_read(self.workspace.path(path, must_exist=True)))
+            what, code = path, _numbered(_read(self.workspace, self.workspace.path(path, must_exist=True)))
         else:
             out = self.environment.run(["git", "-c", "core.hooksPath=/dev/null", "diff", "HEAD"])
             if out.returncode != 0 or not out.stdout.strip():
@@ -100,17 +102,23 @@ class CodeReview:
             raise ToolError(f"no review comments to apply for {path}; run CodeReview.review first")
         target = self.workspace.path(path, must_exist=True)
         comments = "\n".join(f"- line {c.line} [{c.severity}] {c.comment}" for c in review.comments)
-        result = await self.ask(FIX, {"path": path, "code": _read(target), "comments": comments}, "fix")
+        result = await self.ask(FIX, {"path": path, "code": _read(self.workspace, target), "comments": comments}, "fix")
         if result.fallback:
             raise ToolError(f"no usable fix came back for {path}: {result.error}")
         return self.editor.write_file(path, result.value.content)
 
 
-def _read(path) -> str:
-    """A file's text as a prompt may carry it: secrets masked; "" for a missing or non-regular file."""
-    if not path.is_file():  # a FIFO would block the session
+def _read(workspace: Workspace, path) -> str:
+    """A file's text as a prompt may carry it: secrets masked; "" for a missing or non-regular file (a FIFO
+    would block the session), read beneath the workspace and refused past its read limit."""
+    try:
+        return redact(workspace.tree.read_text(workspace.rel(path), errors="replace"))
+    except Refused as exc:
+        if exc.errno == errno.EFBIG:
+            raise ToolError(f"{workspace.rel(path)} {exc.strerror}") from None
         return ""
-    return redact(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return ""
 
 
 def _numbered(text: str) -> str:

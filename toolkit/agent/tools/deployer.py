@@ -13,6 +13,7 @@ import threading
 import zlib
 from http.server import ThreadingHTTPServer
 
+from toolkit.agent.environments.beneath import Refused
 from toolkit.agent.environments.environment import Environment, EnvironmentUnavailable, LocalEnvironment
 from toolkit.agent.environments.static_server import make_handler
 from toolkit.agent.tools.base import ToolError, tool
@@ -33,8 +34,7 @@ class Deployer:
             dist_dir: the folder to serve, relative to the workspace.
         """
         folder = self.workspace.path(dist_dir, must_exist=True)
-        index = folder / "index.html"
-        if not folder.is_dir() or not index.is_file() or self.workspace.root not in index.resolve().parents:
+        if not self.workspace.tree.is_file(f"{self.workspace.rel(folder)}/index.html"):  # beneath the workspace
             raise ToolError(f"{dist_dir} has no index.html (a regular file inside the workspace); build the site first")
         if self.environment is None or isinstance(self.environment, LocalEnvironment):
             return self._done(dist_dir, self._serve_here(folder))  # the host's loopback is the shell's too
@@ -95,8 +95,11 @@ class ImageGetter:
         if not (1 <= width <= 4096 and 1 <= height <= 4096):
             raise ToolError("width and height must be between 1 and 4096")
         target = self.workspace.path(image_path)
-        if target.exists() and not target.is_file():
-            raise ToolError(f"{image_path} exists and is not a regular file")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(placeholder_png(width, height, f"placeholder: {search_term}"))
+        try:  # atomic, beneath the workspace: no link out followed, a FIFO or device refused
+            self.workspace.tree.write_bytes(self.workspace.rel(target),
+                                            placeholder_png(width, height, f"placeholder: {search_term}"), parents=True)
+        except Refused as exc:
+            raise ToolError(f"{image_path}: {exc.strerror}") from None
+        except (NotADirectoryError, IsADirectoryError) as exc:
+            raise ToolError(f"{image_path}: {exc.strerror}") from None
         return f"Wrote a {width}x{height} placeholder for {search_term!r} to {image_path}"

@@ -1,20 +1,23 @@
 """A file editor confined to the workspace, with a 100-line window and safe writes.
 
 Every write is atomic (temp file + rename) and backed up first; an optional Python syntax check reverts
-an edit that breaks the file and says why; an edit is anchored by line numbers *and* the expected text of
-its first and last lines (as in the seed), so a stale view cannot clobber the wrong lines; nothing can
-leave a file emptied or half-written.
+an edit that breaks the file and says why; every read and write goes through the workspace's descriptor
+(``Workspace.tree``: no link out followed, even one swapped in mid-operation; regular files only; a file
+larger than the workspace's read limit is refused, not read); an edit is anchored by line numbers *and*
+the expected text of its first and last lines (as in the seed), so a stale view cannot clobber the wrong
+lines; nothing can leave a file emptied or half-written.
 """
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
-import shutil
-import tempfile
+import stat
 import time
 from pathlib import Path
 
+from toolkit.agent.environments.beneath import Refused
 from toolkit.agent.tools.base import ToolError, tool
 from toolkit.agent.environments.workspace import Workspace
 
@@ -30,9 +33,17 @@ class Editor:
 
     # ------------------------------------------------------------------ viewing
     def _lines(self, path: Path) -> list[str]:
-        if not path.is_file():
-            raise ToolError(f"{self.workspace.rel(path)} is no longer a regular file")
-        return [line.rstrip("\r") for line in _split(_read(path, errors="replace"))]
+        rel = self.workspace.rel(path)
+        if not self.workspace.tree.is_file(rel):
+            raise ToolError(f"{rel} is no longer a regular file")
+        return [line.rstrip("\r") for line in _split(self._read(rel, rel, errors="replace"))]
+
+    def _read(self, rel: str, shown: str, errors: str = "strict") -> str:
+        """A file's text exactly as stored (no newline translation), read beneath the workspace."""
+        try:
+            return self.workspace.tree.read_bytes(rel).decode("utf-8", errors=errors)
+        except Refused as exc:
+            raise ToolError(_refusal(shown, exc)) from None
 
     def view(self) -> str:
         if self.current is None:
@@ -55,9 +66,10 @@ class Editor:
             line_number: the line to show near the top of the window.
         """
         target = self.workspace.path(path, must_exist=True)
-        if target.is_dir():
+        kind = self._kind(target, path)
+        if stat.S_ISDIR(kind):
             raise ToolError(f"{path} is a folder")
-        if not target.is_file():
+        if not stat.S_ISREG(kind):
             raise ToolError(f"{path} is not a regular file (a FIFO, socket or device is not opened)")
         self.current = target
         self.top = max(1, line_number - 10)
@@ -97,7 +109,7 @@ class Editor:
             path: file path relative to the workspace; the open file if omitted.
         """
         target = self.workspace.path(path, must_exist=True) if path else self._need_open()
-        if not target.is_file():
+        if not stat.S_ISREG(self._kind(target, path or self.workspace.rel(target))):
             raise ToolError(f"{path} is not a regular file")
         hits = [f"{i}: {line}" for i, line in enumerate(self._lines(target), 1) if term in line]
         return f"{len(hits)} matches for {term!r} in {self.workspace.rel(target)}" + (
@@ -111,16 +123,22 @@ class Editor:
             term: the text to find.
             dir: folder relative to the workspace.
         """
-        counts = []
+        counts, large = [], []
         for path in self._walk(dir):
-            if path.is_file() and self.workspace.contains(path):  # regular files; no symlink out
-                try:
-                    n = path.read_text(encoding="utf-8").count(term)
-                except (UnicodeDecodeError, OSError):
-                    continue
-                if n:
-                    counts.append(f"{self._shown(path)}: {n}")
-        return f"{len(counts)} files contain {term!r}" + ("\n" + "\n".join(counts[:100]) if counts else "")
+            rel = self._shown(path)
+            try:  # regular files beneath the workspace only: a link out is refused by the kernel
+                n = self.workspace.tree.read_bytes(rel).decode("utf-8").count(term)
+            except Refused as exc:
+                if exc.errno == errno.EFBIG:
+                    large.append(rel)
+                continue
+            except (UnicodeDecodeError, OSError):
+                continue
+            if n:
+                counts.append(f"{rel}: {n}")
+        skipped = (f"\n({len(large)} files larger than {self.workspace.tree.max_read_bytes} bytes not searched: "
+                   f"{', '.join(large[:5])})" if large else "")
+        return f"{len(counts)} files contain {term!r}" + ("\n" + "\n".join(counts[:100]) if counts else "") + skipped
 
     @tool
     def find_file(self, name: str, dir: str = ".") -> str:
@@ -138,11 +156,18 @@ class Editor:
         """Every entry under a workspace folder, sorted, without descending into symlinked folders (so a
         link cannot lead the search out of the workspace) or into .git and .agent."""
         folder = self.workspace.path(dir, must_exist=True)
+        try:
+            fd = self.workspace.tree.dir_fd(self.workspace.rel(folder))
+        except (Refused, NotADirectoryError) as exc:
+            raise ToolError(_refusal(dir, exc) if isinstance(exc, Refused) else f"{dir} is not a folder") from None
         found = []
-        for top, dirs, files in os.walk(folder, followlinks=False):
-            dirs[:] = [d for d in dirs if d not in (".git", ".agent")]
-            found += [Path(top) / n for n in dirs + files]
-        return sorted(found)
+        try:  # descriptor-based: a folder swapped for a link mid-walk is not entered
+            for top, dirs, files, _ in os.fwalk(".", dir_fd=fd, follow_symlinks=False):
+                dirs[:] = [d for d in dirs if d not in (".git", ".agent")]
+                found += [folder / top / n for n in dirs + files]
+        finally:
+            os.close(fd)
+        return sorted(Path(os.path.normpath(p)) for p in found)
 
     def _shown(self, path: Path) -> str:
         """A path as the model sees it: relative to the workspace, the link itself (not its target)."""
@@ -158,9 +183,8 @@ class Editor:
             content: the file's text.
         """
         target = self.workspace.path(path)
-        if target.exists():
+        if self._kind(target, path) is not None:
             raise ToolError(f"{path} exists; use write_file to replace it or edit_file_by_replace to change it")
-        target.parent.mkdir(parents=True, exist_ok=True)
         self._save(target, content, None)
         return self.open_file(path)
 
@@ -176,7 +200,6 @@ class Editor:
         old = self._existing(target, path)
         if not content.strip() and old and old.strip():
             raise ToolError(f"refusing to empty {path}; delete it with the terminal if that is really meant")
-        target.parent.mkdir(parents=True, exist_ok=True)
         self._save(target, content, old)
         return self.open_file(path)
 
@@ -248,22 +271,31 @@ class Editor:
         base = old or ""
         if base and not base.endswith("\n"):
             base += "\n"
-        target.parent.mkdir(parents=True, exist_ok=True)
         self._save(target, base + content + ("" if content.endswith("\n") else "\n"), old)
         self.current = target
         self.top = max(1, len(self._lines(target)) - WINDOW + 1)
         return self.view()
 
     # ------------------------------------------------------------------ safety
-    @staticmethod
-    def _existing(target: Path, path: str) -> str | None:
+    def _kind(self, target: Path, shown: str) -> int | None:
+        """The file type bits of ``target`` (inner links followed, beneath the workspace); None: missing."""
+        try:
+            st = self.workspace.tree.lstat(self.workspace.rel(target))
+        except Refused as exc:
+            raise ToolError(_refusal(shown, exc)) from None
+        except NotADirectoryError:
+            return None
+        return None if st is None else st.st_mode
+
+    def _existing(self, target: Path, path: str) -> str | None:
         """The current text of a file about to change (None: it does not exist); a FIFO, socket or device
         is refused rather than read (reading a FIFO would block the session)."""
-        if not target.exists():
+        kind = self._kind(target, path)
+        if kind is None:
             return None
-        if not target.is_file():
+        if not stat.S_ISREG(kind):
             raise ToolError(f"{path} is not a regular file")
-        return _read(target)
+        return self._read(self.workspace.rel(target), path)
 
     def _need_open(self) -> Path:
         if self.current is None:
@@ -277,28 +309,24 @@ class Editor:
             except SyntaxError as exc:
                 raise ToolError(f"the edit was not applied: it would make {self.workspace.rel(target)} invalid "
                                 f"Python (line {exc.lineno}: {exc.msg}); the file is unchanged") from None
+        rel = self.workspace.rel(target)
         if old is not None:  # a backup before anything touches the file
-            backups = self.workspace.private("backups")
-            shutil.copy2(target, backups / f"{self.workspace.rel(target).replace('/', '__')}.{time.time_ns()}")
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:  # line endings as given
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            if old is not None:
-                shutil.copymode(target, tmp)
-            os.replace(tmp, target)  # atomic: readers see the old file or the new one, never half of it
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+            name = f"{rel.replace('/', '__')}.{time.time_ns()}"
+            self.workspace.tree.write_bytes(f".agent/backups/{name}", old.encode("utf-8"), agent_dir=True)
+        try:  # atomic: readers see the old file or the new one, never half of it; line endings as given
+            self.workspace.tree.write_bytes(rel, text.encode("utf-8"), parents=True)
+        except Refused as exc:
+            raise ToolError(_refusal(rel, exc)) from None
+        except (NotADirectoryError, FileExistsError) as exc:
+            raise ToolError(f"{rel}: cannot be written ({exc.strerror})") from None
 
 
-def _read(path: Path, errors: str = "strict") -> str:
-    """A file's text exactly as stored (no newline translation: CRLF stays CRLF)."""
-    with open(path, encoding="utf-8", errors=errors, newline="") as handle:
-        return handle.read()
+def _refusal(shown: str, exc: Refused) -> str:
+    if exc.errno in (errno.EXDEV, errno.ELOOP):
+        return f"{shown}: outside the workspace (.. or a symlink leading out) is refused"
+    if exc.errno == errno.EFBIG:
+        return f"{shown} {exc.strerror}; look at parts of it with the terminal (head, sed -n, grep)"
+    return f"{shown} {exc.strerror}"
 
 
 def _split(text: str, eol: str = "\n") -> list[str]:
