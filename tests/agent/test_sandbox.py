@@ -239,3 +239,56 @@ def test_git_typed_outside_eval_mode_does_not_end_the_session(kind, tmp_path):
     (tmp_path / "s.yaml").write_text(yaml.safe_dump({"answers": answers}))
     agent = Session(load_role("engineer"), "t", ws, f"scripted:{tmp_path / 's.yaml'}", environment=kind)
     assert asyncio.run(agent.run()).ended_by == "end" and (ws / "after.txt").exists()
+
+
+# ------------------------------------------------------------------ host-side file operations under attack
+SWAPPER = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+os.chdir(sys.argv[1])
+open("swapper-up", "w").close()
+while not os.path.exists("stop-swapping"):
+    libc.renameat2(-100, b"dir", -100, b"link", 2)  # RENAME_EXCHANGE: dir <-> a symlink to the host folder
+"""
+
+
+async def test_a_folder_swapped_for_a_link_never_redirects_the_editor(tmp_path):
+    """The race of the issue: a process in the sandbox swaps a folder with a symlink to a host folder
+    (renameat2 RENAME_EXCHANGE) as fast as it can while the host Editor writes into that folder 300 times
+    and reads it back: every write lands in the workspace or is refused, the host folder stays empty."""
+    from toolkit.agent.environments.environment import make_environment
+    from toolkit.agent.environments.workspace import Workspace
+    from toolkit.agent.tools.base import ToolError
+    from toolkit.agent.tools.editor import Editor
+
+    needs("bubblewrap")
+    outside, ws_root = tmp_path / "outside", tmp_path / "ws"
+    outside.mkdir()
+    (outside / "victim.txt").write_text("host file\n")
+    (ws_root / "dir").mkdir(parents=True)
+    (ws_root / "link").symlink_to(outside)
+    (ws_root / "swap.py").write_text(SWAPPER)
+    env = make_environment("bubblewrap", ws_root)
+    ed = Editor(Workspace(ws_root), check_python=False)
+    written = refused = 0
+    try:
+        await env.execute(f"setsid -f python3 -I swap.py {ws_root} </dev/null >/dev/null 2>&1", 10)
+        for _ in range(200):
+            if (ws_root / "swapper-up").exists():
+                break
+            await asyncio.sleep(0.05)
+        assert (ws_root / "swapper-up").exists()
+        for i in range(300):
+            for call in (lambda: ed.write_file("dir/victim.txt", f"agent {i}\n"),
+                         lambda: ed.open_file("dir/victim.txt")):
+                try:
+                    call()
+                    written += 1
+                except ToolError:
+                    refused += 1
+    finally:
+        (ws_root / "stop-swapping").touch()
+        await env.stop()
+    assert sorted(p.name for p in outside.iterdir()) == ["victim.txt"]
+    assert (outside / "victim.txt").read_text() == "host file\n"
+    assert written + refused == 600 and written > 0  # the race ran: some calls went through, none went out
