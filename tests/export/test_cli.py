@@ -39,3 +39,23 @@ def test_export_kaggle_writes_one_replay_per_game(tmp_path):
     replay = json.loads((tmp_path / f"{GAME}.json").read_text())
     assert replay["info"]["GAME_END"]["winner_team"] == "Werewolves"
     assert "wrote 1 file" in done.stdout
+
+
+def test_view_writes_one_self_contained_page(tmp_path):
+    out = tmp_path / "views" / "game.html"
+    done = toolkit("view", EXAMPLES, "--game", GAME, "--out", out)
+    assert done.returncode == 0, done.stderr
+    page = out.read_text()
+    assert 'id="votes-day-1"' in page and 'id="god-view"' in page and "<script src" not in page
+
+
+@pytest.mark.parametrize("args, message", [
+    (["view", EXAMPLES, "--game", "g-nope", "--out", "{out}"], "--game g-nope: no game 'g-nope'"),
+    (["view", EXAMPLES, "--out", "{out}"], "one of the arguments --game --session is required"),
+    (["view", EXAMPLES, "--session", "s-nope", "--out", "{out}"], "--session s-nope: no session"),
+])
+def test_view_mistakes_are_one_line(tmp_path, args, message):
+    out = tmp_path / "page.html"
+    done = toolkit(*[str(a).replace("{out}", str(out)) for a in args])
+    assert done.returncode == 2 and message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not out.exists()

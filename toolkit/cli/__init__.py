@@ -1,4 +1,4 @@
-"""``python -m toolkit``: play, replay, engineer, engineer-suite, sweep, tournament, report, export,
+"""``python -m toolkit``: play, replay, engineer, engineer-suite, sweep, tournament, report, export, view,
 local-server.
 
 One module per command (``toolkit/cli/<command>.py``: ``HELP``, ``add_arguments``, ``run``), imported only when
@@ -16,7 +16,7 @@ from importlib import import_module
 
 COMMANDS = {  # command -> module under toolkit.cli
     "play": "play", "replay": "replay", "engineer": "engineer", "engineer-suite": "engineer_suite",
-    "sweep": "sweep", "tournament": "tournament", "report": "report", "export": "export",
+    "sweep": "sweep", "tournament": "tournament", "report": "report", "export": "export", "view": "view",
 }
 HELPS = {  # kept here so that the top-level --help imports no command
     "play": "play one werewolf game and write its tables",
@@ -27,6 +27,7 @@ HELPS = {  # kept here so that the top-level --help imports no command
     "tournament": "plan and run a tournament file (role rotation, seat shuffling)",
     "report": "write plots (PNG) and summary.md for a results folder",
     "export": "export games and sessions for Kaggle, Inspect, mini-swe-agent, OpenTelemetry or Hugging Face datasets",
+    "view": "write a game's or session's replay as one self-contained HTML file",
     "local-server": "serve the small local model on 127.0.0.1 (extra: local)",
 }
 
