@@ -5,9 +5,9 @@ error, issue 14 item 3), and a rejected command creates nothing.
 The CLI runs in-process (``toolkit.cli.main``) for speed. Games and replays run for real; three slow
 back ends are replaced by test doubles that only record that they were reached, because each takes
 seconds and the property is about what happens before them: a sweep's papermill kernels
-(``toolkit.study.sweep.run_sweep``; tests/test_sweep.py runs them for real), the report's plots
-(``toolkit.analysis.report.write_report``; tests/test_results_loading.py runs it) and an engineer session
-(``toolkit.agent.loop.session.Session.run``; tests/test_agent_loop.py runs it)."""
+(``toolkit.study.sweep.run_sweep``; tests/study/test_sweep.py runs them for real), the report's plots
+(``toolkit.analysis.report.write_report``; tests/analysis/test_report.py runs it) and an engineer session
+(``toolkit.agent.loop.session.Session.run``; tests/agent/test_loop.py runs it)."""
 
 import contextlib
 import io

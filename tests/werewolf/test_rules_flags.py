@@ -203,8 +203,8 @@ def test_fixed_speech_order_is_seat_order_among_the_living_every_day():
 
 
 def test_rotate_starts_a_later_day_with_a_different_speaker():
-    """DESIGN.md: players speak 'starting after the last speaker of the previous day' (rotate). With nobody dead,
-    a rotating order must not open day 2 with the same speaker as day 1, or the flag changes nothing."""
+    """speech_order: rotate opens each day one seat later (docs/werewolf.md, "Rules and presets"). With nobody
+    dead, a rotating order must not open day 2 with the same speaker as day 1, or the flag changes nothing."""
     game = new_game(speech_order="rotate")
     night(game, hunt="Player3", protect="Player3")
     first = day(game)

@@ -45,7 +45,7 @@ def presets(draw):
 
 
 def expected_winner(preset: Preset, roles: dict[str, str], alive: list[str]) -> str | None:
-    """The win rule, written out from DESIGN.md independently of Game._check_win."""
+    """The win rule, written out from docs/werewolf.md (``win_rule``) independently of Game._check_win."""
     wolves = [s for s in alive if roles[s] == "Werewolf"]
     rest = [s for s in alive if roles[s] != "Werewolf"]
     if not wolves:

@@ -1,4 +1,4 @@
-"""Each MetaGPT defect as a scenario, played through ``scripted:`` files (tests/scenarios/)."""
+"""Each MetaGPT defect as a scenario, played through ``scripted:`` files (tests/werewolf/scenarios/)."""
 
 import asyncio
 import json

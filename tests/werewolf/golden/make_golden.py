@@ -1,7 +1,7 @@
-"""Write the golden `events` and `calls` tables that tests/test_golden.py compares against.
+"""Write the golden `events` and `calls` tables that tests/werewolf/test_golden.py compares against.
 
 Run it only when a change is *meant* to alter what games produce (prompts, rules, players), and say so in the
-commit: ``python tests/golden/make_golden.py``. The tables were first generated on commit 1bbd283 (before
+commit: ``python tests/werewolf/golden/make_golden.py``. The tables were first generated on commit 1bbd283 (before
 the model-layer refactor of issue 10) and the refactor reproduced them byte for byte.
 
 Ids, timestamps, latencies and the loopback server's port are left out (they differ run to run); a
@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent.parent))
+sys.path.insert(0, str(HERE.parents[2]))  # the repository root
 
 from toolkit.testing.loopback_server import FakeOpenAIServer  # noqa: E402
 from toolkit.record.run_log import Run  # noqa: E402

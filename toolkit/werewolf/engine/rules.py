@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from toolkit.werewolf.engine.preset import SPECIAL_ROLES, Preset
 from toolkit.werewolf.engine.speech import clean_speech
 
-PUBLIC, WOLVES, MODERATOR = "public", "werewolves", "moderator"
+PUBLIC, WOLVES = "public", "werewolves"
 
 
 class IllegalMove(ValueError):
@@ -82,11 +82,9 @@ class Game:
         self.checks: dict[str, str] = {}  # seer's results
         self.night = Night()
         self.speech_queue: list[str] = []
-        self.last_speaker: str | None = None
         self.first_speaker: str | None = None  # who opened the last day's speeches
         self.votes: dict[str, str] = {}
         self.vote_candidates: tuple[str, ...] = ()
-        self.eliminated_today: str | None = None
         self.deaths: dict[str, tuple[int, str]] = {}  # seat → (day, cause)
         self._vote_fallbacks: set[str] = set()
         self.winner: str | None = None
@@ -181,8 +179,6 @@ class Game:
 
     def _speak(self, seat: str, text: str, fallback: bool) -> None:
         self.speech_queue.pop(0)
-        if self.phase == "day_speech":
-            self.last_speaker = seat
         kind = "speech" if self.phase == "day_speech" else "last_words"
         # Stored as data: one capped line with no control/bidi characters and no quote delimiters (the raw
         # answer stays in the calls table), so no later prompt or transcript can be forged through it.
