@@ -100,3 +100,24 @@ def test_the_files_the_docs_name_exist():
     assert len(named) > 20
     missing = sorted(f"{page}: {path}" for page, path in named if not (REPO / path).exists())
     assert not missing, "\n".join(missing)
+
+
+def test_the_readme_map_names_every_layer_package_at_its_layer():
+    """The README's map of the repository is the architecture test's LAYERS, package for package."""
+    from tests.test_architecture import LAYERS
+
+    wanted = {prefix.split(".")[1]: number for number, prefixes in LAYERS for prefix in prefixes
+              if prefix.count(".") == 1 and prefix != "toolkit.__main__"}
+    shown = {}
+    for number, packages in re.findall(r"^\| (\d) \| (.+?) \|", (REPO / "README.md").read_text(), re.M):
+        for package in re.findall(r"`(\w+)/`", packages):
+            shown[package] = int(number)
+    assert shown == wanted
+
+
+def test_the_readme_names_every_command():
+    from toolkit.cli import HELPS
+
+    readme = (REPO / "README.md").read_text()
+    missing = [name for name in HELPS if f"`{name}`" not in readme]
+    assert not missing, f"commands the README does not name: {missing}"
