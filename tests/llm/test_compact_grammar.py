@@ -81,7 +81,7 @@ def test_the_local_backend_sends_a_grammar_where_it_can_and_the_schema_where_it_
                                          ("TOOLKIT_LOCAL_CACHE_PROMPT", "sometimes")])
 def test_a_bad_local_setting_is_refused_before_a_server_starts(monkeypatch, name, value):
     from toolkit.llm import local
-    from toolkit.llm.model import get_model
+    from toolkit.llm import get_model
 
     def no_server():
         raise AssertionError("a server was started")

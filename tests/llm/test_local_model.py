@@ -56,7 +56,7 @@ def test_the_lean_sampler_chain_gives_the_same_answers_as_the_servers_default(mo
     """The `local` requests name a lean sampler chain (faster); with the same seed a seat gets the same answer
     as with the server's full default chain, whose other samplers are no-ops at their defaults."""
     from toolkit.llm.local import LEAN_SAMPLERS
-    from toolkit.llm.model import get_model
+    from toolkit.llm import get_model
     from toolkit.llm.request import Request, Sampling
     from toolkit.werewolf.seat.decisions import output_model
 

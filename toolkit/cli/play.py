@@ -75,19 +75,8 @@ def check_play(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str]
 
 def unused_decisions(runner: Any) -> list[str]:
     """Scripted decisions the game never asked for (e.g. for a seat that was dead by then)."""
-    out = []
-    seen: set[int] = set()
-    for player in runner.players.values():
-        backend = player.model.backend
-        if id(backend) in seen or not getattr(backend, "decisions", None):
-            continue
-        seen.add(id(backend))
-        used = getattr(backend, "_used", {}).get(runner.game_id, set())
-        for i, d in enumerate(backend.decisions):
-            if i not in used:
-                out.append(f"{getattr(backend, 'path', '?')} decision #{i + 1} "
-                           f"(day {d.get('day')} {d.get('action')} {d.get('seat')})")
-    return out
+    backends = {id(p.model.backend): p.model.backend for p in runner.players.values()}
+    return [unused for backend in backends.values() for unused in backend.unused(runner.game_id)]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,9 +13,8 @@ import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import toolkit.record.load  # noqa: F401  (registers the replay spec)
-import toolkit.werewolf.game  # noqa: F401  (registers the heuristic and mixed specs)
-from toolkit.llm import PROVIDERS, get_model, known_specs, parse_spec
+from toolkit.llm import get_model, known_specs, parse_spec
+from toolkit.llm.registry import find
 from toolkit.record.load import run_folders
 from toolkit.core.files import FileError, load_scripted, one_line
 from toolkit.core.secrets import mask_url_credentials as mask_url
@@ -149,7 +148,7 @@ def check_spec(spec: str, seats: list[str] | None = None, option: str = "--model
         return
     elif kind == "human":
         raise FileError(f"{option} human: human seats are played in the notebook widgets, not the CLI")
-    elif kind not in PROVIDERS:
+    elif find(kind) is None:
         raise FileError(f"{option} {one_line(spec, 80)}: unknown model spec; specs are {known_specs()}")
     try:
         get_model(spec)  # offline backends are cheap to build and check their own arguments

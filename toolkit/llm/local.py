@@ -43,7 +43,7 @@ from toolkit.llm.compact_grammar import compact_grammar
 from toolkit.llm.model import ModelConfig
 from toolkit.llm.openai_backend import OpenAIBackend
 from toolkit.llm.request import Request
-from toolkit.llm.registry import parse_spec, register
+from toolkit.llm.spec import parse_spec
 
 MODEL_NAME = "gemma-3-270m"
 
@@ -354,8 +354,7 @@ class LocalBackend(OpenAIBackend):
         return body
 
 
-@register("local")
-def _local(arg: str, config: ModelConfig) -> LocalBackend:
+def local_backend(config: ModelConfig) -> LocalBackend:
     """The ``local`` spec: the OpenAI-compatible backend on the shared server. The per-endpoint cap is the
     server's slot count (each slot serves one request at a time; more would only queue), unless
     ``TOOLKIT_MAX_CONNECTIONS`` sets a lower one. Small outputs, bounded by the schema. The settings are read

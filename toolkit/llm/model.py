@@ -31,7 +31,7 @@ from tenacity import (
 )
 
 from toolkit.llm.cache import ResponseCache, cache_key
-from toolkit.llm.registry import Backend, build
+from toolkit.llm.backend import Backend
 from toolkit.llm.request import Completion, LLMError, Request, TransientError, estimate_tokens, messages_text
 from toolkit.core.secrets import mask_url
 
@@ -186,12 +186,13 @@ class Model:
     """A backend behind the one call path. ``spec`` is the spec string; ``name`` the provider's model name."""
 
     def __init__(self, spec: str, backend: Backend, config: ModelConfig | None = None):
+        if not isinstance(backend, Backend):
+            raise TypeError(f"{spec}: a backend must subclass toolkit.llm.Backend, not {type(backend).__name__}")
         self.spec = spec
         self.backend = backend
         self.config = config or ModelConfig.from_env()
-        self.base_url: str | None = getattr(backend, "base_url", None)
-        self.cache = (ResponseCache(self.config.cache_dir)
-                      if self.config.cache_dir and getattr(backend, "cacheable", False) else None)
+        self.base_url: str | None = backend.base_url
+        self.cache = ResponseCache(self.config.cache_dir) if self.config.cache_dir and backend.cacheable else None
         self._backoff = wait_exponential_jitter(multiplier=self.config.backoff_initial_s, max=self.config.backoff_max_s,
                                                 jitter=self.config.backoff_initial_s)
 
@@ -284,12 +285,7 @@ class Model:
         if c.completion_tokens is None:
             c.completion_tokens = estimate_tokens(c.text)
         if c.cost_usd is None:
-            free = getattr(self.backend, "free", False)  # read per call: a fork switches backends mid-game
-            c.cost_usd = 0.0 if free else cost_usd(c.model, c.prompt_tokens, c.completion_tokens, c.cached_tokens)
+            # read per call: a fork switches backends mid-game
+            c.cost_usd = 0.0 if self.backend.free else cost_usd(c.model, c.prompt_tokens, c.completion_tokens,
+                                                                c.cached_tokens)
         return c
-
-
-def get_model(spec: str, **options: Any) -> Model:
-    """The model a spec names, behind the wrapper. ``options`` are ``ModelConfig`` fields."""
-    config = ModelConfig.from_env(**options)
-    return Model(spec.strip(), build(spec, config), config)

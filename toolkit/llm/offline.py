@@ -1,6 +1,7 @@
-"""Backends that need no network: ``random``, ``scripted:PATH``, ``chaos:RATE``, and ``Replay`` (its spec
-``replay:DIR`` is registered by the results loader, which hands it the recorded rows). Rule-based players
-(``heuristic``) are registered by the game.
+"""Backends that need no network: ``random``, ``scripted:PATH``, ``chaos:RATE`` (listed in
+``toolkit.llm.providers``), and ``ReplayBackend`` (its spec ``replay:DIR`` belongs to the results loader,
+which hands it the recorded rows). The rule-based ``heuristic`` player lives with the game; a scripted
+file's ``default: heuristic`` and chaos's good answers reach it through the registry.
 
 All randomness comes from the request's seed, so a seeded game plays the same every time. Offline answers
 cost nothing; their token counts are estimated (and flagged) by the model wrapper, so tables compare.
@@ -16,7 +17,8 @@ from typing import Any
 
 import yaml
 
-from toolkit.llm.registry import PROVIDERS, register
+from toolkit.llm.backend import Backend
+from toolkit.llm.spec import installed, missing_hint
 from toolkit.llm.request import Completion, LLMError, Request
 
 _WORDS = ("I", "think", "we", "should", "watch", "carefully", "nobody", "is", "safe", "yet", "let", "us",
@@ -28,10 +30,13 @@ def _rng(request: Request, salt: str = "") -> random.Random:
     return random.Random(f"{request.sampling.seed}:{salt}:{request.replay_key or ''}:{len(request.messages)}")
 
 
-def rule_player(name: str) -> Any | None:
-    """A rule-based backend registered by a higher layer (``heuristic`` by the game), or None."""
-    provider = PROVIDERS.get(name)
-    return provider.factory("", None) if provider is not None else None
+def heuristic_player() -> Backend:
+    """The rule-based ``heuristic`` player (defined by the game, found through the registry; a ValueError
+    saying why when it is not installed, never a silent stand-in)."""
+    provider = installed("heuristic")
+    if provider is None:
+        raise ValueError(f"the heuristic player is not installed{missing_hint()}")
+    return provider.factory("", None)
 
 
 def sample_from_schema(schema: dict[str, Any], rng: random.Random, root: dict[str, Any] | None = None) -> Any:
@@ -72,7 +77,7 @@ def sample_from_schema(schema: dict[str, Any], rng: random.Random, root: dict[st
     return " ".join(rng.choice(_WORDS) for _ in range(rng.randint(3, 10))).capitalize() + "."
 
 
-class RandomBackend:
+class RandomBackend(Backend):
     """Legal random answers: every enum (e.g. legal targets) is sampled uniformly from the schema."""
 
     model = "random"
@@ -86,12 +91,7 @@ class RandomBackend:
         return Completion(text, self.model)
 
 
-@register("random")
-def _random(arg: str, config: Any) -> RandomBackend:
-    return RandomBackend()
-
-
-class ScriptedBackend:
+class ScriptedBackend(Backend):
     """Answers from a YAML/JSON file.
 
     - ``answers: [...]`` (or a bare list): returned in order, per game or session.
@@ -122,9 +122,14 @@ class ScriptedBackend:
         if default not in ("random", "heuristic", "error"):
             raise ValueError(f"scripted:{path}: default must be random, heuristic or error, not {default!r}")
         self.default = None if default == "error" else (RandomBackend() if default == "random"
-                                                        else rule_player("heuristic"))
+                                                        else heuristic_player())
         self._next_answer: dict[str, int] = defaultdict(int)
         self._used: dict[str, set[int]] = defaultdict(set)
+
+    def unused(self, context_id: str) -> list[str]:
+        """The decisions never matched in this game or session (e.g. for a seat that was dead by then)."""
+        return [f"{self.path} decision #{i + 1} (day {d.get('day')} {d.get('action')} {d.get('seat')})"
+                for i, d in enumerate(self.decisions) if i not in self._used.get(context_id, ())]
 
     async def complete(self, request: Request) -> Completion:
         ctx = request.context_id
@@ -152,12 +157,7 @@ class ScriptedBackend:
         raise LLMError(f"{self.model}: no scripted answer for {where or 'this request'} and default is error")
 
 
-@register("scripted", usage="scripted:PATH", arg="required")
-def _scripted(arg: str, config: Any) -> ScriptedBackend:
-    return ScriptedBackend(arg)
-
-
-class ReplayBackend:
+class ReplayBackend(Backend):
     """Answers taken from an earlier run's ``calls`` rows, matched by the request's ``replay_key``.
 
     The n-th request with a given key gets the n-th recorded call with that key (re-asks included); a
@@ -191,7 +191,7 @@ class ReplayBackend:
 CHAOS_KINDS = ("prose", "truncated", "wrong_keys", "wrong_types", "illegal", "empty", "transport")
 
 
-class ChaosBackend:
+class ChaosBackend(Backend):
     """At ``rate``, a bad answer of one of CHAOS_KINDS; otherwise a good one from ``inner``.
 
     For fault tests: prose without JSON, truncated JSON, wrong keys, wrong types, an illegal choice
@@ -212,9 +212,8 @@ class ChaosBackend:
         if self.inner is not None:
             return self.inner
         if (request.observation or {}).get("game"):
-            self._heuristic = self._heuristic or rule_player("heuristic")
-            if self._heuristic is not None:
-                return self._heuristic
+            self._heuristic = self._heuristic or heuristic_player()
+            return self._heuristic
         return RandomBackend()
 
     async def complete(self, request: Request) -> Completion:
@@ -240,14 +239,6 @@ class ChaosBackend:
             "empty": "",
         }[kind]
         return Completion(text, self.model)
-
-
-@register("chaos", usage="chaos:RATE", arg="optional")
-def _chaos(arg: str, config: Any) -> ChaosBackend:
-    try:
-        return ChaosBackend(float(arg or "0.3"))
-    except ValueError as exc:
-        raise ValueError(f"chaos:RATE needs a number between 0 and 1, got {arg!r}") from exc
 
 
 def _illegal(answer: Any, schema: dict[str, Any] | None) -> Any:

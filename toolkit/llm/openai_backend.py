@@ -22,7 +22,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import openai
 
 from toolkit.llm.model import ModelConfig, mask_url
-from toolkit.llm.registry import register
+from toolkit.llm.backend import Backend
 from toolkit.llm.request import Completion, LLMError, Request, TransientError
 
 DEFAULT_ENDPOINT = "https://api.openai.com/v1"
@@ -125,7 +125,7 @@ def schema_instruction(schema: dict[str, Any]) -> str:
             + json.dumps(schema, ensure_ascii=False))
 
 
-class OpenAIBackend:
+class OpenAIBackend(Backend):
     cacheable = True
 
     def __init__(self, model: str, base_url: str | None = None, *, config: ModelConfig | None = None,
@@ -227,11 +227,3 @@ class OpenAIBackend:
             completion_tokens=(usage.get("completion_tokens") or 0) if prompt_tokens is not None else None,
             cached_tokens=(usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0,
             tool_calls=tool_calls)
-
-
-@register("openai", usage="openai:MODEL, openai:MODEL@http://HOST:PORT/v1", arg="required")
-def _openai(arg: str, config: ModelConfig) -> OpenAIBackend:
-    model, _, url = arg.partition("@")
-    if not model:
-        raise ValueError("openai:MODEL needs a model name, e.g. openai:gpt-4o-mini")
-    return OpenAIBackend(model, url or None, config=config)

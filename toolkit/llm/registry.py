@@ -1,71 +1,64 @@
-"""Spec strings → backends. A backend registers its spec prefix where it is defined
-(``@register("chaos", usage="chaos:RATE")``); this module knows no backend by name.
+"""Spec strings → models. A spec's prefix (``toolkit.llm.spec``) names a ``Provider``, found in this order:
 
-A spec is ``PREFIX`` or ``PREFIX:ARG`` (``heuristic``, ``scripted:PATH``, ``openai:MODEL@URL``). The game
-registers ``heuristic``, the results loader ``replay``; the LLM layer registers the rest.
+1. one registered at run time with ``register`` (tests, a notebook's own backend);
+2. the model layer's built-in backends, all listed in ``toolkit.llm.providers``;
+3. an installed entry point of the ``toolkit.models`` group (the werewolf players and ``replay``, defined
+   above this layer, are declared so in ``pyproject.toml``; another package can add its own the same way).
+
+So what a spec means never depends on what happened to be imported first. See docs/models.md.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Callable
 
+from toolkit.llm.backend import Backend
+from toolkit.llm.model import Model, ModelConfig
+from toolkit.llm.providers import BUILTIN
+from toolkit.llm.spec import Provider, installed, installed_names, missing_hint, parse_spec
 
-class Backend(Protocol):
-    """Turns a request into a completion, nothing more: retries, cache, caps, usage, cost and the call
-    record belong to ``toolkit.llm.model.Model``.
-
-    Optional attributes the wrapper reads: ``base_url`` (an endpoint: concurrency-capped per endpoint),
-    ``free`` (offline: costs 0), ``cacheable`` (the response cache may answer for it), ``roles`` (a scripted
-    seating a game should use)."""
-
-    model: str
-
-    async def complete(self, request: Any) -> Any: ...
-
-
-@dataclass(frozen=True)
-class Provider:
-    prefix: str
-    factory: Callable[..., Backend]
-    usage: str
-    arg: str  # "none" (the bare PREFIX), "required" (PREFIX:ARG) or "optional"
-
-
-PROVIDERS: dict[str, Provider] = {}
+PROVIDERS: dict[str, Provider] = {}  # registered at run time (step 1 above)
 
 
 def register(prefix: str, *, usage: str | None = None, arg: str = "none"):
-    """Decorator for a backend factory ``factory(arg: str, config) -> Backend`` (``config`` is the
-    wrapper's ``ModelConfig``: timeouts and token defaults a transport may need)."""
+    """Decorator registering a backend factory under ``prefix`` for this process."""
 
-    def add(factory: Callable[..., Backend]) -> Callable[..., Backend]:
+    def add(factory: Callable[[str, Any], Backend]) -> Callable[[str, Any], Backend]:
         PROVIDERS[prefix] = Provider(prefix, factory, usage or prefix, arg)
         return factory
 
     return add
 
 
-def parse_spec(spec: str) -> tuple[str, str]:
-    spec = str(spec).strip()
-    prefix, _, arg = spec.partition(":")
-    if not prefix:
-        raise ValueError(f"empty model spec {spec!r}")
-    return prefix, arg
+def find(prefix: str) -> Provider | None:
+    """The provider a spec prefix names, or None."""
+    return PROVIDERS.get(prefix) or BUILTIN.get(prefix) or installed(prefix)
+
+
+def prefixes() -> list[str]:
+    """Every known spec prefix (registered, built in, installed), without loading any backend."""
+    return list(dict.fromkeys([*PROVIDERS, *BUILTIN, *installed_names()]))
 
 
 def known_specs() -> str:
-    return ", ".join(p.usage for p in PROVIDERS.values())
+    """The usage of every known spec, for help and error messages (imports the installed providers)."""
+    return ", ".join(p.usage for p in map(find, prefixes()) if p is not None)
 
 
 def build(spec: str, config: Any) -> Backend:
     """The backend a spec names (a ValueError with the known specs when it names none)."""
     prefix, arg = parse_spec(spec)
-    provider = PROVIDERS.get(prefix)
+    provider = find(prefix)
     if provider is None:
-        raise ValueError(f"unknown model spec {spec!r}; use one of: {known_specs()}")
+        raise ValueError(f"unknown model spec {spec!r}; use one of: {known_specs()}{missing_hint()}")
     if provider.arg == "required" and not arg:
         raise ValueError(f"{prefix} needs an argument: {provider.usage}")
     if provider.arg == "none" and arg:
         raise ValueError(f"{prefix} takes no argument (got {spec!r}); use {provider.usage}")
     return provider.factory(arg, config)
+
+
+def get_model(spec: str, **options: Any) -> Model:
+    """The model a spec names, behind the wrapper. ``options`` are ``ModelConfig`` fields."""
+    config = ModelConfig.from_env(**options)
+    return Model(spec.strip(), build(spec, config), config)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from toolkit.llm import register
+from toolkit.llm import Provider
 from toolkit.llm.offline import ReplayBackend
 from toolkit.record.run_log import read_jsonl
 from toolkit.record.tables import RENAMED, TABLES
@@ -121,6 +121,8 @@ def recorded_calls(path: str | Path, game_id: str | None = None) -> list[dict]:
     return calls.sort_values(["game_id", "seq"]).to_dict("records")
 
 
-@register("replay", usage="replay:DIR", arg="required")
-def _replay(arg: str, config: object) -> ReplayBackend:
+def replay_backend(arg: str, config: object) -> ReplayBackend:
     return ReplayBackend(recorded_calls(arg), name=f"replay:{Path(arg).name}")
+
+
+PROVIDER = Provider("replay", replay_backend, "replay:DIR", arg="required")  # an entry point in pyproject.toml

@@ -12,7 +12,7 @@ from typing import Any
 
 import ipywidgets as W
 
-from toolkit.llm import Completion, Model, Request, known_specs
+from toolkit.llm import Backend, Completion, Model, Request, known_specs
 from toolkit.record.run_log import Run
 from toolkit.ui import transcript
 from toolkit.werewolf.game import GameConfig, GameRunner, SeatConfig
@@ -22,7 +22,7 @@ from toolkit.werewolf.engine.rules import Event
 MODEL_CHOICES = ["heuristic", "random", "chaos:0.3", "human", "local", "openai:gpt-4o-mini"]
 
 
-class HumanBackend:
+class HumanBackend(Backend):
     """A seat played by the person at the notebook: each decision waits for the widget's answer."""
 
     model = "human"

@@ -22,7 +22,6 @@ from pydantic import BaseModel
 from toolkit.prompting.structured_call import ActionResult, render
 from toolkit.llm import Model, Request, Sampling, get_model
 from toolkit.record.run_log import CallLog, Run
-from toolkit.werewolf.players import heuristic, mixed  # noqa: F401  (they register the `heuristic` and `mixed` specs)
 from toolkit.werewolf.recorder import GameRecorder
 from toolkit.werewolf.seat.decisions import ACTIONS, Reflection, Speech, output_model
 from toolkit.werewolf.experience import ExperiencePool, situation_query
@@ -312,7 +311,7 @@ class GameRunner:
 def _scripted_roles(models: Any) -> dict[str, str] | None:
     """``roles:`` from the first scripted model that has them (it overrides the shuffle)."""
     for model in models:
-        roles = getattr(model.backend, "roles", None)
+        roles = model.backend.roles
         if roles:
             return {str(k): str(v) for k, v in roles.items()}
     return None

@@ -17,7 +17,7 @@ from toolkit.werewolf.engine.preset import Preset
 EVENT_FIELDS = ("seq", "day", "phase", "kind", "actor", "target", "text", "visibility", "fallback")
 
 
-class ForkBackend:
+class ForkBackend(Backend):
     """``before`` until ``switched()`` says so, then ``after``."""
 
     def __init__(self, before: Backend, after: Backend, switched: Callable[[], bool]):
@@ -25,7 +25,7 @@ class ForkBackend:
 
     @property
     def free(self) -> bool:
-        return bool(getattr(self.after if self.switched() else self.before, "free", False))
+        return (self.after if self.switched() else self.before).free
 
     @property
     def model(self) -> str:

@@ -60,7 +60,7 @@ class Session:
         self.workspace = Workspace(workspace)
         self.model = get_model(spec) if isinstance(spec, str) else spec
         self.spec = record_spec or self.model.spec
-        if budget_usd is not None and not getattr(self.model.backend, "free", False) and \
+        if budget_usd is not None and not self.model.backend.free and \
                 cost_usd(self.model.name, 1, 1) is None:  # an unknown price would make the budget never bind
             raise ValueError(f"budget_usd needs a price for {self.model.name}: add it to a TOOLKIT_PRICES file")
         self.session_id = session_id or f"s-{uuid.uuid4().hex[:10]}"

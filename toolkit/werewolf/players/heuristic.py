@@ -15,13 +15,13 @@ import random
 from collections import Counter
 from typing import Any
 
-from toolkit.llm import Completion, Request, register
+from toolkit.llm import Backend, Completion, Provider, Request
 
 FAKE_CLAIM_RATE = 0.3
 BUS_RATE = 0.05
 
 
-class HeuristicBackend:
+class HeuristicBackend(Backend):
     model = "heuristic"
     free = True
 
@@ -33,9 +33,8 @@ class HeuristicBackend:
         return Completion(json.dumps(decide(obs, rng)), self.model)
 
 
-@register("heuristic")
-def _heuristic(arg: str, config: Any) -> HeuristicBackend:
-    return HeuristicBackend()
+# The `heuristic` spec: an entry point in pyproject.toml points here.
+PROVIDER = Provider("heuristic", lambda arg, config: HeuristicBackend())
 
 
 def decide(obs: dict[str, Any], rng: random.Random) -> dict[str, Any]:

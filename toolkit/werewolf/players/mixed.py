@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from typing import Any
 
-from toolkit.llm import Completion, Request, register
+from toolkit.llm import Backend, Completion, Provider, Request
 from toolkit.llm.offline import RandomBackend
 from toolkit.werewolf.players.heuristic import HeuristicBackend
 
 HEURISTIC_SHARE = 0.5
 
 
-class MixedBackend:
+class MixedBackend(Backend):
     model = "mixed"
     free = True
 
@@ -30,6 +29,5 @@ class MixedBackend:
         return dataclasses.replace(await backend.complete(request), model=self.model)
 
 
-@register("mixed")
-def _mixed(arg: str, config: Any) -> MixedBackend:
-    return MixedBackend()
+# The `mixed` spec: an entry point in pyproject.toml points here.
+PROVIDER = Provider("mixed", lambda arg, config: MixedBackend())

@@ -15,7 +15,7 @@ import re
 from collections import Counter, defaultdict
 from typing import Any
 
-from toolkit.llm import Model
+from toolkit.llm import Backend, Model
 from toolkit.werewolf.engine import claims as claims_mod
 from toolkit.werewolf.game import GameRunner
 from toolkit.werewolf.engine.rules import PUBLIC, Event
@@ -225,7 +225,7 @@ def missing(prompt: str, events: list[Event], reveal_roles: bool = False, roles:
 
 
 # ---------------------------------------------------------------------------------------------- games
-class _Checking:
+class _Checking(Backend):
     """Wraps a seat's real backend: before answering, checks the request's prompt against the game so far
     (the rules apply a phase's decisions only after every answer is in, so the events are those the
     prompt was built from)."""
@@ -233,7 +233,7 @@ class _Checking:
     def __init__(self, inner: Any, runner: Any, stats: dict[str, Any]):
         self.inner, self.runner, self.stats = inner, runner, stats
         self.model = inner.model
-        self.free = getattr(inner, "free", False)
+        self.free, self.roles = inner.free, inner.roles
 
     async def complete(self, request: Any) -> Any:
         game = self.runner.game

@@ -1,0 +1,59 @@
+"""Every built-in backend of the model layer, in one list (Inspect AI's ``_providers/providers.py`` is the
+pattern). A factory imports its backend only when a spec names it, so ``import toolkit.llm`` loads no SDK.
+
+Players defined above this layer (``heuristic``, ``mixed``, ``replay``) are not here: they are entry points
+(see ``toolkit.llm.registry``). To add a backend: write it in one module (a ``Backend`` subclass), add a factory
+and a ``Provider`` line below. See docs/models.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolkit.llm.backend import Backend
+from toolkit.llm.spec import Provider
+
+
+def _random(arg: str, config: Any) -> Backend:
+    from toolkit.llm.offline import RandomBackend
+
+    return RandomBackend()
+
+
+def _scripted(arg: str, config: Any) -> Backend:
+    from toolkit.llm.offline import ScriptedBackend
+
+    return ScriptedBackend(arg)
+
+
+def _chaos(arg: str, config: Any) -> Backend:
+    from toolkit.llm.offline import ChaosBackend
+
+    try:
+        return ChaosBackend(float(arg or "0.3"))
+    except ValueError as exc:
+        raise ValueError(f"chaos:RATE needs a number between 0 and 1, got {arg!r}") from exc
+
+
+def _openai(arg: str, config: Any) -> Backend:
+    from toolkit.llm.openai_backend import OpenAIBackend
+
+    model, _, url = arg.partition("@")
+    if not model:
+        raise ValueError("openai:MODEL needs a model name, e.g. openai:gpt-4o-mini")
+    return OpenAIBackend(model, url or None, config=config)
+
+
+def _local(arg: str, config: Any) -> Backend:
+    from toolkit.llm.local import local_backend
+
+    return local_backend(config)
+
+
+BUILTIN: dict[str, Provider] = {p.prefix: p for p in (
+    Provider("openai", _openai, "openai:MODEL, openai:MODEL@http://HOST:PORT/v1", arg="required"),
+    Provider("local", _local),  # the bundled small model on a llama.cpp server (the `local` extra)
+    Provider("random", _random),  # legal random answers, sampled from the answer schema
+    Provider("scripted", _scripted, "scripted:PATH", arg="required"),  # answers from a YAML/JSON file
+    Provider("chaos", _chaos, "chaos:RATE", arg="optional"),  # bad answers at RATE, for fault tests
+)}
