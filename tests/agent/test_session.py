@@ -17,6 +17,7 @@ from toolkit.agent.loop.plan import Plan
 from toolkit.agent.loop.role import RoleConfig, load_role
 from toolkit.agent.loop.session import Session
 from toolkit.agent.suite import check, load_tasks, prepare_workspace, run_task
+from toolkit.agent.recorder import SessionRecorder
 from toolkit.agent.tools.base import Failed, Toolbox, ToolError, tool
 from toolkit.record.run_log import Run
 from toolkit.record.load import load
@@ -379,7 +380,7 @@ def leaky() -> str:
 
 
 def toolbox(run=None):
-    box = Toolbox(run, "sid")
+    box = Toolbox(SessionRecorder(run, "sid"))
     for fn in (summarize, shout, broken, refuses, fails_softly, silent, leaky):
         box.add(fn)
     return box

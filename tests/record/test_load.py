@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from toolkit.cli import main
+from toolkit.record.rows import CallRow
 from toolkit.record.run_log import DamagedLines, Run, read_jsonl
 from toolkit.record.load import LoadWarning, load
 from toolkit.werewolf.game import GameConfig, play_games
@@ -53,10 +54,10 @@ def test_a_torn_last_line_is_skipped_without_a_warning(tmp_path):
 def test_a_damaged_line_in_a_run_folder_is_reported_by_load_and_kept_at_compaction(tmp_path):
     run = Run(tmp_path, "damaged")
     for i in range(5):
-        run.write("calls", {"call_id": f"c{i}", "seq": i})
+        run.write(CallRow(call_id=f"c{i}", seq=i))
     with open(run.folder / "calls.jsonl", "a") as handle:  # rows are flushed as written: append after them
         handle.write("{not json}\n")  # what a disk error could leave in the middle
-    run.write("calls", {"call_id": "c5", "seq": 5})
+    run.write(CallRow(call_id="c5", seq=5))
     with pytest.warns(DamagedLines, match=r"line 6"):
         assert len(load(tmp_path).calls) == 6
     with pytest.warns(DamagedLines, match=r"line 6"):

@@ -9,6 +9,7 @@ import time
 
 from toolkit.record.run_log import Run
 from toolkit.record.load import load
+from toolkit.record.rows import BeliefRow, CallRow, EventRow, GameRow, SessionRow, ToolCallRow
 from toolkit.record.tables import TABLES
 import json
 import pandas as pd
@@ -28,7 +29,7 @@ asyncio.run(play_games([GameConfig(seed=s) for s in range(100000)], run, concurr
 
 def test_load_reads_a_finished_and_a_killed_run(tmp_path):
     with Run(tmp_path, "finished") as run:
-        run.write("games", {"game_id": "a", "run_id": run.run_id, "winner": "village"})
+        run.write(GameRow(game_id="a", run_id=run.run_id, winner="village"))
     assert (run.folder / "games.parquet").exists() and not (run.folder / "games.jsonl").exists()
 
     proc = subprocess.Popen([sys.executable, "-c", KILLED_RUN, str(tmp_path)])
@@ -64,8 +65,7 @@ def test_empty_tables_have_their_columns(tmp_path):
 def test_api_keys_never_reach_a_row(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "my-secret-key-value-123")
     with Run(tmp_path, "keys", config={"key": "my-secret-key-value-123", "other": "sk-abcdefghijklmnop1234"}) as run:
-        run.write("calls", {"call_id": "c",
-                            "messages": "token sk-proj-ABCDEFGHIJKLMNOPQRST and my-secret-key-value-123"})
+        run.write(CallRow(call_id="c", messages="token sk-proj-ABCDEFGHIJKLMNOPQRST and my-secret-key-value-123"))
     text = "".join(p.read_bytes().decode("latin-1") for p in run.folder.iterdir())
     assert "my-secret-key-value-123" not in text and "sk-abcdefghijklmnop1234" not in text
     assert "sk-proj-ABCDEFGHIJKLMNOPQRST" not in text
@@ -78,8 +78,8 @@ def test_every_secret_of_the_environment_is_masked_in_every_table(tmp_path, monk
     monkeypatch.setenv("GITHUB_PAT", "patvalue-1234567")
     monkeypatch.setenv("DB_PASS", "hunter2-hunter2")
     with Run(tmp_path, "keys", config={"url": "http://bob:pw-in-url@host:1/v1"}) as run:
-        run.write("events", {"game_id": "g", "seq": 0, "text": "I found patvalue-1234567 and hunter2-hunter2"})
-        run.write("games", {"game_id": "g", "win_reason": "see http://bob:pw-in-url@host:1/v1"})
+        run.write(EventRow(game_id="g", seq=0, text="I found patvalue-1234567 and hunter2-hunter2"))
+        run.write(GameRow(game_id="g", run_id=run.run_id, win_reason="see http://bob:pw-in-url@host:1/v1"))
     text = "".join(p.read_bytes().decode("latin-1") for p in run.folder.iterdir())
     for secret in ("patvalue-1234567", "hunter2-hunter2", "pw-in-url", "bob:"):
         assert secret not in text, secret
@@ -94,8 +94,8 @@ def rows_of(path):
 def test_rows_stream_to_jsonl_then_compact_to_parquet(tmp_path):
     run = Run(tmp_path, "exp", config={"a": 1, "when": pd.Timestamp("2026-01-01")}, seed=9, run_id="fixed-id")
     assert run.folder == tmp_path / "fixed-id"
-    run.write("events", {"game_id": "g", "seq": 0, "text": "Night 1 falls."})
-    run.write("events", {"game_id": "g", "seq": 1, "text": "ünïcode"})
+    run.write(EventRow(game_id="g", seq=0, text="Night 1 falls."))
+    run.write(EventRow(game_id="g", seq=1, text="ünïcode"))
     # on disk already (flushed), before the run closes, readable by another reader
     assert [r["seq"] for r in rows_of(run.folder / "events.jsonl")] == [0, 1]
     assert "ünïcode" in (run.folder / "events.jsonl").read_text(encoding="utf-8")  # not \u-escaped
@@ -114,13 +114,23 @@ def test_default_run_ids_are_unique_and_named_by_experiment(tmp_path):
     assert len(run_folders(tmp_path)) == 5
 
 
-def test_unknown_tables_and_closed_runs_are_refused(tmp_path):
+def test_dicts_unknown_columns_and_closed_runs_are_refused(tmp_path):
     run = Run(tmp_path, "x")
-    with pytest.raises(KeyError, match="unknown table 'call'; tables are"):
-        run.write("call", {})
+    with pytest.raises(TypeError, match="a run writes rows of toolkit.record.rows .*CallRow.*, not dict"):
+        run.write({"call_id": "c"})
+    with pytest.raises(TypeError, match="unexpected keyword argument 'txt'"):
+        EventRow(game_id="g", seq=0, txt="typo")
+    with pytest.raises(TypeError, match="events: unknown column 'txt'; columns are game_id, seq, day, phase, kind"):
+        EventRow.of({"game_id": "g", "seq": 0, "txt": "typo"})
+    with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'seq'"):
+        EventRow(game_id="g")
+    row = EventRow(game_id="g", seq=0)
+    with pytest.raises(AttributeError):
+        row.txt = "typo"  # slots: a row has its table's columns and no others
     run.close()
+    assert not (run.folder / "events.parquet").exists()  # nothing refused was written
     with pytest.raises(RuntimeError, match=f"run {run.run_id} is closed"):
-        run.write("calls", {"call_id": "late"})
+        run.write(CallRow(call_id="late"))
     run.close()  # closing twice is harmless
     assert (run.folder / "runs.parquet").exists()
 
@@ -135,7 +145,7 @@ def test_subscribers_see_every_row_in_order_after_it_is_on_disk(tmp_path):
         run.subscribe(listener)
         run.subscribe(lambda table, row: seen.append(("second", row["seq"], None)))
         for i in range(3):
-            run.write("events" if i % 2 == 0 else "beliefs", {"game_id": "g", "seq": i})
+            run.write(EventRow(game_id="g", seq=i) if i % 2 == 0 else BeliefRow(game_id="g", seq=i))
     assert seen == [("events", 0, 0), ("second", 0, None), ("beliefs", 1, 1), ("second", 1, None),
                     ("events", 2, 2), ("second", 2, None)]
 
@@ -145,9 +155,9 @@ def test_a_run_masks_secrets_of_its_environment_as_it_starts(tmp_path, monkeypat
     with Run(tmp_path, "x") as run:
         monkeypatch.setenv("LATE_TOKEN", "late-value-8888")  # set after the run began: read once, at start
         text = "tok-value-7777 late-value-8888 ghp_" + "a" * 24
-        run.write("events", {"game_id": "g", "seq": 0, "text": text})
-        run.write("events", {"game_id": "g", "seq": 1, "text": "sk-" + "b" * 20})
-        run.write("sessions", {"session_id": "s", "task": text})
+        run.write(EventRow(game_id="g", seq=0, text=text))
+        run.write(EventRow(game_id="g", seq=1, text="sk-" + "b" * 20))
+        run.write(SessionRow(session_id="s", run_id=run.run_id, task=text))
     t = load(tmp_path, complete_games=False)
     # every table: the environment's secret values (read once, at the start) and OpenAI's key shape; the
     # per-decision tables (calls, events, beliefs) look for no other shape (documented: one scan per shape)
@@ -158,17 +168,19 @@ def test_a_run_masks_secrets_of_its_environment_as_it_starts(tmp_path, monkeypat
 
 def test_a_column_of_mixed_types_still_compacts(tmp_path):
     run = Run(tmp_path, "x")
-    run.write("events", {"game_id": "g", "seq": 0, "target": 1})
-    run.write("events", {"game_id": "g", "seq": 1, "target": "Player1"})
+    run.write(EventRow(game_id="g", seq=0, target=1))
+    run.write(EventRow(game_id="g", seq=1, target="Player1"))
     run.close()
     assert (run.folder / "events.parquet").exists() and not (run.folder / "events.jsonl").exists()
 
 
 def test_rows_with_different_keys_and_nested_values_compact_to_one_parquet(tmp_path):
-    """A column missing from early rows, a nested list: one Parquet, every value kept."""
+    """Rows of an older run (a column missing from early rows, one it no longer writes holding a nested list),
+    left as JSONL by a run that died: compacted to one Parquet, every value kept."""
     with Run(tmp_path, "x") as run:
-        run.write("tool_calls", {"session_id": "s", "step": 1, "args": None})
-        run.write("tool_calls", {"session_id": "s", "step": 2, "args": "{}", "extra": [1, 2]})
+        run.write(ToolCallRow(session_id="s", step=1, args=None))
+        with open(run.folder / "tool_calls.jsonl", "a") as handle:
+            handle.write(json.dumps({"session_id": "s", "step": 2, "args": "{}", "extra": [1, 2]}) + "\n")
     assert not (run.folder / "tool_calls.jsonl").exists()
     t = load(tmp_path).tool_calls
     assert list(t["step"]) == [1, 2] and list(t.columns[:len(TABLES["tool_calls"])]) == list(TABLES["tool_calls"])
@@ -226,7 +238,7 @@ def test_load_finds_runs_at_any_depth_and_joins_them(tmp_path):
     write_run(tmp_path / "a" / "b" / "run1", games=[{"game_id": "g1", "winner": "village"}])
     write_run(tmp_path / "c" / "run2", games=[{"game_id": "g2", "winner": "werewolves"}])
     with Run(tmp_path / "d", "closed") as run:
-        run.write("games", {"game_id": "g3", "winner": "draw"})
+        run.write(GameRow(game_id="g3", run_id=run.run_id, winner="draw"))
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "games.jsonl").write_text('{"game_id": "stray"}\n')  # no runs file: not a run
     t = load(tmp_path)

@@ -125,5 +125,5 @@ def test_heuristic_reflections_in_a_game_carry_beliefs_that_make_table_rows(tmp_
         rows = belief_rows(value, game_id=row.game_id, seq=row.seq, day=1, phase="day_speech", seat=row.seat,
                            call_id=row.call_id)
         assert len(rows) == len(about) >= 1 and row.seat not in about
-        assert set(rows[0]) == {"game_id", "seq", "day", "phase", "seat", "call_id", "about", "guessed_role",
+        assert set(rows[0].values()) == {"game_id", "seq", "day", "phase", "seat", "call_id", "about", "guessed_role",
                                 "confidence"}

@@ -1,7 +1,8 @@
 """The run log: every row of every table streams to ``<results>/<run_id>/<table>.jsonl`` as it happens
 (one line, flushed), and is compacted to ``<table>.parquet`` when the run closes. A run that dies
-leaves JSONL files that ``toolkit.record.load.load`` still reads. ``CallLog`` writes model calls (the row
-itself is built by ``toolkit.llm.Call``) and keeps a game's or session's running totals.
+leaves JSONL files that ``toolkit.record.load.load`` still reads. A run writes only rows of the row classes
+(``toolkit.record.rows``: one per table, every column declared). ``CallLog`` writes model calls (the row itself
+is built by ``toolkit.llm.Call``) and keeps a game's or session's running totals.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import toolkit
 from toolkit.llm import Call
 from toolkit.llm.model import now
 from toolkit.core.secrets import Redactor, redact_obj
+from toolkit.record.rows import COLUMNS, AttemptRow, CallRow, Row, RunRow
 from toolkit.record.tables import TABLES
 
 
@@ -66,26 +68,29 @@ class Run:
         config = redact_obj(config or {})
         self._listeners: list[Any] = []
         self.closed = False
-        self.write("runs", {"run_id": self.run_id, "experiment": experiment, "started_at": now(),
-                            "git_sha": git_sha(), "toolkit_version": toolkit.__version__,
-                            "config": json.dumps(config, default=str), "seed": seed})
+        self.write(RunRow(run_id=self.run_id, experiment=experiment, started_at=now(), git_sha=git_sha(),
+                          toolkit_version=toolkit.__version__, config=json.dumps(config, default=str), seed=seed))
 
-    def write(self, table: str, row: dict[str, Any]) -> None:
-        if table not in TABLES:
-            raise KeyError(f"unknown table {table!r}; tables are {sorted(TABLES)}")
+    def write(self, row: Row) -> None:
+        """Append one row to its table (``row.TABLE``), flushed; then tell the subscribers."""
+        if type(row) not in COLUMNS:
+            raise TypeError(f"a run writes rows of toolkit.record.rows ({', '.join(c.__name__ for c in COLUMNS)}), "
+                            f"not {type(row).__name__}")
         if self.closed:
             raise RuntimeError(f"run {self.run_id} is closed")
+        table, values = row.TABLE, row.values()
         handle = self._files.get(table)
         if handle is None:
             handle = self._files[table] = open(self.folder / f"{table}.jsonl", "a", encoding="utf-8")
         redact = self._redact_hot if table in HOT_TABLES else self._redact_all
-        handle.write(redact(json.dumps(row, ensure_ascii=False, default=str)) + "\n")
+        handle.write(redact(json.dumps(values, ensure_ascii=False, default=str)) + "\n")
         handle.flush()
         for listener in self._listeners:
-            listener(table, row)
+            listener(table, values)
 
     def subscribe(self, listener) -> None:
-        """Call ``listener(table, row)`` after every row is written (widgets show calls as they happen)."""
+        """Call ``listener(table, values)`` after every row is written, ``values`` the row as a dict (widgets show
+        calls as they happen)."""
         self._listeners.append(listener)
 
     def close(self) -> None:
@@ -132,9 +137,9 @@ class CallLog:
             else:
                 self.cost_usd += c.cost_usd
         if self.run is not None:
-            self.run.write("calls", call.row(self.run.run_id))
+            self.run.write(CallRow.of(call.row(self.run.run_id)))
             for row in call.attempt_rows():
-                self.run.write("attempts", row)
+                self.run.write(AttemptRow.of(row))
 
 
 class DamagedLines(UserWarning):

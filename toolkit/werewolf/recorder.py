@@ -9,15 +9,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from toolkit.record.rows import BeliefRow, EventRow, GameRow, PlayerRow
 from toolkit.record.run_log import CallLog, Run
 from toolkit.werewolf.engine.rules import Event, Game, side_of
 from toolkit.werewolf.seat.decisions import Reflection
 
 
-def belief_rows(value: Reflection, **context: Any) -> list[dict[str, Any]]:
+def belief_rows(value: Reflection, **context: Any) -> list[BeliefRow]:
     """Rows for the ``beliefs`` table: one per belief, with the caller's context (game_id, seq, day, phase,
     seat, call_id)."""
-    return [{**context, "about": b.about, "guessed_role": b.role, "confidence": float(b.confidence)}
+    return [BeliefRow(**context, about=b.about, guessed_role=b.role, confidence=float(b.confidence))
             for b in value.beliefs]
 
 
@@ -32,9 +33,9 @@ class GameRecorder:
         if self.run is None:
             return
         for e in events:
-            self.run.write("events", {"game_id": self.game_id, "seq": e.seq, "day": e.day, "phase": e.phase,
-                                      "kind": e.kind, "actor": e.actor, "target": e.target, "text": e.text,
-                                      "visibility": e.visibility, "fallback": e.fallback})
+            self.run.write(EventRow(game_id=self.game_id, seq=e.seq, day=e.day, phase=e.phase, kind=e.kind,
+                                    actor=e.actor, target=e.target, text=e.text, visibility=e.visibility,
+                                    fallback=e.fallback))
 
     def beliefs(self, value: Reflection, game: Game, seat: str, call_id: str | None) -> None:
         """The beliefs of one reflection, placed at the moment it was made (the next event's seq)."""
@@ -42,7 +43,7 @@ class GameRecorder:
             return
         for row in belief_rows(value, game_id=self.game_id, seq=len(game.events), day=game.day, phase=game.phase,
                                seat=seat, call_id=call_id):
-            self.run.write("beliefs", row)
+            self.run.write(row)
 
     def finish(self, game: Game, players: dict[str, Any], preset: str, winner: str, reason: str, log: CallLog,
                wall_s: float, config: dict[str, Any]) -> None:
@@ -52,12 +53,12 @@ class GameRecorder:
             return
         for seat, p in players.items():
             day, cause = game.deaths.get(seat, (None, None))
-            self.run.write("players", {
-                "game_id": self.game_id, "seat": seat, "role": p.role, "side": side_of(p.role),
-                "spec": p.config.spec, "reflection": p.config.reflection, "experience": p.config.experience,
-                "strategy": p.config.strategy, "survived": seat in game.alive, "death_day": day, "death_cause": cause})
-        self.run.write("games", {
-            "game_id": self.game_id, "run_id": self.run.run_id, "seed": game.seed, "preset": preset,
-            "winner": winner, "win_reason": reason, "days": game.day, "n_calls": log.calls,
-            "prompt_tokens": log.prompt_tokens, "completion_tokens": log.completion_tokens, "cost_usd": log.cost_usd,
-            "n_fallbacks": log.fallbacks, "wall_s": round(wall_s, 4), "config": json.dumps(config)})
+            self.run.write(PlayerRow(
+                game_id=self.game_id, seat=seat, role=p.role, side=side_of(p.role), spec=p.config.spec,
+                reflection=p.config.reflection, experience=p.config.experience, strategy=p.config.strategy,
+                survived=seat in game.alive, death_day=day, death_cause=cause))
+        self.run.write(GameRow(
+            game_id=self.game_id, run_id=self.run.run_id, seed=game.seed, preset=preset, winner=winner,
+            win_reason=reason, days=game.day, n_calls=log.calls, prompt_tokens=log.prompt_tokens,
+            completion_tokens=log.completion_tokens, cost_usd=log.cost_usd, n_fallbacks=log.fallbacks,
+            wall_s=round(wall_s, 4), config=json.dumps(config)))

@@ -1,6 +1,7 @@
 """An engineer session: wires a role's tools around the loop, saves the trajectory after every step,
-writes the ``sessions`` row and closes what the tools opened. The CLI, the suite and the notebook widget
-all run sessions through this class (``run`` to the end, or ``step``/``stop``/``finish`` from a front end).
+has its recorder write the ``sessions`` row (``toolkit.agent.recorder``) and closes what the tools opened.
+The CLI, the suite and the notebook widget all run sessions through this class (``run`` to the end, or
+``step``/``stop``/``finish`` from a front end).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from toolkit.agent.loop.memory import Entry
 from toolkit.agent.loop.plan import Plan
 from toolkit.agent.loop.role import RoleConfig
 from toolkit.agent.tools.terminal import Terminal
+from toolkit.agent.recorder import SessionRecorder
 from toolkit.agent.tools.base import Toolbox, ToolResult
 from toolkit.agent.environments.workspace import Workspace
 from toolkit.llm import Model, cost_usd, get_model
@@ -72,7 +74,8 @@ class Session:
             environment, self.workspace.root, role.environment, allowed_remotes)
         self.terminal = Terminal(self.workspace, timeout_s=role.terminal_timeout_s, environment=self.environment)
         self.deployer = Deployer(self.workspace, environment=self.environment)
-        self.tools = Toolbox(run, self.session_id)
+        self.recorder = SessionRecorder(run, self.session_id)
+        self.tools = Toolbox(self.recorder)
         objects = {"Plan": self.plan, "Editor": self.editor, "Terminal": self.terminal,
                    "Git": Git(self.workspace, remote, environment=self.environment),
                    "CodeWriter": CodeWriter(self.ask, self.workspace, self.editor),
@@ -151,11 +154,8 @@ class Session:
             outcome = check()
             success = bool(await outcome if inspect.isawaitable(outcome) else outcome)
         wall = time.perf_counter() - self._started
-        run = self.log.run
-        if run is not None:
-            run.write("sessions", {"session_id": self.session_id, "run_id": run.run_id, "task": self.task,
-                                        "spec": self.spec, "steps": self.steps, "ended_by": self.ended_by,
-                                        "success": success, "cost_usd": self.log.cost_usd, "wall_s": round(wall, 3)})
+        self.recorder.session(task=self.task, spec=self.spec, steps=self.steps, ended_by=self.ended_by,
+                              success=success, cost_usd=self.log.cost_usd, wall_s=wall)
         self.result = SessionResult(self.session_id, self.ended_by, self.steps, success, self.log.cost_usd, wall,
                                     self.tools.results)
         return self.result

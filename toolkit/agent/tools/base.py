@@ -3,7 +3,7 @@ JSON schema (pydantic + docstring-parser) and its dispatch entry, so the two can
 
 A wrong call (unknown tool, missing or mistyped argument) returns a one-line error with a hint, never
 a traceback; a tool that raises returns one line too, and the traceback goes to the log. Every call is
-written to the ``tool_calls`` table here, where it runs.
+handed to the session's recorder (``toolkit.agent.recorder``: the ``tool_calls`` table) here, where it runs.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from toolkit.prompting.structured_call import render
-from toolkit.record.run_log import Run
+from toolkit.agent.recorder import SessionRecorder
 from toolkit.core.secrets import redact
 
 log = logging.getLogger(__name__)
@@ -75,10 +75,9 @@ class Toolbox:
     """The tools an agent may call, built from objects' ``@tool`` methods (named ``Object.method``)
     and plain ``@tool`` functions."""
 
-    def __init__(self, run: Run | None = None, session_id: str | None = None) -> None:
+    def __init__(self, recorder: SessionRecorder | None = None) -> None:
         self.specs: dict[str, ToolSpec] = {}
-        self.run = run
-        self.session_id = session_id
+        self.recorder = recorder or SessionRecorder()
         self.results: list[ToolResult] = []
 
     def add(self, obj: Any, prefix: str | None = None, only: list[str] | None = None) -> "Toolbox":
@@ -114,12 +113,7 @@ class Toolbox:
 
     def record(self, result: "ToolResult") -> None:
         self.results.append(result)
-        if self.run is not None:
-            self.run.write("tool_calls", {"session_id": self.session_id, "step": result.step, "tool": result.tool,
-                                          "args": redact(result.args_json()), "ok": result.ok,
-                                          "error": None if result.ok else result.output[:500],
-                                          "duration_ms": round(result.duration_ms, 2),
-                                          "output_chars": len(result.output), "truncated": result.truncated})
+        self.recorder.tool_call(result)
 
     async def _call(self, name: str, args: Any) -> "ToolResult":
         started = time.perf_counter()
