@@ -59,7 +59,9 @@ def test_the_link_checker_catches_a_broken_file_and_a_broken_heading(tmp_path):
 
 def test_every_page_is_in_the_nav():
     nav = yaml.safe_load((REPO / "mkdocs.yml").read_text())["nav"]
-    listed = {page for entry in nav for page in entry.values()}
+    entries = [page for entry in nav for page in entry.values()]
+    listed = set(entries)
+    assert len(entries) == len(listed), f"a page is in the nav twice: {entries}"
     pages = {p.name for p in (REPO / "docs").glob("*.md")}
     assert pages == listed, f"pages not in mkdocs.yml's nav: {sorted(pages - listed)}; " \
                             f"nav entries without a page: {sorted(listed - pages)}"
