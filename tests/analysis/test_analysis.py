@@ -49,7 +49,7 @@ def test_win_rates_by_group():
     assert overall.loc["village", "k"] == 3 and overall.loc["village", "n"] == 5 and overall.loc["draw", "k"] == 1
     by = A.win_rates(games, ["preset"]).set_index(["preset", "side"])
     assert by.loc[("x", "village"), "rate"] == pytest.approx(2 / 3) and ("x", "draw") not in by.index
-    assert by.loc[("y", "village"), "ci_low"] == pytest.approx(A.wilson(1, 2)[0])
+    assert by.loc[("y", "village"), "ci_low"] == pytest.approx(A.exact(1, 2)[0])  # 2 games: exact interval
 
 
 def test_vote_accuracy_and_voting_success():

@@ -78,8 +78,26 @@ def test_vote_chance_counts_living_wolves_and_revote_candidates():
     second = v[v["round"] == "revote"].set_index("actor")
     assert second.loc["P4", "chance"] == 0.5  # candidates P1 (wolf) and P3
     assert second.loc["P3", "chance"] == 1.0  # P3 cannot vote for itself: only P1 is left
+    assert second.loc["P3", "forced"] and not second.loc["P4", "forced"]
     table = A.vote_accuracy(revote, players(), ["round"]).set_index("round")
-    assert table.loc["first", "n"] == 4 and table.loc["revote", "n"] == 2
+    assert table.loc["first", "n"] == 4 and table.loc["revote", "n"] == 1  # P3's forced ballot left out
+
+
+def test_guard_chance_counts_passing_self_protection_and_no_repeat():
+    events = pd.DataFrame([
+        ev(1, 1, "protect", "P6", "P4", "night"), ev(2, 1, "kill", "P1", "P3", "night"),
+        ev(3, 1, "death", None, "P3", "night"),
+        ev(4, 2, "protect", "P6", "P5", "night"), ev(5, 2, "kill", "P1", "P5", "night"),  # saved by the guard
+        ev(6, 3, "protect", "P6", None, "night"), ev(7, 3, "kill", "P1", "P5", "night"),
+    ])
+    free = A.night_actions(events, players()).set_index("metric").loc["guard_save_rate"]
+    # 6, 5, 5 alive; each night the guard may protect any living player (itself included) or pass
+    assert free["chance"] == pytest.approx((1 / 7 + 1 / 6 + 1 / 6) / 3)
+    games = pd.DataFrame({"game_id": ["g1"], "preset": ["standard9"]})  # guard_no_repeat: true
+    ruled = A.night_actions(events, players(), games=games).set_index("metric").loc["guard_save_rate"]
+    # night 2: P4 (last night's) is blocked → 4 candidates + pass; night 3: P5 blocked and it is the victim
+    assert free["k"] == 1 and ruled["k"] == 1
+    assert ruled["chance"] == pytest.approx((1 / 7 + 1 / 5 + 0) / 3)
 
 
 def test_random_villagers_vote_at_chance_and_heuristic_lift_has_an_interval(tmp_path):
@@ -138,12 +156,18 @@ def test_identity_accuracy_brier_and_detection():
     b = beliefs_table()
     acc = A.identity_accuracy(b, players(), ["day"]).set_index("day")
     assert acc.loc[1, "rate"] == 0.5 and acc.loc[2, "rate"] == 1.0 and acc.loc[1, "n"] == 2  # mate row dropped
-    # chance for the only Villager: the others are 2 W, Seer, Witch, Guard → (4 + 1 + 1 + 1) / 25
-    assert acc.loc[1, "chance"] == pytest.approx(7 / 25)
+    assert acc.loc[1, "chance"] == pytest.approx(1 / 5)  # a random guess among the five roles
+    # the best constant guess of the only Villager (others: 2 W, Seer, Witch, Guard) is Werewolf: right
+    # about P1 and P2, the rows it has
+    assert acc.loc[1, "baseline"] == 1.0 and acc.loc[1, "lift_baseline"] == -0.5
+    bal = A.balanced_accuracy(b, players()).iloc[0]
+    assert bal["balanced_accuracy"] == pytest.approx(3 / 4) and bal["chance"] == 1.0  # one true role seen
     br = A.brier(b, players()).iloc[0]
     assert br["mean"] == pytest.approx(((0.9 - 1) ** 2 + 0.6 ** 2 + (0.8 - 1) ** 2 + (0.7 - 1) ** 2) / 4)
+    assert br["brier_skill"] == pytest.approx(1 - br["mean"] / br["reference"])
     det = A.wolf_detection(b, players()).set_index("day")
-    assert det.loc[1, "rate"] == 0.5 and det.loc[2, "rate"] == 1.0 and det.loc[1, "chance"] == pytest.approx(2 / 5)
+    assert det.loc[1, "rate"] == 0.5 and det.loc[2, "rate"] == 1.0 and det.loc[1, "chance"] == pytest.approx(1 / 5)
+    assert (det["n_good"] == 0).all()  # P3 was asked only about the wolves: no false-positive rows
     with pytest.raises(ValueError, match="lacks columns"):
         A.identity_accuracy(b.drop(columns=["about"]), players())
 
@@ -172,13 +196,16 @@ def test_claims_are_checked_against_the_truth():
     assert not check.loc["Player1", "true"] and check.loc["Player4", "true"]
     lies = A.lie_rates(events, ps, ["side", "kind"]).set_index(["side", "kind"])
     assert lies.loc[("werewolves", "role"), "rate"] == 1.0 and lies.loc[("village", "check"), "rate"] == 0.0
+    assert lies.loc[("werewolves", "role"), "by_construction"].startswith("a wolf's role claim")
     f = A.false_claims_followed(events, ps).set_index(["side", "claim"])
-    # the wolf's false check on Player3: village voters other than it: P3 (self-vote impossible: voted P2),
-    # P4 → P2, P5 → P3, P6 → P3 — 2 of 4 followed
-    assert f.loc[("werewolves", "false"), "rate"] == pytest.approx(2 / 4)
+    # the wolf's false check on Player3: village voters other than the speaker and the accused (who cannot
+    # vote for itself): P4 → P2, P5 → P3, P6 → P3 — 2 of 3 followed
+    assert f.loc[("werewolves", "false"), "rate"] == pytest.approx(2 / 3)
+    assert not f["claim_falsity_within_side"].any()  # false = wolf's, true = Seer's: no within-side contrast
     assert f.loc[("village", "true"), "rate"] == pytest.approx(1 / 3)  # the Seer's true check: P3 of P3, P5, P6
     swing = A.vote_swing(events, ps, ["side"]).set_index("side")
-    assert swing.loc["werewolves", "n"] == 4 and "lift" in swing.columns
+    # the wolf P1 accused Player3: ballots of P4, P5, P6 count — not P1's mate P2, not Player3's own
+    assert swing.loc["werewolves", "n"] == 3 and "lift" in swing.columns
 
 
 def test_belief_metrics_on_a_synthetic_table_with_known_skill():

@@ -39,24 +39,57 @@ def truth():
 
 def test_order_and_side_effect_are_recovered():
     games, players = synthetic(seed=1, games_per_pair=150)
-    r = A.ratings(games, players, by_side=True, n_boot=200).set_index(["spec", "side"])
+    r = A.ratings(games, players, by_side=True).set_index(["spec", "side"])
     for side, true in (("village", VILLAGE), ("werewolves", WOLF)):
         fitted = r.xs(side, level="side")["rating"]
         assert list(fitted.sort_values(ascending=False).index) == sorted(true, key=true.get, reverse=True)
     side_row = r.loc[("(side term)", "village advantage")]
     assert side_row["ci_low"] > 0 and side_row["ci_low"] < SIDE < side_row["ci_high"]
-    sep = A.separation(games, players, by_side=True, n_boot=200)
+    sep = A.separation(games, players, by_side=True)
     assert "werewolves" in set(sep["side"]) and (sep["verdict"] == "alpha > gamma").sum() == 2
 
 
-def test_intervals_cover_the_true_values_in_90_percent_of_100_replications():
+def default_plan(models=MODELS, preset="classic7"):
+    """The default tournament design and size (pairs, self-play, 97 games per pairing) of ``toolkit.study``."""
+    from toolkit.study.tournament import schedule
+
+    return schedule(models, [preset], seed=0)
+
+
+def test_default_design_recovers_the_order_and_covers_in_200_replications():
+    """200 simulated tournaments in the default design with known side-specific strengths: the fitted
+    village and wolf orders are right in ≥ 90% of them, and the 95% intervals cover the truth 93–97% of the
+    time over all 1,400 intervals (Monte-Carlo standard error 0.6 points), 90–99% for each rating alone
+    (200 intervals each: standard error 1.5 points). ``benchmarks/rating_simulation.py`` prints the figures."""
+    from toolkit.analysis.simulate import tournament_outcomes
+
+    plan = default_plan()
+    assert plan["game"].nunique() == 9 * 97
     covered = {k: 0 for k in truth()}
-    for seed in range(100):
-        games, players = synthetic(seed)
-        r = A.ratings(games, players, by_side=True, n_boot=200, seed=seed).set_index(["spec", "side"])
+    ordered = 0
+    for rep in range(200):
+        games, players = tournament_outcomes(plan, VILLAGE, WOLF, SIDE, seed=rep)
+        r = A.ratings(games, players, by_side=True).set_index(["spec", "side"])
         for key, value in truth().items():
             covered[key] += int(r.loc[key, "ci_low"] <= value <= r.loc[key, "ci_high"])
-    assert min(covered.values()) >= 90, covered
+        ordered += all(list(r.xs(side, level="side")["rating"].sort_values(ascending=False).index)
+                       == sorted(true, key=true.get, reverse=True) for side, true in (("village", VILLAGE),
+                                                                               ("werewolves", WOLF)))
+    assert ordered >= 180, ordered
+    assert 0.93 <= sum(covered.values()) / (200 * len(covered)) <= 0.97, covered
+    assert all(180 <= c <= 198 for c in covered.values()), covered
+
+
+def test_the_rotation_design_is_nearly_blind_where_the_default_is_not():
+    """The same number of games as mixed tables: the expected interval of a village difference is several
+    times wider (what ``--plan`` prints before a tournament runs)."""
+    from toolkit.study.tournament import expected_widths, schedule
+
+    pairs = expected_widths(default_plan())[1]
+    rotation = expected_widths(schedule(MODELS, ["classic7"], "rotation", games=291, seed=0))[1]
+    village = lambda t: t[t["side"] == "village"]["diff_half_width"].mean()  # noqa: E731
+    assert village(rotation) > 4 * village(pairs)
+    assert 0.25 < village(pairs) < 0.4
 
 
 def test_a_perfect_split_has_an_honest_interval_and_cannot_always_separate():
@@ -77,14 +110,56 @@ def test_overall_rating_and_side_term_separate_side_from_model():
     assert r.loc["(side term)", "ci_low"] > 0
 
 
-def test_elo_and_openskill_rank_the_strong_wolf_first():
-    games, players = synthetic(seed=2, games_per_pair=80)
-    e = A.elo(games, players, n_boot=30).set_index(["spec", "side"])
-    assert e.loc[("alpha", "werewolves"), "elo"] > e.loc[("gamma", "werewolves"), "elo"]
-    assert e.loc[("alpha", "village"), "elo"] > e.loc[("gamma", "village"), "elo"]
+def test_elo_and_openskill_recover_the_order_in_the_default_design():
+    """Elo and OpenSkill (medians over 5 random game orders) get both sides' order right in ≥ 90% of 20
+    simulated default tournaments (20, not 200, to keep the test short: 200 in
+    ``benchmarks/rating_simulation.py``);
+    Elo reports its Monte-Carlo error, which shrinks with more orders."""
+    from toolkit.analysis.simulate import tournament_outcomes
+
     pytest.importorskip("openskill")
-    o = A.openskill_ratings(games, players).set_index(["spec", "side"])
-    assert o.loc[("alpha", "werewolves"), "mu"] > o.loc[("gamma", "werewolves"), "mu"]
+    plan = default_plan()
+    good = {"elo": 0, "openskill": 0}
+    for rep in range(20):
+        games, players = tournament_outcomes(plan, VILLAGE, WOLF, SIDE, seed=rep)
+        e = A.elo(games, players, n_orders=5, seed=rep).set_index(["spec", "side"])["elo"]
+        o = A.openskill_ratings(games, players, n_orders=5, seed=rep).set_index(["spec", "side"])["mu"]
+        for name, table in (("elo", e), ("openskill", o)):
+            good[name] += all(list(table.xs(side, level="side").sort_values(ascending=False).index)
+                              == sorted(true, key=true.get, reverse=True)
+                              for side, true in (("village", VILLAGE), ("werewolves", WOLF)))
+    assert min(good.values()) >= 18, good
+    few, many = (A.elo(games, players, n_orders=n, seed=1)["mc_error"].mean() for n in (10, 80))
+    assert many < few / 2
+
+
+def test_openskill_weights_models_by_seat_share():
+    """Mixed tables where alpha holds three of four village seats: before the weights, every model present
+    moved alike and all village ratings came out identical."""
+    pytest.importorskip("openskill")
+    from toolkit.analysis.simulate import tournament_outcomes
+    from toolkit.study.tournament import schedule
+
+    plan = schedule(MODELS, ["classic7"], "rotation", games=60, seed=0)
+    games, players = tournament_outcomes(plan, VILLAGE, WOLF, SIDE, seed=0)
+    o = A.openskill_ratings(games, players, n_orders=2).set_index(["spec", "side"])["mu"]
+    assert o.xs("village", level="side").nunique() == 3
+
+
+def test_n_counts_the_games_that_inform_a_rating():
+    """Self-play cancels out of the overall rating: it informs only the side term."""
+    games, players = synthetic(seed=0, games_per_pair=10)
+    overall = A.ratings(games, players, by_side=False).set_index("spec")
+    assert (overall.loc[MODELS, "n"] == 40).all()  # 4 non-self-play pairings × 10 games
+    assert overall.loc["(side term)", "n"] == 90
+    assert (A.ratings(games, players, by_side=True).query("spec != '(side term)'")["n"] == 30).all()
+
+
+def test_separation_verdicts_are_holm_corrected():
+    games, players = synthetic(seed=4, games_per_pair=60)
+    sep = A.separation(games, players)
+    assert (sep["p_holm"] >= sep["p"]).all()
+    assert ((sep["p_holm"] < 0.05) == (sep["verdict"] != "cannot separate")).all()
 
 
 def test_the_example_study_situation_ranks_heuristic_wolves_above_random_wolves(tmp_path):

@@ -41,8 +41,9 @@ def test_pairs_play_every_ordered_pair_and_size_comes_from_the_sample_size_helpe
     assert plan.groupby("game")["seed"].first().is_unique
     with pytest.raises(ValueError, match="design"):
         T.schedule(MODELS, ["classic7"], "league", games=1)
-    with pytest.raises(ValueError, match="half_width"):
-        T.schedule(MODELS, ["classic7"], "pairs")
+    default = T.schedule(MODELS, ["classic7"])  # the default: pairs with self-play, ±0.1 per pairing
+    assert (default.groupby("game").first().groupby("matchup").size() == A.sample_size(T.DEFAULT_HALF_WIDTH)).all()
+    assert default["matchup"].nunique() == 9
 
 
 def test_a_tournament_runs_through_sweep_cells_and_resumes(tmp_path, capsys):
@@ -50,8 +51,11 @@ def test_a_tournament_runs_through_sweep_cells_and_resumes(tmp_path, capsys):
             "self_play": False, "games": 3, "seed": 5, "games_per_cell": 4}
     path = tmp_path / "tiny.yaml"
     path.write_text(yaml.safe_dump(spec))
-    assert T.main([str(path), "--plan"]) == 0
-    assert "6 games in 2 cells" in capsys.readouterr().out
+    from toolkit.cli import main
+
+    assert main(["tournament", str(path), "--plan"]) == 0
+    printed = capsys.readouterr().out
+    assert "6 games in 2 cells" in printed and "Expected 95% half-width" in printed and "80% power" in printed
     summary = T.run_tournament(path, workers=2, results_root=tmp_path / "results", progress=False)
     assert summary["ok"].all() and summary["games"].sum() == 6
     from toolkit.record.load import load

@@ -9,6 +9,7 @@ vote swing), ``engineer`` (sessions and tools). Everything is re-exported here: 
 """
 
 from toolkit.analysis.beliefs import (
+                                      balanced_accuracy,
                                       belief_table,
                                       brier,
                                       claims,
@@ -21,11 +22,15 @@ from toolkit.analysis.beliefs import (
 from toolkit.analysis.checks import conditions, fingerprints, identical_groups
 from toolkit.analysis.engineer import engineer_success, tool_usage
 from toolkit.analysis.intervals import (
+                                      MIN_GAMES,
                                       Z95,
                                       bootstrap_ci,
                                       cluster_mean,
                                       cluster_rate,
+                                      exact,
                                       groups,
+                                      holm,
+                                      paired_difference,
                                       proportion,
                                       sample_size,
                                       wilson,
@@ -47,13 +52,24 @@ from toolkit.analysis.metrics import (
                                       win_margin_speed,
                                       win_rates,
 )
-from toolkit.analysis.ratings import design, elo, fit, fit_ratings, openskill_ratings, ratings, separation
+from toolkit.analysis.ratings import (
+    design,
+    elo,
+    expected_se,
+    fit,
+    fit_ratings,
+    openskill_ratings,
+    ratings,
+    separation,
+)
 
 __all__ = [
-    "Z95", "SPECIAL", "wilson", "proportion", "bootstrap_ci", "cluster_rate", "cluster_mean", "groups", "sample_size",
+    "Z95", "MIN_GAMES", "SPECIAL", "wilson", "exact", "proportion", "paired_difference", "holm", "bootstrap_ci",
+    "cluster_rate", "cluster_mean", "groups", "sample_size",
     "win_rates", "player_games", "role_win_rates", "win_margin_speed", "ksr", "key_role_survival", "per_game_costs",
     "annotate", "votes", "vote_accuracy", "irp", "vss", "voting_success", "night_actions",
-    "design", "fit", "fit_ratings", "ratings", "separation", "elo", "openskill_ratings",
-    "belief_table", "identity_accuracy", "brier", "wolf_detection", "claims", "lie_rates", "false_claims_followed",
+    "design", "expected_se", "fit", "fit_ratings", "ratings", "separation", "elo", "openskill_ratings",
+    "belief_table", "identity_accuracy", "balanced_accuracy", "brier", "wolf_detection", "claims", "lie_rates",
+    "false_claims_followed",
     "vote_swing", "engineer_success", "tool_usage", "conditions", "fingerprints", "identical_groups",
 ]

@@ -18,7 +18,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from toolkit.analysis.intervals import cluster_mean, groups
+from toolkit.analysis.intervals import cluster_draws, cluster_mean, cluster_rate, groups
 from toolkit.analysis.metrics import N_BOOT, _rate_rows, annotate, votes
 from toolkit.werewolf.engine.claims import extract
 
@@ -31,9 +31,16 @@ def _truth(players: pd.DataFrame) -> pd.DataFrame:
 
 def belief_table(beliefs: pd.DataFrame, players: pd.DataFrame) -> pd.DataFrame:
     """Beliefs joined to the truth: the believer's role/side/spec, the true role of ``about``, ``correct``
-    (the guessed role is the true role), ``wolf_guess``/``is_wolf`` and ``chance`` — the accuracy of a guesser
-    who draws roles in proportion to the roles it cannot see (every role but its own among the others; a
-    wolf also knows its teammates, whose rows are left out). Rows of a wolf about a teammate are dropped."""
+    (the guessed role is the true role), ``wolf_guess``/``is_wolf``, and two no-information levels:
+
+    - ``chance``: the accuracy of a uniformly random guess among the preset's roles (what the random
+      player does: 1 / number of roles);
+    - ``baseline``: whether the best constant guess given what the seat knows is right on this row — the
+      majority role among the seats it cannot see (its own role taken out; a wolf also knows its teammates)
+      — "Werewolf" for a classic7 villager, "Villager" for a wolf. No strategy that ignores the game beats
+      it on average; a lift over ``chance`` that is not a lift over ``baseline`` is that constant guess.
+
+    Rows of a wolf about a teammate are dropped."""
     missing = [c for c in ("game_id", "seat", "about", "guessed_role") if c not in beliefs.columns]
     if missing:
         raise ValueError(f"beliefs table lacks columns {missing}")
@@ -48,52 +55,109 @@ def belief_table(beliefs: pd.DataFrame, players: pd.DataFrame) -> pd.DataFrame:
     b["is_wolf"] = (b["true_role"] == "Werewolf").astype(int)
     counts = {g: Counter(p["role"]) for g, p in players.groupby("game_id")}
 
-    def chance(game, own):
+    def majority(game, own):
         c = counts[game].copy()
         c[own] -= 1
         if own == "Werewolf":
             c["Werewolf"] = 0
-        total = sum(c.values())
-        return sum((v / total) ** 2 for v in c.values()) if total else np.nan
+        return max(sorted(c), key=lambda r: c[r])  # ties: alphabetical, so the choice is fixed in advance
 
-    b["chance"] = [chance(g, r) for g, r in zip(b["game_id"], b["role"])]
+    guess = {(g, r): majority(g, r) for g, r in set(zip(b["game_id"], b["role"]))}
+    b["majority_guess"] = [guess[(g, r)] for g, r in zip(b["game_id"], b["role"])]
+    b["baseline"] = (b["majority_guess"] == b["true_role"]).astype(int)
+    b["chance"] = b["game_id"].map({g: 1.0 / len(c) for g, c in counts.items()})
     b["confidence"] = pd.to_numeric(b.get("confidence"), errors="coerce")
     return b.reset_index(drop=True)
 
 
 def identity_accuracy(beliefs: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
     """Identity-inference accuracy: the share of belief rows whose guessed role is the true role, with its
-    chance level (``belief_table``), lift over chance and cluster intervals; ``by`` e.g. ``["spec", "day"]``
-    or ``["seat"]``."""
+    chance level (a random guess), lift over chance, and the best constant guess's accuracy on the same rows
+    (``baseline``) with the lift over it (``lift_baseline``, interval from the same resampled games);
+    ``by`` e.g. ``["spec", "day"]`` or ``["seat"]``."""
     b = belief_table(beliefs, players)
     b["hit"] = b["correct"]
-    return pd.DataFrame(_rate_rows(b, by, chance="chance"))
+    rows = []
+    for key, g in groups(b, by):
+        per = g.groupby("game_id").agg(k=("hit", "sum"), n=("hit", "size"), c=("chance", "sum"),
+                                       base=("baseline", "sum"))
+        r = cluster_rate(per["k"], per["n"], per["c"], n_boot=N_BOOT)
+        vs = cluster_rate(per["k"], per["n"], per["base"], n_boot=N_BOOT)
+        rows.append({**key, **r, "baseline": vs["chance"], "lift_baseline": vs["lift"],
+                     "lift_baseline_ci_low": vs["lift_ci_low"], "lift_baseline_ci_high": vs["lift_ci_high"]})
+    return pd.DataFrame(rows)
+
+
+def balanced_accuracy(beliefs: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
+    """Identity inference per true role: the recall for each true role (share of rows about a player of
+    that role that guess it) and their mean, the balanced accuracy. A constant guess scores 1 / roles on it
+    (full recall on one role, none on the others), as does a random guess — so its chance level is the same
+    for both; intervals resample games (the balanced accuracy is recomputed per resample)."""
+    b = belief_table(beliefs, players)
+    rows = []
+    for key, g in groups(b, by):
+        roles = sorted(g["true_role"].unique())
+        per = g.groupby(["game_id", "true_role"])["correct"].agg(["sum", "size"]).unstack(fill_value=0)
+        k, n = per["sum"].reindex(columns=roles, fill_value=0), per["size"].reindex(columns=roles, fill_value=0)
+        W = cluster_draws(len(per), N_BOOT, 0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            boots = np.nanmean((W @ k.to_numpy()) / (W @ n.to_numpy()), axis=1)
+        recall = k.sum() / n.sum()
+        low, high = np.nanpercentile(boots, [2.5, 97.5])
+        rows.append({**key, "n": int(n.to_numpy().sum()), "n_games": int(len(per)),
+                     "balanced_accuracy": float(recall.mean()), "ci_low": float(low), "ci_high": float(high),
+                     "chance": 1.0 / len(roles), **{f"recall_{r}": float(recall[r]) for r in roles}})
+    return pd.DataFrame(rows)
 
 
 def brier(beliefs: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
-    """Brier score of the stated confidence in each guess: mean((confidence − correct)²); 0 is perfect,
-    lower is better. ``reference`` is the Brier of a guesser that always states the observed accuracy
-    (accuracy·(1 − accuracy)): a score above it means the confidences carry no information. Rows without a
-    confidence are left out (``n`` counts the rest)."""
+    """Proper scores of the stated confidence in each guess (the forecast that the guess is right):
+    Brier = mean((confidence − correct)²) and log-loss = −mean(correct·log c + (1 − correct)·log(1 − c))
+    (c clipped to [0.01, 0.99]); lower is better. Both relative to the no-skill forecast that always states
+    the observed accuracy (Brier reference accuracy·(1 − accuracy), log-loss reference the binary entropy
+    of the accuracy): ``brier_skill`` = 1 − Brier / reference, ``log_skill`` likewise; above 0 the
+    confidences carry information, at or below 0 they do not. Rows without a confidence are left out."""
     b = belief_table(beliefs, players).dropna(subset=["confidence"])
-    b["sq"] = (b["confidence"].clip(0, 1) - b["correct"]) ** 2
+    c = b["confidence"].clip(0, 1)
+    b["sq"] = (c - b["correct"]) ** 2
+    cl = c.clip(0.01, 0.99)
+    b["ll"] = -(b["correct"] * np.log(cl) + (1 - b["correct"]) * np.log(1 - cl))
     rows = []
     for key, g in groups(b, by):
         acc = g["correct"].mean()
-        rows.append({**key, **cluster_mean(g["sq"], g["game_id"], n_boot=N_BOOT), "reference": acc * (1 - acc)})
+        ref = acc * (1 - acc)
+        a = min(max(acc, 1e-9), 1 - 1e-9)
+        ref_ll = -(a * np.log(a) + (1 - a) * np.log(1 - a))
+        m = cluster_mean(g["sq"], g["game_id"], n_boot=N_BOOT)
+        rows.append({**key, **m, "reference": ref, "brier_skill": 1 - m["mean"] / ref if ref > 0 else np.nan,
+                     "log_loss": float(g["ll"].mean()),
+                     "log_skill": 1 - float(g["ll"].mean()) / ref_ll if ref_ll > 0 else np.nan})
     return pd.DataFrame(rows)
 
 
 def wolf_detection(beliefs: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
-    """The village's detection of the wolves over time: among village-side belief rows about a werewolf,
-    the share that guess Werewolf, per ``day`` by default; chance = the wolves' share of the seats the
-    believer cannot see."""
+    """The village's detection of the wolves over time, per ``day`` by default: among village-side belief
+    rows about a werewolf, the share that guess Werewolf (``rate``, the recall; chance = the wolves' share of
+    the seats the believer cannot see, a random guess's hit rate is 1 / roles) beside the false-positive
+    rate — among village-side rows about a village player, the share that guess Werewolf
+    (``false_positive``, with its interval). Calling everyone a wolf has recall 1 and false positives 1;
+    detection is recall above the false-positive rate."""
     b = belief_table(beliefs, players)
-    b = b[(b["side"] == "village") & (b["is_wolf"] == 1)].copy()
-    counts = {g: Counter(p["role"]) for g, p in players.groupby("game_id")}
-    b["chance"] = [counts[g]["Werewolf"] / (sum(counts[g].values()) - 1) for g in b["game_id"]]
+    b = b[b["side"] == "village"].copy()
     b["hit"] = b["wolf_guess"]
-    return pd.DataFrame(_rate_rows(b, by or ["day"], chance="chance"))
+    wolves, good = b[b["is_wolf"] == 1], b[b["is_wolf"] == 0]
+    rows = []
+    for key, g in groups(wolves, by or ["day"]):
+        per = g.groupby("game_id").agg(k=("hit", "sum"), n=("hit", "size"), c=("chance", "sum"))
+        r = cluster_rate(per["k"], per["n"], per["c"], n_boot=N_BOOT)
+        mask = np.ones(len(good), bool)
+        for col, value in key.items():
+            mask &= (good[col] == value).to_numpy()
+        fp = good[mask].groupby("game_id").agg(k=("hit", "sum"), n=("hit", "size"))
+        f = cluster_rate(fp["k"], fp["n"], n_boot=N_BOOT)
+        rows.append({**key, **r, "false_positive": f["rate"], "fp_ci_low": f["ci_low"], "fp_ci_high": f["ci_high"],
+                     "n_good": f["n"]})
+    return pd.DataFrame(rows)
 
 
 # ------------------------------------------------------------------ claims and deception
@@ -135,18 +199,40 @@ def claims(events: pd.DataFrame, players: pd.DataFrame) -> pd.DataFrame:
 
 
 def lie_rates(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
-    """Share of claims that are false, per ``kind`` and the speaker's ``side`` and ``role`` by default."""
+    """Share of claims that are false, per ``kind`` and the speaker's ``side`` and ``role`` by default.
+    ``by_construction`` flags rows that are (nearly) constant by the rules rather than by choice — a wolf
+    claiming a village role always lies — or constant in the data; read those as counts, not as rates."""
     c = claims(events, players)
     c["hit"] = c["lie"]
-    return pd.DataFrame(_rate_rows(c, by or ["kind", "side", "role"]))
+    out = pd.DataFrame(_rate_rows(c, by or ["kind", "side", "role"]))
+    if out.empty:
+        return out
+    out["by_construction"] = [_constant_claim(r) for r in out.to_dict("records")]
+    return out
+
+
+def _constant_claim(row: dict) -> str:
+    """Why a lie rate cannot be anything else, or "" when it measures a choice."""
+    if row.get("kind") == "role" and row.get("side") == "werewolves":
+        return "a wolf's role claim is false unless it names Werewolf"
+    if row.get("kind") == "check" and row.get("role") == "Seer":
+        return "the Seer's check claims are true unless it misreports"
+    if row.get("k") in (0, row.get("n")):
+        return "constant in these data"
+    return ""
 
 
 def false_claims_followed(events: pd.DataFrame, players: pd.DataFrame, beliefs: pd.DataFrame | None = None,
                           by: list[str] | None = None) -> pd.DataFrame:
     """How often a claim was believed, false against true claims. For each check claim accusing X on day d:
     the share of that day's first-round ballots by other village-side voters cast for X (``followed``;
-    chance = 1 / (living − 1)). When ``beliefs`` has rows, also for each role claim: the share of the
-    other seats' later beliefs about the speaker that guess the claimed role (``believed``)."""
+    chance = 1 / (living − 1)); neither the speaker's nor X's own ballot counts (X cannot vote for itself).
+    When ``beliefs`` has rows, also for each role claim: the share of the other seats' later beliefs about
+    the speaker that guess the claimed role (``believed``).
+
+    In offline play every false check claim is a wolf's and every true one the Seer's, so "false vs true"
+    is also "wolf vs Seer": ``claim_falsity_within_side`` says, per side, whether both kinds occur there
+    (only then does a difference measure falsity rather than who spoke)."""
     c = claims(events, players)
     c["claim"] = np.where(c["true"].astype(bool), "true", "false")
     v = votes(events, players)
@@ -154,10 +240,13 @@ def false_claims_followed(events: pd.DataFrame, players: pd.DataFrame, beliefs: 
     acc = c[(c["kind"] == "check") & (c["value"] == "werewolf")]
     joined = acc.merge(v[["game_id", "day", "actor", "target", "alive"]].rename(
         columns={"actor": "voter", "target": "voted"}), on=["game_id", "day"])
-    joined = joined[joined["voter"] != joined["speaker"]]
+    joined = joined[(joined["voter"] != joined["speaker"]) & (joined["voter"] != joined["target"])]
     joined["hit"] = (joined["voted"] == joined["target"]).astype(int)
     joined["chance"] = 1.0 / (joined["alive"] - 1).clip(lower=1)
     rows = _rate_rows(joined, (by or ["side"]) + ["claim"], chance="chance", measure="followed")
+    mixed = {side: g["claim"].nunique() > 1 for side, g in acc.groupby("side")}
+    for row in rows:
+        row["claim_falsity_within_side"] = bool(mixed.get(row.get("side"), False))
     if beliefs is not None and len(beliefs):
         b = belief_table(beliefs, players)
         rc = c[c["kind"] == "role"]
@@ -173,7 +262,9 @@ def vote_swing(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None
     """How votes move after a speech: for each day speech that accuses or suspects a player X (the first
     one it names), the share of that day's first-round ballots by the other living players that went to X
     (``rate``), against chance = 1 / (living − 1), the share X gets from a voter who ignores the speech;
-    ``lift`` is the swing towards X. Per the speaker's ``spec`` and ``side`` by default."""
+    ``lift`` is the swing towards X. Per the speaker's ``spec`` and ``side`` by default. A wolf speaker's
+    fellow wolves are left out (they know whom they follow: coordination, not persuasion); X's own ballot
+    too."""
     ev = annotate(events, players)
     sp = ev[(ev["kind"] == "speech") & (ev["phase"] == "speech") & ev["text"].notna()]
     rows = []
@@ -184,9 +275,19 @@ def vote_swing(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None
                          "role": e.role, "side": e.side, "named": named[0]})
     s = pd.DataFrame(rows, columns=["game_id", "day", "seq", "speaker", "spec", "role", "side", "named"])
     v = votes(events, players)
-    v = v[v["round"] == "first"][["game_id", "day", "actor", "target", "alive"]].rename(columns={"actor": "voter"})
+    v = v[v["round"] == "first"][["game_id", "seq", "day", "actor", "target", "alive"]].rename(
+        columns={"actor": "voter", "seq": "vote_seq"})
     j = s.merge(v, on=["game_id", "day"])
-    j = j[(j["voter"] != j["speaker"]) & (j["voter"] != j["named"])]
+    role = players.set_index(["game_id", "seat"])["role"]
+    voter_wolf = pd.Series(list(zip(j["game_id"], j["voter"]))).map(role).eq("Werewolf").to_numpy()
+    teammate = voter_wolf & (j["side"] == "werewolves").to_numpy()  # a wolf hearing a wolf knows its ally
+    j = j[(j["voter"] != j["speaker"]) & (j["voter"] != j["named"]) & ~teammate]
     j["hit"] = (j["target"] == j["named"]).astype(int)
-    j["chance"] = 1.0 / (j["alive"] - 1).clip(lower=1)
+    dead = ev[ev["kind"].isin(["death", "elimination"])][["game_id", "seq", "target"]].rename(
+        columns={"seq": "death_seq", "target": "named"})
+    gone = j[["game_id", "named", "vote_seq"]].reset_index().merge(dead, on=["game_id", "named"])
+    gone = set(gone.loc[gone["death_seq"] < gone["vote_seq"], "index"])
+    # a speech may name a player who is dead by the vote (killed that night in its story): nobody can vote
+    # for them, so their chance is 0, not 1 / (living − 1)
+    j["chance"] = np.where(j.index.isin(gone), 0.0, 1.0 / (j["alive"] - 1).clip(lower=1))
     return pd.DataFrame(_rate_rows(j, by or ["spec", "side"], chance="chance"))

@@ -1,8 +1,13 @@
-"""Intervals: Wilson for per-game proportions, a seeded cluster bootstrap (resampling whole games) for every
-rate whose units (votes, checks, actions, beliefs) are nested in games, a percentile bootstrap for means.
+"""Intervals: exact (Clopper–Pearson) or Wilson for per-game proportions, a seeded cluster bootstrap-t
+(resampling whole games) for every rate whose units (votes, checks, actions, beliefs) are nested in games,
+paired differences between conditions that share seeds, Holm's correction for many verdicts at once.
 
 A game's votes are not independent (the same players, the same information), so an interval that treats
-them as independent is too narrow; ``cluster_rate`` resamples games and recomputes the pooled rate.
+them as independent is too narrow; ``cluster_rate`` resamples games and recomputes the pooled rate. The
+percentile bootstrap of a pooled rate undercovers at 10–30 games (0.87–0.93 in ``tests/analysis/
+test_intervals.py``'s simulation); the bootstrap-t used here studentises each replicate with its own
+cluster-robust standard error (the linearised ratio estimator) and covers 0.93–0.97 from 10 games up.
+Below ``MIN_GAMES`` games the report prints "too few games" instead of an interval.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ import numpy as np
 import pandas as pd
 
 Z95 = 1.959963984540054
+MIN_GAMES = 10  # the smallest number of games at which the cluster interval was shown to cover (tests)
+EXACT_BELOW = 30  # per-game proportions with fewer units get the exact (Clopper–Pearson) interval
 
 
 def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
@@ -26,10 +33,23 @@ def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
+def exact(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Clopper–Pearson interval for k successes in n trials (scipy's binomial test; never below level)."""
+    if n == 0:
+        return (float("nan"), float("nan"))
+    from scipy.stats import binomtest
+
+    ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="exact")
+    return (float(ci.low), float(ci.high))
+
+
 def proportion(k: int, n: int, **extra) -> dict:
-    """A per-game proportion (one unit per game or per player-game) with its Wilson interval."""
-    low, high = wilson(k, n)
-    return {**extra, "k": int(k), "n": int(n), "rate": k / n if n else float("nan"), "ci_low": low, "ci_high": high}
+    """A per-game proportion (one unit per game or per player-game): exact interval below ``EXACT_BELOW``
+    units, Wilson's from there (``method`` says which)."""
+    small = n < EXACT_BELOW
+    low, high = exact(k, n) if small else wilson(k, n)
+    return {**extra, "k": int(k), "n": int(n), "rate": k / n if n else float("nan"), "ci_low": low, "ci_high": high,
+            "method": "exact" if small else "wilson"}
 
 
 def bootstrap_ci(values: Iterable[float], stat: Callable = np.mean, n_boot: int = 2000,
@@ -55,43 +75,108 @@ def cluster_draws(n_clusters: int, n_boot: int, seed: int) -> np.ndarray:
     return np.bincount(picks.ravel(), minlength=n_boot * n_clusters).reshape(n_boot, n_clusters).astype(float)
 
 
+def _ratio_se(W: np.ndarray, k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of cluster weights ``W``: the pooled ratio Σwk/Σwn and its cluster-robust standard error
+    (the linearised ratio estimator, with the G/(G−1) small-sample factor)."""
+    g = len(k)
+    denom = W @ n
+    r = (W @ k) / np.where(denom > 0, denom, np.nan)
+    ss = (W @ (k * k)) - 2 * r * (W @ (k * n)) + r * r * (W @ (n * n))
+    return r, np.sqrt(np.clip(ss, 0, None) * g / max(g - 1, 1)) / denom
+
+
+def boot_t(k: np.ndarray, n: np.ndarray, W: np.ndarray) -> tuple[float, float, float, float]:
+    """Ratio Σk/Σn, its standard error and the 95% bootstrap-t interval from the replicate weights ``W``.
+    A replicate whose drawn games all agree has a standard error near 0 and an unbounded t; its standard
+    error is floored at se/√G (with it the interval covers 0.93–0.97 at 10 games, without it up to 0.974)."""
+    r0, se0 = (float(a[0]) for a in _ratio_se(np.ones((1, len(k))), k, n))
+    if not se0 > 1e-12:
+        return r0, 0.0, r0, r0
+    r, se = _ratio_se(W, k, n)
+    ok = np.isfinite(r)
+    t = (r[ok] - r0) / np.maximum(se[ok], se0 / math.sqrt(len(k)))
+    t_low, t_high = np.percentile(t, [2.5, 97.5])
+    return r0, se0, r0 - t_high * se0, r0 - t_low * se0
+
+
 def cluster_rate(k: Iterable[float], n: Iterable[float], chance: Iterable[float] | None = None,
                  n_boot: int = 2000, seed: int = 0, proportion: bool = True) -> dict:
-    """Pooled rate sum(k)/sum(n) over clusters (games) with a 95% cluster-bootstrap interval.
+    """Pooled rate sum(k)/sum(n) over clusters (games) with a 95% cluster bootstrap-t interval.
 
     ``k[i]``, ``n[i]``: hits and units in game i. With ``chance[i]`` (the sum over game i's units of each
     unit's chance of a hit), also the chance level sum(chance)/sum(n) and the lift over chance with its
-    interval, from the same resampled games (paired). When every resample gives the same rate (all hits or
-    none, or a single game), the interval is Wilson's with the number of games as n, never zero width."""
+    interval, from the same resampled games (paired). When every game has the same rate (all hits or none,
+    or a single game) the bootstrap cannot vary: the interval is then the exact (Clopper–Pearson) one with
+    the games as trials, never zero width. ``method`` names the interval; ``n_games`` below ``MIN_GAMES``
+    is too few for any interval to be trusted (the report prints "too few games")."""
     k, n = np.asarray(list(k), float), np.asarray(list(n), float)
-    out: dict = {"k": int(k.sum()), "n": int(n.sum()), "n_games": int((n > 0).sum())}
+    keep = n > 0
+    c = None if chance is None else np.asarray(list(chance), float)[keep]
+    k, n = k[keep], n[keep]
+    out: dict = {"k": int(round(k.sum())) if proportion else float(k.sum()), "n": int(n.sum()),
+                 "n_games": int(len(n))}
     total = n.sum()
     out["rate"] = k.sum() / total if total else float("nan")
-    c = None if chance is None else np.asarray(list(chance), float)
     if c is not None:
         out["chance"] = c.sum() / total if total else float("nan")
         out["lift"] = out["rate"] - out["chance"]
     if total == 0:
-        out.update(ci_low=float("nan"), ci_high=float("nan"))
+        out.update(ci_low=float("nan"), ci_high=float("nan"), method="none")
         if c is not None:
             out.update(lift_ci_low=float("nan"), lift_ci_high=float("nan"))
         return out
-    w = cluster_draws(len(k), n_boot, seed)
-    denom = w @ n
-    ok = denom > 0
-    rates = (w @ k)[ok] / denom[ok]
-    low, high = np.percentile(rates, [2.5, 97.5])
-    if high - low < 1e-12 and proportion:
-        low, high = wilson(round(out["rate"] * out["n_games"]), out["n_games"])
-    out.update(ci_low=float(low), ci_high=float(high))
+    W = cluster_draws(len(k), n_boot, seed)
+    _, se, low, high = boot_t(k, n, W)
+    method = "bootstrap-t"
+    if se < 1e-12:
+        method = "exact (games)" if proportion else "none (no variation)"
+        low, high = (exact(round(out["rate"] * out["n_games"]), out["n_games"]) if proportion
+                     else (out["rate"], out["rate"]))
+    if proportion:
+        low, high = max(low, 0.0), min(high, 1.0)
+    out.update(ci_low=float(low), ci_high=float(high), method=method)
     if c is not None:
-        lifts = rates - (w @ c)[ok] / denom[ok]
-        lo, hi = np.percentile(lifts, [2.5, 97.5])
-        if hi - lo < 1e-12:
-            half = (high - low) / 2
-            lo, hi = out["lift"] - half, out["lift"] + half
+        _, lse, lo, hi = boot_t(k - c, n, W)
+        if lse < 1e-12:
+            lo, hi = out["lift"] - (out["rate"] - low), out["lift"] + (high - out["rate"])
         out.update(lift_ci_low=float(lo), lift_ci_high=float(hi))
     return out
+
+
+def paired_difference(ka: Iterable[float], na: Iterable[float], kb: Iterable[float], nb: Iterable[float],
+                      n_boot: int = 2000, seed: int = 0) -> dict:
+    """Difference of two pooled rates Σka/Σna − Σkb/Σnb whose units are paired by cluster (index i is one
+    seed, played in both conditions with the same role deal): the seeds are resampled together, so what the
+    common deal explains cancels. 95% bootstrap-t interval with the linearised standard error."""
+    ka, na, kb, nb = (np.asarray(list(x), float) for x in (ka, na, kb, nb))
+    g = len(ka)
+    W = cluster_draws(g, n_boot, seed)
+
+    def est(w):
+        Na, Nb = w @ na, w @ nb
+        ra, rb = (w @ ka) / Na, (w @ kb) / Nb
+        u = (ka - ra[:, None] * na) / Na[:, None] - (kb - rb[:, None] * nb) / Nb[:, None]
+        return ra - rb, np.sqrt((w * u * u).sum(axis=1) * g / max(g - 1, 1))
+
+    (d0,), (se0,) = est(np.ones((1, g)))
+    d, se = est(W)
+    ok = np.isfinite(d)
+    t = (d[ok] - d0) / np.maximum(se[ok], se0 / math.sqrt(g))
+    t_low, t_high = np.percentile(t, [2.5, 97.5]) if se0 > 1e-12 else (0.0, 0.0)
+    return {"n_pairs": g, "diff": float(d0), "ci_low": float(d0 - t_high * se0), "ci_high": float(d0 - t_low * se0),
+            "method": "paired bootstrap-t (common seeds)"}
+
+
+def holm(pvalues: Iterable[float], alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    """Holm's step-down correction (statsmodels): which hypotheses are rejected at family-wise ``alpha``,
+    and the adjusted p-values."""
+    p = np.asarray(list(pvalues), float)
+    if len(p) == 0:
+        return np.zeros(0, bool), np.zeros(0)
+    from statsmodels.stats.multitest import multipletests
+
+    reject, adjusted, _, _ = multipletests(p, alpha=alpha, method="holm")
+    return reject, adjusted
 
 
 def cluster_mean(values: pd.Series, clusters: pd.Series, n_boot: int = 2000, seed: int = 0) -> dict:

@@ -145,9 +145,10 @@ def annotate(events: pd.DataFrame, players: pd.DataFrame) -> pd.DataFrame:
 # ------------------------------------------------------------------ votes
 def votes(events: pd.DataFrame, players: pd.DataFrame) -> pd.DataFrame:
     """One row per day ballot: voter's spec/role/side, ``round`` (``first`` or ``revote``), target, ``hit``
-    (the target is a werewolf) and ``chance`` (the share of werewolves among the candidates this voter
+    (the target is a werewolf), ``chance`` (the share of werewolves among the candidates this voter
     could pick: every other living player in a first round, the tied players other than the voter in a
-    revote)."""
+    revote), ``choices`` (how many candidates) and ``forced`` (one legal choice: a tied voter in a two-way
+    revote — not a decision, so the accuracy metrics leave it out)."""
     ev = annotate(events, players)
     v = ev[ev["kind"] == "vote"].copy()
     v["round"] = np.where(v["phase"].astype(str) == "day_revote", "revote", "first")
@@ -170,8 +171,12 @@ def votes(events: pd.DataFrame, players: pd.DataFrame) -> pd.DataFrame:
         n_c = r["n_cand"].to_numpy(float) - own
         w_c = r["wolves_cand"].to_numpy(float) - own * voter_wolf.loc[idx].to_numpy()
         v.loc[idx, "chance"] = np.where(n_c > 0, w_c / np.maximum(n_c, 1), np.nan)
+        v.loc[idx, "choices"] = n_c
+    v["choices"] = v["choices"] if "choices" in v.columns else np.nan
+    v["choices"] = v["choices"].fillna(v["alive"] - 1)
+    v["forced"] = v["choices"] <= 1
     return v[["game_id", "seq", "day", "round", "actor", "spec", "role", "side", "target", "target_role",
-              "hit", "chance", "alive", "wolves_alive"]].reset_index(drop=True)
+              "hit", "chance", "choices", "forced", "alive", "wolves_alive"]].reset_index(drop=True)
 
 
 def vote_accuracy(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None,
@@ -181,10 +186,12 @@ def vote_accuracy(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | N
 
     Formula: rate = Σ hits / Σ ballots; chance = Σ_b (wolves among ballot b's candidates / candidates) /
     Σ ballots; lift = rate − chance. With ``by=["round"]`` first-round and revote ballots are separate.
+    Forced ballots (one legal choice) are left out.
     Per voter over every day this is the Kaggle Game Arena harness's IRP (kaggle-environments,
     ``envs/werewolf/eval/loaders.py``, ``GameResult.iterate_voting_mini_game``: 1 when a villager-team
     vote targets a werewolf)."""
     v = votes(events, players)
+    v = v[~v["forced"]]
     if side:
         v = v[v["side"] == side]
     return pd.DataFrame(_rate_rows(v, by, chance="chance"))
@@ -199,14 +206,20 @@ def irp(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None
 def vss(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
     """VSS, voting success score (Kaggle Game Arena werewolf harness, ``iterate_voting_mini_game``): on the
     days a werewolf was exiled, the share of village-side ballots cast for that werewolf; per ``spec`` by
-    default. Ballots of both rounds of such a day count, as the harness counts every vote of the day."""
+    default. Ballots of both rounds of such a day count, as the harness counts every vote of the day
+    (forced ballots left out).
+
+    VSS is **conditional on the outcome** (only days the village succeeded), so it has no chance level:
+    random voters score high on it (0.65 in classic7), because their ballots are what exiled that wolf.
+    Read ``vote_accuracy`` (every ballot, against chance) and ``voting_success`` (every voting day) as its
+    unconditional counterparts."""
     v = votes(events, players)
     v = v[v["side"] == "village"]
     ev = annotate(events, players)
     exiled = ev[(ev["kind"] == "elimination") & (ev["target_role"] == "Werewolf")][["game_id", "day", "target"]]
-    v = v.merge(exiled.rename(columns={"target": "exiled"}), on=["game_id", "day"])
+    v = v[~v["forced"]].merge(exiled.rename(columns={"target": "exiled"}), on=["game_id", "day"])
     v["hit"] = (v["target"] == v["exiled"]).astype(int)
-    return pd.DataFrame(_rate_rows(v, by or ["spec"]))
+    return pd.DataFrame(_rate_rows(v, by or ["spec"], conditional="days a wolf was exiled"))
 
 
 def voting_success(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
@@ -221,11 +234,36 @@ def voting_success(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | 
 
 
 # ------------------------------------------------------------------ night actions
-def night_actions(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
+def _protects(ev: pd.DataFrame, games: pd.DataFrame | None) -> pd.DataFrame:
+    """The guard's protections on nights the wolves killed, with the exact chance that a uniformly random
+    legal answer protects the victim: the guard may pass (one more answer), may protect itself, and under
+    ``guard_no_repeat`` may not protect last night's choice again (then the victim may be out of reach)."""
+    protects = ev[ev["kind"] == "protect"].sort_values(["game_id", "seq"]).copy()
+    protects["last"] = protects.groupby("game_id")["target"].shift()
+    kills = ev[ev["kind"] == "kill"][["game_id", "day", "target"]].rename(columns={"target": "victim"})
+    protects = protects.merge(kills, on=["game_id", "day"], how="inner")
+    no_repeat = pd.Series(False, index=protects.index)
+    if games is not None and "preset" in games.columns:
+        from toolkit.werewolf.engine.preset import load_preset
+
+        flag = {p: bool(load_preset(p).guard_no_repeat) for p in games["preset"].dropna().unique()}
+        no_repeat = protects["game_id"].map(games.set_index("game_id")["preset"].map(flag)).fillna(False).astype(bool)
+    blocked = no_repeat & protects["last"].notna()
+    candidates = protects["alive"] - blocked.astype(int)
+    reachable = ~(blocked & (protects["last"] == protects["victim"]))
+    protects["hit"] = (protects["target"] == protects["victim"]).astype(int)
+    protects["chance"] = reachable.astype(float) / (candidates + 1).clip(lower=1)
+    return protects
+
+
+def night_actions(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None,
+                  games: pd.DataFrame | None = None) -> pd.DataFrame:
     """Night actions that can fail, each with a cluster-bootstrap interval and, where one exists, chance:
 
     - ``seer_wolf_check_rate``: checks that found a werewolf; chance = living wolves / (living − 1).
-    - ``guard_save_rate``: nights the guard protected the wolves' actual target; chance = 1 / living.
+    - ``guard_save_rate``: nights the guard protected the wolves' actual target; chance = the exact chance of
+      a uniformly random legal answer (passing is an answer; with ``games``, the preset's
+      ``guard_no_repeat`` removes last night's choice — without ``games`` no rule is assumed).
     - ``witch_save_needed``: saves of a victim the guard had not protected (the save changed the outcome).
     - ``witch_poison_on_wolf``: poisons on a werewolf; chance = living wolves / (living − 1).
     - ``witch_save_night`` / ``witch_poison_night``: the mean night a potion was used (timing; lower is
@@ -239,11 +277,7 @@ def night_actions(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | N
     checks["chance"] = checks["wolves_alive"] / (checks["alive"] - 1).clip(lower=1)
     rows += _rate_rows(checks, by, chance="chance", metric="seer_wolf_check_rate")
 
-    kills = ev[ev["kind"] == "kill"][["game_id", "day", "target"]].rename(columns={"target": "victim"})
-    protects = ev[ev["kind"] == "protect"].merge(kills, on=["game_id", "day"], how="inner")
-    protects["hit"] = (protects["target"] == protects["victim"]).astype(int)
-    protects["chance"] = 1.0 / protects["alive"].clip(lower=1)
-    rows += _rate_rows(protects, by, chance="chance", metric="guard_save_rate")
+    rows += _rate_rows(_protects(ev, games), by, chance="chance", metric="guard_save_rate")
 
     guarded = ev[ev["kind"] == "protect"][["game_id", "day", "target"]].rename(columns={"target": "guarded"})
     saves = ev[ev["kind"] == "save"].merge(guarded, on=["game_id", "day"], how="left")

@@ -8,6 +8,7 @@ estimated token counts are marked.
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Callable
@@ -21,15 +22,38 @@ from toolkit.analysis.prompt_cache import cached_share
 from toolkit.record.load import Results, load
 
 
+INTERVAL_COLUMNS = ("ci_low", "ci_high", "lift_ci_low", "lift_ci_high", "lift_baseline_ci_low",
+                    "lift_baseline_ci_high", "fp_ci_low", "fp_ci_high")
+
+
 def markdown_table(df: pd.DataFrame, floats: str = "{:.3f}") -> str:
+    """A Markdown table; in a row with fewer than ``MIN_GAMES`` games (``n_games``, else ``n`` where the
+    units are games) the interval cells read "too few games": no interval is trusted there."""
     if df is None or df.empty:
         return "(no rows)\n"
     cols = list(df.columns)
+    games_col = "n_games" if "n_games" in cols else None
     lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "---|" * len(cols)]
     for row in df.itertuples(index=False):  # keeps each column's type: counts stay integers
-        cells = [("" if v != v else floats.format(v)) if isinstance(v, float) else str(v) for v in row]
+        few = games_col is not None and _few(getattr(row, games_col))
+        cells = ["too few games" if few and c in INTERVAL_COLUMNS
+                 else ("" if v != v else floats.format(v)) if isinstance(v, float) else str(v)
+                 for c, v in zip(cols, row)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _few(n) -> bool:
+    try:
+        return int(n) < A.MIN_GAMES
+    except (TypeError, ValueError):
+        return False
+
+
+def games_table(df: pd.DataFrame) -> pd.DataFrame:
+    """A table whose ``n`` counts games (win rates, ratings): ``n`` doubles as ``n_games`` for the
+    too-few-games rule."""
+    return df.assign(n_games=df["n"]) if len(df) and "n" in df.columns and "n_games" not in df.columns else df
 
 
 # Kept for toolkit.widgets (ResultsExplorer); the report itself finds conditions with analysis.conditions.
@@ -57,8 +81,95 @@ def games_with_params(tables: Results) -> pd.DataFrame:
 
 
 def _first_round_by_day(t: Results) -> pd.DataFrame:
-    table = A.vote_accuracy(t.events, t.players, ["round", "day"])
+    by = ["spec", "round", "day"] if t.players["spec"].nunique() > 1 else ["round", "day"]
+    table = A.vote_accuracy(t.events, t.players, by)
     return table[table["round"] == "first"] if len(table) else table
+
+
+def one_model_per_side(players: pd.DataFrame) -> bool:
+    """Every game has one model on each side (the pairs design): a model's village roles then share every
+    outcome, so a win rate by village role says nothing the win rate by side does not."""
+    return bool((players.groupby(["game_id", "side"])["spec"].nunique() == 1).all())
+
+
+def outcomes_table(games: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Decided, drawn and errored games per condition: the ratings use only the decided ones."""
+    rows = []
+    for key, g in A.groups(games, by):
+        w = g["winner"].astype(str)
+        rows.append({**key, "games": len(g), "decided": int(w.isin(["village", "werewolves"]).sum()),
+                     "draws": int((w == "draw").sum()), "errors": int((w == "error").sum()),
+                     "with_fallbacks": int((pd.to_numeric(g["n_fallbacks"], errors="coerce") > 0).sum())})
+    return pd.DataFrame(rows)
+
+
+def fallback_rates(t: Results) -> pd.DataFrame:
+    """Per model: the share of its decisions that fell back (an answer the model did not give), with a
+    cluster interval over games, beside its win rate on each side."""
+    ev = t.events[t.events["kind"].isin(["vote", "protect", "check", "kill", "save", "poison", "hunt_proposal",
+                                         "speech"]) & t.events["actor"].notna()]
+    ev = ev.merge(t.players[["game_id", "seat", "spec"]].rename(columns={"seat": "actor"}), on=["game_id", "actor"])
+    ev = ev.assign(hit=ev["fallback"].fillna(False).astype(bool).astype(int))
+    rows = []
+    wins = A.role_win_rates(t.games, t.players, ["spec", "side"])
+    for spec, g in ev.groupby("spec"):
+        per = g.groupby("game_id")["hit"].agg(["sum", "size"])
+        r = A.cluster_rate(per["sum"], per["size"])
+        row = {"spec": spec, "decisions": r["n"], "fallback_rate": r["rate"], "n_games": r["n_games"],
+               "ci_low": r["ci_low"], "ci_high": r["ci_high"]}
+        for side in ("village", "werewolves"):
+            hit = wins[(wins["spec"] == spec) & (wins["side"] == side)]
+            row[f"win_{side}"] = float(hit["rate"].iloc[0]) if len(hit) else float("nan")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def robustness_sections(tables: Results, games: pd.DataFrame, by: list[str]) -> list[str]:
+    """Draws and errors; fallbacks per model beside its win rates; the headline numbers again without the
+    games that had a fallback (if surviving the opponents' errors is what wins, this moves them)."""
+    s = ["## Robustness\n", "Games per condition and how they ended (only decided games enter the ratings; "
+         "`with_fallbacks` = games in which some answer fell back to a default):\n",
+         markdown_table(outcomes_table(games, by)),
+         "Fallback rate per model (share of its decisions not answered by the model; intervals resample "
+         "games) beside its win rate per side:\n",
+         markdown_table(per_condition(fallback_rates, games, tables, by))]
+    clean = games[pd.to_numeric(games["n_fallbacks"], errors="coerce").fillna(0) == 0]
+    if len(clean) == len(games):
+        s.append("No game had a fallback: the numbers above need no error-survival check.\n")
+        return s
+    s += [f"The headline numbers again on the {len(clean)} of {len(games)} games without any fallback (the "
+          "error-survival check: a model that wins by outlasting its opponents' errors loses that edge here):\n",
+          markdown_table(games_table(A.win_rates(clean, by)))]
+    if tables.players["spec"].nunique() > 1 and len(clean):
+        s.append(markdown_table(games_table(per_condition(lambda t: A.ratings(t.games, t.players, by_side=True),
+                                                          clean, tables, by))))
+    return s
+
+
+def paired_sections(tables: Results, games: pd.DataFrame, by: list[str]) -> list[str]:
+    """Differences in the village win rate between conditions that played the same seeds (the same role
+    deals): a paired interval over the common seeds, sharper than two independent intervals."""
+    if not by or "seed" not in games.columns:
+        return []
+    names = [", ".join(f"{k}={v}" for k, v in zip(by, r)) for r in games[by].itertuples(index=False)]
+    g = games.assign(condition=names, win=(games["winner"] == "village").astype(float))
+    wide = g.pivot_table(index="seed", columns="condition", values="win", aggfunc="mean")
+    rows = []
+    for a, b in itertools.combinations(sorted(wide.columns), 2):
+        both = wide[[a, b]].dropna()
+        if len(both) < A.MIN_GAMES:
+            continue
+        one = [1.0] * len(both)
+        d = A.paired_difference(both[a], one, both[b], one)
+        rows.append({"a": a, "b": b, "common_seeds": len(both), "village_win_a_minus_b": d["diff"],
+                     "ci_low": d["ci_low"], "ci_high": d["ci_high"],
+                     "seed_correlation": float(both[a].corr(both[b])), "method": d["method"]})
+    if not rows:
+        return []
+    return ["## Paired comparisons between conditions\n",
+            "Conditions that share seeds share role deals, so their outcomes correlate seed by seed "
+            "(`seed_correlation`); the difference in village win rate is paired by seed (resampling seeds), "
+            "not two independent intervals:\n", markdown_table(pd.DataFrame(rows))]
 
 
 def per_condition(func: Callable[[Results], pd.DataFrame], games: pd.DataFrame, tables: Results,
@@ -99,15 +210,19 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
     multi = tables.players["spec"].nunique() > 1
 
     written.append(P.save(P.plot_win_rates(games, by), out / "win_rates.png"))
-    s += ["## Win rates by side (95% Wilson intervals; n = games)\n", markdown_table(A.win_rates(games, by)),
-          "![win rates](win_rates.png)\n"]
+    s += ["## Win rates by side (95% intervals: exact below 30 games, else Wilson; n = games)\n",
+          markdown_table(games_table(A.win_rates(games, by))), "![win rates](win_rates.png)\n"]
     if multi:
         s += ["## Models: win rate by side and by role\n",
               "Per seat-game; intervals resample games. `n` counts seat-games, `n_games` games.\n",
               markdown_table(per_condition(lambda t: A.role_win_rates(t.games, t.players, ["spec", "side"]),
-                                           games, tables, by)),
-              markdown_table(per_condition(lambda t: A.role_win_rates(t.games, t.players, ["spec", "role"]),
                                            games, tables, by))]
+        if one_model_per_side(tables.players):
+            s.append("By role: not shown — every game has one model per side, so a model's win rate is the "
+                     "same for every village role by construction.\n")
+        else:
+            s.append(markdown_table(per_condition(lambda t: A.role_win_rates(t.games, t.players, ["spec", "role"]),
+                                                  games, tables, by)))
         ratings = per_condition(lambda t: A.ratings(t.games, t.players, by_side=True), games, tables, by)
         for key, part in A.groups(ratings, by):
             name = "_".join(str(v) for v in key.values()) or "all"
@@ -117,18 +232,28 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
             s.append(f"![ratings](ratings_{name}.png)\n")
         s += ["## Ratings with a side term\n",
               "Bradley–Terry in logistic form, logit P(village wins) = side term + village strength − wolf "
-              "strength; strengths of each side sum to 0; 95% intervals: bootstrap over games, never narrower "
-              "than the fit's curvature. `n` = decided games.\n", markdown_table(ratings),
+              "strength, each model weighted by its share of the side's seats; strengths of each side sum to "
+              "0; 95% intervals from the fit's curvature (in simulated tournaments of the default design they "
+              "cover the true strengths 93–97% of the time). `n` = decided games that inform the rating "
+              "(self-play games inform only the side term of the overall rating).\n",
+              markdown_table(games_table(ratings)),
               "Overall (one strength per model on both sides, plus the side term):\n",
               markdown_table(per_condition(lambda t: A.ratings(t.games, t.players, by_side=False), games, tables,
                                            by)),
-              "Which models the data can tell apart:\n",
+              "Which models the data can tell apart: the difference, its 95% interval, `p` and Holm's "
+              "adjusted `p_holm` over every pair of the table; the verdict names an order only when "
+              "`p_holm` < 0.05 (family-wise):\n",
               markdown_table(per_condition(lambda t: A.separation(t.games, t.players), games, tables, by)),
-              "Elo per side (start 1200, K = 32; median and 95% interval over bootstrap replicates of the "
-              "games in shuffled order, since Elo depends on the order; `elo_seed_order` = one pass in seed "
-              "order):\n", markdown_table(per_condition(lambda t: A.elo(t.games, t.players), games, tables, by))]
+              "Elo per side, for comparison with the harnesses that publish it (start 1200, K = 32). Elo "
+              "depends on the order of the games and a tournament has none: `elo` is the median over 200 "
+              "random orders, `mc_error` its Monte-Carlo standard error, `order_low`–`order_high` how far the "
+              "order alone moves it (not a confidence interval: Elo has no estimand; use the Bradley–Terry "
+              "intervals above); `elo_seed_order` = one pass in seed order:\n",
+              markdown_table(per_condition(lambda t: A.elo(t.games, t.players), games, tables, by))]
         try:
-            s += ["OpenSkill (Plackett–Luce) per side; interval mu ± 1.96 sigma:\n",
+            s += ["OpenSkill (Plackett–Luce, models weighted by seat share) per side: medians over 10 random "
+                  "game orders, `mc_error` = Monte-Carlo error of `mu`; `sigma` is the library's uncertainty, "
+                  "not a calibrated interval:\n",
                   markdown_table(per_condition(lambda t: A.openskill_ratings(t.games, t.players), games, tables,
                                                by))]
         except ImportError:
@@ -151,32 +276,52 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
           "each voter could pick; `lift` = rate − chance; intervals resample games. First-round and revote "
           "ballots are separate (`round`).\n",
           markdown_table(per_condition(lambda t: A.vote_accuracy(t.events, t.players, vote_by), games, tables, by)),
-          "By day (first round, all village voters of the condition together; per model in the plot):\n",
+          "By day (first round, per model): later days are survivors — games still running, and in them the "
+          "players still alive — so a day's rate is not the same population as day 1's:\n",
           markdown_table(per_condition(_first_round_by_day, games, tables, by)),
           *vote_plots,
           "IRP (every village ballot on a wolf) and VSS (on days a wolf was exiled, ballots for that wolf), as the "
-          "Kaggle Game Arena werewolf harness defines them; voting success = days a wolf was exiled:\n",
+          "Kaggle Game Arena werewolf harness defines them; voting success = days a wolf was exiled. VSS is "
+          "conditional on the exile (only days the village succeeded), so it has no chance level and random "
+          "voters score high on it: read the ballot accuracy above and voting success as its unconditional "
+          "counterparts. Forced ballots (one legal choice) are left out everywhere:\n",
           markdown_table(per_condition(lambda t: A.irp(t.events, t.players), games, tables, by)),
           markdown_table(per_condition(lambda t: A.vss(t.events, t.players), games, tables, by)),
           markdown_table(per_condition(lambda t: A.voting_success(t.events, t.players), games, tables, by)),
           "## Survival and dominance\n",
-          "KSR (seat survived to the end) by model and role; margin of win (living share of the winning side) "
-          "and speed of win (1 / days) over won seat-games:\n",
+          "KSR (seat survived to the end) by model and role — mostly a restatement of the win (a winning "
+          "side's seats survive more); margin of win (living share of the winning side) and speed of win "
+          "(1 / days) are over **won** seat-games only, so a model that rarely wins and wins only early looks "
+          "fast: read them beside the win rate, never alone:\n",
           markdown_table(per_condition(lambda t: A.ksr(t.games, t.players), games, tables, by)),
           markdown_table(per_condition(lambda t: A.win_margin_speed(t.games, t.players), games, tables, by)),
           "## Night actions (intervals resample games; chance where a random choice scores)\n",
-          markdown_table(per_condition(lambda t: A.night_actions(t.events, t.players, ["spec"] if multi else None),
-                                       games, tables, by))]
+          markdown_table(per_condition(lambda t: A.night_actions(t.events, t.players, ["spec"] if multi else None,
+                                                                 t.games), games, tables, by))]
     s += ["## Beliefs and deception\n"]
     if len(tables.beliefs):
-        s += ["Identity inference (guessed role = true role) against chance, by model and day:\n",
+        s += ["Identity inference (guessed role = true role), by model and side: `chance` = a random guess "
+              "among the roles (the random player), `baseline` = the best constant guess given what the seat "
+              "knows (the majority role among the seats it cannot see, e.g. always \"Werewolf\" as a classic7 "
+              "villager); `lift_baseline` is the lift over that constant guess — the number to read:\n",
+              markdown_table(per_condition(lambda t: A.identity_accuracy(t.beliefs, t.players, ["spec", "side"]),
+                                           games, tables, by)),
+              "Balanced accuracy (the mean over true roles of the share guessed right; a constant guess scores "
+              "1 / roles, like chance):\n",
+              markdown_table(per_condition(lambda t: A.balanced_accuracy(t.beliefs, t.players, ["spec", "side"]),
+                                           games, tables, by)),
+              "By day (later days are survivors):\n",
               markdown_table(per_condition(lambda t: A.identity_accuracy(t.beliefs, t.players, ["spec", "day"]),
                                            games, tables, by)),
-              "Brier score of the stated confidences (lower is better; `reference` = a guesser stating its "
-              "accuracy):\n",
+              "Proper scores of the stated confidences (lower is better), and their skill against the no-skill "
+              "forecast that always states the observed accuracy (`brier_skill`, `log_skill`: above 0 the "
+              "confidences carry information):\n",
               markdown_table(per_condition(lambda t: A.brier(t.beliefs, t.players, ["spec"]), games, tables, by)),
-              "The village's detection of the wolves by day:\n",
-              markdown_table(per_condition(lambda t: A.wolf_detection(t.beliefs, t.players), games, tables, by))]
+              "The village's detection of the wolves by model and day: recall (`rate`: rows about a wolf that "
+              "guess Werewolf) beside the false-positive rate (rows about a village player that guess Werewolf); "
+              "detection is recall above false positives:\n",
+              markdown_table(per_condition(lambda t: A.wolf_detection(t.beliefs, t.players, ["spec", "day"]),
+                                           games, tables, by))]
     else:
         s.append("The `beliefs` table is empty in these results (no player reflected with role guesses), so "
                  "identity inference, Brier scores and detection over time are not reported.\n")
@@ -184,13 +329,19 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
           "role — concealment included; a check claim is false unless the Seer made that check):\n",
           markdown_table(per_condition(lambda t: A.lie_rates(t.events, t.players, ["spec", "side", "kind"]),
                                        games, tables, by)),
+          "`by_construction` marks rates that the rules fix (a wolf claiming a village role always lies): counts, "
+          "not choices.\n",
           "How often check claims were followed by the other village voters that day (false vs true claims; "
-          "chance = 1 / (living − 1)):\n",
+          "neither the speaker's nor the accused's ballot counts; chance = 1 / (living − 1)). "
+          "`claim_falsity_within_side` is false where every false claim is a wolf's and every true one the "
+          "Seer's — there \"false vs true\" is \"wolf vs Seer\", not a test of falsity:\n",
           markdown_table(per_condition(lambda t: A.false_claims_followed(t.events, t.players, t.beliefs),
                                        games, tables, by)),
           "Vote swing: share of the other voters' ballots on the player a speech accused or suspected, against "
-          "chance:\n",
+          "chance (a wolf speaker's fellow wolves are left out: they follow an ally, not an argument):\n",
           markdown_table(per_condition(lambda t: A.vote_swing(t.events, t.players), games, tables, by))]
+    s += robustness_sections(tables, games, by)
+    s += paired_sections(tables, games, by)
     written.append(P.save(P.plot_costs(games, by, estimated=estimated), out / "costs.png"))
     s += ["## Calls, tokens, cost and fallbacks per game (95% bootstrap intervals; n = games)\n",
           ("Token counts are estimated.\n" if estimated else ""),

@@ -24,7 +24,7 @@ HELPS = {  # kept here so that the top-level --help imports no command
     "engineer": "run the engineer agent on a task in a workspace folder",
     "engineer-suite": "run the offline engineer task suite",
     "sweep": "run a sweep file: one papermill notebook run per grid cell",
-    "tournament": "plan and run a tournament file (role rotation, seat shuffling)",
+    "tournament": "plan and run a tournament file (every ordered pair of models per side, seat shuffling)",
     "report": "write plots (PNG) and summary.md for a results folder",
     "export": "export games and sessions for Kaggle, Inspect, mini-swe-agent, OpenTelemetry or Hugging Face datasets",
     "view": "write a game's or session's replay as one self-contained HTML file",

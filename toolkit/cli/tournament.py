@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "plan and run a tournament file (role rotation, seat shuffling)"
+HELP = "plan and run a tournament file (every ordered pair of models per side, seat shuffling)"
 DESCRIPTION = None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="a tournament YAML file (models, presets, design; see "
                         "experiments/tournaments/example.yaml)")
-    parser.add_argument("--plan", action="store_true", help="print the schedule's balance and size; run nothing")
+    parser.add_argument("--plan", action="store_true", help="print the schedule's balance, size and the expected "
+                        "interval width of every model's rating per side; run nothing")
     parser.add_argument("--workers", type=int, default=1, help="cells run at once (default: 1)")
     parser.add_argument("--executor", choices=["local", "dask"], default="local",
                         help="local processes (default) or a Dask cluster")
@@ -25,7 +26,8 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from toolkit.study.tournament import balance, export_tables, load_tournament, plan_from_file, run_tournament
+    from toolkit.study.tournament import (balance, expected_widths, export_tables, load_tournament, plan_from_file,
+                                          run_tournament)
 
     try:
         if args.plan:
@@ -33,6 +35,12 @@ def run(args: argparse.Namespace) -> int:
             games = plan["game"].nunique()
             print(f"{spec['name']}: {games} games in {plan['cell'].nunique()} cells")
             print(balance(plan).to_string())
+            widths, pairs = expected_widths(plan)
+            print("\nExpected 95% half-width of each rating (logits; equal models, P(village wins) = 0.5 assumed):")
+            print(widths.to_string(index=False, float_format="{:.2f}".format))
+            if len(pairs):
+                print("\nSmallest true difference between two models detected with 80% power (logits):")
+                print(pairs.to_string(index=False, float_format="{:.2f}".format))
             return 0
         summary = run_tournament(args.file, workers=args.workers, executor=args.executor,
                                  scheduler=args.scheduler, results_root=args.results)

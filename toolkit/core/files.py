@@ -193,15 +193,16 @@ class SweepFile(BaseModel):
 # --------------------------------------------------------------------------------------- scripted games
 class TournamentFile(BaseModel):
     """A tournament: ``name`` (a folder under the results root), the model specs that play, the presets,
-    the design (``rotation``: every model plays every role equally often; ``pairs``: every ordered pair of
-    models as village vs wolves), and its size (``games``, or the ``half_width`` a win rate should reach)."""
+    the design (``pairs``, the default: every ordered pair of models as village vs wolves, the design that
+    can rank models per side; ``rotation``: every model plays every role equally often, mixed tables), and
+    its size (``games``, or the ``half_width`` a win rate should reach; neither: 0.1)."""
 
     model_config = ConfigDict(extra="forbid")
 
     name: str
     models: list[str] = Field(..., min_length=1)
     presets: list[str] = Field(..., min_length=1)
-    design: Literal["rotation", "pairs"] = "rotation"
+    design: Literal["rotation", "pairs"] = "pairs"
     self_play: bool = True
     games: int | None = Field(None, ge=1, le=1_000_000)
     half_width: float | None = Field(None, gt=0, lt=0.5)
