@@ -34,8 +34,11 @@ def test_report_splits_conditions_and_flags_identical_ones(tmp_path):
     assert text.count("**Identical games:**") == 2
     assert "**estimated**" in text
     # the reflecting heuristic players guessed roles: the belief metrics are reported, with chance beside them
-    assert len(t.beliefs) > 0 and "Identity inference (guessed role = true role) against chance" in text
-    assert "`beliefs` table is empty" not in text and "Brier score" in text
+    assert len(t.beliefs) > 0 and "Identity inference (guessed role = true role)" in text
+    assert "best constant guess" in text and "Balanced accuracy" in text
+    assert "`beliefs` table is empty" not in text and "Proper scores of the stated confidences" in text
+    # 8 games per condition: below MIN_GAMES, so no interval is printed for them
+    assert "too few games" in text and "## Robustness" in text and "fallback" in text
     win = A.win_rates(games, A.conditions(games))
     assert len(win[win["side"] == "village"]) == 4 and (win["n"] == 8).all()  # 4 conditions × 8 games, not 32
 
