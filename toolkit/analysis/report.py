@@ -97,9 +97,10 @@ def outcomes_table(games: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     rows = []
     for key, g in A.groups(games, by):
         w = g["winner"].astype(str)
+        fallbacks = pd.to_numeric(g["n_fallbacks"], errors="coerce") if "n_fallbacks" in g.columns else pd.Series()
         rows.append({**key, "games": len(g), "decided": int(w.isin(["village", "werewolves"]).sum()),
                      "draws": int((w == "draw").sum()), "errors": int((w == "error").sum()),
-                     "with_fallbacks": int((pd.to_numeric(g["n_fallbacks"], errors="coerce") > 0).sum())})
+                     "with_fallbacks": int((fallbacks > 0).sum())})
     return pd.DataFrame(rows)
 
 
@@ -109,6 +110,8 @@ def fallback_rates(t: Results) -> pd.DataFrame:
     ev = t.events[t.events["kind"].isin(["vote", "protect", "check", "kill", "save", "poison", "hunt_proposal",
                                          "speech"]) & t.events["actor"].notna()]
     ev = ev.merge(t.players[["game_id", "seat", "spec"]].rename(columns={"seat": "actor"}), on=["game_id", "actor"])
+    if "fallback" not in ev.columns:
+        return pd.DataFrame()
     ev = ev.assign(hit=ev["fallback"].fillna(False).astype(bool).astype(int))
     rows = []
     wins = A.role_win_rates(t.games, t.players, ["spec", "side"])
@@ -133,6 +136,8 @@ def robustness_sections(tables: Results, games: pd.DataFrame, by: list[str]) -> 
          "Fallback rate per model (share of its decisions not answered by the model; intervals resample "
          "games) beside its win rate per side:\n",
          markdown_table(per_condition(fallback_rates, games, tables, by))]
+    if "n_fallbacks" not in games.columns:
+        return s
     clean = games[pd.to_numeric(games["n_fallbacks"], errors="coerce").fillna(0) == 0]
     if len(clean) == len(games):
         s.append("No game had a fallback: the numbers above need no error-survival check.\n")
