@@ -2,30 +2,13 @@
 nothing from anywhere, shows a vote matrix per day, and the god-view toggle reveals the roles, the night
 actions and each model call's prompt and answer. Screenshots go to the test's tmp folder."""
 
-import asyncio
-
 import pytest
 
 from toolkit.export import html
 from toolkit.record.load import load
-from toolkit.record.run_log import Run
-from toolkit.testing.loopback_server import FakeOpenAIServer
-from toolkit.werewolf.game import GameConfig, play_game
 
 sync_api = pytest.importorskip("playwright.sync_api")
 ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking"]
-
-
-@pytest.fixture(scope="module")
-def game(tmp_path_factory):
-    """A real game against the loopback server, with reflections and beliefs, in a tmp results folder."""
-    folder = tmp_path_factory.mktemp("results")
-    with FakeOpenAIServer(seed=1) as server:
-        with Run(folder) as run:
-            asyncio.run(play_game(GameConfig(seed=3, model=f"openai:det@{server.base_url}", max_days=3,
-                                             reflection=True), run))
-    results = load(folder)
-    return results, results.games["game_id"].iloc[0]
 
 
 @pytest.fixture(scope="module")
@@ -90,3 +73,18 @@ def test_no_content_leaves_prompts_and_answers_out(game):
     page = html.game_page(results, gid, content=False)
     first = results.calls.sort_values("seq").iloc[0]
     assert first["response_text"] not in page and "[content omitted]" in page
+
+
+def test_a_session_page_shows_steps_commands_and_outputs(session_folder, browser, tmp_path):
+    results = load(session_folder)
+    sid = results.sessions["session_id"].iloc[0]
+    trajectory = html.find_trajectory(session_folder, sid)
+    assert trajectory is not None
+    path = tmp_path / "session.html"
+    path.write_text(html.session_page(results, sid, trajectory), encoding="utf-8")
+    page = browser.new_page()
+    page.goto(path.as_uri())
+    assert page.locator(".step").count() == len(trajectory["memory"]) > 0
+    first = next(m for m in trajectory["memory"] if m.get("commands"))
+    assert page.locator(f'.step[data-step="{first["step"]}"] details.command').count() == len(first["commands"])
+    page.screenshot(path=str(tmp_path / "session.png"), full_page=True)

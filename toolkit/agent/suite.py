@@ -33,6 +33,8 @@ class TaskSpec:
     role: str = "engineer"
     eval: bool = False
     human_answers: tuple[str, ...] = ()
+    # where the human's answers are also written, one a line, for a harness with no way to ask (not committed)
+    answers_file: str | None = None
     max_steps: int | None = None
 
 
@@ -42,7 +44,8 @@ def load_tasks(folder: str | Path = TASKS_DIR, names: list[str] | None = None) -
         data = yaml.safe_load(path.read_text())
         spec = TaskSpec(name=path.parent.name, folder=path.parent, task=data["task"], check=data["check"],
                         role=data.get("role", "engineer"), eval=data.get("eval", False),
-                        human_answers=tuple(data.get("human_answers", [])), max_steps=data.get("max_steps"))
+                        human_answers=tuple(data.get("human_answers", [])), max_steps=data.get("max_steps"),
+                        answers_file=data.get("answers_file"))
         if names is None or spec.name in names:
             tasks.append(spec)
     if names and len(tasks) != len(names):
@@ -67,7 +70,11 @@ def prepare_workspace(task: TaskSpec, root: Path) -> Path:
     _sh(["git", "init", "-q", "-b", "main"], work)
     for key, value in (("user.name", "Agent"), ("user.email", "agent@example.invalid")):
         _sh(["git", "config", key, value], work)
-    (work / ".git" / "info" / "exclude").write_text(".agent/\n__pycache__/\n.pytest_cache/\n")
+    excluded = [".agent/", "__pycache__/", ".pytest_cache/"]
+    if task.answers_file:
+        (work / task.answers_file).write_text("".join(f"{a}\n" for a in task.human_answers))
+        excluded.append(task.answers_file)
+    (work / ".git" / "info" / "exclude").write_text("".join(f"{x}\n" for x in excluded))
     _sh(["git", "add", "-A"], work)
     _sh(["git", "commit", "-q", "-m", "start"], work)
     _sh(["git", "remote", "add", "origin", str(remote)], work)

@@ -48,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
         raise FileError(f"--html is for the kaggle format, not {args.format}")
     if args.html:
         check_extra("kaggle_environments", "interop", "export kaggle --html (Kaggle's visualizer)")
+    if args.endpoint:
+        check_endpoint(args.endpoint)
     if args.out:
         out_folder(args.out)
     results = load(args.dir)
@@ -58,6 +60,9 @@ def run(args: argparse.Namespace) -> int:
             raise FileError(f"--game {unknown[0]}: no such game in {args.dir} ({plural(len(known), 'game')} there)")
     content = not args.no_content
     out = make_folder(args.out) if args.out else None
+    if args.format in ("inspect", "otel"):
+        check_extra({"inspect": "inspect_ai", "otel": "opentelemetry.sdk"}[args.format], "interop",
+                    f"export {args.format}")
     if args.format == "kaggle":
         from toolkit.export import kaggle
 
@@ -70,5 +75,51 @@ def run(args: argparse.Namespace) -> int:
         paths = kaggle.write(results, Path(out), content, args.game)
         if args.html:
             paths += kaggle.write_html(paths, Path(out))
+    elif args.format == "inspect":
+        from toolkit.export import inspect_log
+
+        paths = inspect_log.write(results, Path(out), content, args.game, trajectories(args.dir, results))
+    elif args.format == "mini":
+        from toolkit.export import mini
+
+        if results.sessions.empty:
+            raise FileError(f"{args.dir}: no engineer sessions to export (mini-swe-agent trajectories are sessions)")
+        paths = mini.write(results, Path(out), trajectories(args.dir, results), content)
+    elif args.format == "otel":
+        from toolkit.export import otel
+
+        if args.endpoint:
+            n = otel.send(results, args.endpoint, content, args.game)
+            print(f"sent {plural(n, 'span')} to {args.endpoint}")
+            return 0
+        paths = otel.write(results, Path(out), content, args.game)
+    else:
+        from toolkit.export import hf
+
+        check_extra("pyarrow", "interop", "export hf")
+        paths = hf.write(results, Path(out), content, source=str(args.dir))
     print(f"wrote {plural(len(paths), 'file')} to {out}")
     return 0
+
+
+def trajectories(folder: str, results) -> dict:
+    """Each session's trajectory, as its workspace saved it (sessions without one get None)."""
+    from toolkit.export.html import find_trajectory
+
+    return {sid: find_trajectory(folder, sid) for sid in results.sessions["session_id"]}
+
+
+def check_endpoint(url: str) -> None:
+    """Refuse an OTLP endpoint that is not an http(s) URL or does not answer, in one line, before exporting."""
+    from urllib.parse import urlsplit
+
+    from toolkit.cli.preflight import _reachable
+    from toolkit.core.files import FileError
+    from toolkit.core.secrets import mask_url
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise FileError(f"--endpoint {mask_url(url)}: give an http(s) URL, e.g. http://127.0.0.1:6006")
+    why = _reachable(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80), 3.0)
+    if why:
+        raise FileError(f"--endpoint {mask_url(url)}: cannot connect ({why})")

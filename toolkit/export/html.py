@@ -134,13 +134,13 @@ def session_context(results, session_id: str, trajectory: dict | None, content: 
     for i, m in enumerate(memory):
         step = m.get("step", i + 1)
         commands = m.get("commands") or []
-        outputs = m.get("outputs") or []
+        outputs = m.get("observations") or []
         items = []
         for j, command in enumerate(commands):
             name = command.get("command_name", "") if isinstance(command, dict) else str(command)
             args = command.get("args", {}) if isinstance(command, dict) else {}
             out = outputs[j] if j < len(outputs) else ""
-            diff = out if isinstance(out, str) and out.lstrip().startswith(("diff --git", "--- ", "@@")) else None
+            diff = out if isinstance(out, str) and ("diff --git" in out or "\n@@ " in out) else None
             items.append({"name": name, "args": json.dumps(args, ensure_ascii=False, indent=1) if content else OMITTED,
                           "output": str(out) if content else OMITTED, "diff": diff if content else None})
         steps.append({"step": step, "thought": m.get("thought", "") if content else OMITTED, "commands": items,

@@ -27,6 +27,7 @@ from toolkit.llm import Call
 from toolkit.llm.model import now
 from toolkit.core.secrets import Redactor, redact_obj
 from toolkit.record.rows import COLUMNS, AttemptRow, CallRow, Row, RunRow
+from toolkit.record.spans import live_tracer
 from toolkit.record.tables import TABLES
 
 
@@ -68,6 +69,9 @@ class Run:
         config = redact_obj(config or {})
         self._listeners: list[Any] = []
         self.closed = False
+        self._tracer = live_tracer()  # opt in: TOOLKIT_OTLP_ENDPOINT (toolkit.record.spans)
+        if self._tracer is not None:
+            self.subscribe(self._tracer)
         self.write(RunRow(run_id=self.run_id, experiment=experiment, started_at=now(), git_sha=git_sha(),
                           toolkit_version=toolkit.__version__, config=json.dumps(config, default=str), seed=seed))
 
@@ -100,6 +104,8 @@ class Run:
         self.closed = True
         for handle in self._files.values():
             handle.close()
+        if self._tracer is not None:
+            self._tracer.close()
         for table in self._files:
             compact(self.folder, table)
 

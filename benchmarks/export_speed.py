@@ -1,0 +1,93 @@
+"""Export speed per format (games per second, tables already loaded; loading is printed apart) over the example
+games, and the size of the HTML replay per game (the example games, which log no calls, and a game against the
+loopback server whose every call's prompt and answer is in the page). Target: >= 100 games/s for every file
+format.
+
+    python benchmarks/export_speed.py [--games N] [RESULTS]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from toolkit.export import hf, html, inspect_log, kaggle, otel  # noqa: E402
+from toolkit.record.load import load  # noqa: E402
+
+
+def timed(label: str, n: int, fn) -> None:
+    start = time.perf_counter()
+    fn()
+    wall = time.perf_counter() - start
+    print(f"{label:28s} {n:6d} games {wall:8.2f} s {n / wall:9.1f} games/s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("results", nargs="?", default=str(ROOT / "results" / "examples"))
+    parser.add_argument("--games", type=int, default=None, help="only the first N games")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    results = load(args.results)
+    print(f"load {args.results}: {time.perf_counter() - start:.2f} s ({len(results.games)} games)")
+    if args.games:
+        keep = set(results.games["game_id"].iloc[: args.games])
+        for table in ("games", "players", "events", "calls", "beliefs"):
+            frame = getattr(results, table)
+            setattr(results, table, frame[frame["game_id"].isin(keep)])
+    n = len(results.games)
+    ids = list(results.games["game_id"])
+    start = time.perf_counter()
+    import inspect_ai.event  # noqa: F401  (the writers' libraries, imported once before anything is timed)
+    import inspect_ai.log  # noqa: F401
+    import opentelemetry.exporter.otlp.proto.common.trace_encoder  # noqa: F401
+    import opentelemetry.sdk.trace  # noqa: F401
+    print(f"import inspect_ai and the OpenTelemetry SDK: {time.perf_counter() - start:.2f} s (once, not timed below)")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp)
+        for name in ("kaggle", "inspect", "otel", "hf", "html"):
+            (out / name).mkdir()
+        timed("kaggle (one JSON per game)", n, lambda: kaggle.write(results, out / "kaggle"))
+        timed("inspect (.eval)", n, lambda: inspect_log.write(results, out / "inspect"))
+        timed("otel (OTLP JSON lines)", n, lambda: otel.write(results, out / "otel"))
+        timed("hf (parquet per table)", n, lambda: hf.write(results, out / "hf"))
+        sample = ids[: min(n, 200)]
+        sizes = []
+
+        def pages():
+            for gid in sample:
+                page = html.game_page(results, gid)
+                (out / "html" / f"{gid}.html").write_text(page)
+                sizes.append(len(page.encode()))
+
+        timed("html view (first 200)", len(sample), pages)
+        print(f"html size per example game: mean {statistics.mean(sizes) / 1024:.1f} KB, "
+              f"max {max(sizes) / 1024:.1f} KB (no calls logged in the examples)")
+        print(f"html size, a loopback game with every call's prompt and answer: {loopback_page_kb(out):.1f} KB")
+    return 0
+
+
+def loopback_page_kb(out: Path) -> float:
+    from toolkit.record.run_log import Run
+    from toolkit.testing.loopback_server import FakeOpenAIServer
+    from toolkit.werewolf.game import GameConfig, play_game
+
+    with FakeOpenAIServer(seed=1) as server:
+        with Run(out / "loopback") as run:
+            asyncio.run(play_game(GameConfig(seed=3, model=f"openai:det@{server.base_url}", reflection=True), run))
+    results = load(out / "loopback")
+    page = html.game_page(results, results.games["game_id"].iloc[0])
+    print(f"  (that game: {len(results.calls)} calls, {len(results.events)} events)")
+    return len(page.encode()) / 1024
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

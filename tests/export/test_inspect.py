@@ -1,0 +1,54 @@
+"""The Inspect export read by Inspect AI's own code: ``read_eval_log`` gives one sample per game (and per
+session) and one model event per logged call; the four ``inspect_ai.analysis`` dataframes load the file."""
+
+import pytest
+
+from toolkit.export import html, inspect_log
+from toolkit.record.load import load
+
+log_api = pytest.importorskip("inspect_ai.log", reason="the interop extra (inspect-ai) is not installed")
+analysis = pytest.importorskip("inspect_ai.analysis")
+
+
+def test_a_game_is_one_sample_and_each_call_one_model_event(game, tmp_path):
+    results, gid = game
+    path, = inspect_log.write(results, tmp_path)
+    log = log_api.read_eval_log(str(path))
+    assert log.status == "success" and [s.id for s in log.samples] == [gid]
+    sample = log.samples[0]
+    models = [e for e in sample.events if e.event == "model"]
+    assert len(models) == len(results.calls)
+    assert {e.role for e in models} == set(results.calls["seat"])
+    assert sum(e.output.usage.input_tokens for e in models) == results.calls["prompt_tokens"].sum()
+    assert [e.output.completion for e in models[:3]] == list(results.calls.sort_values("seq")["response_text"][:3])
+    assert len([e for e in sample.events if e.event == "info"]) == len(results.events)
+    winner = results.games["winner"].iloc[0]
+    assert sample.scores[winner].value == 1 and sample.scores["winner"].value == winner
+    for frame in (analysis.evals_df, analysis.samples_df, analysis.messages_df, analysis.events_df):
+        assert len(frame(str(path))) > 0
+    assert len(analysis.samples_df(str(path))) == 1
+    events = analysis.events_df(str(path))
+    assert (events["event"] == "model").sum() == len(results.calls)
+
+
+def test_a_session_is_one_sample_with_its_tool_calls_as_tool_events(session_folder, tmp_path):
+    results = load(session_folder)
+    trajectories = {s: html.find_trajectory(session_folder, s) for s in results.sessions["session_id"]}
+    path, = inspect_log.write(results, tmp_path, trajectories=trajectories)
+    assert path.name == "engineer.eval"
+    log = log_api.read_eval_log(str(path))
+    assert sorted(s.id for s in log.samples) == sorted(results.sessions["session_id"])
+    for sample in log.samples:
+        tools = [e for e in sample.events if e.event == "tool"]
+        assert len(tools) == (results.tool_calls["session_id"] == sample.id).sum() > 0
+        assert any(e.result for e in tools)  # outputs from the trajectory
+        assert sample.scores["success"].value == 1
+    assert len(analysis.samples_df(str(path))) == len(results.sessions)
+
+
+def test_no_content_leaves_prompts_out(game, tmp_path):
+    results, _ = game
+    path, = inspect_log.write(results, tmp_path, content=False)
+    sample = log_api.read_eval_log(str(path)).samples[0]
+    model = next(e for e in sample.events if e.event == "model")
+    assert model.output.completion == "[content omitted]" and model.input[0].text == "[content omitted]"

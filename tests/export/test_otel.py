@@ -1,0 +1,131 @@
+"""OpenTelemetry GenAI spans received by Phoenix (arize-phoenix, started here on loopback as the OTLP receiver)
+and read back with its own client: one span per call (LLM) and per tool call (TOOL), one AGENT span per seat
+and per session, with token counts and session ids; the same spans live from a run with TOOLKIT_OTLP_ENDPOINT;
+and the OTLP JSON file export."""
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import httpx
+import pytest
+
+from toolkit.export import otel
+from toolkit.record.load import load
+
+pytest.importorskip("opentelemetry.sdk", reason="the interop extra (opentelemetry-sdk) is not installed")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def phoenix(tmp_path_factory):
+    pytest.importorskip("phoenix.client", reason="the interop extra (arize-phoenix) is not installed")
+    folder = tmp_path_factory.mktemp("phoenix")
+    port, grpc = free_port(), free_port()
+    env = {**os.environ, "PHOENIX_WORKING_DIR": str(folder), "PHOENIX_PORT": str(port), "PHOENIX_HOST": "127.0.0.1",
+           "PHOENIX_GRPC_PORT": str(grpc), "PHOENIX_TELEMETRY_ENABLED": "false"}
+    log = open(folder / "server.log", "w")
+    server = subprocess.Popen([sys.executable, "-m", "phoenix.server.main", "serve"], env=env, stdout=log,
+                              stderr=subprocess.STDOUT, cwd=folder)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):  # it takes ~25 s on a quiet machine, minutes on a busy one
+            if server.poll() is not None:
+                pytest.fail(f"phoenix exited: {(folder / 'server.log').read_text()[-2000:]}")
+            try:
+                urllib.request.urlopen(url + "/healthz", timeout=2)
+                break
+            except OSError:
+                time.sleep(1)
+        else:
+            pytest.fail("phoenix did not come up in 10 minutes")
+        from phoenix.client import Client
+
+        yield url, Client(base_url=url)
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+        log.close()
+
+
+def received(client, session_ids, expected, timeout_s=300):
+    """Phoenix's spans of these sessions, once ``expected`` of them have arrived."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            df = client.spans.get_spans_dataframe(project_identifier="default", limit=100000, timeout=120)
+        except httpx.TimeoutException:  # a busy machine can make Phoenix slow to answer
+            if time.monotonic() > deadline:
+                raise
+            continue
+        df = df[df["attributes.session.id"].isin(session_ids)] if len(df) else df
+        if len(df) >= expected or time.monotonic() > deadline:
+            return df
+        time.sleep(1)
+
+
+def test_phoenix_types_every_call_and_tool_call_with_tokens_and_sessions(phoenix, game, session_folder):
+    url, client = phoenix
+    results, gid = game
+    sessions = load(session_folder)
+    n_game = otel.send(results, url)
+    n_sessions = otel.send(sessions, url)
+    ids = {gid, *sessions.sessions["session_id"]}
+    df = received(client, ids, n_game + n_sessions)
+    assert len(df) == n_game + n_sessions
+    kinds = df.groupby("attributes.session.id")["span_kind"].value_counts().unstack(fill_value=0)
+    assert kinds.loc[gid, "LLM"] == len(results.calls)
+    assert kinds.loc[gid, "AGENT"] == results.calls["seat"].nunique()
+    for sid in sessions.sessions["session_id"]:
+        assert kinds.loc[sid, "TOOL"] == (sessions.tool_calls["session_id"] == sid).sum() > 0
+        assert kinds.loc[sid, "AGENT"] == 1
+        assert kinds.loc[sid, "LLM"] == (sessions.calls["session_id"] == sid).sum()
+    llm = df[(df["span_kind"] == "LLM") & (df["attributes.session.id"] == gid)]
+    assert llm["attributes.llm.token_count.prompt"].sum() == results.calls["prompt_tokens"].sum()
+    assert llm["attributes.llm.token_count.completion"].sum() == results.calls["completion_tokens"].sum()
+    assert set(llm["name"]) == {f"chat {m}" for m in results.calls["model"]}
+    # every call's parent is its seat's invoke_agent span, in the game's trace
+    agents = df[df["span_kind"] == "AGENT"].set_index("context.span_id")["name"]
+    assert set(llm["parent_id"].map(agents)) == {f"invoke_agent {s}" for s in results.calls["seat"]}
+
+
+def test_a_run_with_the_endpoint_set_traces_live(phoenix, monkeypatch, tmp_path):
+    from toolkit.record.run_log import Run
+    from toolkit.testing.loopback_server import FakeOpenAIServer
+    from toolkit.werewolf.game import GameConfig, play_game
+
+    url, client = phoenix
+    monkeypatch.setenv("TOOLKIT_OTLP_ENDPOINT", url)
+    with FakeOpenAIServer(seed=2) as server:
+        with Run(tmp_path) as run:
+            asyncio.run(play_game(GameConfig(seed=5, model=f"openai:det@{server.base_url}", max_days=2), run))
+    results = load(tmp_path)
+    gid = results.games["game_id"].iloc[0]
+    expected = len(results.calls) + results.calls["seat"].nunique() + 1
+    df = received(client, {gid}, expected)
+    assert len(df) == expected
+    assert (df["span_kind"] == "LLM").sum() == len(results.calls)
+
+
+def test_otlp_json_file_holds_one_request_per_game_with_hex_ids(game, tmp_path):
+    results, gid = game
+    path, = otel.write(results, tmp_path, content=False)
+    lines = path.read_text().splitlines()
+    assert len(lines) == 1
+    spans = [s for r in json.loads(lines[0])["resourceSpans"] for ss in r["scopeSpans"] for s in ss["spans"]]
+    assert len(spans) == len(results.calls) + results.calls["seat"].nunique() + 1
+    assert all(len(s["traceId"]) == 32 and len(s["spanId"]) == 16 for s in spans)
+    assert len({s["traceId"] for s in spans}) == 1
+    keys = {a["key"] for s in spans for a in s["attributes"]}
+    assert {"gen_ai.usage.input_tokens", "gen_ai.conversation.id", "gen_ai.usage.cache_read.input_tokens"} <= keys
+    assert "gen_ai.input.messages" not in keys  # content capture is off

@@ -1,0 +1,64 @@
+"""A results folder as a Hugging Face dataset folder: ``data/<table>.parquet`` for every non-empty table and a
+``README.md`` dataset card whose YAML header names one config per table (``configs: [{config_name, data_files}]``),
+so ``datasets.load_dataset(folder, "games")`` opens a table; the card lists each table's rows and columns.
+Every text cell is masked again (secrets) and, without content, the message columns are emptied.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from toolkit.core.secrets import Redactor
+from toolkit.export.common import OMITTED
+from toolkit.record.tables import TABLES
+
+CONTENT_COLUMNS = {"events": ["text"], "calls": ["messages", "response_text", "parsed"],
+                   "tool_calls": ["args"], "players": ["reflection", "experience", "strategy"]}
+KEEP_WITHOUT_CONTENT = {"players": ["reflection", "experience"]}  # flags, not text
+
+
+def _masked(frame: pd.DataFrame, table: str, content: bool, mask: Redactor) -> pd.DataFrame:
+    frame = frame.copy()
+    for column in frame.columns:
+        if not (pd.api.types.is_object_dtype(frame[column]) or pd.api.types.is_string_dtype(frame[column])):
+            continue
+        if not content and column in CONTENT_COLUMNS.get(table, []) and \
+                column not in KEEP_WITHOUT_CONTENT.get(table, []):
+            frame[column] = frame[column].where(frame[column].isna(), OMITTED)
+            continue
+        values = frame[column].dropna().unique()  # mask each distinct text once (names, roles repeat)
+        masked = {v: mask(v) for v in values if isinstance(v, str)}
+        if any(k != v for k, v in masked.items()):
+            frame[column] = frame[column].map(lambda v: masked.get(v, v) if isinstance(v, str) else v)
+    return frame
+
+
+def card(tables: dict[str, pd.DataFrame], source: str) -> str:
+    header = {"configs": [{"config_name": t, "data_files": [{"split": "train", "path": f"data/{t}.parquet"}]}
+                          for t in tables], "tags": ["llm-agents", "werewolf", "agent-trajectories"]}
+    lines = ["---", yaml.safe_dump(header, sort_keys=False).strip(), "---", "",
+             "# llm-agent-toolkit results", "",
+             f"Exported from `{source}` by `python -m toolkit export hf`. One config per table; ids join them "
+             "(`game_id`, `call_id`, `session_id`, `run_id`). Load one with "
+             "`datasets.load_dataset(\"<this folder>\", \"games\")`.", "",
+             "| config | rows | columns |", "|---|---|---|"]
+    lines += [f"| {t} | {len(f)} | {', '.join(f.columns)} |" for t, f in tables.items()]
+    return "\n".join(lines) + "\n"
+
+
+def write(results, out: Path, content: bool = True, source: str = "") -> list[Path]:
+    mask = Redactor()
+    tables = {t: _masked(getattr(results, t), t, content, mask) for t in TABLES
+              if hasattr(results, t) and len(getattr(results, t))}
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    written = []
+    for table, frame in tables.items():
+        path = out / "data" / f"{table}.parquet"
+        frame.to_parquet(path, index=False)
+        written.append(path)
+    readme = out / "README.md"
+    readme.write_text(card(tables, mask(source)), encoding="utf-8")
+    return written + [readme]
