@@ -98,3 +98,24 @@ def test_a_study_without_a_village_ballot_still_gets_its_plot():
     assert fig.axes[0].get_ylabel().startswith("ballots on a wolf") and not fig.axes[0].lines
     fig = P.plot_vote_accuracy_by_day(events, players, by="spec")
     assert not fig.axes[0].lines
+
+
+def test_conditions_that_share_seeds_get_a_paired_difference():
+    """Two sweep cells on the same 40 seeds whose outcomes mostly follow the seed (the role deal): the
+    report pairs them by seed and says so; with different seeds it prints no paired section."""
+    import numpy as np
+
+    from toolkit.analysis.report import paired_sections
+
+    rng = np.random.default_rng(2)
+    deal = rng.random(40) < 0.5
+    rows = []
+    for cond, flip in (("a", 0.1), ("b", 0.3)):
+        won = np.where(rng.random(40) < flip, ~deal, deal)
+        rows += [{"game_id": f"{cond}{s}", "seed": s, "cond": cond, "winner": "village" if w else "werewolves"}
+                 for s, w in enumerate(won)]
+    games = pd.DataFrame(rows)
+    text = "".join(paired_sections(None, games, ["cond"]))
+    assert "Paired comparisons" in text and "paired bootstrap-t (common seeds)" in text
+    assert "| cond=a | cond=b | 40 |" in text
+    assert paired_sections(None, games.assign(seed=range(80)), ["cond"]) == []
