@@ -15,13 +15,14 @@ from pathlib import Path
 import yaml
 
 from toolkit.agent.environments.environment import make_environment
+from toolkit.core import data
 from toolkit.agent.tools.human import ScriptedChannel
 from toolkit.agent.loop.role import load_role
 from toolkit.agent.loop.session import Session, SessionResult
 from toolkit.agent.environments.workspace import scrubbed_env
 from toolkit.record.run_log import Run
 
-TASKS_DIR = Path(__file__).resolve().parents[2] / "experiments" / "engineer_tasks"
+TASKS_DIR = data.path("experiments", "engineer_tasks")
 
 
 @dataclass

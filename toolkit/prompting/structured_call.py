@@ -23,10 +23,11 @@ import jinja2
 import json_repair
 from pydantic import BaseModel, ValidationError, create_model
 
+from toolkit.core import data
 from toolkit.llm import Call, Model, Request
 from toolkit.record.run_log import CallLog
 
-_DEFAULT_DIR = str(Path(__file__).resolve().parents[2] / "prompts")
+_DEFAULT_DIR = str(data.path("prompts"))
 
 
 def prompts_dir() -> Path:
@@ -45,7 +46,8 @@ class _Environment(jinja2.Environment):
 @lru_cache(maxsize=4)
 def _environment(folder: str) -> jinja2.Environment:
     if not Path(folder).is_dir():
-        raise FileNotFoundError(f"prompt folder {folder} not found; set TOOLKIT_PROMPTS to the repo's prompts/")
+        raise FileNotFoundError(f"prompt folder {folder} not found; set TOOLKIT_PROMPTS to a folder like the "
+                                "repository's prompts/")
     return _Environment(loader=jinja2.FileSystemLoader(folder), undefined=jinja2.StrictUndefined,
                               autoescape=False, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False,
                               auto_reload=False)

@@ -1,5 +1,6 @@
 """Load a results folder (every run found below it) into pandas DataFrames; and ``replay:DIR``, the model
-spec that answers from a results folder's recorded calls (registered here, where the log is read)."""
+spec that answers from a results folder's recorded calls (its Provider is here, where the log is read; pyproject.toml
+declares it as an entry point)."""
 
 from __future__ import annotations
 

@@ -23,6 +23,7 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 import toolkit
+from toolkit.core import data
 from toolkit.llm import Call
 from toolkit.llm.model import now
 from toolkit.core.secrets import Redactor, redact_obj
@@ -41,7 +42,10 @@ def redact(text: str, key: str | None = None) -> str:
 
 def git_sha() -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(toolkit.__file__).parent,
+        repo = data.checkout()
+        if repo is None:  # an installed wheel: whatever repository its folder sits in is not the toolkit's
+            return None
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo,
                              capture_output=True, text=True, timeout=5)
         return out.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):

@@ -35,9 +35,10 @@ from toolkit.analysis import plots as P
 from toolkit.llm.local import study_server
 from toolkit.study.experiments import run_params
 from toolkit.record.load import load
+from toolkit.core import data
 from toolkit.core.files import FileError, SweepFile, did_you_mean, load_file
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = data.root()  # relative notebook paths start here: the repository, or the installed package's data
 
 
 @dataclass
