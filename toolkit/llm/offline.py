@@ -141,7 +141,7 @@ class ScriptedBackend(Backend):
                 if all(str(decision.get(k)) == str(obs.get(k)) for k in self.MATCH_KEYS if k in decision):
                     self._used[ctx].add(i)
                     answer = {k: v for k, v in decision.items() if k not in self.MATCH_KEYS}
-                    if "text" in answer and "speech" not in answer:  # the README's `text:` for a speech
+                    if "text" in answer and "speech" not in answer:  # `text:` for a speech, as docs/werewolf.md allows
                         answer["speech"] = answer.pop("text")
                     return Completion(json.dumps(answer), self.model)
         if self._next_answer[ctx] < len(self.answers):

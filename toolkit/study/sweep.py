@@ -2,14 +2,7 @@
 (locally or on a Dask cluster), each writing its executed notebook and tables under
 ``results/<sweep>/<cell>/``. Finished cells are skipped on a rerun (and a cell skips its finished games),
 a failed cell is recorded with its error and does not stop the others, and the sweep ends with
-``summary.parquet`` and plots.
-
-Sweep file (YAML)::
-    name: reflection-study
-    notebook: experiments/werewolf.ipynb
-    parameters: {preset: classic7, n_games: 50}     # fixed for every cell
-    grid: {wolf_model: [heuristic, random], reflection: [false, true]}
-    repeats: 1                                        # each repeat r plays seeds from seed + 10000 * r
+``summary.parquet`` and plots. The sweep file, its checks and the cells' folders: docs/experiments.md.
 """
 
 from __future__ import annotations

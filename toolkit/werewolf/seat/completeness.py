@@ -6,7 +6,7 @@ event before the call that the prompt does not carry, a one-line description. It
 observation code that built the prompt: it parses what the model would read. Speech text may be omitted
 only where the prompt says so (the counts in "N speeches of day D omitted" must add up).
 
-Used by tests/test_werewolf_record.py and benchmarks/ledger_completeness.py.
+Used by tests/werewolf/test_game_record.py and benchmarks/ledger_completeness.py.
 """
 
 from __future__ import annotations
