@@ -132,6 +132,17 @@ def test_vss_ksr_margin_and_speed():
     assert set(ms["side"]) == {"village"}  # only the winners' seats count
 
 
+def test_role_adjusted_wins_subtract_what_the_role_wins_on_average():
+    games = pd.DataFrame({"game_id": ["g1", "g2", "g3"], "winner": ["village", "werewolves", "werewolves"],
+                          "days": [2, 3, 1]})
+    ps = pd.concat([players(("g1", "g2"), spec="a"), players(("g3",), spec="b")], ignore_index=True)
+    r = A.role_adjusted_wins(games, ps).set_index(["spec", "side"])
+    # wolves win 2 of 3 games: model a's wolves won 1 of 2 (0.5 against 2/3), b's wolves 1 of 1
+    assert r.loc[("a", "werewolves"), "baseline"] == pytest.approx(2 / 3)
+    assert r.loc[("a", "werewolves"), "adjusted"] == pytest.approx(0.5 - 2 / 3)
+    assert r.loc[("b", "werewolves"), "adjusted"] == pytest.approx(1 / 3)
+
+
 def test_role_win_rates_cluster_by_game():
     games = pd.DataFrame({"game_id": ["g1", "g2"], "winner": ["village", "werewolves"], "days": [2, 3]})
     r = A.role_win_rates(games, players(("g1", "g2")), ["role"]).set_index("role")

@@ -44,6 +44,7 @@ from toolkit.analysis.metrics import (
                                       night_actions,
                                       per_game_costs,
                                       player_games,
+                                      role_adjusted_wins,
                                       role_win_rates,
                                       vote_accuracy,
                                       votes,
@@ -66,7 +67,8 @@ from toolkit.analysis.ratings import (
 __all__ = [
     "Z95", "MIN_GAMES", "SPECIAL", "wilson", "exact", "proportion", "paired_difference", "holm", "bootstrap_ci",
     "cluster_rate", "cluster_mean", "groups", "sample_size",
-    "win_rates", "player_games", "role_win_rates", "win_margin_speed", "ksr", "key_role_survival", "per_game_costs",
+    "win_rates", "player_games", "role_win_rates", "role_adjusted_wins",
+    "win_margin_speed", "ksr", "key_role_survival", "per_game_costs",
     "annotate", "votes", "vote_accuracy", "irp", "vss", "voting_success", "night_actions",
     "design", "expected_se", "fit", "fit_ratings", "ratings", "separation", "elo", "openskill_ratings",
     "belief_table", "identity_accuracy", "balanced_accuracy", "brier", "wolf_detection", "claims", "lie_rates",

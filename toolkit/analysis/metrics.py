@@ -87,6 +87,26 @@ def win_margin_speed(games: pd.DataFrame, players: pd.DataFrame, by: list[str] |
     return pd.DataFrame(rows)
 
 
+def role_adjusted_wins(games: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
+    """The outcome of each seat-game against what its role wins on average (in the games passed, all models
+    together): ``rate`` = the group's win rate, ``baseline`` = the mean, over its seat-games, of its role's
+    win rate, ``adjusted`` = rate − baseline with an interval from the same resampled games. Unconditional
+    (every seat-game, won or lost), so unlike margin and speed of win it does not reward a model whose few
+    wins are early lucky ones; per ``spec`` and ``side`` by default. The role baseline is estimated from
+    the same games (as in role-baseline scoring, e.g. Republic of Agents)."""
+    pg = player_games(games, players)
+    pg["hit"] = pg["won"].astype(int)
+    pg["base"] = pg.groupby("role")["hit"].transform("mean")
+    rows = []
+    for key, g in groups(pg, by or ["spec", "side"]):
+        per = g.groupby("game_id").agg(k=("hit", "sum"), n=("hit", "size"), c=("base", "sum"))
+        r = cluster_rate(per["k"], per["n"], per["c"], n_boot=N_BOOT)
+        rows.append({**key, "k": r["k"], "n": r["n"], "n_games": r["n_games"], "rate": r["rate"],
+                     "baseline": r["chance"], "adjusted": r["lift"], "ci_low": r["lift_ci_low"],
+                     "ci_high": r["lift_ci_high"], "method": r["method"]})
+    return pd.DataFrame(rows)
+
+
 def ksr(games: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
     """KSR (the Kaggle harness's key-role survival rate, ``get_ksr``/``get_ksr_for_role``): the share of
     seat-games in which the seat survived to the end, per ``spec`` and ``role`` by default."""

@@ -300,6 +300,10 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
           "fast: read them beside the win rate, never alone:\n",
           markdown_table(per_condition(lambda t: A.ksr(t.games, t.players), games, tables, by)),
           markdown_table(per_condition(lambda t: A.win_margin_speed(t.games, t.players), games, tables, by)),
+          "Their unconditional counterpart: each model's win rate per side against what its roles win on "
+          "average in these games (`adjusted` = rate − role baseline; every seat-game, won or lost; the "
+          "interval is the adjusted value's):\n",
+          markdown_table(per_condition(lambda t: A.role_adjusted_wins(t.games, t.players), games, tables, by)),
           "## Night actions (intervals resample games; chance where a random choice scores)\n",
           markdown_table(per_condition(lambda t: A.night_actions(t.events, t.players, ["spec"] if multi else None,
                                                                  t.games), games, tables, by))]
