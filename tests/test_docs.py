@@ -67,6 +67,16 @@ def test_every_page_is_in_the_nav():
                             f"nav entries without a page: {sorted(listed - pages)}"
 
 
+def test_the_readme_and_the_overview_link_every_page():
+    nav = [page for entry in yaml.safe_load((REPO / "mkdocs.yml").read_text())["nav"] for page in entry.values()]
+    readme = set(LINK.findall((REPO / "README.md").read_text()))
+    overview = set(LINK.findall((REPO / "docs" / "index.md").read_text()))
+    missing = [p for p in nav if f"docs/{p}" not in readme]
+    assert not missing, f"pages the README's Documentation list does not link: {missing}"
+    missing = [p for p in nav if p != "index.md" and p not in overview]
+    assert not missing, f"pages docs/index.md does not link: {missing}"
+
+
 def test_mkdocs_builds_the_site_strictly(tmp_path):
     out = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
                          cwd=REPO, capture_output=True, text=True, timeout=300)
