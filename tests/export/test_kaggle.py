@@ -103,3 +103,23 @@ def test_no_content_leaves_speech_out(exported, tmp_path):
     speeches = results.events[(results.events["game_id"] == gid) & (results.events["kind"] == "speech")]["text"]
     assert len(speeches) and not any(s in text for s in speeches if len(s) > 12)
     assert json.loads(text)["info"]["GAME_END"]["winner_team"] in ("Villagers", "Werewolves")
+
+
+def test_kaggles_own_visualizer_renders_an_exported_game_offline(exported, tmp_path):
+    """``export kaggle --html``: the game injected into the visualizer page the wheel ships, opened in headless
+    Chromium with the network refused; it draws the seats (by model spec) and steps through the events."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    results, paths = exported
+    page_path, = kaggle.write_html([p for p in paths if p.stem == "g5-a853a248"], tmp_path)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=[
+            "--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking"])
+        page = browser.new_page(viewport={"width": 1300, "height": 900})
+        page.route("http*://**", lambda route: route.abort())  # offline: its web fonts cannot load
+        page.goto(page_path.as_uri())
+        page.wait_for_function("document.body.innerText.includes('ALIVE')", timeout=120_000)
+        text = page.inner_text("body")
+        page.screenshot(path=str(tmp_path / "kaggle.png"))
+        browser.close()
+    specs = set(results.players[results.players["game_id"] == "g5-a853a248"]["spec"])
+    assert all(spec in text for spec in specs) and "MODERATOR" in text
