@@ -1,17 +1,6 @@
 """Tournaments: a list of model specs playing each other in a balanced, seeded schedule.
 
-Tournament file (YAML)::
-    name: example
-    models: [heuristic, random, mixed]
-    presets: [classic7, standard9]
-    design: pairs          # the default. pairs: every ordered pair (village model, wolf model); rotation: mixed tables
-    self_play: true        # pairs: also each model against itself
-    half_width: 0.1        # precision wanted on each matchup's (pairs) / model-role's (rotation) win rate …
-    games: 40              # … or a fixed number of games per matchup (pairs) / blocks (rotation); neither: 0.1
-    seed: 0
-    games_per_cell: 120    # games per papermill cell (one process each; a cell resumes where it stopped)
-
-Designs:
+The tournament file (its keys and defaults): docs/experiments.md, "Tournaments". Designs:
 
 - ``rotation``: blocks of M games (M models). In a block, the preset's role slots are dealt to the models
   in rotation, so across the block every model holds every role slot once — every model plays every role
