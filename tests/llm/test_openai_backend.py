@@ -127,7 +127,7 @@ async def test_thirty_percent_faults_every_call_completes_once(server, tmp_path)
     """200 structured calls, 30% of requests failing (429/500/hang/reset/malformed): all complete,
     every fault is retried, the calls table has exactly one row per call with its attempts, and the
     attempts table one row per failed request."""
-    b = model(server, "faults:0.3", timeout_s=0.5, max_attempts=10, max_connections=16)
+    b = model(server, "faults:0.3", timeout_s=1.5, max_attempts=10, max_connections=16)
     action = Action("pick", "reask.j2", PICK)  # any template: the prompt is not the point here
     with Run(tmp_path, "faults") as run:
         log = CallLog(run)
@@ -140,10 +140,42 @@ async def test_thirty_percent_faults_every_call_completes_once(server, tmp_path)
     assert len(calls) == 200 and calls["seq"].is_unique and calls["ok"].all()
     faults = sum(1 for _, b in server.log if b != "ok")
     assert faults > 30  # about 30% of the requests that reached the server failed ...
-    assert len(server.log) - faults == 200  # ... each call got exactly one good answer, no duplicates ...
+    attempts = load(tmp_path).attempts
+    # ... each call got exactly one good answer, no duplicates, except good answers that came after the
+    # deadline (a loaded machine): each is one more timeout than the server's hangs and resets (aiohttp reports
+    # a reset mid-request as a timeout) ...
+    late = int((attempts["error_kind"] == "timeout").sum()) - sum(1 for _, b in server.log if b in ("hang", "reset"))
+    assert 200 <= len(server.log) - faults <= 200 + max(late, 0)
     # ... after retrying every fault (an attempt may also die on a stale connection before the server sees it)
     assert int(calls["attempts"].sum()) >= len(server.log) and calls["attempts"].max() > 1
-    attempts = load(tmp_path).attempts
     assert len(attempts) == int(calls["attempts"].sum()) - 200 >= faults  # one row per failed request
     assert set(attempts["call_id"]) <= set(calls["call_id"]) and attempts["error"].notna().all()
     assert {"timeout", "server_error", "rate_limit", "malformed"} <= set(attempts["error_kind"])
+
+
+# ------------------------------------------------------------------ which key goes where
+async def test_the_openai_key_never_reaches_another_endpoint(server, monkeypatch):
+    """The loopback server records the headers it received: with OPENAI_API_KEY set (conftest sets one), a
+    seat pointed at some other server sends no trace of it; a key named for that host goes there instead."""
+    openai_key = "sk-test-not-a-real-key-0123456789"
+    await complete(model(server), req())
+    assert all(openai_key not in str(h) for h in server.headers)
+    assert server.headers[-1]["authorization"] == "Bearer no-key"
+    monkeypatch.setenv("TOOLKIT_KEY_127_0_0_1", "key-for-this-host")
+    await complete(model(server), req())
+    assert server.headers[-1]["authorization"] == "Bearer key-for-this-host"
+    assert all(openai_key not in str(h) for h in server.headers)
+
+
+async def test_the_openai_key_goes_where_openai_base_url_points(server, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    await complete(get_model("openai:ok", **FAST), req())
+    assert server.headers[-1]["authorization"] == "Bearer sk-test-not-a-real-key-0123456789"
+
+
+def test_a_hosted_endpoint_names_the_setting_for_its_key(monkeypatch):
+    with pytest.raises(ValueError, match="set TOOLKIT_KEY_API_EXAMPLE_COM .*OPENAI_API_KEY goes only to"):
+        get_model("openai:m@https://api.example.com/v1")
+    assert openai_backend.key_setting("https://api.openai.com/v1") == "OPENAI_API_KEY"
+    monkeypatch.setenv("TOOLKIT_KEY_API_EXAMPLE_COM", "k")
+    assert get_model("openai:m@https://api.example.com/v1").backend._api_key == "k"

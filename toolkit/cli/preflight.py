@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from toolkit.llm import get_model, known_specs, parse_spec
 from toolkit.llm.registry import find
+from toolkit.llm.keys import is_local, key_rule, key_setting
 from toolkit.record.load import run_folders
 from toolkit.core.files import FileError, load_scripted, one_line
 from toolkit.core.secrets import mask_url_credentials as mask_url
@@ -103,9 +104,10 @@ def check_openai(arg: str, probe: bool = True, timeout_s: float = 3.0) -> None:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise FileError(f"{spec}: malformed URL {mask_url(url)!r}; expected http(s)://HOST[:PORT]/v1")
     port = port or (443 if parts.scheme == "https" else 80)
-    if not os.environ.get("OPENAI_API_KEY") and not is_loopback(parts.hostname):
-        raise FileError(f"{spec}: no OPENAI_API_KEY is set, and {parts.hostname} is a hosted endpoint; set the key "
-                        "(a server on 127.0.0.1 needs none)")
+    setting = key_setting(url)
+    if not os.environ.get(setting) and "@" not in parts.netloc and not is_local(url):
+        raise FileError(f"{spec}: no {setting} is set, and {parts.hostname} is a hosted endpoint; set it "
+                        f"({key_rule()}; a server on 127.0.0.1 needs none)")
     if probe:
         why = _reachable(parts.hostname, port, timeout_s)
         if why is not None:

@@ -38,6 +38,15 @@ def one_line(text: Any, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_HOST_PATH = re.compile(r"(?<![\w:/.~-])/(?:[\w.\-]+/)+")
+
+
+def without_paths(text: str) -> str:
+    """Absolute paths cut to their last part (``/home/me/toolkit/x.py`` → ``x.py``; URLs are left alone): for
+    a line that goes into a table someone else may read."""
+    return _HOST_PATH.sub("", text)
+
+
 def safe_name(value: str, what: str = "name") -> str:
     if not isinstance(value, str) or not SAFE_NAME.match(value):
         raise ValueError(f"{what} {value!r} must be letters, digits, '_', '-' or '.', not starting with '.' "

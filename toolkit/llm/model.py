@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import math
 import os
 import time
 import weakref
@@ -69,7 +70,7 @@ def cost_usd(model: str, prompt_tokens: int, completion_tokens: int, cached_toke
 @dataclass
 class ModelConfig:
     max_connections: int = 8  # concurrent requests per endpoint (per event loop)
-    timeout_s: float = 60.0  # per request (the transport enforces it)
+    timeout_s: float = 60.0  # a deadline: one request's whole time, from sending it to its last byte
     max_attempts: int = 6
     max_total_wait_s: float = 120.0
     backoff_initial_s: float = 0.5
@@ -77,9 +78,31 @@ class ModelConfig:
     retry_after_cap_s: float = 60.0
     cache_dir: str | None = None
     max_tokens: int | None = None  # a default for requests that set none
+    max_response_bytes: int = 8 * 2**20  # a response body larger than this is a failed attempt (too_large)
+    max_tool_calls: int = 64  # an answer with more native tool calls is a failed attempt (too_many_tool_calls)
 
     ENV = {"max_connections": ("TOOLKIT_MAX_CONNECTIONS", int), "timeout_s": ("TOOLKIT_TIMEOUT_S", float),
-           "max_attempts": ("TOOLKIT_MAX_ATTEMPTS", int), "cache_dir": ("TOOLKIT_CACHE_DIR", str)}
+           "max_attempts": ("TOOLKIT_MAX_ATTEMPTS", int), "cache_dir": ("TOOLKIT_CACHE_DIR", str),
+           "max_response_bytes": ("TOOLKIT_MAX_RESPONSE_BYTES", int),
+           "max_tool_calls": ("TOOLKIT_MAX_TOOL_CALLS", int)}
+    # Inclusive bounds of the numeric settings: 0 connections would wait forever, a timeout of 0 or NaN
+    # would mean none, a negative one fails every request at once.
+    BOUNDS = {"max_connections": (1, 4096), "timeout_s": (0.001, 86400.0), "max_attempts": (1, 100),
+              "max_total_wait_s": (0.0, 86400.0), "backoff_initial_s": (0.0, 3600.0), "backoff_max_s": (0.0, 3600.0),
+              "retry_after_cap_s": (0.0, 86400.0), "max_tokens": (1, 10**7),
+              "max_response_bytes": (1024, 2**31), "max_tool_calls": (1, 10_000)}
+
+    def __post_init__(self) -> None:
+        for name, (low, high) in self.BOUNDS.items():
+            value = getattr(self, name)
+            if value is None and name == "max_tokens":
+                continue
+            var = self.ENV.get(name, (name,))[0]
+            kind = int if isinstance(low, int) else float
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and value != int(value)):
+                raise ValueError(f"{var}={value!r} must be a{'n integer' if kind is int else ' number'}")
+            if not math.isfinite(value) or not low <= value <= high:
+                raise ValueError(f"{var}={value!r} must be between {low:g} and {high:g}")
 
     @classmethod
     def from_env(cls, **overrides: Any) -> "ModelConfig":
@@ -229,8 +252,14 @@ class Model:
             if self.base_url is None:
                 completion = await self.backend.complete(request)
             else:
-                async with self._gate():
-                    completion = await self.backend.complete(request)
+                async with self._gate():  # the deadline counts from sending, not from waiting for a slot
+                    completion = await asyncio.wait_for(self.backend.complete(request), self.config.timeout_s)
+        except asyncio.TimeoutError as exc:  # a server that drips bytes or never finishes its body
+            error = TransientError(f"timed out after {self.config.timeout_s:g}s (the deadline for a whole answer, "
+                                   "TOOLKIT_TIMEOUT_S)", kind="timeout")
+            call.attempts.append(Attempt(len(call.attempts) + 1, error.kind, None, str(error),
+                                         (time.perf_counter() - t0) * 1000))
+            raise error from exc
         except LLMError as exc:
             call.attempts.append(Attempt(len(call.attempts) + 1, exc.kind, exc.status_code, str(exc),
                                          (time.perf_counter() - t0) * 1000))

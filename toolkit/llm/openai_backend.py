@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import ipaddress
 import json
 import os
 import weakref
@@ -21,11 +20,17 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 import openai
 
+try:  # the SDK's HTTP library: httpx2 in recent releases, httpx before
+    from httpx2 import AsyncByteStream
+except ImportError:
+    from httpx import AsyncByteStream
+
+from toolkit.core.files import one_line
+from toolkit.llm.keys import DEFAULT_ENDPOINT, is_local, key_rule, key_setting
 from toolkit.llm.model import ModelConfig, mask_url
 from toolkit.llm.backend import Backend
 from toolkit.llm.request import Completion, LLMError, Request, TransientError
 
-DEFAULT_ENDPOINT = "https://api.openai.com/v1"
 # Endpoints that refused response_format=json_schema: from then on the schema goes in the prompt.
 _SCHEMA_IN_PROMPT: set[str] = set()
 # Per event loop: {(endpoint, key): client}. Connections belong to a loop.
@@ -42,7 +47,7 @@ async def _close_at_loop_end(clients: list) -> Any:
             await client.close()
 
 
-async def _client(base_url: str, api_key: str, timeout_s: float,
+async def _client(base_url: str, api_key: str, config: ModelConfig,
                   headers: dict[str, str] | None = None) -> openai.AsyncOpenAI:
     loop = asyncio.get_running_loop()
     clients = _CLIENTS.get(loop)
@@ -51,22 +56,71 @@ async def _client(base_url: str, api_key: str, timeout_s: float,
         closer = _close_at_loop_end(opened)
         await closer.__anext__()  # registered with the loop's async-generator hooks from here on
         clients = _CLIENTS[loop] = {"_closer": (closer, opened)}
-    key = (base_url, api_key, tuple(sorted((headers or {}).items())))
+    key = (base_url, api_key, tuple(sorted((headers or {}).items())), config.timeout_s, config.max_response_bytes)
     if key not in clients:
-        client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s,
-                                    default_headers=headers, http_client=_http_client(timeout_s))
+        # Bodies come uncompressed (a compressed body's size says nothing about what it unpacks to), and the
+        # response hook caps the bytes read (the SDK would buffer an endless body until the machine runs out).
+        client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=config.timeout_s,
+                                    default_headers={**(headers or {}), "Accept-Encoding": "identity"},
+                                    http_client=_http_client(config.timeout_s, _size_cap(config.max_response_bytes)))
         clients["_closer"][1].append(client)
         clients[key] = client
     return clients[key]
 
 
-def _http_client(timeout_s: float):
+def _http_client(timeout_s: float, hook: Any):
     """aiohttp as the SDK's transport (the default httpx pool scans every connection per request); the
-    SDK's default where aiohttp is not installed."""
+    SDK's own httpx client where aiohttp is not installed. ``hook`` sees every response before its body."""
     try:
-        return openai.DefaultAioHttpClient(timeout=timeout_s)
+        return openai.DefaultAioHttpClient(timeout=timeout_s, event_hooks={"response": [hook]})
     except (RuntimeError, ImportError, AttributeError):
-        return None
+        return openai.DefaultAsyncHttpxClient(timeout=timeout_s, event_hooks={"response": [hook]})
+
+
+class TooLarge(Exception):
+    """A response body over the size cap (raised while it is read, so nothing past the cap is kept)."""
+
+
+class _CappedStream(AsyncByteStream):
+    """A response body that stops with ``TooLarge`` once more than ``limit`` bytes have come."""
+
+    def __init__(self, stream: Any, limit: int):
+        self.stream, self.limit, self.seen = stream, limit, 0
+
+    async def __aiter__(self):
+        async for chunk in self.stream:
+            self.seen += len(chunk)
+            if self.seen > self.limit:
+                raise TooLarge(f"response larger than {self.limit} bytes (TOOLKIT_MAX_RESPONSE_BYTES)")
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+
+def _size_cap(limit: int):
+    """An httpx response hook: refuse a declared size or an encoding over the cap, count the rest."""
+
+    async def hook(response: Any) -> None:
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise TooLarge(f"response of {declared} bytes, over the cap of {limit} (TOOLKIT_MAX_RESPONSE_BYTES)")
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            raise TooLarge(f"response compressed as {encoding!r} though an uncompressed one was asked for "
+                           "(its unpacked size cannot be bounded)")
+        response.stream = _CappedStream(response.stream, limit)
+
+    return hook
+
+
+def _cause(exc: BaseException | None, kind: type) -> BaseException | None:
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, kind):
+            return exc
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
 
 
 def _retry_after(exc: openai.APIStatusError) -> float | None:
@@ -103,18 +157,6 @@ def _root(exc: BaseException) -> BaseException:
     return exc
 
 
-def is_local(url: str) -> bool:
-    """Loopback or private-network hosts: servers there (llama.cpp, vLLM, Ollama) need no key."""
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return address.is_loopback or address.is_private
-
-
 def tool_name(name: str) -> str:
     """OpenAI function names allow [A-Za-z0-9_-]: ``Editor.open_file`` travels as ``Editor__open_file``."""
     return name.replace(".", "__")
@@ -139,10 +181,11 @@ class OpenAIBackend(Backend):
         # credentials in the URL) and never appears in a record.
         self.base_url, self._headers = split_credentials(url)
         self.config = config or ModelConfig.from_env()
-        key = api_key or os.environ.get("OPENAI_API_KEY")
+        setting = key_setting(self.base_url)
+        key = api_key or os.environ.get(setting)
         if not key and not self._headers and not is_local(self.base_url):
-            raise ValueError(f"openai:{model} at {mask_url(self.base_url)} needs an API key: set OPENAI_API_KEY "
-                             "(servers on loopback or a private network need none)")
+            raise ValueError(f"openai:{model} at {mask_url(self.base_url)} needs an API key: set {setting} "
+                             f"({key_rule()}; servers on loopback or a private network need none)")
         self._api_key = key or "no-key"  # local servers accept any key
         self.extra_body: dict[str, Any] = {}  # server-specific request fields (llama.cpp's cache_prompt)
 
@@ -151,7 +194,7 @@ class OpenAIBackend(Backend):
         return mask_url(self.base_url)
 
     async def complete(self, request: Request) -> Completion:
-        client = await _client(self.base_url, self._api_key, self.config.timeout_s, self._headers)
+        client = await _client(self.base_url, self._api_key, self.config, self._headers)
         body = self._body(request)
         kwargs: dict[str, Any] = {}
         s = request.sampling
@@ -167,17 +210,21 @@ class OpenAIBackend(Backend):
             raw = await client.chat.completions.with_raw_response.create(model=self.model, messages=[],
                                                                           extra_body=body, **kwargs)
         except openai.RateLimitError as exc:
-            raise TransientError(f"429 rate limited: {exc.message}", kind="rate_limit", status_code=429,
+            raise TransientError(f"429 rate limited: {_said(exc)}", kind="rate_limit", status_code=429,
                                  retry_after=_retry_after(exc)) from exc
+        except TooLarge as exc:
+            raise TransientError(str(exc), kind="too_large") from exc
         except openai.APIConnectionError as exc:  # the SDK reports a refused connection as a timeout too
+            if (big := _cause(exc, TooLarge)) is not None:
+                raise TransientError(str(big), kind="too_large") from exc
             if _refused(exc):
                 raise TransientError(f"connection refused: {_root(exc)}", kind="refused") from exc
             if isinstance(exc, openai.APITimeoutError):
                 raise TransientError(f"timed out after {self.config.timeout_s:g}s", kind="timeout") from exc
-            raise TransientError(f"connection error: {exc}", kind="connection") from exc
+            raise TransientError(f"connection error: {one_line(exc, 200)}", kind="connection") from exc
         except openai.APIStatusError as exc:
             if exc.status_code >= 500:
-                raise TransientError(f"{exc.status_code} server error: {exc.message}", kind="server_error",
+                raise TransientError(f"{exc.status_code} server error: {_said(exc)}", kind="server_error",
                                      status_code=exc.status_code, retry_after=_retry_after(exc)) from exc
             if (exc.status_code == 400 and "response_format" in body
                     and any(w in str(exc.message).lower() for w in ("response_format", "json_schema", "schema"))):
@@ -185,12 +232,14 @@ class OpenAIBackend(Backend):
                 return await self.complete(request)
             hint = {401: " (check OPENAI_API_KEY)", 403: " (check the key's permissions)",
                     404: " (check the model name and base URL)"}.get(exc.status_code, "")
-            raise LLMError(f"{self.model} at {self.endpoint}: HTTP {exc.status_code}{hint}: {exc.message}",
+            raise LLMError(f"{self.model} at {self.endpoint}: HTTP {exc.status_code}{hint}: {_said(exc)}",
                            kind="http_error", status_code=exc.status_code) from exc
         except openai.APIResponseValidationError as exc:
-            raise TransientError(f"malformed response body: {exc.message}", kind="malformed") from exc
+            raise TransientError(f"malformed response body: {_said(exc)}", kind="malformed") from exc
         try:
             response = json.loads(raw.content)
+        except TooLarge as exc:
+            raise TransientError(str(exc), kind="too_large") from exc
         except ValueError as exc:  # a 200 whose body is not JSON
             raise TransientError(f"malformed response body: {exc}", kind="malformed") from exc
         return self._completion(response)
@@ -211,19 +260,72 @@ class OpenAIBackend(Backend):
         return body
 
     def _completion(self, response: Any) -> Completion:
-        try:
-            message = response["choices"][0]["message"]
-            text = message.get("content") or ""
-        except (KeyError, IndexError, TypeError, AttributeError) as exc:
-            raise TransientError(f"malformed response body: no choices ({str(response)[:80]})",
-                                 kind="malformed") from exc
-        tool_calls = [{"name": str((c.get("function") or {}).get("name", "")).replace("__", "."),
-                       "arguments": (c.get("function") or {}).get("arguments") or "{}"}
-                      for c in message.get("tool_calls") or []] or None
-        usage = response.get("usage") or {}
-        prompt_tokens = usage.get("prompt_tokens")
+        """The answer, checked against the chat completion schema before anything uses it: a body of any
+        other shape is a failed attempt (``malformed``), never an exception in a game or a session."""
+        choices = response.get("choices") if isinstance(response, dict) else None
+        message = choices[0].get("message") if isinstance(choices, list) and choices and isinstance(
+            choices[0], dict) else None
+        if not isinstance(message, dict):
+            raise _malformed(f"no choices[0].message ({one_line(response, 80)})")
+        text = message.get("content")
+        if text is not None and not isinstance(text, str):
+            raise _malformed(f"message.content is {_kind(text)}, not a string")
+        raw_calls = message.get("tool_calls")
+        if raw_calls is not None and not isinstance(raw_calls, list):
+            raise _malformed(f"message.tool_calls is {_kind(raw_calls)}, not a list")
+        if raw_calls and len(raw_calls) > self.config.max_tool_calls:
+            raise TransientError(f"{len(raw_calls)} tool calls in one answer, over the cap of "
+                                 f"{self.config.max_tool_calls} (TOOLKIT_MAX_TOOL_CALLS)", kind="too_many_tool_calls")
+        tool_calls = [_tool_call(c, i) for i, c in enumerate(raw_calls or [])] or None
+        usage = response.get("usage")
+        if usage is not None and not isinstance(usage, dict):
+            raise _malformed(f"usage is {_kind(usage)}, not an object")
+        usage = usage or {}
+        prompt_tokens = _count(usage, "prompt_tokens")
+        completion_tokens = _count(usage, "completion_tokens")
+        details = usage.get("prompt_tokens_details")
+        cached = _count(details, "prompt_tokens_details.cached_tokens", "cached_tokens") if isinstance(
+            details, dict) else None
         return Completion(
-            text=text, model=self.model, base_url=self.base_url, prompt_tokens=prompt_tokens,
-            completion_tokens=(usage.get("completion_tokens") or 0) if prompt_tokens is not None else None,
-            cached_tokens=(usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0,
-            tool_calls=tool_calls)
+            text=text or "", model=self.model, base_url=self.base_url, prompt_tokens=prompt_tokens,
+            completion_tokens=(completion_tokens or 0) if prompt_tokens is not None else None,
+            cached_tokens=min(cached or 0, prompt_tokens or 0), tool_calls=tool_calls)
+
+
+MAX_TOKENS_REPORTED = 10**8  # more tokens than any context holds: a server reporting it is not to be believed
+
+
+def _malformed(what: str) -> TransientError:
+    return TransientError(f"malformed response body: {what}", kind="malformed")
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _said(exc: openai.APIError) -> str:
+    """What a server said in an error, as one printable line (it may hold escape sequences or a page)."""
+    return one_line(exc.message, 300)
+
+
+def _tool_call(call: Any, i: int) -> dict[str, str]:
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict):
+        raise _malformed(f"tool_calls[{i}] is {_kind(call)} without a function object")
+    name, arguments = function.get("name"), function.get("arguments")
+    if not isinstance(name, str) or not name:
+        raise _malformed(f"tool_calls[{i}].function.name is {_kind(name)}, not a name")
+    if arguments is not None and not isinstance(arguments, str):
+        raise _malformed(f"tool_calls[{i}].function.arguments is {_kind(arguments)}, not JSON text")
+    return {"name": name.replace("__", "."), "arguments": arguments or "{}"}
+
+
+def _count(usage: dict[str, Any], what: str, key: str | None = None) -> int | None:
+    """A token count of the usage object: absent or null is unknown (None); anything but a whole number
+    from 0 to ``MAX_TOKENS_REPORTED`` is a malformed body (a negative count would make costs negative)."""
+    value = usage.get(key or what)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS_REPORTED:
+        raise _malformed(f"usage.{what} is {one_line(json.dumps(value), 40)}, not a token count")
+    return value

@@ -96,6 +96,14 @@ class Run:
         for listener in self._listeners:
             listener(table, values)
 
+    def write_log(self, name: str, text: str) -> Path:
+        """Append ``text`` (secrets masked) to a log file of the run folder, e.g. a traceback the tables name
+        in one line; returns its path."""
+        path = self.folder / name
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(self._redact_all(text.rstrip("\n")) + "\n")
+        return path
+
     def subscribe(self, listener) -> None:
         """Call ``listener(table, values)`` after every row is written, ``values`` the row as a dict (widgets show
         calls as they happen)."""

@@ -19,6 +19,17 @@ picks the behaviour, so one server serves every test:
 - ``queue``: the next behaviour queued with ``server.queue(...)`` (``ok`` when none is left), e.g.
   ``server.queue("429:1", "ok")`` for one rate limit with ``Retry-After: 1`` and then an answer.
 
+Hostile behaviours (a server that misbehaves on purpose):
+
+- ``endless``: a 200 whose chunked body never ends.   - ``drip:SECONDS``: an answer sent one byte every
+  SECONDS (0.5 by default): never idle, never done.   - ``huge``: a 200 declaring a 10 GB body.
+- ``badcontent``: ``message.content`` is an object.   - ``badtools``: ``tool_calls`` entries are not objects.
+- ``manytools``: 1000 tool calls in one answer.   - ``strusage``: token counts as strings.
+- ``negusage``: −10¹² prompt tokens.   - ``escape``: an HTTP 400 whose message holds terminal escape
+  sequences (clear screen, a fake green line, a window title) and a line break.
+
+``server.headers`` keeps every request's headers, names lower-cased (to check which key went where).
+
 ``server.max_active`` is the most requests it was handling at once (to check concurrency caps).
 """
 
@@ -72,7 +83,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(length) or b"{}")
         owner = self.server.owner
         behaviour = owner.pick(str(body.get("model", "ok")))
-        owner.record(behaviour, body)
+        owner.record(behaviour, body, {k.lower(): v for k, v in self.headers.items()})
         with owner.lock:
             owner.active += 1
             owner.max_active = max(owner.max_active, owner.active)
@@ -101,9 +112,88 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(int(kind), f"injected {kind}")
         if kind == "malformed":
             return self._send(200, b"{this is not json")
+        if kind in HOSTILE:
+            return HOSTILE[kind](self, arg, body)
         if kind == "noschema" and "response_format" in body:
             return self._error(400, "response_format json_schema is not supported by this server")
         self._send(200, owner.answer(body, usage=kind != "nousage", say=kind == "say"))
+
+
+def _endless(handler: _Handler, arg: str, body: dict[str, Any]) -> None:
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Transfer-Encoding", "chunked")
+    handler.end_headers()
+    chunk = b" " * 65536
+    try:
+        handler.wfile.write(b'%x\r\n{"choices": [\r\n' % len(b'{"choices": ['))
+        while not handler.server.owner.stopping.is_set():
+            handler.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+    except OSError:  # the client hung up
+        pass
+    handler.close_connection = True
+
+
+def _drip(handler: _Handler, arg: str, body: dict[str, Any]) -> None:
+    data = json.dumps(handler.server.owner.answer(body, usage=True, say=False)).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    try:
+        for i in range(len(data)):
+            if handler.server.owner.stopping.wait(float(arg or 0.5)):
+                break
+            handler.wfile.write(data[i:i + 1])
+            handler.wfile.flush()
+    except OSError:
+        pass
+    handler.close_connection = True
+
+
+def _huge(handler: _Handler, arg: str, body: dict[str, Any]) -> None:
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(10 * 2**30))
+    handler.end_headers()
+    try:
+        handler.wfile.write(b'{"choices": [')
+    except OSError:
+        pass
+    handler.close_connection = True
+
+
+def _reshaped(change):
+    """A behaviour that sends a normal answer with ``change(answer)`` applied."""
+
+    def behave(handler: _Handler, arg: str, body: dict[str, Any]) -> None:
+        out = handler.server.owner.answer(body, usage=True, say=False)
+        change(out)
+        handler._send(200, out)
+
+    return behave
+
+
+def _message(out: dict[str, Any]) -> dict[str, Any]:
+    return out["choices"][0]["message"]
+
+
+def _many_tools(out: dict[str, Any]) -> None:
+    _message(out)["tool_calls"] = [{"id": f"c{i}", "type": "function",
+                                    "function": {"name": "end", "arguments": "{}"}} for i in range(1000)]
+
+
+ESCAPE_TEXT = "\x1b[2J\x1b[H\x1b[32mAll checks passed\x1b[0m\x1b]0;pwned\x07\nsecond line"
+
+HOSTILE = {
+    "endless": _endless, "drip": _drip, "huge": _huge,
+    "badcontent": _reshaped(lambda out: _message(out).update(content={"text": "not a string"})),
+    "badtools": _reshaped(lambda out: _message(out).update(tool_calls=["not an object", 3])),
+    "manytools": _reshaped(_many_tools),
+    "strusage": _reshaped(lambda out: out["usage"].update(prompt_tokens="12", completion_tokens="3")),
+    "negusage": _reshaped(lambda out: out["usage"].update(prompt_tokens=-10**12, completion_tokens=-5)),
+    "escape": lambda handler, arg, body: handler._error(400, ESCAPE_TEXT),
+}
 
 
 class FakeOpenAIServer:
@@ -120,6 +210,7 @@ class FakeOpenAIServer:
         self.stopping = threading.Event()
         self.log: list[tuple[str, str]] = []  # (requested model, behaviour chosen)
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
         self._said: list[str] = []
         self._queued: list[str] = []
         self.active = 0
@@ -152,10 +243,11 @@ class FakeOpenAIServer:
                 return self.rng.choice(["429:0", "500", "hang", "reset", "malformed"])
         return "ok"
 
-    def record(self, behaviour: str, body: dict[str, Any]) -> None:
+    def record(self, behaviour: str, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         with self.lock:
             self.log.append((str(body.get("model")), behaviour))
             self.requests.append(body)
+            self.headers.append(headers or {})
 
     def answer(self, body: dict[str, Any], usage: bool, say: bool) -> dict[str, Any]:
         fmt = body.get("response_format") or {}

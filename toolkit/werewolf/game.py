@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel
 
+from toolkit.core.files import one_line, without_paths
 from toolkit.prompting.structured_call import ActionResult, render
 from toolkit.llm import Model, Request, Sampling, get_model
 from toolkit.record.run_log import CallLog, Run
@@ -223,7 +224,11 @@ class GameRunner:
             self._reflected.add((None, g.day))
             await self._reflect_all()
         asks = g.pending()
-        decisions = await asyncio.gather(*(self.decide(a) for a in asks))
+        # Every decision runs to its end (and writes its calls rows) even when another one raises.
+        decisions = await asyncio.gather(*(self.decide(a) for a in asks), return_exceptions=True)
+        for d in decisions:
+            if isinstance(d, BaseException):
+                raise d
         self.critical_path_calls += max((d.calls for d in decisions), default=0)
         for a, d in zip(asks, decisions):
             try:
@@ -258,7 +263,10 @@ class GameRunner:
                 pass
         except Exception as exc:
             self.write_events()
-            self.finish("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}")
+            where = self.run.write_log("errors.log", f"game {self.game_id}:\n{traceback.format_exc()}") \
+                if self.run is not None else None
+            self.finish("error", one_line(without_paths(f"{type(exc).__name__}: {exc}"), 300)
+                        + (f" (traceback in {where.name} of the run folder)" if where else ""))
         return self.result()
 
     def result(self) -> GameResult:
@@ -288,7 +296,7 @@ class GameRunner:
         if failed:  # a game that ran on fallbacks for a seat says so, rather than reporting a winner
             seat, error = next(iter(failed.items()))
             winner, reason = "error", (f"every call of {', '.join(failed)} failed; the game ran on fallbacks "
-                                       f"({seat}: {error.splitlines()[0][:300]})")
+                                       f"({seat}: {one_line(error, 300)})")
         self.finished, self.winner, self.win_reason = True, winner, reason
         wall_s = time.perf_counter() - (self._started or time.perf_counter())
         g, log = self.game, self.log
