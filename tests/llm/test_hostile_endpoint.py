@@ -14,9 +14,10 @@ from toolkit.llm.model import ModelConfig
 HOSTILE = {"endless": "too_large", "huge": "too_large", "drip:0.05": "timeout", "badcontent": "malformed",
            "badtools": "malformed", "manytools": "too_many_tool_calls", "strusage": "malformed",
            "negusage": "malformed", "escape": "http_error"}
-# Small caps so each case takes a fraction of a second; the drip (a byte every 50 ms) never idles long
-# enough for the transport's idle timeout, so only the deadline can end it.
-CAPS = {**FAST, "timeout_s": 0.5, "max_attempts": 2, "max_response_bytes": 256 * 1024, "max_tool_calls": 50}
+# Small caps so each case is quick; a deadline a loaded machine still meets for the endless body's cap; the
+# drip (a byte every 50 ms: its answer would take ~20 s) never idles long enough for the transport's idle
+# timeout, so only the deadline can end it.
+CAPS = {**FAST, "timeout_s": 2.0, "max_attempts": 2, "max_response_bytes": 256 * 1024, "max_tool_calls": 50}
 
 
 def printable_line(text):
