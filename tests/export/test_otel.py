@@ -27,15 +27,29 @@ def free_port():
         return s.getsockname()[1]
 
 
+def phoenix_python():
+    """The Python that runs the Phoenix server: ``PHOENIX_PYTHON`` (a venv of its own: the arize-phoenix server
+    package makes ``import phoenix`` cost seconds, and arize-phoenix-client's pytest plugin imports it in every
+    pytest of the venv, the engineer tasks' included), else this one if the server is installed here."""
+    import importlib.util
+
+    if os.environ.get("PHOENIX_PYTHON"):
+        return os.environ["PHOENIX_PYTHON"]
+    return sys.executable if importlib.util.find_spec("phoenix.server") else None
+
+
 @pytest.fixture(scope="module")
 def phoenix(tmp_path_factory):
-    pytest.importorskip("phoenix.client", reason="the interop extra (arize-phoenix) is not installed")
+    pytest.importorskip("phoenix.client", reason="the interop extra (arize-phoenix-client) is not installed")
+    python = phoenix_python()
+    if python is None:
+        pytest.skip("no Phoenix server: set PHOENIX_PYTHON to a Python with arize-phoenix installed")
     folder = tmp_path_factory.mktemp("phoenix")
     port, grpc = free_port(), free_port()
     env = {**os.environ, "PHOENIX_WORKING_DIR": str(folder), "PHOENIX_PORT": str(port), "PHOENIX_HOST": "127.0.0.1",
            "PHOENIX_GRPC_PORT": str(grpc), "PHOENIX_TELEMETRY_ENABLED": "false"}
     log = open(folder / "server.log", "w")
-    server = subprocess.Popen([sys.executable, "-m", "phoenix.server.main", "serve"], env=env, stdout=log,
+    server = subprocess.Popen([python, "-m", "phoenix.server.main", "serve"], env=env, stdout=log,
                               stderr=subprocess.STDOUT, cwd=folder)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -129,3 +143,45 @@ def test_otlp_json_file_holds_one_request_per_game_with_hex_ids(game, tmp_path):
     keys = {a["key"] for s in spans for a in s["attributes"]}
     assert {"gen_ai.usage.input_tokens", "gen_ai.conversation.id", "gen_ai.usage.cache_read.input_tokens"} <= keys
     assert "gen_ai.input.messages" not in keys  # content capture is off
+
+
+def test_an_otlp_receiver_decodes_every_span_sent_live(game, monkeypatch, tmp_path):
+    """Without Phoenix too: a local OTLP/HTTP receiver decoding each request with opentelemetry-proto gets one
+    span per call, per seat and per game from a run with TOOLKIT_OTLP_ENDPOINT, with token counts."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from toolkit.record.run_log import Run
+    from toolkit.testing.loopback_server import FakeOpenAIServer
+    from toolkit.werewolf.game import GameConfig, play_game
+
+    got = []
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            request = ExportTraceServiceRequest.FromString(body)
+            got.extend(s for r in request.resource_spans for ss in r.scope_spans for s in ss.spans)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    receiver = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    monkeypatch.setenv("TOOLKIT_OTLP_ENDPOINT", f"http://127.0.0.1:{receiver.server_address[1]}")
+    try:
+        with FakeOpenAIServer(seed=2) as server:
+            with Run(tmp_path) as run:
+                asyncio.run(play_game(GameConfig(seed=5, model=f"openai:det@{server.base_url}", max_days=2), run))
+    finally:
+        receiver.shutdown()
+    results = load(tmp_path)
+    chats = [s for s in got if s.name.startswith("chat ")]
+    assert len(chats) == len(results.calls)
+    assert len([s for s in got if s.name.startswith("invoke_agent ")]) == results.calls["seat"].nunique()
+    tokens = sum(a.value.int_value for s in chats for a in s.attributes if a.key == "gen_ai.usage.input_tokens")
+    assert tokens == results.calls["prompt_tokens"].sum()
