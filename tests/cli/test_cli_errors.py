@@ -105,6 +105,8 @@ CASES = [
     (["engineer", "--task", "t", "--workspace", "a_file.txt", "--model", "scripted:x.yaml"], "is a file"),
     (["engineer", "--task", "t", "--workspace", "ws", "--role", "broken_preset.yaml"], "invalid YAML"),
     (["engineer", "--task", "t", "--workspace", "ws", "--role", "nope"], "no role"),
+    (["engineer", "--task", "t", "--workspace", "./does-not-exist", "--model", "random"],
+     "--workspace ./does-not-exist: no such folder"),
     (["engineer-suite", "--task", "nope"], "no such task"),
     (["engineer-suite", "--task", "fix_functoin"], "did you mean 'fix_function'"),
     (["engineer-suite", "--model", "scripted:{task}/nope.yaml"], "no such scripted file"),

@@ -194,10 +194,8 @@ def test_giving_up_names_the_endpoint_and_the_count():
 
 
 def test_nothing_listening_fails_fast_with_one_clear_error():
-    """An endpoint that never answered and refuses connections: no retries, well under 5 seconds."""
-    t0 = time.perf_counter()
+    """An endpoint that never answered and refuses connections: no retries (one attempt)."""
     call = asyncio.run(get_model("openai:x@http://127.0.0.1:1/v1").generate(req()))
-    assert time.perf_counter() - t0 < 5
     assert call.completion is None and "cannot connect" in call.error and len(call.attempts) == 1
 
 
@@ -401,10 +399,11 @@ class Script(Backend):
 
 def test_retry_after_is_honoured_but_capped():
     b = Script(TransientError("busy", kind="rate_limit", status_code=429, retry_after=30.0))
+    m = Model("s", b, ModelConfig(**{**FAST, "retry_after_cap_s": 0.05}))
     t0 = time.perf_counter()
-    call = asyncio.run(Model("s", b, ModelConfig(**{**FAST, "retry_after_cap_s": 0.05})).generate(Request()))
-    elapsed = time.perf_counter() - t0
-    assert call.text == "done" and call.n_attempts == 2 and 0.05 <= elapsed < 5
+    call = asyncio.run(m.generate(Request()))
+    assert call.text == "done" and call.n_attempts == 2 and time.perf_counter() - t0 >= 0.05  # it did wait
+    assert m._delay(TransientError("busy", retry_after=30.0), 1) == 0.05  # the cap, not the 30 s asked
     assert call.attempts[0].error_kind == "rate_limit" and call.attempts[0].status_code == 429
 
 
@@ -427,9 +426,8 @@ def test_one_attempt_means_no_retry():
 def test_the_total_wait_bounds_the_retries():
     b = Script(*[TransientError(f"t{i}") for i in range(100)])
     config = ModelConfig(backoff_initial_s=0.05, backoff_max_s=0.05, max_attempts=100, max_total_wait_s=0.3)
-    t0 = time.perf_counter()
     call = asyncio.run(Model("s", b, config).generate(Request()))
-    assert call.completion is None and "gave up after" in call.error and time.perf_counter() - t0 < 3
+    assert call.completion is None and "gave up after" in call.error
     assert 3 <= b.seen < 20 and len(call.attempts) == b.seen
 
 

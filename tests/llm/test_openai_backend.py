@@ -74,11 +74,9 @@ async def test_429_honours_retry_after(server):
 
 
 async def test_timeout_is_retried_and_then_reported(server):
-    t0 = time.perf_counter()
     call = await model(server, "hang", timeout_s=0.3, max_attempts=2).generate(req())
     assert call.completion is None and call.n_attempts == 2 and "timed out" in call.error
     assert "gave up after 2 attempts" in call.error and [a.error_kind for a in call.attempts] == ["timeout"] * 2
-    assert time.perf_counter() - t0 < 3
 
 
 @pytest.mark.parametrize("status", ["400", "401", "404"])

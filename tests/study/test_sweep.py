@@ -79,6 +79,11 @@ grid:
     summary = pd.read_parquet(tmp_path / "r" / "fails" / "summary.parquet").set_index("preset")
     assert summary.loc["classic7", "ok"] and summary.loc["classic7", "games"] == 3
     assert not summary.loc["no-such-preset", "ok"] and "no preset" in summary.loc["no-such-preset", "error"]
+    # the kernels' own logging (an ERROR "KeyboardInterrupt caught in kernel." at each shutdown) goes to each
+    # cell's kernel.log, not to the sweep's terminal; a failed cell's error names that log
+    assert "KeyboardInterrupt" not in out.stderr and "IPKernelApp" not in out.stderr, out.stderr[-2000:]
+    logs = sorted((tmp_path / "r" / "fails").glob("*/kernel.log"))
+    assert len(logs) == 2 and "kernel.log" in summary.loc["no-such-preset", "error"]
 
 
 def test_the_readme_papermill_command(tmp_path):

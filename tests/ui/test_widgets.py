@@ -150,13 +150,28 @@ def test_results_explorer_shows_tables_and_plots(tmp_path):
     with Run(tmp_path, "x") as run:
         aio.run(play_games([GameConfig(seed=s) for s in range(5)], run))
     r = ResultsExplorer(str(tmp_path))
-    r.load_button.click()
+    r.load_button.click()  # Load reads in a thread (the kernel stays responsive)
+    r.thread.join(120)
     assert "5 games" in r.summary.value and "village" in r.markdown and "Win rates" in r.markdown
-    assert r.images.children and all(i.value[:4] == b"\x89PNG" for i in r.images.children)
+    assert r.images and all(data[:4] == b"\x89PNG" for data in r.images.values())
     assert r.markdown == (write_report_text(tmp_path))  # the same report `toolkit report` writes
+    assert "loaded in" in r.progress.value and not r.load_button.disabled
+    # each plot is embedded where the report links it, none is left as a link to a file the notebook lacks
+    shown = r.report.outputs[0]["data"]["text/markdown"]
+    assert "](win_rates.png)" in r.markdown and "](win_rates.png)" not in shown
+    assert shown.count("](data:image/png;base64,") == r.markdown.count(".png)") == len(r.images)
     r.folder.value = str(tmp_path / "missing")
-    r.load_button.click()
-    assert "no folder" in r.summary.value
+    r.load()
+    assert "no folder" in r.summary.value and r.report.outputs == ()
+
+
+def test_inline_images_leaves_a_link_it_cannot_fill():
+    from toolkit.ui.results import inline_images
+
+    text = "a ![plot](a.png) b ![other](missing.png) ![web](http://x/y.png)"
+    out = inline_images(text, {"a.png": b"\x89PNG"})
+    assert out.startswith("a ![plot](data:image/png;base64,iVBORw==) b ![other](missing.png)")
+    assert out.endswith("![web](http://x/y.png)")
 
 
 # ------------------------------------------------------------------ the werewolf session

@@ -19,6 +19,7 @@ from toolkit.analysis.beliefs import (
                                       vote_swing,
                                       wolf_detection,
 )
+from toolkit.analysis.degeneracy import degeneracy
 from toolkit.analysis.checks import conditions, fingerprints, identical_groups
 from toolkit.analysis.engineer import engineer_success, tool_usage
 from toolkit.analysis.intervals import (
@@ -73,5 +74,5 @@ __all__ = [
     "design", "expected_se", "fit", "fit_ratings", "ratings", "separation", "elo", "openskill_ratings",
     "belief_table", "identity_accuracy", "balanced_accuracy", "brier", "wolf_detection", "claims", "lie_rates",
     "false_claims_followed",
-    "vote_swing", "engineer_success", "tool_usage", "conditions", "fingerprints", "identical_groups",
+    "vote_swing", "engineer_success", "tool_usage", "conditions", "fingerprints", "identical_groups", "degeneracy",
 ]

@@ -356,6 +356,7 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
           ("Token counts are estimated.\n" if estimated else ""),
           markdown_table(A.per_game_costs(games, by)), "![costs](costs.png)\n",
           *_cached_share_section(tables),
+          *_degeneracy_section(tables, games, by),
           f"Games needed for ±5 points on a win rate: {A.sample_size(0.05)} per condition (±10 points: "
           f"{A.sample_size(0.1)}).\n"]
     return s
@@ -369,6 +370,22 @@ def _cached_share_section(tables: Results) -> list[str]:
         return []
     return ["Prompt tokens served from the server's prompt cache, per model (measured usage only):\n",
             markdown_table(share)]
+
+
+def _degeneracy_section(tables: Results, games: pd.DataFrame, by: list[str]) -> list[str]:
+    """Per model: answers that parse but are nonsense (toolkit.analysis.degeneracy), so that "0 fallbacks"
+    never hides them."""
+    d = per_condition(A.degeneracy, games, tables, by)
+    if d.empty:
+        return []
+    missing = ("" if len(tables.calls) else " These results have no calls table, so answers are not compared "
+               "with their prompts (no template-echo row).")
+    return ["## Degenerate play per model (95% cluster-bootstrap intervals over games; n = units checked)\n",
+            "A template echo is an answer's text that is a placeholder or copied from its own prompt; an identical "
+            "speech repeats an earlier one of the same game word for word; a wolf votes wolf when a werewolf votes "
+            "for a fellow werewolf; contradicting potions: a Witch poisons a player she saved. Scripted players "
+            f"(scripted = True) repeat fixed sentences by design.{missing}\n",
+            markdown_table(d)]
 
 
 def write_report(folder: str | Path, out: str | Path | None = None) -> list[Path]:

@@ -39,6 +39,17 @@ def role(name: str) -> Any:
         raise FileError(f"--role {name}: {one_line(exc)}") from None
 
 
+def existing_workspace(path: str) -> None:
+    """The agent works in a folder the user has: a mistyped path is refused, not created (in the repository)."""
+    from pathlib import Path
+
+    from toolkit.core.files import FileError
+
+    if not Path(path).is_dir():
+        raise FileError(f"--workspace {path}: no such folder; give the folder the agent should work in "
+                        f"(create it first with mkdir -p {path} for a new project)")
+
+
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
@@ -55,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
         raise FileError(f"--max-steps must be at least 1, got {args.max_steps}")
     chosen = role(args.role)
     check_spec(args.model)
+    existing_workspace(args.workspace)
     out_folder(args.out)
     with Run(args.out, "engineer", config=run_config(args)) as run:
         session = Session(chosen, args.task, args.workspace, args.model, run=run, channel=StdinChannel(),

@@ -102,6 +102,9 @@ def run(args: argparse.Namespace) -> int:
     for unused in unused_decisions(runner):
         print(f"warning: {unused} was never used", file=sys.stderr)
     print(f"winner: {result.winner} ({mask_url(result.win_reason.splitlines()[0])}) after {plural(result.days, 'day')}")
+    from toolkit.analysis.degeneracy import summary_line
+    from toolkit.record.load import load
+
     print(f"tables: {run.folder}  (game {result.game_id}, {plural(result.log.calls, 'call')}, "
-          f"{plural(result.log.fallbacks, 'fallback')})")
+          f"{plural(result.log.fallbacks, 'fallback')}; {summary_line(load(run.folder, complete_games=False))})")
     return 0 if result.winner != "error" else 1

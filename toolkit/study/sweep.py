@@ -110,6 +110,20 @@ def load_sweep(path: str | Path, results_root: str | Path = "results") -> tuple[
     return spec, cells
 
 
+def kernel_logged_to(path: Path) -> type:
+    """A kernel manager whose kernel writes its own stdout and stderr to ``path``. The kernel logs
+    "KeyboardInterrupt caught in kernel." as an ERROR when it is shut down after a successful cell: noise on
+    the sweep's terminal, kept in the cell's folder instead (with anything else the kernel says)."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class KernelLogged(AsyncKernelManager):
+        async def start_kernel(self, **kw):
+            with open(path, "ab") as log:  # the kernel process holds its own copy of the descriptor
+                return await super().start_kernel(stdout=log, stderr=log, **kw)
+
+    return KernelLogged
+
+
 def execute_cell(cell: Cell) -> dict[str, Any]:
     """Run one cell's notebook with papermill (its kernel is a separate process). Never raises."""
     import papermill  # its Jupyter stack takes seconds to import: only sweeps need it, not every CLI command
@@ -120,11 +134,13 @@ def execute_cell(cell: Cell) -> dict[str, Any]:
     status = {"cell_id": cell.cell_id, **{f"param.{k}": v for k, v in cell.grid_values.items()}}
     try:
         papermill.execute_notebook(cell.notebook, str(folder / "notebook.ipynb"), parameters=cell.parameters,
-                                   kernel_name="python3", progress_bar=False, cwd=str(REPO))
+                                   kernel_name="python3", progress_bar=False, cwd=str(REPO),
+                                   kernel_manager_class=kernel_logged_to(folder / "kernel.log"))
         status.update(ok=True, error=None)
         (folder / "FAILED.json").unlink(missing_ok=True)
     except Exception as exc:  # recorded: the other cells go on
-        status.update(ok=False, error=f"{type(exc).__name__}: {str(exc)[-2000:]}")
+        status.update(ok=False, error=f"{type(exc).__name__}: {str(exc)[-2000:]} (the kernel's own log: "
+                                      f"{folder / 'kernel.log'})")
         (folder / "FAILED.json").write_text(json.dumps({**status, "traceback": traceback.format_exc()[-4000:]}))
     status["wall_s"] = round(time.time() - started, 2)
     if status["ok"]:

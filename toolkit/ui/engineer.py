@@ -13,26 +13,37 @@ import ipywidgets as W
 from toolkit.agent.loop.role import load_role
 from toolkit.agent.loop.session import Session
 from toolkit.record.run_log import Run
+from toolkit.ui.kernel_loop import KernelLoop
+from toolkit.ui.style import WRAP
 
 
 class WidgetChannel:
     """The engineer's human channel in a notebook: questions appear with a text box to answer."""
 
-    def __init__(self, box: W.VBox, log: W.HTML):
+    def __init__(self, box: W.VBox, log: W.HTML, kernel: KernelLoop | None = None):
         self.box, self.log = box, log
+        self.kernel = kernel or KernelLoop()
         self.future: asyncio.Future | None = None
+        self.on_change = lambda: None  # the session widget's status follows the question
 
     async def ask(self, question: str) -> str:
-        self.future = asyncio.get_running_loop().create_future()
+        self.future = future = asyncio.get_running_loop().create_future()
         self.field = W.Text(placeholder="your answer", layout=W.Layout(width="400px"))
         button = W.Button(description="Answer", button_style="primary")
-        button.on_click(lambda _: self.future.done() or self.future.set_result(self.field.value))
+        button.on_click(lambda _: self.kernel.resolve(future, self.field.value))
+        self.field.on_submit(lambda _: self.kernel.resolve(future, self.field.value))  # Enter answers too
         self.box.children = [W.HTML(f"<b>The agent asks:</b> {html.escape(question)}"), W.HBox([self.field, button])]
         self.button = button
+        self.on_change()
         try:
-            return await self.future
+            return await future
         finally:
             self.box.children = []
+            self.on_change()
+
+    @property
+    def waiting(self) -> bool:
+        return self.future is not None and not self.future.done()
 
     async def tell(self, message: str) -> None:
         self.log.value += f"<div><b>The agent says:</b> {html.escape(message)}</div>"
@@ -42,24 +53,30 @@ class EngineerSession(W.VBox):
     def __init__(self, task: str = "", workspace: str = "results/workspace", model: str = "openai:gpt-4o-mini",
                  role: str = "engineer", results_dir: str = "results/sessions"):
         self.results_dir = results_dir
-        self.task_text = W.Textarea(value=task, description="task", layout=W.Layout(width="600px"))
-        self.workspace = W.Text(value=workspace, description="workspace")
-        self.model = W.Text(value=model, description="model")
+        self.kernel = KernelLoop()  # clicks may arrive on another thread: run them on this loop
+        self.task_text = W.Textarea(value=task, description="task", layout=W.Layout(width="90%", height="80px"))
+        wide = W.Layout(width="90%")  # a long workspace path or scripted:PATH spec shows whole
+        self.workspace = W.Text(value=workspace, description="workspace", layout=wide)
+        self.model = W.Text(value=model, description="model", layout=wide)
         self.role = W.Text(value=role, description="role")
         self.buttons = {name: W.Button(description=name) for name in ("Step", "Run", "Stop")}
         self.status = W.HTML()
+        self.status.add_class("toolkit-status")
         self.tool_table = W.HTML(layout=W.Layout(max_height="360px", overflow="auto"))
         self.open_file = W.HTML()
         self.human_box = W.VBox()
         self.said = W.HTML()
-        self.channel = WidgetChannel(self.human_box, self.said)
+        self.channel = WidgetChannel(self.human_box, self.said, self.kernel)
+        self.channel.on_change = self._render
+        self.running = False
         self.session: Session | None = None
         self.run: Run | None = None
         self.task: asyncio.Task | None = None
-        self.buttons["Step"].on_click(lambda _: self.step())
-        self.buttons["Run"].on_click(lambda _: self.run_all())
-        self.buttons["Stop"].on_click(lambda _: self.stop())
-        super().__init__([self.task_text, W.HBox([self.workspace, self.model, self.role]),
+        on = self.kernel.handler
+        self.buttons["Step"].on_click(on(self.step))
+        self.buttons["Run"].on_click(on(self.run_all))
+        self.buttons["Stop"].on_click(on(self.stop))
+        super().__init__([self.task_text, self.workspace, self.model, self.role,
                           W.HBox(list(self.buttons.values())), self.status, self.human_box, self.said,
                           W.HTML("<b>Tool calls</b>"), self.tool_table, W.HTML("<b>Open file</b>"), self.open_file])
 
@@ -77,18 +94,23 @@ class EngineerSession(W.VBox):
     def _launch(self, coro_fn) -> asyncio.Task:
         self._ensure_session()
         if self.task is None or self.task.done():
-            self.task = asyncio.get_event_loop().create_task(coro_fn())
+            self.running = True
+            self.task = self.kernel.loop.create_task(coro_fn())
+            self._render()
         return self.task
 
     async def _steps(self, n: int | None) -> None:
-        while self.session.ended_by is None and (n is None or n > 0):
-            await self.session.step()
-            n = None if n is None else n - 1
+        try:
+            while self.session.ended_by is None and (n is None or n > 0):
+                await self.session.step()
+                n = None if n is None else n - 1
+                self._render()
+            if self.session.ended_by is not None:
+                await self.session.finish()
+                self.run.close()
+        finally:
+            self.running = False
             self._render()
-        if self.session.ended_by is not None:
-            await self.session.finish()
-            self.run.close()
-        self._render()
 
     def step(self) -> asyncio.Task:
         return self._launch(lambda: self._steps(1))
@@ -102,15 +124,26 @@ class EngineerSession(W.VBox):
             self.session.stop()
             if self.task is None or self.task.done():
                 self._launch(lambda: self._steps(1))
+            self._render()
 
     def _render(self) -> None:
         s = self.session
         if s is None:
             return
         rows = "".join(f"<tr><td>{t.step}</td><td>{'✔' if t.ok else '✘'}</td><td><code>{html.escape(t.tool)}</code>"
-                       f"</td><td><pre style='white-space:pre-wrap;margin:0'>{html.escape(t.output[:600])}</pre>"
+                       f"</td><td><pre style='{WRAP};margin:0'>{html.escape(t.output[:600])}</pre>"
                        "</td></tr>"
                        for t in s.tools.results)
         self.tool_table.value = f"<table><tr><th>step</th><th>ok</th><th>tool</th><th>output</th></tr>{rows}</table>"
-        self.open_file.value = f"<pre>{html.escape(s.editor.view())}</pre>"
-        self.status.value = f"steps: {s.steps}" + (f"; ended by <b>{s.ended_by}</b>" if s.ended_by else "")
+        self.open_file.value = f"<pre style='{WRAP}'>{html.escape(s.editor.view())}</pre>"
+        if s.ended_by:
+            state = f"; ended by <b>{s.ended_by}</b>"
+        elif self.channel.waiting:
+            state = "; <b>the agent asks you</b> (below)"
+        elif self.running and s.agent.stop_requested:
+            state = "; <span class='toolkit-busy'>⏳ stopping after this step…</span>"
+        elif self.running:
+            state = "; <span class='toolkit-busy'>⏳ running…</span>"
+        else:
+            state = ""
+        self.status.value = f"steps: {s.steps}{state}"

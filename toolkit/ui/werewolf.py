@@ -15,6 +15,8 @@ import ipywidgets as W
 from toolkit.llm import Backend, Completion, Model, Request, known_specs
 from toolkit.record.run_log import Run
 from toolkit.ui import transcript
+from toolkit.ui.kernel_loop import KernelLoop
+from toolkit.ui.style import WRAP
 from toolkit.werewolf.game import GameConfig, GameRunner, SeatConfig
 from toolkit.werewolf.engine.preset import available_presets, load_preset
 from toolkit.werewolf.engine.rules import Event
@@ -39,6 +41,7 @@ class WerewolfSession(W.VBox):
     def __init__(self, results_dir: str = "results/sessions", preset: str = "classic7", seed: int = 0,
                  model: str = "heuristic"):
         self.results_dir = results_dir
+        self.kernel = KernelLoop()  # clicks may arrive on another thread: run them on this loop
         self.preset = W.Dropdown(options=available_presets(), value=preset, description="preset")
         self.seed = W.IntText(value=seed, description="seed", layout=W.Layout(width="160px"))
         self.reflection = W.Checkbox(value=False, description="reflection")
@@ -48,7 +51,8 @@ class WerewolfSession(W.VBox):
         self.default_model = model
         self.buttons = {name: W.Button(description=name) for name in ("Start", "Step", "Run to end", "Stop", "Reset")}
         self.status = W.HTML()
-        self.transcript = W.HTML(layout=W.Layout(max_height="420px", overflow="auto", border="1px solid #ddd"))
+        self.status.add_class("toolkit-status")
+        self.transcript = W.HTML(layout=W.Layout(width="70%", border="1px solid #ddd"))
         self.chart = W.HTML()
         self.call_picker = W.Dropdown(options=[], description="call")
         self.call_view = W.HTML()
@@ -59,14 +63,17 @@ class WerewolfSession(W.VBox):
         self.calls: list[dict[str, Any]] = []
         self.events: list[Event] = []
         self._pending_human: asyncio.Future | None = None
-        self.preset.observe(lambda _: self._build_seats(), names="value")
-        self.god_view.observe(lambda _: self._render(), names="value")
-        self.call_picker.observe(lambda _: self._show_call(), names="value")
-        self.buttons["Start"].on_click(lambda _: self.start())
-        self.buttons["Step"].on_click(lambda _: self.step())
-        self.buttons["Run to end"].on_click(lambda _: self.run_to_end())
-        self.buttons["Stop"].on_click(lambda _: self.stop())
-        self.buttons["Reset"].on_click(lambda _: self.reset())
+        self.stopped = False  # the last run was halted by Stop
+        self.running = False  # a step or run is in progress
+        on = self.kernel.handler
+        self.preset.observe(on(self._build_seats), names="value")
+        self.god_view.observe(on(self._render), names="value")
+        self.call_picker.observe(on(self._show_call), names="value")
+        self.buttons["Start"].on_click(on(self.start))
+        self.buttons["Step"].on_click(on(self.step))
+        self.buttons["Run to end"].on_click(on(self.run_to_end))
+        self.buttons["Stop"].on_click(on(self.stop))
+        self.buttons["Reset"].on_click(on(self.reset))
         self._build_seats()
         super().__init__([
             W.HBox([self.preset, self.seed, self.reflection, self.experience]),
@@ -111,7 +118,7 @@ class WerewolfSession(W.VBox):
             self._pending_human.cancel()
         if self.run is not None and not self.run.closed:
             self.run.close()
-        self.runner, self.run, self.task = None, None, None
+        self.runner, self.run, self.task, self.running, self.stopped = None, None, None, False, False
         self.events, self.calls = [], []
         self.human_box.children = []
         self.call_picker.options = []
@@ -123,15 +130,21 @@ class WerewolfSession(W.VBox):
             self.start()
         if self.runner is None or (self.task is not None and not self.task.done()):
             return self.task  # one thing at a time
-        self.runner.stop_requested = False
-        self.task = asyncio.get_event_loop().create_task(self._drive(work))
+        self.runner.stop_requested, self.stopped, self.running = False, False, True
+        self.task = self.kernel.loop.create_task(self._drive(work))
+        self._render()
         return self.task
 
     async def _drive(self, work) -> None:
-        await work(self.runner)
-        if self.runner.finished and self.run is not None and not self.run.closed:
-            self.run.close()
-        self._render()
+        runner = self.runner
+        try:
+            await work(runner)
+        finally:
+            if self.runner is runner:  # not a game that Reset already replaced
+                self.stopped, self.running = runner.stop_requested and not runner.finished, False
+                if runner.finished and self.run is not None and not self.run.closed:
+                    self.run.close()
+                self._render()
 
     def step(self) -> asyncio.Task | None:
         """One phase: the night, the day's speeches, the vote."""
@@ -144,6 +157,7 @@ class WerewolfSession(W.VBox):
         """Halt after the group of decisions in progress; the tables stay consistent."""
         if self.runner is not None:
             self.runner.stop()
+            self._render()
 
     # ------------------------------------------------------------------ the human seat
     async def ask_human(self, obs: dict[str, Any]) -> dict[str, Any]:
@@ -155,14 +169,15 @@ class WerewolfSession(W.VBox):
             field = W.Textarea(placeholder="what you say", layout=W.Layout(width="500px"))
             submit = W.Button(description="Say", button_style="primary")
             key = "speech" if obs.get("action") == "speak" else "reflection"
-            submit.on_click(lambda _: future.done() or future.set_result({key: field.value or "..."}))
+            submit.on_click(lambda _: self.kernel.resolve(future, {key: field.value or "..."}))
         else:
             options = list(obs.get("choices", [])) + (["(pass)"] if obs.get("can_pass") else [])
             field = W.Dropdown(options=options, description="choose")
             submit = W.Button(description="Submit", button_style="primary")
-            submit.on_click(lambda _: future.done() or future.set_result(
-                {"target": None if field.value == "(pass)" else field.value}))
+            submit.on_click(lambda _: self.kernel.resolve(
+                future, {"target": None if field.value == "(pass)" else field.value}))
         self.human_box.children = [head, W.HBox([field, submit])]
+        self._render()  # the status says whose turn it is
         self.human_field, self.human_submit = field, submit
         try:
             return await future
@@ -191,15 +206,15 @@ class WerewolfSession(W.VBox):
             self.call_view.value = ""
             return
         c = self.calls[i]
-        messages = "".join(f"<div><b>{m['role']}</b><pre style='white-space:pre-wrap'>{html.escape(m['content'])}</pre>"
-                           f"</div>" for m in json.loads(c["messages"]))
+        messages = "".join(f"<div><b>{m['role']}</b><pre style='{WRAP}'>{html.escape(m['content'])}</pre></div>"
+                           for m in json.loads(c["messages"]))
         self.call_view.value = (f"<div style='font-size:12px'>spec <code>{html.escape(c['spec'])}</code>, model "
                                 f"<code>{html.escape(str(c['model']))}</code>, tokens "
                                 f"{c['prompt_tokens']}+{c['completion_tokens']}, latency {c['latency_ms']:.1f} ms, "
                                 f"ok={c['ok']}, fallback={c['fallback']}, error={html.escape(str(c['error']))}"
                                 f"<details><summary>messages</summary>{messages}</details>"
-                                f"<b>raw answer</b><pre>{html.escape(str(c['response_text']))}</pre>"
-                                f"<b>parsed</b><pre>{html.escape(str(c['parsed']))}</pre></div>")
+                                f"<b>raw answer</b><pre style='{WRAP}'>{html.escape(str(c['response_text']))}</pre>"
+                                f"<b>parsed</b><pre style='{WRAP}'>{html.escape(str(c['parsed']))}</pre></div>")
 
     def transcript_lines(self) -> list[str]:
         roles = self.runner.game.roles if self.runner else {}
@@ -207,15 +222,28 @@ class WerewolfSession(W.VBox):
         return [transcript.html(x) for x in shown if x is not None]
 
     def _render(self) -> None:
-        self.transcript.value = "".join(self.transcript_lines()) or "<i>Press Start, then Step or Run to end.</i>"
+        body = "".join(self.transcript_lines()) or "<i>Press Start, then Step or Run to end.</i>"
+        # column-reverse: the scroll box starts at its end and stays there as lines arrive (the newest in view)
+        self.transcript.value = (f"<div class='toolkit-transcript' style='max-height:420px;overflow:auto;"
+                                 f"display:flex;flex-direction:column-reverse;{WRAP}'><div>{body}</div></div>")
         r = self.runner
         if r is None:
             self.status.value = "<i>no game</i>"
             self.chart.value = ""
             return
         g = r.game
-        state = (f"<b>winner: {r.winner}</b> ({html.escape(str(r.win_reason))})" if r.finished
-                 else f"day {g.day}, phase {g.phase}")
+        if r.finished:
+            state = f"<b>winner: {r.winner}</b> ({html.escape(str(r.win_reason))})"
+        elif self.waiting_for_human:
+            state = f"day {g.day}, phase {g.phase}; <b>your turn</b> (below)"
+        elif self.running and r.stop_requested:
+            state = f"day {g.day}, phase {g.phase}; <span class='toolkit-busy'>⏳ stopping after this group…</span>"
+        elif self.running:
+            state = f"day {g.day}, phase {g.phase}; <span class='toolkit-busy'>⏳ running…</span>"
+        elif self.stopped:
+            state = f"day {g.day}, phase {g.phase}; <b>stopped</b>"
+        else:
+            state = f"day {g.day}, phase {g.phase}"
         self.status.value = f"game <code>{r.game_id}</code>: {state}; {r.log.calls} calls, {r.log.fallbacks} fallbacks"
         wolves = len(g.living("Werewolf"))
         village = len(g.alive) - wolves

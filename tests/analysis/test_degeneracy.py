@@ -1,0 +1,109 @@
+"""The degeneracy checks: each flags what it names and nothing else, per model, with n and an interval."""
+
+import asyncio
+import json
+from types import SimpleNamespace
+
+import pandas as pd
+
+from toolkit.analysis.degeneracy import degeneracy, echoes, summary_line
+from toolkit.record.load import load
+from toolkit.record.run_log import Run
+from toolkit.werewolf.game import GameConfig, play_games
+
+PROMPT = json.dumps([{"role": "user", "content": 'Rules: the village wins when no werewolf is alive.\nAnswer with '
+                      'one JSON object: {"thought": "<brief private reasoning>", "speech": "<what you say>"}'}])
+
+
+def call(game, seat, spec, parsed, ok=True, fallback=False):
+    return {"game_id": game, "seat": seat, "spec": spec, "parsed": json.dumps(parsed), "messages": PROMPT,
+            "ok": ok, "fallback": fallback}
+
+
+def event(game, seq, kind, actor, target=None, text=""):
+    return {"game_id": game, "seq": seq, "kind": kind, "actor": actor, "target": target, "text": text}
+
+
+def tables():
+    players = pd.DataFrame([{"game_id": g, "seat": s, "role": r, "spec": spec}
+                            for g in ("g1", "g2")
+                            for s, r, spec in (("P1", "Werewolf", "local"), ("P2", "Werewolf", "local"),
+                                               ("P3", "Witch", "local"), ("P4", "Villager", "openai:m"))])
+    calls = pd.DataFrame([
+        call("g1", "P1", "local", {"thought": "<brief private reasoning>", "target": "P4"}),  # placeholder
+        call("g1", "P2", "local", {"thought": "the village wins when no werewolf is alive", "target": "P4"}),  # copied
+        call("g1", "P3", "local", {"thought": "P1 lied about the seer check yesterday", "target": "P1"}),
+        call("g1", "P4", "openai:m", {"thought": "", "speech": "I think P2 is hiding something big."}),
+        call("g2", "P1", "local", {"thought": "<brief private reasoning>"}, ok=False, fallback=True),  # not an answer
+        call("g2", "P4", "openai:m", {"thought": "Rules"}),  # too short to count as copied
+    ])
+    events = pd.DataFrame([
+        event("g1", 1, "speech", "P1", text="I am the seer."), event("g1", 2, "speech", "P2", text="I  am the Seer."),
+        event("g1", 3, "speech", "P4", text="Vote P2."), event("g2", 1, "speech", "P1", text="I am the seer."),
+        event("g1", 4, "vote", "P1", "P2"), event("g1", 5, "vote", "P2", "P4"), event("g1", 6, "vote", "P4", "P1"),
+        event("g1", 7, "save", "P3", "P4"), event("g1", 8, "poison", "P3", "P4"),
+        event("g2", 2, "poison", "P3", "P1"), event("g2", 3, "save", "P3", "P2"),
+    ])
+    return SimpleNamespace(calls=calls, events=events, players=players)
+
+
+def test_each_check_counts_its_own_units():
+    d = degeneracy(tables()).set_index(["spec", "check"])
+    assert d.loc[("local", "template echo"), ["k", "n"]].tolist() == [2, 3]  # the fallback is not an answer
+    assert d.loc[("openai:m", "template echo"), ["k", "n"]].tolist() == [0, 2]
+    # identical within a game only (case and spacing aside): g1's second "I am the seer", not g2's first
+    assert d.loc[("local", "identical speech"), ["k", "n", "n_games"]].tolist() == [1, 3, 2]
+    assert d.loc[("local", "wolf votes wolf"), ["k", "n"]].tolist() == [1, 2]  # the villager's vote is no unit
+    assert ("openai:m", "wolf votes wolf") not in d.index
+    # a poison on a player saved before; a save after the poison is no contradiction
+    assert d.loc[("local", "contradicting potions"), ["k", "n", "n_games"]].tolist() == [1, 2, 2]
+    row = d.loc[("local", "template echo")]
+    assert row["rate"] == 2 / 3 and 0 <= row["ci_low"] <= row["rate"] <= row["ci_high"] <= 1
+    assert not row["scripted"]
+
+
+def test_echoes_needs_a_placeholder_or_a_long_copy():
+    prompt = "answer with one json object: the village wins when no werewolf is alive"
+    assert echoes("<what you say, one paragraph>", prompt)
+    assert echoes("The village   wins when no werewolf is alive", prompt)
+    assert not echoes("no werewolf", prompt)  # shorter than a chance match
+    assert not echoes("I saw Player3 hesitate before the vote", prompt)
+    assert not echoes("<b>bold</b> text", prompt)
+
+
+def test_the_play_summary_line_names_every_check():
+    line = summary_line(tables())
+    assert line.startswith("degeneracy checks (5 flagged): ")
+    assert "template echo 2/5" in line and "identical speech 1/4" in line and "wolf votes wolf 1/2" in line
+    assert "contradicting potions 1/2" in line
+
+
+def test_real_games_of_scripted_players_are_checked_and_marked_scripted(tmp_path):
+    with Run(tmp_path, "x") as run:
+        asyncio.run(play_games([GameConfig(seed=s, model="heuristic") for s in range(3)], run))
+    d = degeneracy(load(tmp_path))
+    assert set(d["spec"]) == {"heuristic"} and d["scripted"].all()
+    speeches = d.set_index("check").loc["identical speech"]
+    events = load(tmp_path).events
+    assert speeches["n"] == (events["kind"] == "speech").sum() and speeches["k"] > 0  # fixed sentences repeat
+    assert speeches["n_games"] == 3
+
+
+def test_play_prints_the_checks_in_its_summary_line(tmp_path, capsys):
+    from toolkit.cli import main
+
+    assert main(["play", "--seed", "2", "--model", "random", "--out", str(tmp_path), "--quiet"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("tables: ") and "fallbacks; degeneracy checks (" in last and "identical speech" in last
+
+
+def test_the_report_has_a_degeneracy_section_per_model(tmp_path):
+    from toolkit.analysis.report import write_report
+
+    with Run(tmp_path, "x") as run:
+        asyncio.run(play_games([GameConfig(seed=s, model="random") for s in range(3)], run))
+    text = next(p for p in write_report(tmp_path, tmp_path / "out") if p.suffix == ".md").read_text()
+    section = text.split("## Degenerate play per model")[1].split("\n## ")[0]
+    rows = [line.split(" | ")[:2] for line in section.splitlines() if line.startswith("| random |")]
+    assert [check for _, check in rows] == ["template echo", "identical speech", "wolf votes wolf",
+                                            "contradicting potions"][:len(rows)] and len(rows) >= 3

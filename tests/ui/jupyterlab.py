@@ -1,0 +1,124 @@
+"""JupyterLab in a temporary folder and Debian's Chromium driven by Playwright, for the browser tests.
+
+``serve(tmp)`` starts JupyterLab on 127.0.0.1 with a token over a copy of the notebooks (their tables go to
+that folder's results/); ``Lab`` opens a notebook, runs its cells and finds widgets by what they show.
+Screenshots go to ``$SCREENSHOT_DIR`` when set (CI keeps that folder), else to the test's tmp folder."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def serve(tmp: Path):
+    """JupyterLab serving ``tmp/served`` (the repository's notebooks copied into notebooks/)."""
+    port, token = free_port(), secrets.token_hex(16)
+    served = tmp / "served"
+    shutil.copytree(REPO / "notebooks", served / "notebooks")
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp / "cfg"), "JUPYTER_RUNTIME_DIR": str(tmp / "rt"),
+           "JUPYTER_DATA_DIR": str(tmp / "data"), "PYTHONPATH": str(REPO)}
+    log = open(tmp / "jupyterlab.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+                             f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={served}", "--allow-root",
+                             "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+                            cwd=served, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError(f"JupyterLab did not start; see {tmp / 'jupyterlab.log'}")
+                time.sleep(0.3)
+        yield base, token, served
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def screenshot_dir(tmp: Path) -> Path:
+    folder = Path(os.environ.get("SCREENSHOT_DIR") or os.environ.get("TOOLKIT_ARTIFACTS") or tmp / "screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+class Lab:
+    """One notebook open in JupyterLab in one Chromium page."""
+
+    def __init__(self, page, base: str, token: str, shots: Path):
+        self.page, self.base, self.token, self.shots = page, base, token, shots
+
+    def open(self, notebook: str) -> None:
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+        self.page.goto(f"{self.base}/lab/tree/notebooks/{notebook}?token={self.token}")
+        self.page.wait_for_selector(".jp-NotebookPanel", timeout=120_000)
+        dialog = self.page.locator(".jp-Dialog:has-text('Select Kernel') button:has-text('Select')")
+        try:  # JupyterLab may ask which kernel to start; the notebook's own (python3) is preselected
+            dialog.wait_for(timeout=5_000)
+            dialog.click()
+        except PlaywrightTimeout:
+            pass
+        self.wait_idle()
+
+    def wait_idle(self, timeout: float = 300_000) -> None:
+        """Until the kernel has started and is idle (the status bar says so; the toolbar's indicator reads
+        idle before a kernel is there)."""
+        self.page.locator(".jp-StatusBar-Item:has-text('| Idle')").first.wait_for(timeout=timeout)
+        self.page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=timeout)
+
+    def run_all(self) -> None:
+        self.page.click("li.lm-MenuBar-item:has-text('Run')")
+        self.page.click(".lm-Menu-item:has-text('Run All Cells')")
+
+    def button(self, text: str, nth: int = 0):
+        return self.page.locator(f".jupyter-widgets button:text-is('{text}')").nth(nth)
+
+    def has_text(self, selector: str, text: str, timeout: float = 60_000) -> None:
+        """Wait until an element matching ``selector`` shows ``text``."""
+        self.page.locator(selector).filter(has_text=text).first.wait_for(timeout=timeout)
+
+    def shot(self, name: str) -> Path:
+        path = self.shots / f"{name}.png"
+        self.page.screenshot(path=str(path), full_page=True)
+        return path
+
+
+@contextmanager
+def chromium_page():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield browser.new_page(viewport={"width": 1400, "height": 1100})
+        finally:
+            browser.close()
