@@ -37,7 +37,7 @@ def work(tmp_path, monkeypatch):
     (tmp_path / "roles_string.yaml").write_text("roles: Player1\ndefault: heuristic\n")
     (tmp_path / "wrong_seat.yaml").write_text("default: heuristic\ndecisions:\n"
                                               "  - {day: 1, action: vote, seat: Player9, target: Player1}\n")
-    (tmp_path / "text_not_speech.yaml").write_text("decisions:\n  - {day: 1, action: speak, seat: Player1, text: hi}\n")
+    (tmp_path / "speach.yaml").write_text("decisions:\n  - {day: 1, action: speak, seat: Player1, speach: hi}\n")
     (tmp_path / "broken_preset.yaml").write_text("name: broken\nroles: {Werewolf: 2, Villager: 3\n")
     (tmp_path / "typo_preset.yaml").write_text(PRESET.read_text() + "max_day: 3\n")
     (tmp_path / "empty_dir").mkdir()
@@ -74,7 +74,7 @@ CASES = [
     (["play", "--model", "scripted:bad.yaml"], "invalid YAML at line"),
     (["play", "--model", "scripted:roles_string.yaml"], "roles"),
     (["play", "--model", "scripted:wrong_seat.yaml"], "Player9"),
-    (["play", "--model", "scripted:text_not_speech.yaml"], "did you mean 'speech'"),
+    (["play", "--model", "scripted:speach.yaml"], "did you mean 'speech'"),
     (["play", "--model", "replay:missing_dir"], "no such replay folder"),
     (["play", "--model", "replay:empty_dir"], "no runs found"),
     (["play", "--out", "a_file.txt"], "is a file"),

@@ -66,6 +66,7 @@ def test_scripted_schema(tmp_path):
         ({"decisions": [{"day": 0, "action": "vote", "target": "Player2"}]}, "decisions #1.day"),
         ({"decisions": [{"action": "shoot", "target": "Player2"}]}, "decisions #1.action"),
         ({"decisions": [{"action": "speak"}]}, "needs speech"),
+        ({"decisions": [{"action": "speak", "speach": "hi"}]}, "unknown key 'speach' (did you mean 'speech'?)"),
         ({"roles": {"Player1": "Wolf"}}, "roles.Player1"),
         ({"default": "smart"}, "default"),
     ):
@@ -77,12 +78,38 @@ def test_scripted_schema(tmp_path):
     assert load_scripted(bare).answers == [{"thought": "hi", "commands": []}]
 
 
+def test_role_and_action_names_are_kept_once():
+    """The rules, the seats' actions and the scripted-file schema read the same names (toolkit.core.werewolf_names)."""
+    from toolkit.core import werewolf_names as names
+    from toolkit.werewolf.engine import preset
+    from toolkit.werewolf.seat.decisions import ACTIONS, Target
+
+    assert preset.ROLES is names.ROLES and preset.SPECIAL_ROLES is names.SPECIAL_ROLES
+    assert set(ACTIONS) == set(names.ACTIONS) and len(names.ACTIONS) == len(set(names.ACTIONS))
+    assert {a for a, action in ACTIONS.items() if action.output is Target} == set(names.TARGETED_ACTIONS)
+    assert ScriptedFile.model_json_schema()["$defs"]["ScriptedDecision"]["properties"]["action"]["anyOf"][0][
+        "enum"] == list(names.ACTIONS)
+
+
+def test_a_scripted_decision_matches_the_keys_it_gives_and_answers_with_the_rest():
+    script = validate(ScriptedFile, {"decisions": [{"day": "1", "action": "speak", "text": "I am the seer."},
+                                                   {"action": "vote", "target": None},
+                                                   {"action": "reflect", "reflection": "notes", "beliefs": []}]},
+                      "s", "scripted")
+    speak, vote, reflect = script.decisions
+    assert speak.answer() == {"speech": "I am the seer."} and vote.answer() == {"target": None}  # text: a speech
+    assert reflect.answer() == {"summary": "notes", "beliefs": []}
+    assert speak.matches({"day": 1, "action": "speak", "seat": "Player3"}) and not speak.matches({"day": 2})
+
+
 def test_every_shipped_file_passes_its_schema():
     from toolkit.werewolf.engine.preset import available_presets, load_preset
 
     for name in available_presets():
         assert load_preset(name).n_players >= 5
-    for path in (REPO / "tests" / "scenarios").glob("*.yaml"):
+    scenarios = list((REPO / "tests" / "werewolf" / "scenarios").glob("*.yaml"))
+    assert len(scenarios) >= 5  # the glob finds the files (a moved folder would make this test check nothing)
+    for path in scenarios:
         load_scripted(path)
     for path in (REPO / "experiments" / "engineer_tasks").glob("*/*.yaml"):
         if path.name != "task.yaml":

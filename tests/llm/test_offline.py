@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
 from toolkit.prompting.structured_call import with_choices
+from toolkit.core.files import FileError
 from toolkit.llm import LLMError, Request, Sampling, get_model
 from toolkit.llm.offline import CHAOS_KINDS, ChaosBackend, RandomBackend, ScriptedBackend, sample_from_schema
 
@@ -177,13 +178,13 @@ def test_decisions_match_day_action_seat_once_each_per_game(tmp_path):
     b = scripted(tmp_path, {"decisions": [
         {"day": "1", "action": "vote", "seat": "Player2", "target": "Player5"},
         {"day": 1, "action": "vote", "target": None},  # any seat's day-1 vote
-        {"action": "speak", "text": "I am the seer."}]})
+        {"action": "speak", "speech": "I am the seer."}]})
     assert json.loads(ask(b, day=1, action="vote", seat="Player2").text) == {"target": "Player5"}
     # the first decision is used up in this game: the seat-less one answers next, then nothing is left
     assert json.loads(ask(b, day=1, action="vote", seat="Player2").text) == {"target": None}
     with pytest.raises(LLMError, match=r"no scripted answer for \{'day': 1, 'action': 'vote', 'seat': 'Player2'\}"):
         ask(b, day=1, action="vote", seat="Player2")
-    # `text:` becomes the speech (the first decision matched day "1" in the file to day 1 asked)
+    # the speech is answered (the first decision matched day "1" in the file to day 1 asked)
     assert json.loads(ask(b, day=3, action="speak", seat="Player7").text) == {"speech": "I am the seer."}
     # another game starts with every decision unused
     assert json.loads(ask(b, "g2", day=1, action="vote", seat="Player2").text) == {"target": "Player5"}
@@ -207,16 +208,21 @@ def test_a_bare_list_is_the_answers_and_decisions_need_an_observation(tmp_path):
 
 
 @pytest.mark.parametrize("content, message", [
-    ("default: sometimes\n", "default must be random, heuristic or error, not 'sometimes'"),
-    ("just a string\n", "expected a mapping"),
-    ("answers: [unclosed\n", "cannot read the script"),
+    ("default: sometimes\n", r"default: Input should be 'random', 'heuristic' or 'error'"),
+    ("just a string\n", "a scripted file must be a mapping of answers, decisions, roles, default; it holds a str"),
+    ("answers: [unclosed\n", "invalid YAML at line 2"),
+    ("decisions: [{action: speak, txt: hi}]\n", "decisions #1: unknown key 'txt'; keys are day, action, seat"),
+    ("decisions: [{action: shout}]\n", "decisions #1.action"),
 ])
-def test_bad_scripts_are_refused_when_read(tmp_path, content, message):
+def test_bad_scripts_are_refused_when_read_by_the_one_schema(tmp_path, content, message):
+    """The backend reads a script through the file schema the CLI checks with (toolkit.core.files): one
+    parser, one error line naming the file."""
     path = tmp_path / "bad.yaml"
     path.write_text(content)
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(FileError, match=message) as info:
         ScriptedBackend(path)
-    with pytest.raises(ValueError, match="cannot read the script"):
+    assert f"{path}: " in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(FileError, match="no such scripted file"):
         ScriptedBackend(tmp_path / "missing.yaml")
 
 

@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from toolkit.core.werewolf_names import ACTIONS, ROLES, TARGETED_ACTIONS
 
 # A name that becomes a folder: letters, digits, '_', '-', '.', not starting with '.' (no '..', no '/').
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
-WEREWOLF_ACTIONS = ("hunt", "protect", "verify", "save", "poison", "vote", "speak", "reflect")
-TARGETED_ACTIONS = ("hunt", "protect", "verify", "save", "poison", "vote")
-ROLE_NAMES = ("Werewolf", "Villager", "Guard", "Witch", "Seer")
 # Keys people write that the schema calls differently (a hint where difflib finds nothing close).
 KNOWN_MIX_UPS = {"text": "speech", "params": "parameters", "paramters": "parameters", "repeat": "repeats",
                  "notebooks": "notebook", "player": "seat", "victim": "target"}
@@ -199,7 +198,7 @@ class SweepFile(BaseModel):
         return self
 
 
-# --------------------------------------------------------------------------------------- scripted games
+# ------------------------------------------------------------------------------------------- tournaments
 class TournamentFile(BaseModel):
     """A tournament: ``name`` (a folder under the results root), the model specs that play, the presets,
     the design (``pairs``, the default: every ordered pair of models as village vs wolves, the design that
@@ -227,18 +226,22 @@ class TournamentFile(BaseModel):
         return safe_name(value, "name")
 
 
+# --------------------------------------------------------------------------------------- scripted games
 class ScriptedDecision(BaseModel):
-    """One scripted answer: matched by ``day``/``action``/``seat``; the other fields are the answer."""
+    """One scripted answer: matched by ``day``/``action``/``seat`` (those given); the other fields given are the
+    answer (``text`` is read as ``speech``, ``reflection`` as ``summary``)."""
 
     model_config = ConfigDict(extra="forbid")
+    MATCH_KEYS: typing.ClassVar[tuple[str, ...]] = ("day", "action", "seat")
 
     day: int | None = Field(None, ge=1)
-    action: Literal[WEREWOLF_ACTIONS] | None = None  # type: ignore[valid-type]
+    action: Literal[ACTIONS] | None = None  # type: ignore[valid-type]
     seat: str | None = None
     target: str | None = None
-    speech: str | None = None
+    speech: str | None = Field(None, validation_alias=AliasChoices("speech", "text"))
     thought: str | None = None
-    reflection: str | None = None
+    summary: str | None = Field(None, validation_alias=AliasChoices("summary", "reflection"))
+    beliefs: list[dict[str, Any]] | None = None
 
     @model_validator(mode="after")
     def _answer_fits_action(self) -> "ScriptedDecision":
@@ -246,19 +249,29 @@ class ScriptedDecision(BaseModel):
             raise ValueError("a speak decision needs speech: \"...\"")
         if self.action in TARGETED_ACTIONS and "target" not in self.model_fields_set:
             raise ValueError(f"a {self.action} decision needs target: SEAT (or target: null to pass)")
-        if self.action == "reflect" and self.reflection is None:
-            raise ValueError("a reflect decision needs reflection: \"...\"")
+        if self.action == "reflect" and self.summary is None:
+            raise ValueError("a reflect decision needs summary: \"...\"")
         return self
+
+    def matches(self, observation: dict[str, Any]) -> bool:
+        """Every match key this decision gives equals the observation's (compared as text)."""
+        given = self.model_fields_set
+        return all(str(getattr(self, k)) == str(observation.get(k)) for k in self.MATCH_KEYS if k in given)
+
+    def answer(self) -> dict[str, Any]:
+        """The answer fields given (``target: null`` included: a pass)."""
+        return self.model_dump(exclude_unset=True, exclude=set(self.MATCH_KEYS))
 
 
 class ScriptedFile(BaseModel):
-    """``answers`` (in order), or ``decisions`` (matched), ``roles`` (fixed roles) and ``default``."""
+    """``answers`` (in order), or ``decisions`` (matched), ``roles`` (fixed roles) and ``default``. Read here
+    for the scripted backend (``toolkit.llm.offline``) and for the CLI's checks alike."""
 
     model_config = ConfigDict(extra="forbid")
 
     answers: list[Any] | None = None
     decisions: list[ScriptedDecision] = Field(default_factory=list)
-    roles: dict[str, Literal[ROLE_NAMES]] | None = None  # type: ignore[valid-type]
+    roles: dict[str, Literal[ROLES]] | None = None  # type: ignore[valid-type]
     default: Literal["random", "heuristic", "error"] = "error"
 
     @field_validator("decisions", mode="before")

@@ -15,8 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from toolkit.core.files import ScriptedDecision, load_scripted
 from toolkit.llm.backend import Backend
 from toolkit.llm.spec import installed, missing_hint
 from toolkit.llm.request import Completion, LLMError, Request
@@ -92,7 +91,8 @@ class RandomBackend(Backend):
 
 
 class ScriptedBackend(Backend):
-    """Answers from a YAML/JSON file.
+    """Answers from a YAML/JSON file (its schema: ``toolkit.core.files.ScriptedFile``; a bad file is a
+    ``FileError`` naming it).
 
     - ``answers: [...]`` (or a bare list): returned in order, per game or session.
     - ``decisions: [{day, action, seat, ...}]``: each is used once, for the first request whose
@@ -101,26 +101,17 @@ class ScriptedBackend(Backend):
     - ``roles: {seat: role}`` is read by the game, not here.
     """
 
-    MATCH_KEYS = ("day", "action", "seat")
+    MATCH_KEYS = ScriptedDecision.MATCH_KEYS
     free = True
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        try:
-            data = yaml.safe_load(self.path.read_text())
-        except (OSError, yaml.YAMLError) as exc:
-            raise ValueError(f"scripted:{path}: cannot read the script: {exc}") from exc
-        if isinstance(data, list):
-            data = {"answers": data}
-        if not isinstance(data, dict):
-            raise ValueError(f"scripted:{path}: expected a mapping with answers/decisions/roles/default")
+        script = load_scripted(self.path)
         self.model = f"scripted:{self.path.name}"
-        self.answers = data.get("answers") or []
-        self.decisions = data.get("decisions") or []
-        self.roles = data.get("roles") or {}
-        default = data.get("default", "error")
-        if default not in ("random", "heuristic", "error"):
-            raise ValueError(f"scripted:{path}: default must be random, heuristic or error, not {default!r}")
+        self.answers = script.answers or []
+        self.decisions = script.decisions
+        self.roles = dict(script.roles or {})
+        default = script.default
         self.default = None if default == "error" else (RandomBackend() if default == "random"
                                                         else heuristic_player())
         self._next_answer: dict[str, int] = defaultdict(int)
@@ -128,7 +119,7 @@ class ScriptedBackend(Backend):
 
     def unused(self, context_id: str) -> list[str]:
         """The decisions never matched in this game or session (e.g. for a seat that was dead by then)."""
-        return [f"{self.path} decision #{i + 1} (day {d.get('day')} {d.get('action')} {d.get('seat')})"
+        return [f"{self.path} decision #{i + 1} (day {d.day} {d.action} {d.seat})"
                 for i, d in enumerate(self.decisions) if i not in self._used.get(context_id, ())]
 
     async def complete(self, request: Request) -> Completion:
@@ -138,12 +129,9 @@ class ScriptedBackend(Backend):
             for i, decision in enumerate(self.decisions):
                 if i in self._used[ctx]:
                     continue
-                if all(str(decision.get(k)) == str(obs.get(k)) for k in self.MATCH_KEYS if k in decision):
+                if decision.matches(obs):
                     self._used[ctx].add(i)
-                    answer = {k: v for k, v in decision.items() if k not in self.MATCH_KEYS}
-                    if "text" in answer and "speech" not in answer:  # `text:` for a speech, as docs/werewolf.md allows
-                        answer["speech"] = answer.pop("text")
-                    return Completion(json.dumps(answer), self.model)
+                    return Completion(json.dumps(decision.answer()), self.model)
         if self._next_answer[ctx] < len(self.answers):
             answer = self.answers[self._next_answer[ctx]]
             self._next_answer[ctx] += 1

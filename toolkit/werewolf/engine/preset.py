@@ -9,10 +9,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolkit.core.files import did_you_mean, load_file
+from toolkit.core.werewolf_names import ROLES, SPECIAL_ROLES
+
+__all__ = ["PRESETS_DIR", "Preset", "ROLES", "SPECIAL_ROLES", "available_presets", "load_preset"]
 
 PRESETS_DIR = Path(__file__).with_name("presets")
-ROLES = ("Werewolf", "Villager", "Guard", "Witch", "Seer")
-SPECIAL_ROLES = ("Guard", "Witch", "Seer")
 
 
 class Preset(BaseModel):
