@@ -3,9 +3,11 @@
 A speech is stored and rendered as a single line of printable text that cannot close the quotes it is
 shown in: newlines (and every other line or paragraph break) become spaces, control characters (ANSI
 escape sequences whole, BEL, NUL, CR, DEL, C1 codes) and invisible format characters (bidi overrides
-such as U+202E, zero-width characters, BOM) are removed, the quoting delimiters «» are replaced by ‹›,
-runs of spaces collapse, and the result is capped. The same function serves prompts, the terminal
-transcript and the widgets, so nothing a player says can start a line or pass for a game line anywhere.
+such as U+202E, zero-width characters, BOM) are removed, the quoting delimiters «» and their look-alikes
+(≪≫ ⟪⟫ 《》 〈〉 ⟨⟩ ﹁﹂ and the fullwidth ＜＞) are replaced by ‹›, chat-template tokens (``<|im_start|>``,
+``[INST]``, ``<start_of_turn>``, ``</s>``) are removed, runs of spaces collapse, and the result is
+capped. The same function serves prompts, the terminal transcript and the widgets, so nothing a player
+says can start a line or pass for a game line anywhere.
 """
 
 from __future__ import annotations
@@ -25,18 +27,23 @@ _ANSI = re.compile(
 )
 _BREAKS = re.compile(r"[\n\r\t\v\f\x1c-\x1f\x85\u2028\u2029]")
 _SPACES = re.compile(r"\s{2,}")
-_QUOTES = str.maketrans({"«": "‹", "»": "›"})
+_QUOTES = str.maketrans({o: "‹" for o in "«≪⟪《〈⟨﹁＜"} | {c: "›" for c in "»≫⟫》〉⟩﹂＞"})
+# The special tokens of the common chat templates (ChatML, Llama 2/3, Gemma, Mistral), which a model's own
+# template would read as a turn boundary.
+_TEMPLATE = re.compile(r"<\|[^|<>\s]{1,40}\|>|\[/?(?:INST|SYS)\]|<</?SYS>>|</?s>|<(?:start|end)_of_turn>", re.I)
 
 
 def clean_speech(text: object, limit: int = MAX_SPEECH_CHARS) -> str:
     """``text`` as one safe line of at most ``limit`` characters (idempotent)."""
     if not isinstance(text, str):
         text = "" if text is None else str(text)
-    if len(text) <= limit and text.isascii() and text.isprintable() and "  " not in text and text == text.strip():
+    if (len(text) <= limit and text.isascii() and text.isprintable() and "  " not in text and text == text.strip()
+            and "<" not in text and "[" not in text):
         return text  # already one clean line (every stored speech is): the common case, at C speed
     if len(text) > limit * 8:  # a megabyte of speech: only its start can survive the cap anyway
         text = text[: limit * 8]
     text = _ANSI.sub("", text)
+    text = _TEMPLATE.sub(" ", text)
     text = _BREAKS.sub(" ", text)
     if not text.isprintable():
         text = "".join(ch for ch in text if _printable(ch))
