@@ -292,3 +292,179 @@ async def test_a_folder_swapped_for_a_link_never_redirects_the_editor(tmp_path):
     assert sorted(p.name for p in outside.iterdir()) == ["victim.txt"]
     assert (outside / "victim.txt").read_text() == "host file\n"
     assert written + refused == 600 and written > 0  # the race ran: some calls went through, none went out
+
+
+# ------------------------------------------------------------------ the helper folder, kernel settings, the user
+async def test_the_helper_folder_is_read_only_and_the_port_comes_over_the_pipe(tmp_path):
+    """The escape of the issue: replace the Deployer's server script (or plant a port file that is a
+    symlink, a FIFO or a device) so that the host reads a host file into the URL. The session's folder is
+    read-only inside the sandbox; the port is the number the server prints; what else is printed is not used."""
+    from toolkit.agent.environments.environment import EnvironmentUnavailable, make_environment
+
+    needs("bubblewrap")
+    ws = tmp_path / "ws"
+    (ws / "site").mkdir(parents=True)
+    (ws / "site" / "index.html").write_text("<h1>ok</h1>")
+    env = make_environment("bubblewrap", ws)
+    helper = env.session_dir
+    try:
+        out = await env.execute(
+            f"echo 'import os; os.symlink(\"/proc/self/environ\", \"x\")' > {helper}/static_server.py; "
+            f"ln -sf /proc/self/environ {helper}/port; mkfifo {helper}/fifo; touch {helper}/new; "
+            f"ls {helper}", 10)
+        assert out.output.count("Read-only file system") >= 3 and "fifo" not in out.output.split("\n")[-1]
+        assert sorted(p.name for p in helper.iterdir()) == ["gitignore", "static_server.py", "tmp"] or \
+            sorted(p.name for p in helper.iterdir()) == ["gitignore", "static_server.py"]
+        url = await env.serve(ws / "site")
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/")
+        got = await env.execute(f"curl -s {url}", 10)
+        assert got.output == "<h1>ok</h1>"
+        # a shell function that prints a host-looking text instead of the port: only a number is taken
+        await env.execute("python3() { cat /proc/self/environ; echo; echo 'not a port'; }", 5)
+        with pytest.raises(EnvironmentUnavailable, match="did not start"):
+            await env.serve(ws / "site")
+    finally:
+        await env.stop()
+
+
+async def test_kernel_settings_are_read_only_and_the_user_is_not_root(tmp_path):
+    needs("bubblewrap")
+    from toolkit.agent.environments.environment import make_environment
+
+    env = make_environment("bubblewrap", tmp_path / "ws")
+    try:
+        out = await env.execute(
+            "id -u; for f in /proc/sys/kernel/core_pattern /proc/sys/vm/drop_caches /proc/sysrq-trigger; do "
+            "[ -w $f ] && echo writable $f; done; v=$(cat /proc/sys/kernel/core_pattern); "
+            "echo \"$v\" > /proc/sys/kernel/core_pattern; grep ' /proc/sys ' /proc/self/mountinfo | cut -d' ' -f6", 10)
+        lines = out.output.splitlines()
+        assert lines[0] == "1000" and "writable" not in out.output
+        assert "Read-only file system" in out.output and lines[-1].startswith("ro")
+        touch = await env.execute("touch made-by-sandbox && stat -c %u made-by-sandbox", 10)
+        assert touch.output == "1000"  # inside; outside it belongs to the toolkit's own user
+        assert (tmp_path / "ws" / "made-by-sandbox").stat().st_uid == os.getuid()
+    finally:
+        await env.stop()
+
+
+# ------------------------------------------------------------------ hangs and bounds
+async def test_fifos_devices_links_and_huge_files_never_hang_or_flood_the_host(tmp_path):
+    """Host-side reads of what the sandbox made: a FIFO, a link to a device or a host file, a 1 GB sparse
+    file (an 8 GB one is beyond the default file-size bound). Each is refused in one line, the host reads
+    nothing of it, no call blocks."""
+    from toolkit.agent.environments.environment import make_environment
+    from toolkit.agent.environments.workspace import Workspace
+    from toolkit.agent.tools.base import ToolError
+    from toolkit.agent.tools.codegen import _read
+    from toolkit.agent.tools.deployer import ImageGetter
+    from toolkit.agent.tools.editor import Editor
+
+    needs("bubblewrap")
+    ws_root = tmp_path / "ws"
+    env = make_environment("bubblewrap", ws_root)
+    try:
+        made = await env.execute("mkfifo fifo && ln -s /dev/zero zero && ln -s /proc/self/environ environ && "
+                                 "truncate -s 1G huge.txt && ln -s /etc/passwd passwd && echo made", 10)
+        assert made.output == "made"
+        eight = await env.execute("truncate -s 8G eight.txt", 10)
+        assert "File size limit exceeded" in eight.output and not (ws_root / "eight.txt").stat().st_size
+    finally:
+        await env.stop()
+    ws = Workspace(ws_root)
+    ed = Editor(ws)
+    for name, message in (("fifo", "not a regular file"), ("zero", "outside the workspace"),
+                          ("environ", "outside the workspace"), ("huge.txt", "too large"),
+                          ("passwd", "outside the workspace")):
+        for call in (lambda: ed.open_file(name), lambda: ed.write_file(name, "x"),
+                     lambda: ed.search_file("root", name)):
+            with pytest.raises(ToolError, match=message):
+                call()
+        with pytest.raises(ToolError, match=message):
+            ImageGetter(ws).get_image("x", name) if name != "huge.txt" else ed.append_file(name, "x")
+    with pytest.raises(ToolError, match="too large"):
+        _read(ws, ws_root / "huge.txt")
+    assert _read(ws, ws_root / "fifo") == "" and _read(ws, ws_root / "environ") == ""
+    assert "1 files larger than" in ed.search_dir("anything")
+    assert (ws_root / "huge.txt").stat().st_size == 2**30 and os.path.islink(ws_root / "passwd")
+
+
+async def test_every_process_is_bounded_by_the_settings(tmp_path):
+    from toolkit.agent.environments.environment import EnvironmentConfig, Limits, make_environment
+
+    needs("bubblewrap")
+    limits = Limits(memory_mb=256, processes=64, cpu_s=2, file_size_mb=5, open_files=64)
+    env = make_environment("bubblewrap", tmp_path / "ws", EnvironmentConfig(limits=limits))
+    try:
+        out = await env.execute("for o in d u t f n; do ulimit -$o; done", 10)
+        assert out.output.split() == ["262144", "64", "2", "5120", "64"]
+        mem = await env.execute("python3 -c 'x = bytearray(1 << 30)' 2>&1 | tail -1", 20)
+        assert "MemoryError" in mem.output
+        big = await env.execute("head -c 20M /dev/zero > big.bin; echo $?; stat -c %s big.bin", 20)
+        assert big.output.split()[-1] == str(5 * 2**20)
+        cpu = await env.execute("timeout 20 python3 -c 'while True: pass'; echo $?", 30)
+        assert cpu.output.split()[-1] in ("137", "152")  # SIGXCPU (128+24) or SIGKILL at the hard limit
+        files = await env.execute("python3 -c 'fs=[open(\"/dev/null\") for _ in range(100)]' 2>&1 | tail -1", 20)
+        assert "Too many open files" in files.output
+    finally:
+        await env.stop()
+    assert not (tmp_path / "ws" / "big.bin").exists() or (tmp_path / "ws" / "big.bin").stat().st_size == 5 * 2**20
+
+
+# ------------------------------------------------------------------ dangerous workspaces
+@pytest.mark.parametrize("where", ["/", "home", "home-parent", "/etc", "/usr/lib", "toolkit", "toolkit/toolkit/agent",
+                                   "venv", "holds-results"])
+def test_a_dangerous_workspace_is_refused_in_one_line(where, tmp_path):
+    home = tmp_path / "home" / "user"
+    home.mkdir(parents=True)
+    (tmp_path / "project" / "results").mkdir(parents=True)
+    workspace = {"home": str(home), "home-parent": str(home.parent), "toolkit": str(ROOT),
+                 "toolkit/toolkit/agent": str(ROOT / "toolkit" / "agent"), "venv": sys.prefix,
+                 "holds-results": str(tmp_path / "project")}.get(where, where)
+    out_dir = tmp_path / "project" / "results" if where == "holds-results" else tmp_path / "res"
+    (tmp_path / "s.yaml").write_text("answers: []\n")
+    before = sorted(Path(workspace).iterdir()) if Path(workspace).is_dir() else None
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "PYTHONPATH": str(ROOT), "LANG": "C.UTF-8"}
+    out = subprocess.run([sys.executable, "-m", "toolkit", "engineer", "--task", "t", "--workspace", workspace,
+                          "--model", f"scripted:{tmp_path / 's.yaml'}", "--out", str(out_dir), "--env", "local"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr.startswith(f"error: --workspace {workspace}: ") and "give a folder of its own" in out.stderr
+    assert before is None or sorted(Path(workspace).iterdir()) == before
+    assert not (tmp_path / "res").exists()
+
+
+def test_a_workspace_of_its_own_is_accepted(tmp_path):
+    from toolkit.agent.environments.workspace import check_workspace
+
+    assert check_workspace(tmp_path / "new" / "ws", tmp_path / "results") == (tmp_path / "new" / "ws").resolve()
+
+
+# ------------------------------------------------------------------ encoded secrets
+def test_encoded_secrets_never_reach_the_model_under_local(tmp_path):
+    """Under ``local`` a command can read the toolkit's own environment (documented); what it prints,
+    base64 (wrapped or not, at any alignment), hex (xxd -p), URL-encoded or reversed, is masked before the
+    model, the trajectory or the tables see it."""
+    _, ws = scene(tmp_path)
+    grand = "/proc/$(awk '/^PPid/{print $2}' /proc/$PPID/status)/environ"
+    encoders = ["base64", "base64 -w0", "(printf x; cat) | base64 -w0", "(printf xy; cat) | base64", "xxd -p",
+                "od -An -tx1 | tr -d ' \\n'", "rev",
+                "python3 -c 'import sys,urllib.parse; print(urllib.parse.quote(sys.stdin.read()))'",
+                "python3 -c 'import sys,base64; print(base64.urlsafe_b64encode(sys.stdin.buffer.read()).decode())'"]
+    answers = [term(f"tr '\\0' '\\n' < {grand} | {enc}") for enc in encoders]
+    script = tmp_path / "enc.yaml"
+    script.write_text(yaml.safe_dump({"answers": answers + [{"commands": [{"command_name": "end", "args": {}}]}]}))
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/"), "LANG": "C.UTF-8", **SECRETS,
+           "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-m", "toolkit", "engineer", "--task", "leak", "--workspace", str(ws),
+                          "--model", f"scripted:{script}", "--env", "local", "--out", str(tmp_path / "res"),
+                          "--max-steps", "20"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    from toolkit.core.secrets import encoded_forms
+
+    traj = json.loads(next((ws / ".agent" / "trajectories").glob("*.json")).read_text())
+    assert all("[redacted" in observation(traj, n) for n in range(1, len(encoders) + 1))
+    texts = [p.read_text(errors="replace") for p in files_below(ws / ".agent", tmp_path / "res")]
+    texts += [text for _, text in strings_in_tables(load(tmp_path / "res"))]
+    for text in texts:
+        flat = text.replace("\n", "").replace("\\n", "")
+        assert not [k for k, v in SECRETS.items() if any(f in flat for f in encoded_forms(v))]

@@ -53,6 +53,7 @@ def existing_workspace(path: str) -> None:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
+    from toolkit.agent.environments.workspace import check_workspace
     from toolkit.agent.loop.session import Session
     from toolkit.agent.tools.human import StdinChannel
     from toolkit.cli.preflight import check_spec, out_folder
@@ -62,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.task.strip():
         raise FileError("--task is empty; say what the agent should do")
     out_folder(args.workspace, "--workspace")
+    check_workspace(args.workspace, args.out)  # not /, the home folder, a system folder, the toolkit's tree…
     if args.max_steps is not None and args.max_steps < 1:
         raise FileError(f"--max-steps must be at least 1, got {args.max_steps}")
     chosen = role(args.role)

@@ -4,6 +4,11 @@ shapes wherever they appear (``sk-…``, ``ghp_…``, ``github_pat_…``, ``AKIA
 ``AIza…``, ``glpat-…``, private-key blocks) and credentials inside URLs. ``mask_url(url)`` masks the
 user:password part (and token-like query parameters) of one URL.
 
+A secret's value is also masked in the forms a command can easily turn it into (``encoded_forms``): base64
+(standard and URL-safe, at each of the three alignments it can have inside a longer encoded text, such as
+``env | base64``), hex (lower and upper case), URL-encoding and reversed; ``redact`` also finds them in
+base64 or hex wrapped over several lines (``base64`` wraps at 76 columns, ``xxd -p`` at 60).
+
 Used by the agent (tool outputs before they reach the model, trajectories, pull-request records) and by the
 record layer (tables). Values shorter than ``MIN_CHARS`` are not masked by value (masking "1" or "true"
 everywhere would garble every output); key shapes are masked at any length they match.
@@ -11,11 +16,13 @@ everywhere would garble every output); key shapes are masked at any length they 
 
 from __future__ import annotations
 
+import base64
+import functools
 import json
 import os
 import re
 from typing import Any, Mapping
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, quote_plus, urlencode, urlsplit, urlunsplit
 
 MIN_CHARS = 6
 # a name is a secret's when one of its _-separated words is, or ends with, one of these
@@ -77,6 +84,27 @@ def secret_values(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     return found
 
 
+@functools.lru_cache(maxsize=256)
+def encoded_forms(value: str) -> frozenset[str]:
+    """``value`` as it appears once base64-encoded (the characters that depend only on it, at each byte
+    alignment; standard and URL-safe alphabets), hex-encoded, URL-encoded or reversed (its JSON-escaped
+    form too). Forms shorter than ``MIN_CHARS`` are left out."""
+    raw = value.encode("utf-8")
+    forms = {value, json.dumps(value)[1:-1], value[::-1], raw.hex(), raw.hex().upper(), quote(value, safe=""),
+             quote_plus(value, safe="")}
+    for pad in range(3):
+        enc = base64.b64encode(b"\0" * pad + raw).decode("ascii")
+        core = enc[-(-8 * pad // 6):(8 * (pad + len(raw))) // 6]  # chars fixed by the value's bits alone
+        forms |= {core, core.translate(URLSAFE)}
+    return frozenset(f for f in forms if len(f) >= MIN_CHARS)
+
+
+URLSAFE = str.maketrans("+/", "-_")
+# base64 or hex text wrapped over lines (lines of 40 or more characters of the alphabet, then the rest):
+# searched joined up
+WRAPPED = re.compile(r"(?m)(?:^[A-Za-z0-9+/]{40,}\r?\n)+[A-Za-z0-9+/]*={0,2}$")
+
+
 def mask_url_credentials(text: str) -> str:
     """Every ``scheme://user:password@`` in ``text`` → ``scheme://***:***@``."""
     if "@" not in text or "://" not in text:
@@ -98,8 +126,8 @@ class Redactor:
 
     def __init__(self, environ: Mapping[str, str] | None = None, shapes: tuple[str, ...] = KEY_SHAPE_PREFIXES):
         values = secret_values(environ)
-        self.forms = [(form, f"[redacted {values[v]}]") for v in sorted(values, key=len, reverse=True)
-                      for form in {v, json.dumps(v)[1:-1]}]
+        forms = {form: f"[redacted {values[v]}]" for v in sorted(values, key=len) for form in encoded_forms(v)}
+        self.forms = sorted(forms.items(), key=lambda item: len(item[0]), reverse=True)
         self.shapes = shapes
 
     def __call__(self, text: str) -> str:
@@ -116,11 +144,17 @@ def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
     if not text:
         return text
     values = secret_values(environ)
-    for value in sorted(values, key=len, reverse=True):
-        label = f"[redacted {values[value]}]"
-        for form in {value, json.dumps(value)[1:-1]}:  # as is, and as it appears inside a JSON string
-            if form in text:
-                text = text.replace(form, label)
+    forms = {form: f"[redacted {values[v]}]" for v in sorted(values, key=len) for form in encoded_forms(v)}
+    ordered = sorted(forms, key=len, reverse=True)  # the longest first: a value before a part of it
+    if ordered and "\n" in text:
+        def unwrap(m: re.Match) -> str:
+            joined = re.sub(r"\s+", "", m.group(0))
+            hit = next((f for f in ordered if f in joined), None)
+            return m.group(0) if hit is None else forms[hit] + " (in encoded text)"
+        text = WRAPPED.sub(unwrap, text)
+    for form in ordered:
+        if form in text:
+            text = text.replace(form, forms[form])
     text = KEY_SHAPES.sub("[redacted key]", text)
     return URL_CREDENTIALS.sub(_masked, text)
 

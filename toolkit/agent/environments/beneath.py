@@ -281,7 +281,10 @@ class Tree:
     def remove_tree(self, rel: str | os.PathLike) -> None:
         """Remove ``rel`` (a folder and everything below, or a link or file) without following any link."""
         parts = _parts(rel)
-        fd = self.dir_fd("/".join(parts[:-1]))
+        try:
+            fd = self.dir_fd("/".join(parts[:-1]))
+        except (FileNotFoundError, NotADirectoryError, Refused):  # no such folder of ours: nothing to remove
+            return
         try:
             try:
                 st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)

@@ -32,13 +32,15 @@ import codecs
 import functools
 import json
 import os
+import re
+import select
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import time
+import threading
 import uuid
 import weakref
 from collections import deque
@@ -47,6 +49,9 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from toolkit.agent.environments.beneath import Tree
+from toolkit.core.secrets import redact
 
 KINDS = ("auto", "bubblewrap", "local", "docker", "podman")
 PASSED_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ")
@@ -60,7 +65,31 @@ EVAL_GIT_COMMANDS = frozenset({"commit", "push", "pull"})
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 MASKED_FILES = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers")
 MASKED_DIRS = ("/etc/ssh", "/etc/sudoers.d", "/etc/ssl/private")
+KERNEL_INTERFACES = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")  # read-only inside
+SANDBOX_UID = SANDBOX_GID = 1000  # the sandbox's user: not root (a user namespace maps it to the caller)
+TRACE_FD = 9  # the git trace2 stream: a pipe the host owns (git takes a single digit here)
+RUN_OUTPUT_BYTES = 2**20  # the most the host reads of a one-off program's stdout (and of its stderr)
 HERE = Path(__file__).resolve().parent
+
+
+class Limits(BaseModel):
+    """Bounds on every process of a session (rlimits, set inside the environment before the command runs;
+    see docs/sandbox.md). ``processes`` counts the sandbox's own processes (its user namespace) under
+    bubblewrap; the kernel does not apply it to processes whose real user is root outside, nor under
+    ``local`` (where it would count all of the user's processes), which is said in the docs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memory_mb: int = Field(4096, ge=16)  # RLIMIT_DATA of each process: heap and private writable mappings
+    processes: int = Field(1024, ge=8)  # RLIMIT_NPROC (bubblewrap only)
+    cpu_s: int = Field(3600, ge=1)  # RLIMIT_CPU of each process, seconds
+    file_size_mb: int = Field(2048, ge=1)  # RLIMIT_FSIZE: the largest file a process may write
+    open_files: int = Field(1024, ge=16)  # RLIMIT_NOFILE
+
+    def ulimit(self, processes: bool = True) -> str:
+        nproc = f" -u {self.processes}" if processes else ""
+        return (f"ulimit -S -H -d {self.memory_mb * 1024}{nproc} -t {self.cpu_s} -f {self.file_size_mb * 1024} "
+                f"-n {self.open_files}")
 
 
 class EnvironmentConfig(BaseModel):
@@ -74,6 +103,7 @@ class EnvironmentConfig(BaseModel):
     read_only: list[str] = Field(default_factory=list)  # extra host folders visible read-only
     writable: list[str] = Field(default_factory=list)  # extra host folders writable (e.g. a git remote)
     image: str = "python:3.11-slim"  # containers only
+    limits: Limits = Field(default_factory=Limits)
 
 
 class EnvironmentUnavailable(ValueError):
@@ -159,17 +189,18 @@ class Environment:
         self.remote_urls = [r for r in remotes if "://" in r and not r.startswith("file://")]  # e.g. https://…
         self.writable = [Path(r.removeprefix("file://")).resolve() for r in [*remotes, *self.config.writable]
                          if r not in self.remote_urls]
+        # the session's own folder: the toolkit's helpers and settings, never writable from inside a sandbox
         self.session_dir = Path(tempfile.mkdtemp(prefix="toolkit-env-")).resolve()
         weakref.finalize(self, shutil.rmtree, str(self.session_dir), True)  # also when never stopped
-        self.trace = self.session_dir / "git-trace.json"
-        self._trace_pos = 0
+        self.trace = TraceReader()
+        weakref.finalize(self, self.trace.close)
         shutil.copy(HERE / "static_server.py", self.session_dir / "static_server.py")
         (self.session_dir / "gitignore").write_text(".agent/\n")
         self.home = self.root / ".agent" / "home"
-        self.home.mkdir(parents=True, exist_ok=True)
-        gitconfig = self.home / ".gitconfig"  # the global level: a repository's own identity wins
-        if not gitconfig.exists():
-            gitconfig.write_text("[user]\n\tname = Agent\n\temail = agent@example.invalid\n")
+        tree = Tree(self.root)  # the home is the agent's: made fresh for every session, never followed
+        tree.remove_tree(".agent/home")
+        tree.write_bytes(".agent/home/.gitconfig", b"[user]\n\tname = Agent\n\temail = agent@example.invalid\n",
+                         agent_dir=True)  # the global level: a repository's own identity wins
         self.proc: asyncio.subprocess.Process | None = None
         self._lock: asyncio.Lock | None = None
 
@@ -189,7 +220,7 @@ class Environment:
         for i, (key, value) in enumerate(settings.items()):
             env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
         if trace_git:
-            env["GIT_TRACE2_EVENT"] = str(self.trace)
+            env["GIT_TRACE2_EVENT"] = str(TRACE_FD)
         return env
 
     def push_rules(self) -> dict[str, str]:
@@ -213,28 +244,39 @@ class Environment:
     def wrap(self, argv: list[str], persistent: bool = False) -> list[str]:
         raise NotImplementedError
 
+    def bounded(self, argv: list[str], persistent: bool = False, processes: bool = True) -> list[str]:
+        """``argv`` behind a bash that sets the session's limits (and, for the persistent shell, moves the
+        trace pipe to ``TRACE_FD``) and then becomes it."""
+        script = self.config.limits.ulimit(processes) + " || exit 126"
+        if persistent:
+            script += f"; exec {TRACE_FD}>&{self.trace.write_fd} {self.trace.write_fd}>&-"
+        return ["/bin/bash", "--noprofile", "--norc", "-c", script + '; exec "$@"', "limits", *argv]
+
     def describe(self) -> str:
         return self.name
 
     # ------------------------------------------------------------------ one-off programs
     def run(self, argv: list[str], timeout: float = 60, input: str | None = None,
             trace_git: bool = False) -> subprocess.CompletedProcess:
-        """Run a program to completion in the environment (cwd: the workspace); text output."""
+        """Run a program to completion in the environment (cwd: the workspace); text output, at most
+        ``RUN_OUTPUT_BYTES`` of each stream (the rest is counted, not read), within ``timeout``."""
         stdin = subprocess.PIPE if input is not None else subprocess.DEVNULL
-        proc = subprocess.Popen(self.wrap(list(argv)), cwd=self.root, env=self.env(trace_git), text=True,
-                                errors="replace", start_new_session=True, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, stdin=stdin)
-        try:
-            out, err = proc.communicate(input, timeout=timeout)
-            return subprocess.CompletedProcess(argv, proc.returncode, out, err)
-        except subprocess.TimeoutExpired:
-            proc.terminate()  # the wrapper (subreaper, bwrap) takes its whole tree down with it
+        with tempfile.TemporaryFile(dir=self.session_dir) as out, tempfile.TemporaryFile(dir=self.session_dir) as err:
+            proc = subprocess.Popen(self.wrap(list(argv)), cwd=self.root, env=self.env(trace_git),
+                                    start_new_session=True, stdout=out, stderr=err, stdin=stdin)
+            code, note = None, ""
             try:
-                out, err = proc.communicate(timeout=5)
+                proc.communicate(input.encode() if input is not None else None, timeout=timeout)
+                code = proc.returncode
             except subprocess.TimeoutExpired:
-                _kill([proc.pid, *descendants(proc.pid)])
-                out, err = proc.communicate()
-            return subprocess.CompletedProcess(argv, 124, out or "", f"{err or ''}timed out after {timeout:g}s")
+                proc.terminate()  # the wrapper (subreaper, bwrap) takes its whole tree down with it
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    _kill([proc.pid, *descendants(proc.pid)])
+                    proc.wait()
+                code, note = 124, f"timed out after {timeout:g}s"
+            return subprocess.CompletedProcess(argv, code, _head(out), _head(err) + note)
 
     # ------------------------------------------------------------------ the persistent shell
     async def start(self) -> None:
@@ -242,7 +284,7 @@ class Environment:
             self.proc = await asyncio.create_subprocess_exec(
                 *self.wrap(["bash", "--noprofile", "--norc"], persistent=True), stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, cwd=self.root, env=self.env(),
-                start_new_session=True, limit=2**20)
+                start_new_session=True, limit=2**20, pass_fds=(self.trace.write_fd,))
 
     def shell_pid(self) -> int | None:
         """The host PID of the persistent bash (below the wrapper: subreaper, bwrap's init, …)."""
@@ -327,40 +369,23 @@ class Environment:
     # ------------------------------------------------------------------ the Deployer's server
     async def serve(self, folder: Path) -> str:
         """Start the static server on ``folder`` inside the environment; return its URL (127.0.0.1 as seen
-        from the environment's network: the host's for ``local``, the sandbox's own loopback otherwise)."""
-        port_file = self.session_dir / f"port-{uuid.uuid4().hex[:8]}"
-        script = self.session_dir / "static_server.py"
-        result = await self.execute(
-            f"( cd / && setsid -f python3 -I {_q(script)} {_q(folder)} {_q(self.root)} {_q(port_file)} "
-            f"</dev/null >/dev/null 2>&1 )", timeout=10)
-        deadline = time.monotonic() + 10
-        while not port_file.exists():
-            if time.monotonic() > deadline or result.exit_code not in (0, None):
-                raise EnvironmentUnavailable(f"the web server did not start in {self.name}: {result.output[-200:]}")
-            await asyncio.sleep(0.05)
-        return f"http://127.0.0.1:{port_file.read_text().strip()}/"
+        from the environment's network: the host's for ``local``, the sandbox's own loopback otherwise).
+        The port comes back as the command's output (the shell's pipe, within the command's deadline) and
+        only a number is taken from it: no file is read, nothing else of what the sandbox prints is used."""
+        script = self.session_dir / "static_server.py"  # read-only inside the sandbox
+        result = await self.execute(f"( cd / && python3 -I {_q(script)} {_q(folder)} {_q(self.root)} "
+                                    f"</dev/null 2>/dev/null )", timeout=10, max_output_chars=200)
+        last = (result.output.strip().splitlines() or [""])[-1]
+        if result.exit_code != 0 or not re.fullmatch(r"[0-9]{1,5}", last) or not 0 < int(last) < 65536:
+            raise EnvironmentUnavailable(f"the web server did not start in {self.name}: "
+                                         f"{redact(result.output[-200:])}")
+        return f"http://127.0.0.1:{int(last)}/"
 
     # ------------------------------------------------------------------ eval mode's git trace
     def git_commands(self) -> list[str]:
         """The git commands run in the shell since the last call, as git resolved them (aliases,
-        ``-C``, ``-c`` included), from the trace2 event stream."""
-        try:
-            with open(self.trace, "rb") as f:
-                f.seek(self._trace_pos)
-                data = f.read()
-        except FileNotFoundError:
-            return []
-        complete = data[: data.rfind(b"\n") + 1]
-        self._trace_pos += len(complete)
-        names = []
-        for line in complete.splitlines():
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if event.get("event") == "cmd_name":
-                names.append(event.get("name", ""))
-        return names
+        ``-C``, ``-c`` included), from the trace2 event stream (a pipe the host owns and drains)."""
+        return self.trace.take()
 
     def ran_eval_git(self) -> bool:
         return bool(EVAL_GIT_COMMANDS.intersection(self.git_commands()))
@@ -374,11 +399,91 @@ class Environment:
         """The synchronous end: kill whatever is left of the session, remove its private folder."""
         if self.proc is not None and self.proc.returncode is None:
             _kill([self.proc.pid, *descendants(self.proc.pid)])
+        self.trace.close()
         shutil.rmtree(self.session_dir, ignore_errors=True)
 
 
 class ShellExited(Exception):
     pass
+
+
+class TraceReader:
+    """The git trace2 event stream as a pipe: the host keeps the write end (handed to each new shell as
+    ``TRACE_FD``) and a thread drains the read end, so git never blocks on it and nothing in a folder the
+    sandbox can write is read. Keeps the names of ``cmd_name`` events (at most ``keep``); a line longer
+    than ``max_line`` bytes is dropped."""
+
+    def __init__(self, keep: int = 10_000, max_line: int = 2**20):
+        self.read_fd, self.write_fd = os.pipe()
+        os.set_blocking(self.read_fd, False)
+        self.names: deque[str] = deque(maxlen=keep)
+        self.max_line = max_line
+        self.buf = b""
+        self.lock = threading.Lock()
+        self.closed = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="git-trace", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.closed.is_set():
+            try:
+                ready, _, _ = select.select([self.read_fd], [], [], 0.2)
+            except (OSError, ValueError):
+                return
+            if ready:
+                with self.lock:
+                    self._drain()
+
+    def _drain(self) -> None:
+        if self.closed.is_set():
+            return
+        while True:
+            try:
+                chunk = os.read(self.read_fd, 65536)
+            except BlockingIOError:
+                return
+            if not chunk:
+                return
+            self.buf += chunk
+            *lines, self.buf = self.buf.split(b"\n")
+            if len(self.buf) > self.max_line:
+                self.buf = b""
+            for line in lines:
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(event, dict) and event.get("event") == "cmd_name":
+                    self.names.append(str(event.get("name", "")))
+
+    def take(self) -> list[str]:
+        with self.lock:
+            self._drain()
+            names = list(self.names)
+            self.names.clear()
+        return names
+
+    def close(self) -> None:
+        if self.closed.is_set():
+            return
+        self.closed.set()
+        self.thread.join(timeout=1)
+        with self.lock:
+            for fd in (self.read_fd, self.write_fd):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+
+def _head(file) -> str:
+    """The first ``RUN_OUTPUT_BYTES`` of a program's output file, with a note when there was more."""
+    size = file.seek(0, os.SEEK_END)
+    file.seek(0)
+    text = file.read(RUN_OUTPUT_BYTES).decode("utf-8", errors="replace")
+    if size > RUN_OUTPUT_BYTES:
+        text += f"\n[… output truncated: {size - RUN_OUTPUT_BYTES} of {size} bytes not read …]\n"
+    return text
 
 
 def _q(path: os.PathLike | str) -> str:
@@ -393,7 +498,8 @@ class LocalEnvironment(Environment):
     confined = False
 
     def wrap(self, argv: list[str], persistent: bool = False) -> list[str]:
-        return [sys.executable, "-I", "-S", str(HERE / "subreaper.py"), *argv]  # -S: no site, a faster start
+        return [sys.executable, "-I", "-S", str(HERE / "subreaper.py"),  # -S: no site, a faster start
+                *self.bounded(argv, persistent, processes=False)]
 
 
 @functools.lru_cache(maxsize=1)
@@ -403,8 +509,9 @@ def bwrap_problem() -> str | None:
     if exe is None:
         return "bwrap is not installed (Debian: apt-get install bubblewrap)"
     try:
-        out = subprocess.run([exe, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
-                              "true"], capture_output=True, text=True, timeout=15)
+        out = subprocess.run([exe, "--ro-bind", "/", "/", "--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID),
+                              "--gid", str(SANDBOX_GID), "--die-with-parent", "--cap-drop", "ALL", "true"],
+                             capture_output=True, text=True, timeout=15)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap does not run: {exc}"
     if out.returncode != 0:
@@ -424,7 +531,8 @@ class BubblewrapEnvironment(Environment):
         self.exe = shutil.which("bwrap")
 
     def bwrap_args(self) -> list[str]:
-        args = ["--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL", "--hostname", "sandbox"]
+        args = ["--die-with-parent", "--new-session", "--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID),
+                "--gid", str(SANDBOX_GID), "--cap-drop", "ALL", "--hostname", "sandbox"]
         if self.config.network:
             args.append("--share-net")
         for d in SYSTEM_DIRS:
@@ -435,18 +543,23 @@ class BubblewrapEnvironment(Environment):
         args += [x for f in MASKED_FILES if os.path.isfile(f) for x in ("--ro-bind", "/dev/null", f)]
         args += [x for d in MASKED_DIRS if os.path.isdir(d) for x in ("--tmpfs", d)]
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]
+        args += [x for p in KERNEL_INTERFACES if os.path.exists(p) for x in ("--ro-bind", p, p)]
         python = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
                   str(Path(sys.executable).resolve().parents[1]), *self.config.read_only}
         for p in sorted(python):
             if os.path.exists(p) and not any(p == d or p.startswith(d + "/") for d in SYSTEM_DIRS):
                 args += ["--ro-bind", p, p]
-        for p in [self.root, *self.writable, self.session_dir]:
+        for p in [self.root, *self.writable]:
             if p.exists():
                 args += ["--bind", str(p), str(p)]
+        args += ["--ro-bind", str(self.session_dir), str(self.session_dir)]  # the toolkit's helpers: read-only
         return args + ["--chdir", str(self.root)]
 
+    def tmpdir(self) -> str:
+        return "/tmp"  # the sandbox's own (a tmpfs that ends with it)
+
     def wrap(self, argv: list[str], persistent: bool = False) -> list[str]:
-        return [self.exe, *self.bwrap_args(), "--", *argv]
+        return [self.exe, *self.bwrap_args(), "--", *self.bounded(argv, persistent)]
 
     def describe(self) -> str:
         return f"bubblewrap (network: {'host' if self.config.network else 'loopback only'})"
@@ -480,13 +593,17 @@ class ContainerEnvironment(Environment):
         return None
 
     def wrap(self, argv: list[str], persistent: bool = False) -> list[str]:
-        mounts = [x for p in [self.root, *self.writable, self.session_dir] for x in ("-v", f"{p}:{p}")]
+        mounts = [x for p in [self.root, *self.writable] for x in ("-v", f"{p}:{p}")]
+        mounts += ["-v", f"{self.session_dir}:{self.session_dir}:ro"]
         mounts += [x for p in self.config.read_only for x in ("-v", f"{p}:{p}:ro")]
         names = [x for k in self.env() for x in ("-e", k)]  # values come from the process environment
         network = [] if self.config.network else ["--network", "none"]
         name = ["--name", self.container] if persistent else []
         return [self.name, "run", "--rm", "-i", *name, *network, *mounts, *names, "-w", str(self.root),
-                self.config.image, *argv]
+                self.config.image, *self.bounded(argv)]  # no trace pipe into a container: eval mode sees no git
+
+    def tmpdir(self) -> str:
+        return "/tmp"
 
     async def stop(self) -> None:
         subprocess.run([self.name, "rm", "-f", self.container], capture_output=True, timeout=30)

@@ -1,9 +1,10 @@
 """The Deployer's web server, started inside the session's execution environment:
-``python -I static_server.py FOLDER WORKSPACE PORT_FILE`` serves FOLDER on 127.0.0.1 (a free port, written
-to PORT_FILE) and answers only with regular files whose real path (symlinks resolved) lies inside both
-FOLDER and WORKSPACE; anything else (a symlink out, a FIFO, a device, a folder without index.html) is a
-404. Standard library only: it runs as a script (and the ``local`` Deployer serves with the same handler in
-process)."""
+``python -I static_server.py FOLDER WORKSPACE`` serves FOLDER on 127.0.0.1 on a free port, prints that port
+on its standard output (a pipe the host reads; no file the sandbox could replace), then detaches (a new
+session, standard streams on /dev/null) and the command returns. It answers only with regular files whose
+real path (symlinks resolved) lies inside both FOLDER and WORKSPACE; anything else (a symlink out, a FIFO,
+a device, a folder without index.html) is a 404. Standard library only: it runs as a script (and the
+``local`` Deployer serves with the same handler in process)."""
 
 import os
 import sys
@@ -36,13 +37,16 @@ def make_handler(folder: str, workspace: str) -> type:
 
 
 def main() -> None:
-    folder, workspace, port_file = (os.path.realpath(p) for p in sys.argv[1:4])
+    folder, workspace = (os.path.realpath(p) for p in sys.argv[1:3])
     server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(folder, workspace))
     server.daemon_threads = True
-    tmp = port_file + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(str(server.server_address[1]))
-    os.replace(tmp, port_file)
+    print(server.server_address[1], flush=True)  # before the fork: the command's output, then it returns
+    if os.fork():
+        os._exit(0)
+    os.setsid()
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
     server.serve_forever()
 
 

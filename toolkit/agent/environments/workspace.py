@@ -68,3 +68,48 @@ def scrubbed_env() -> dict[str, str]:
     env = {"PATH": path, "TERM": "dumb", "NO_COLOR": "1", "GIT_TERMINAL_PROMPT": "0"}
     env.update({k: os.environ[k] for k in ("HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ") if k in os.environ})
     return env
+
+
+# A workspace equal to one of these, or inside one, is refused (system folders).
+SYSTEM_FOLDERS = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin",
+                  "/sys", "/usr", "/var/lib", "/var/log", "/var/cache", "/var/spool", "/var/mail", "/var/run")
+# A workspace equal to one of these is refused (they hold everyone's folders); one below them is fine.
+SHARED_FOLDERS = ("/", "/home", "/root", "/tmp", "/var", "/var/tmp", "/opt", "/srv", "/mnt", "/media", "/work")
+TOOLKIT_TREE = Path(__file__).resolve().parents[3]  # the folder holding the toolkit package
+
+
+def check_workspace(path: str | os.PathLike, results: str | os.PathLike | None = None) -> Path:
+    """Refuse a workspace the agent must not be given the run of (raises ``FileError``, one line): ``/``,
+    the home folder or a folder holding it, a system folder or one inside it, the toolkit's own tree (or a
+    folder holding it, or one inside its package), a folder holding the results folder or the Python
+    environment. Returns the resolved path."""
+    from toolkit.core.files import FileError
+
+    real = Path(path).expanduser().resolve()
+    why = _danger(real, Path(results).resolve() if results is not None else None)
+    if why:
+        raise FileError(f"--workspace {path}: {why}; give a folder of its own for the agent (e.g. a new, empty one)")
+    return real
+
+
+def _danger(real: Path, results: Path | None) -> str | None:
+    def holds(folder: Path) -> bool:  # real is folder or one of its parents
+        return real == folder or real in folder.parents
+
+    if str(real) in SHARED_FOLDERS:
+        return "a shared system folder is refused"
+    if any(real == Path(d) or Path(d) in real.parents for d in SYSTEM_FOLDERS):
+        return "a system folder is refused"
+    homes = {Path(os.path.expanduser("~")).resolve()}
+    if os.environ.get("HOME"):
+        homes.add(Path(os.environ["HOME"]).resolve())
+    if any(holds(h) for h in homes):
+        return "the home folder (or a folder holding it) is refused"
+    if holds(TOOLKIT_TREE) or real == TOOLKIT_TREE / "toolkit" or TOOLKIT_TREE / "toolkit" in real.parents:
+        return "the toolkit's own tree is refused"
+    for env in {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parents[1]}:
+        if holds(env):
+            return f"it holds the Python environment ({env})"
+    if results is not None and holds(results):
+        return f"it holds the results folder ({results})"
+    return None
