@@ -313,8 +313,7 @@ async def test_the_helper_folder_is_read_only_and_the_port_comes_over_the_pipe(t
             f"ln -sf /proc/self/environ {helper}/port; mkfifo {helper}/fifo; touch {helper}/new; "
             f"ls {helper}", 10)
         assert out.output.count("Read-only file system") >= 3 and "fifo" not in out.output.split("\n")[-1]
-        assert sorted(p.name for p in helper.iterdir()) == ["gitignore", "static_server.py", "tmp"] or \
-            sorted(p.name for p in helper.iterdir()) == ["gitignore", "static_server.py"]
+        assert {p.name for p in helper.iterdir()} - {"tmp"} == {"disarm.py", "gitignore", "static_server.py"}
         url = await env.serve(ws / "site")
         assert url.startswith("http://127.0.0.1:") and url.endswith("/")
         got = await env.execute(f"curl -s {url}", 10)
@@ -468,3 +467,57 @@ def test_encoded_secrets_never_reach_the_model_under_local(tmp_path):
     for text in texts:
         flat = text.replace("\n", "").replace("\\n", "")
         assert not [k for k, v in SECRETS.items() if any(f in flat for f in encoded_forms(v))]
+
+
+# ------------------------------------------------------------------ nothing planted for later, nothing left running
+@pytest.mark.parametrize("kind", ENVS)
+def test_what_the_agent_plants_in_git_is_removed_at_the_end(kind, tmp_path):
+    """A planted core.fsmonitor, hook, include, filter and ! alias would run on the host at the user's next
+    ``git status``; after the session none of them is active (the hooks are kept in .agent/planted/)."""
+    needs(kind)
+    outside, ws = scene(tmp_path)
+    ran = outside / "ran"
+    prog = f"#!/bin/sh\\ntouch {ran}\\n"
+    (ws / "sub").mkdir()
+    sh("git", "init", "-q", cwd=ws / "sub")
+    answers = [term(f"printf '{prog}' > .git/hooks/post-checkout && printf '{prog}' > evil.sh && chmod +x evil.sh "
+                    ".git/hooks/post-checkout && git config core.fsmonitor \"$PWD/evil.sh\" && "
+                    "git config alias.st '!sh evil.sh' && git config filter.x.clean 'sh evil.sh' && "
+                    "printf '[core]\\n\\tpager = sh evil.sh\\n' > inc.cfg && "
+                    "git config include.path \"$PWD/inc.cfg\" && "
+                    "git -C sub config core.fsmonitor \"$PWD/evil.sh\" && echo planted"),
+               {"commands": [{"command_name": "end", "args": {}}]}]
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"answers": answers}))
+    result = asyncio.run(Session(load_role("engineer"), "t", ws, f"scripted:{tmp_path / 's.yaml'}",
+                                 environment=kind).run())
+    assert result.ended_by == "end"
+    planted = json.loads((ws / ".agent" / "planted.json").read_text())
+    assert {".git/config: core.fsmonitor", ".git/config: alias.st", ".git/config: filter.x.clean",
+            ".git/config: include.path", "sub/.git/config: core.fsmonitor", ".git/hooks/post-checkout"} <= set(planted)
+    for where in (ws, ws / "sub"):  # the user's git, as the user runs it: no hook setting of ours
+        subprocess.run(["git", "status"], cwd=where, capture_output=True, env={"PATH": os.environ["PATH"],
+                       "HOME": str(tmp_path)}, timeout=30)
+    subprocess.run(["git", "checkout", "-q", "-b", "other"], cwd=ws, capture_output=True, timeout=30)
+    assert not ran.exists()
+    assert (ws / ".agent" / "planted" / ".git__hooks__post-checkout").exists()
+
+
+@pytest.mark.parametrize("kind", ENVS)
+async def test_no_process_outlives_the_session_even_when_its_subreaper_is_killed(kind, tmp_path):
+    from toolkit.agent.environments.environment import make_environment
+
+    needs(kind)
+    marker = f"stray-{uuid.uuid4().hex[:8]}"
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = make_environment(kind, ws)
+    try:
+        await env.execute(f"cp /bin/sleep ./{marker} && setsid -f ./{marker} 600 && kill -9 $PPID", 10)
+        await asyncio.sleep(0.3)
+    finally:
+        await env.stop()
+    for _ in range(50):
+        if not surviving(marker):
+            break
+        await asyncio.sleep(0.1)
+    assert surviving(marker) == []

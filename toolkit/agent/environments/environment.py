@@ -194,7 +194,10 @@ class Environment:
         weakref.finalize(self, shutil.rmtree, str(self.session_dir), True)  # also when never stopped
         self.trace = TraceReader()
         weakref.finalize(self, self.trace.close)
-        shutil.copy(HERE / "static_server.py", self.session_dir / "static_server.py")
+        for helper in ("static_server.py", "disarm.py"):
+            shutil.copy(HERE / helper, self.session_dir / helper)
+        self.session_id = uuid.uuid4().hex
+        self.planted: list[str] = []
         (self.session_dir / "gitignore").write_text(".agent/\n")
         self.home = self.root / ".agent" / "home"
         tree = Tree(self.root)  # the home is the agent's: made fresh for every session, never followed
@@ -211,7 +214,7 @@ class Environment:
                                               "/usr/local/sbin", "/usr/sbin", "/sbin"]))
         env = {"PATH": path, "HOME": str(self.home), "TERM": "dumb", "NO_COLOR": "1", "PAGER": "cat",
                "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "PYTHONDONTWRITEBYTECODE": "1",
-               "TMPDIR": self.tmpdir(), "LANG": "C.UTF-8"}
+               "TMPDIR": self.tmpdir(), "LANG": "C.UTF-8", "TOOLKIT_SESSION": self.session_id}
         env.update({k: os.environ[k] for k in PASSED_ENV if k in os.environ})
         env.update({k: os.environ[k] for k in self.config.pass_env if k in os.environ})
         settings = {**GIT_SAFETY, "core.excludesFile": str(self.session_dir / "gitignore"),  # .agent/ stays out
@@ -393,7 +396,45 @@ class Environment:
     # ------------------------------------------------------------------ the end
     async def stop(self) -> None:
         await self.stop_shell()
+        self.kill_strays()
+        self.disarm()
         self.discard()
+
+    def kill_strays(self) -> list[int]:
+        """Kill every process still carrying this session's ``TOOLKIT_SESSION`` mark (one that left the
+        process tree, e.g. after its subreaper was killed under ``local``); returns their PIDs."""
+        mark = f"TOOLKIT_SESSION={self.session_id}".encode()
+        killed = []
+        for _ in range(3):  # a fork racing the kill shows up on the next pass
+            found = []
+            for entry in os.listdir("/proc"):
+                if entry.isdigit() and int(entry) != os.getpid():
+                    try:
+                        with open(f"/proc/{entry}/environ", "rb") as f:
+                            if mark in f.read(2**20).split(b"\0"):
+                                found.append(int(entry))
+                    except OSError:
+                        continue
+            if not found:
+                break
+            _kill(found)
+            killed += found
+        return killed
+
+    def disarm(self) -> list[str]:
+        """Remove what the agent planted in the workspace's git repositories for later (``disarm.py``, run
+        inside the environment); say so in one line on stderr and keep the list in ``.agent/planted.json``."""
+        out = self.run(["python3", "-I", str(self.session_dir / "disarm.py"), str(self.root)], timeout=60)
+        try:
+            self.planted = [str(x) for x in json.loads(out.stdout.strip().splitlines()[-1])]
+        except (ValueError, IndexError):
+            self.planted = [f"(the check did not finish: {redact((out.stderr or out.stdout)[-200:].strip())})"]
+        if self.planted:
+            print(f"warning: removed what the agent planted in git to run later (hooks moved to .agent/planted/): "
+                  f"{redact(', '.join(self.planted))[:500]}", file=sys.stderr)
+            Tree(self.root).write_bytes(".agent/planted.json", json.dumps(self.planted, indent=1).encode(),
+                                        agent_dir=True)
+        return self.planted
 
     def discard(self) -> None:
         """The synchronous end: kill whatever is left of the session, remove its private folder."""

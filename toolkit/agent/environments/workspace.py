@@ -26,10 +26,13 @@ class Workspace:
         raw = Path(relative)
         if raw.is_absolute():
             raise ToolError(f"{relative}: absolute paths are refused; use a path relative to the workspace")
-        resolved = (self.root / raw).resolve()  # follows symlinks, so a link out of the workspace is caught
+        try:
+            resolved = (self.root / raw).resolve()  # follows symlinks, so a link out of the workspace is caught
+        except OSError as exc:  # a link changed while it was being read
+            raise ToolError(f"{relative}: changed while being checked ({exc.strerror}); try again") from None
         if resolved != self.root and self.root not in resolved.parents:
             raise ToolError(f"{relative}: outside the workspace (.. or a symlink leading out) is refused")
-        if must_exist and not resolved.exists():
+        if must_exist and not os.path.lexists(resolved):
             raise ToolError(f"{relative}: no such file")
         return resolved
 
