@@ -207,3 +207,28 @@ def test_every_option_has_help_text():
             continue
         for action in sub._actions:
             assert action.help, f"{name} {action.option_strings or action.dest} has no help text"
+
+
+SETTINGS = [
+    ("TOOLKIT_MAX_CONNECTIONS", "0", "between 1"), ("TOOLKIT_MAX_CONNECTIONS", "-1", "between 1"),
+    ("TOOLKIT_MAX_CONNECTIONS", "abc", "not a valid int"), ("TOOLKIT_TIMEOUT_S", "0", "between"),
+    ("TOOLKIT_TIMEOUT_S", "-1", "between"), ("TOOLKIT_TIMEOUT_S", "nan", "between"),
+    ("TOOLKIT_MAX_RESPONSE_BYTES", "5", "between"), ("TOOLKIT_MAX_TOOL_CALLS", "0", "between"),
+    ("TOOLKIT_PRICES", "missing.yaml", "cannot read it"), ("TOOLKIT_PRICES", "bad.yaml", "not valid YAML"),
+    ("TOOLKIT_PRICES", "prices_list.yaml", "must map model names"),
+    ("TOOLKIT_PRICES", "prices_negative.yaml", "non-negative number"),
+    ("TOOLKIT_PRICES", "prices_no_output.yaml", "needs input and output"),
+    ("TOOLKIT_CACHE_DIR", "a_file.txt", "TOOLKIT_CACHE_DIR a_file.txt: is a file"),
+]
+
+
+@pytest.mark.parametrize("var,value,words", SETTINGS, ids=[f"{v}={x}" for v, x, _ in SETTINGS])
+def test_a_bad_setting_is_one_line_exit_2_and_nothing_written(work, capsys, monkeypatch, var, value, words):
+    (work / "prices_list.yaml").write_text("- gpt-x\n")
+    (work / "prices_negative.yaml").write_text("m: {input: -1, output: 2}\n")
+    (work / "prices_no_output.yaml").write_text("m: {input: 1}\n")
+    monkeypatch.setenv(var, value)
+    before = files(work)
+    code, out, err = run_cli(["play", "--out", "out"], capsys)
+    assert code == 2 and err.count("\n") == 1 and words in err and var in err, err
+    assert files(work) == before

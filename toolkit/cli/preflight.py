@@ -114,9 +114,25 @@ def check_openai(arg: str, probe: bool = True, timeout_s: float = 3.0) -> None:
             raise FileError(f"{spec}: cannot reach {parts.hostname}:{port} ({why}); is the server running?")
 
 
+def check_settings() -> None:
+    """The model settings from the environment (TOOLKIT_* numbers, the price file, the cache folder),
+    checked before anything is written: each bad one is a ``FileError`` naming it."""
+    from toolkit.llm.model import ModelConfig, read_prices
+
+    try:
+        config = ModelConfig.from_env()
+        if os.environ.get("TOOLKIT_PRICES"):
+            read_prices(os.environ["TOOLKIT_PRICES"])
+    except ValueError as exc:
+        raise FileError(one_line(exc)) from None
+    if config.cache_dir:
+        out_folder(config.cache_dir, "TOOLKIT_CACHE_DIR")
+
+
 def check_spec(spec: str, seats: list[str] | None = None, option: str = "--model", probe: bool = True) -> None:
     """Refuse a model spec that cannot work, without starting anything. ``seats`` (a game's seats) lets a
-    scripted file's seat names be checked."""
+    scripted file's seat names be checked. The environment's model settings are checked first."""
+    check_settings()
     try:
         kind, arg = parse_spec(spec)
     except ValueError as exc:

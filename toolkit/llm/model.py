@@ -50,8 +50,36 @@ def load_prices(path: str | None = None) -> dict[str, dict[str, float]]:
     prices = yaml.safe_load(DEFAULT_PRICES.read_text()) or {}
     extra = path or os.environ.get("TOOLKIT_PRICES")
     if extra:
-        prices.update(yaml.safe_load(Path(extra).read_text()) or {})
+        prices.update(read_prices(extra))
     return prices
+
+
+def read_prices(path: str | os.PathLike) -> dict[str, dict[str, float]]:
+    """A price file: ``MODEL: {input: USD, output: USD[, cached_input: USD]}`` per million tokens, every
+    price a non-negative number. Anything else is a ValueError naming the file and the entry."""
+    where = f"TOOLKIT_PRICES {path}"
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except OSError as exc:
+        raise ValueError(f"{where}: cannot read it ({exc.strerror or exc})") from None
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{where}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: must map model names to prices, e.g. gpt-4o-mini: {{input: 0.15, output: 0.6}}")
+    for model, price in data.items():
+        if not isinstance(price, dict) or not {"input", "output"} <= set(price):
+            raise ValueError(f"{where}: {model}: needs input and output (USD per million tokens)")
+        unknown = sorted(set(price) - {"input", "output", "cached_input"})
+        if unknown:
+            raise ValueError(f"{where}: {model}: unknown field(s) {', '.join(map(str, unknown))}; "
+                             "fields are input, output, cached_input")
+        for name, value in price.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                    or value < 0:
+                raise ValueError(f"{where}: {model}.{name} must be a non-negative number, got {value!r}")
+    return data
 
 
 def cost_usd(model: str, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0,
