@@ -508,9 +508,13 @@ class TraceReader:
         if self.closed.is_set():
             return
         self.closed.set()
+        try:
+            os.close(self.write_fd)  # the last writer gone: the reader's select wakes at once
+        except OSError:
+            pass
         self.thread.join(timeout=1)
         with self.lock:
-            for fd in (self.read_fd, self.write_fd):
+            for fd in (self.read_fd,):
                 try:
                     os.close(fd)
                 except OSError:
