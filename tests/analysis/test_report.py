@@ -7,7 +7,8 @@ import pytest
 from toolkit import analysis as A
 from toolkit.analysis import plots as P
 from toolkit.study.experiments import run_werewolf_cell
-from toolkit.analysis.report import games_with_params, write_report
+from toolkit.analysis.report import write_report
+from toolkit.record.load import games_with_params
 from toolkit.record.load import load
 
 

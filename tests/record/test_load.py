@@ -11,6 +11,7 @@ import time
 import warnings
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from toolkit.cli import main
@@ -127,3 +128,19 @@ def test_a_killed_then_resumed_cell_loads_complete_games_and_says_how_many_it_le
     for table in ("players", "events", "calls"):
         assert set(getattr(results, table)["game_id"]) == finished, table
     assert len(everything.calls) > len(results.calls)
+
+
+def test_games_with_params_joins_each_runs_parameters_to_its_games(tmp_path):
+    """The one runs-to-games join: a run's parameters become columns of its games; a parameter the games table
+    has keeps the games' value, results_dir is left out, a dict becomes JSON text, a game of no run gets NaN."""
+    from toolkit.record.load import games_with_params
+    from toolkit.record.rows import GameRow
+
+    for name, params in (("a", {"wolf_model": "random", "seed": 99, "results_dir": "/x", "seats": {"P1": "h"}}),
+                         ("b", {"wolf_model": "heuristic"})):
+        with Run(tmp_path, name, config=params, run_id=name) as run:
+            run.write(GameRow(game_id=f"g-{name}", run_id=name, seed=1, winner="village"))
+    games = games_with_params(load(tmp_path)).set_index("game_id")
+    assert games.loc["g-a", "wolf_model"] == "random" and games.loc["g-b", "wolf_model"] == "heuristic"
+    assert games.loc["g-a", "seed"] == 1 and "results_dir" not in games.columns
+    assert json.loads(games.loc["g-a", "seats"]) == {"P1": "h"} and pd.isna(games.loc["g-b", "seats"])

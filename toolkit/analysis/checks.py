@@ -15,7 +15,7 @@ NOT_CONDITIONS = {"results_dir", "seed", "n_games", "concurrency", "progress", "
 
 
 def conditions(games: pd.DataFrame, base: tuple[str, ...] = ("preset",)) -> list[str]:
-    """Columns of ``games`` (games with run parameters, ``toolkit.study.experiments.run_params``) whose values
+    """Columns of ``games`` (games with run parameters, ``toolkit.record.load.games_with_params``) whose values
     differ between games and that are conditions: ``base`` columns plus run parameters not in
     ``NOT_CONDITIONS``."""
     known = set(base) | {c for c in games.columns if c not in NOT_CONDITIONS}

@@ -4,7 +4,8 @@ a random player would score above zero, its chance level.
 Units nested in games (votes, checks, actions) get cluster-bootstrap intervals (``cluster_rate``); per-game
 proportions get Wilson intervals. ``by`` groups rows by any column of the unit table: for votes and night
 actions ``spec``/``role``/``side`` are the acting seat's, ``day`` and ``round`` (``first``/``revote``) the
-ballot's; for games any column of the games frame passed in (e.g. run parameters from ``run_params``).
+ballot's; for games any column of the games frame passed in (e.g. run parameters from
+``toolkit.record.load.games_with_params``).
 """
 
 from __future__ import annotations

@@ -9,7 +9,6 @@ estimated token counts are marked.
 from __future__ import annotations
 
 import itertools
-import json
 from pathlib import Path
 from typing import Callable
 
@@ -19,7 +18,7 @@ from toolkit import analysis as A
 from toolkit.analysis import plots as P
 from toolkit.llm import parse_spec
 from toolkit.analysis.prompt_cache import cached_share
-from toolkit.record.load import Results, load
+from toolkit.record.load import Results, games_with_params, load
 
 
 INTERVAL_COLUMNS = ("ci_low", "ci_high", "lift_ci_low", "lift_ci_high", "lift_baseline_ci_low",
@@ -65,19 +64,6 @@ def tokens_estimated(tables: Results) -> bool:
 
     specs = set(tables.players["spec"].dropna()) | set(tables.sessions["spec"].dropna())
     return any(parse_spec(str(s))[0] not in ("openai", "local") for s in specs)
-
-
-def games_with_params(tables: Results) -> pd.DataFrame:
-    """The games table with each run's parameters as columns (a parameter the games table already has,
-    such as ``preset``, keeps the games table's value)."""
-
-    if tables.runs.empty:
-        return tables.games.copy()
-    params = pd.DataFrame([{"run_id": r.run_id, **{k: (json.dumps(v) if isinstance(v, (dict, list)) else v)
-                                                   for k, v in json.loads(r.config or "{}").items()}}
-                           for r in tables.runs.itertuples()])
-    params = params.drop(columns=[c for c in params.columns if c in tables.games.columns and c != "run_id"])
-    return tables.games.merge(params, on="run_id", how="left")
 
 
 def _first_round_by_day(t: Results) -> pd.DataFrame:

@@ -4,6 +4,7 @@ declares it as an entry point)."""
 
 from __future__ import annotations
 
+import json
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,3 +128,18 @@ def replay_backend(arg: str, config: object) -> ReplayBackend:
 
 
 PROVIDER = Provider("replay", replay_backend, "replay:DIR", arg="required")  # an entry point in pyproject.toml
+
+
+def games_with_params(results: Results) -> pd.DataFrame:
+    """The games table with each run's parameters (the runs table's config) as columns: the one join of runs
+    to games, for the report, sweeps and checks. A parameter the games table already has (``seed``,
+    ``preset``) keeps the games table's value; ``results_dir`` (where a cell wrote, not a condition) is left out;
+    a dict or list parameter becomes JSON text."""
+    if results.runs.empty:
+        return results.games.copy()
+    params = pd.DataFrame([{"run_id": r.run_id, **{k: (json.dumps(v) if isinstance(v, (dict, list)) else v)
+                                                   for k, v in json.loads(r.config or "{}").items()}}
+                           for r in results.runs.itertuples()])
+    params = params.drop(columns=[c for c in params.columns
+                                  if c == "results_dir" or (c in results.games.columns and c != "run_id")])
+    return results.games.merge(params, on="run_id", how="left")

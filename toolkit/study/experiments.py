@@ -8,12 +8,10 @@ processes from ever playing the same cell at once.
 from __future__ import annotations
 
 import fcntl
-import json
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
-import pandas as pd
 from tqdm.auto import tqdm
 
 from toolkit.agent.suite import load_tasks, run_task
@@ -100,15 +98,3 @@ def run_engineer_cell(results_dir: str, tasks: list[str] | None = None, model: s
                         task.max_steps = max_steps
                     run_sync(run_task(task, model, run, Path(results_dir) / "workspaces", environment))
     return load(results_dir)
-
-
-def run_params(results: Results) -> "Any":
-    """The games table with each run's parameters as columns (from the runs table's config)."""
-
-    if results.runs.empty:
-        return results.games
-    params = pd.DataFrame([{"run_id": r.run_id, **{k: (json.dumps(v) if isinstance(v, (dict, list)) else v)
-                                                   for k, v in json.loads(r.config or "{}").items()}}
-                           for r in results.runs.itertuples()])
-    params = params.drop(columns=[c for c in ("seed", "results_dir") if c in params.columns])
-    return results.games.merge(params, on="run_id", how="left")

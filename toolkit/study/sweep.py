@@ -26,8 +26,7 @@ from tqdm.auto import tqdm
 from toolkit import analysis as A
 from toolkit.analysis import plots as P
 from toolkit.llm.local import study_server
-from toolkit.study.experiments import run_params
-from toolkit.record.load import load
+from toolkit.record.load import games_with_params, load
 from toolkit.core import data
 from toolkit.core.files import FileError, SweepFile, did_you_mean, load_file
 
@@ -221,7 +220,7 @@ def summarise(spec: dict[str, Any], cells: list[Cell], statuses: list[dict], fol
     everything = load(folder, complete_games=True)
     grid_keys = list(spec["grid"])
     if len(everything.games):
-        games = run_params(everything)
+        games = games_with_params(everything)
         P.save(P.plot_win_rates(games, [k for k in grid_keys if k in games.columns],
                                 title=f"{spec['name']}: win rates by cell"), folder / "win_rates.png")
     if len(everything.sessions):
