@@ -144,3 +144,40 @@ def test_games_with_params_joins_each_runs_parameters_to_its_games(tmp_path):
     assert games.loc["g-a", "wolf_model"] == "random" and games.loc["g-b", "wolf_model"] == "heuristic"
     assert games.loc["g-a", "seed"] == 1 and "results_dir" not in games.columns
     assert json.loads(games.loc["g-a", "seats"]) == {"P1": "h"} and pd.isna(games.loc["g-b", "seats"])
+
+
+def test_a_copied_run_folder_is_counted_once_with_a_warning(tmp_path):
+    import asyncio
+    import shutil
+
+    from toolkit.record.load import LoadWarning
+    from toolkit.record.run_log import Run
+    from toolkit.werewolf.game import GameConfig, GameRunner
+
+    with Run(tmp_path / "res") as run:
+        asyncio.run(GameRunner(GameConfig(seed=2), run).play())
+    once = load(tmp_path / "res")
+    shutil.copytree(run.folder, tmp_path / "res" / "backup" / run.folder.name)
+    with pytest.warns(LoadWarning, match="a copy of run"):
+        twice = load(tmp_path / "res")
+    assert len(twice.games) == len(once.games) == 1
+    assert len(twice.events) == len(once.events) and len(twice.calls) == len(once.calls)
+
+
+def test_duplicated_rows_inside_one_run_are_kept_once(tmp_path):
+    import asyncio
+
+    import pandas as pd
+
+    from toolkit.record.run_log import Run
+    from toolkit.werewolf.game import GameRunner
+
+    with Run(tmp_path) as run:
+        asyncio.run(GameRunner(GameConfig(seed=2), run).play())
+    for table in ("games", "events"):
+        path = run.folder / f"{table}.parquet"
+        rows = pd.read_parquet(path)
+        pd.concat([rows, rows]).to_parquet(path, index=False)  # every row written twice
+    with pytest.warns(LoadWarning, match="duplicated (games|events)"):
+        results = load(tmp_path)
+    assert len(results.games) == 1 and results.events["seq"].is_unique

@@ -69,6 +69,29 @@ def read_table(folder: Path, table: str, strict: bool = False) -> pd.DataFrame |
     return df[[*TABLES[table], *(c for c in df.columns if c not in TABLES[table])]]  # the documented order
 
 
+# What identifies a row of each table: two rows with the same key are one row read twice (a copied run folder).
+KEYS = {"runs": ("run_id",), "games": ("game_id",), "players": ("game_id", "seat"), "events": ("game_id", "seq"),
+        "calls": ("call_id",), "sessions": ("session_id",), "attempts": ("call_id", "attempt")}
+
+
+def distinct_runs(folders: list[Path], strict: bool = False) -> list[Path]:
+    """The run folders, each run once: a folder whose run id an earlier folder has (a copy of a run inside
+    the results folder) is left out with a ``LoadWarning``, so its games are not counted twice."""
+    seen: dict[str, Path] = {}
+    kept = []
+    for folder in folders:
+        runs = read_table(folder, "runs", strict)
+        ids = set(runs["run_id"].dropna()) if runs is not None else set()
+        again = sorted(i for i in ids if i in seen)
+        if again:
+            warnings.warn(f"{folder}: a copy of run {again[0]} (also in {seen[again[0]]}); left out",
+                          LoadWarning, stacklevel=3)
+            continue
+        seen.update(dict.fromkeys(ids, folder))
+        kept.append(folder)
+    return kept
+
+
 def partial_game_ids(tables: dict[str, pd.DataFrame]) -> set[str]:
     """Games that started (a game writes its first event as it starts) but have no ``games`` row: a process
     died while playing them. Calls logged under a game_id with no events (an Action used on its own) are
@@ -95,11 +118,18 @@ def load(path: str | Path, complete_games: bool = True, strict: bool = False) ->
     if not path.is_dir():
         raise NotADirectoryError(f"{path} is a file; give the results folder that holds it")
     tables: dict[str, pd.DataFrame] = {}
-    folders = run_folders(path)
+    folders = distinct_runs(run_folders(path), strict)
     for table, columns in TABLES.items():
         parts = [df for f in folders if (df := read_table(f, table, strict)) is not None and len(df)]
         tables[table] = (pd.concat(parts, ignore_index=True) if parts
                          else pd.DataFrame({c: pd.Series(dtype="object") for c in columns}))
+        key = [c for c in KEYS.get(table, ()) if c in tables[table].columns]
+        if key and len(key) == len(KEYS[table]) and len(tables[table]):
+            doubled = tables[table].duplicated(subset=key, keep="first")
+            if doubled.any():
+                warnings.warn(f"{path}: {int(doubled.sum())} duplicated {table} row(s) (same {', '.join(key)}) "
+                              "kept once", LoadWarning, stacklevel=2)
+                tables[table] = tables[table][~doubled].reset_index(drop=True)
     if complete_games:
         partial = partial_game_ids(tables)
         if partial:
