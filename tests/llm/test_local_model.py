@@ -52,25 +52,29 @@ def test_a_full_classic7_game_with_every_seat_local(tmp_path):
     assert not calls["response_text"].str.contains("\n").any()
 
 
-def test_the_lean_sampler_chain_gives_the_same_answers_as_the_servers_default(monkeypatch):
-    """The `local` requests name a lean sampler chain (faster); with the same seed a seat gets the same answer
-    as with the server's full default chain, whose other samplers are no-ops at their defaults."""
+def test_requests_keep_the_servers_sampler_chain_unless_one_is_named(monkeypatch):
+    """The lean chain is opt-in: it answered differently from the server's default chain at seed 1, so the
+    default requests name no chain, and the seeds matter."""
     from toolkit.llm.local import LEAN_SAMPLERS
     from toolkit.llm import get_model
     from toolkit.llm.request import Request, Sampling
     from toolkit.werewolf.seat.decisions import output_model
 
     schema = output_model("vote", ("Player1", "Player2", "Player3"), False).model_json_schema()
-    answers = {}
-    for chain in ("default", LEAN_SAMPLERS):
-        monkeypatch.setenv("TOOLKIT_LOCAL_SAMPLERS", chain)
-        model = get_model("local")
-        assert ("samplers" in model.backend.extra_body) == (chain != "default")
-        answers[chain] = [asyncio.run(model.generate(Request(
+    monkeypatch.delenv("TOOLKIT_LOCAL_SAMPLERS", raising=False)
+    model = get_model("local")
+    assert "samplers" not in model.backend.extra_body
+
+    def answers():
+        return [asyncio.run(model.generate(Request(
             messages=[{"role": "user", "content": f"Game {seed}: vote for the werewolf. Answer in JSON."}],
-            schema=schema, sampling=Sampling(temperature=0.9, seed=seed)))).text for seed in range(3)]
-    assert all(answers["default"]) and answers["default"] == answers[LEAN_SAMPLERS]
-    assert len(set(answers["default"])) > 1  # the seeds matter: the comparison is not of one fixed answer
+            schema=schema, sampling=Sampling(temperature=0.9, seed=seed)))).text
+            for seed in range(3)]
+
+    first = answers()
+    assert all(first) and len(set(first)) > 1  # the seeds matter
+    monkeypatch.setenv("TOOLKIT_LOCAL_SAMPLERS", LEAN_SAMPLERS)
+    assert get_model("local").backend.extra_body["samplers"] == LEAN_SAMPLERS.split(";")
     monkeypatch.setenv("TOOLKIT_LOCAL_SAMPLERS", " ; ")
     with pytest.raises(ValueError, match="TOOLKIT_LOCAL_SAMPLERS"):
         get_model("local")

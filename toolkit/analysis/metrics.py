@@ -201,18 +201,18 @@ def votes(events: pd.DataFrame, players: pd.DataFrame) -> pd.DataFrame:
 
 
 def vote_accuracy(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None,
-                  side: str | None = "village") -> pd.DataFrame:
+                  side: str | None = "village", forced: bool = False) -> pd.DataFrame:
     """Share of ballots cast on a werewolf by ``side``'s voters (default the village), with its chance
     level, the lift over chance and cluster-bootstrap intervals for both (resampling games).
 
     Formula: rate = Σ hits / Σ ballots; chance = Σ_b (wolves among ballot b's candidates / candidates) /
     Σ ballots; lift = rate − chance. With ``by=["round"]`` first-round and revote ballots are separate.
-    Forced ballots (one legal choice) are left out.
+    Forced ballots (one legal choice) are left out unless ``forced`` (as the Kaggle harness counts them).
     Per voter over every day this is the Kaggle Game Arena harness's IRP (kaggle-environments,
     ``envs/werewolf/eval/loaders.py``, ``GameResult.iterate_voting_mini_game``: 1 when a villager-team
     vote targets a werewolf)."""
     v = votes(events, players)
-    v = v[~v["forced"]]
+    v = v if forced else v[~v["forced"]]
     if side:
         v = v[v["side"] == side]
     return pd.DataFrame(_rate_rows(v, by, chance="chance"))
@@ -220,15 +220,16 @@ def vote_accuracy(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | N
 
 def irp(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
     """IRP, identification precision (Kaggle Game Arena werewolf harness): over every day ballot of a
-    village-side voter, the share that targets a werewolf; per ``spec`` by default, with chance and lift."""
-    return vote_accuracy(events, players, by or ["spec"])
+    village-side voter, the share that targets a werewolf; per ``spec`` by default, with chance and lift.
+    Every ballot counts, forced ones included, as the harness counts them (``vote_accuracy`` leaves them out)."""
+    return vote_accuracy(events, players, by or ["spec"], forced=True)
 
 
 def vss(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
     """VSS, voting success score (Kaggle Game Arena werewolf harness, ``iterate_voting_mini_game``): on the
     days a werewolf was exiled, the share of village-side ballots cast for that werewolf; per ``spec`` by
-    default. Ballots of both rounds of such a day count, as the harness counts every vote of the day
-    (forced ballots left out).
+    default. Ballots of both rounds of such a day count, forced ones included, as the harness counts every
+    vote of the day.
 
     VSS is **conditional on the outcome** (only days the village succeeded), so it has no chance level:
     random voters score high on it (0.65 in classic7), because their ballots are what exiled that wolf.
@@ -238,7 +239,7 @@ def vss(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None
     v = v[v["side"] == "village"]
     ev = annotate(events, players)
     exiled = ev[(ev["kind"] == "elimination") & (ev["target_role"] == "Werewolf")][["game_id", "day", "target"]]
-    v = v[~v["forced"]].merge(exiled.rename(columns={"target": "exiled"}), on=["game_id", "day"])
+    v = v.merge(exiled.rename(columns={"target": "exiled"}), on=["game_id", "day"])
     v["hit"] = (v["target"] == v["exiled"]).astype(int)
     return pd.DataFrame(_rate_rows(v, by or ["spec"], conditional="days a wolf was exiled"))
 

@@ -107,8 +107,8 @@ def fallback_rates(t: Results) -> pd.DataFrame:
         row = {"spec": spec, "decisions": r["n"], "fallback_rate": r["rate"], "n_games": r["n_games"],
                "ci_low": r["ci_low"], "ci_high": r["ci_high"]}
         for side in ("village", "werewolves"):
-            hit = wins[(wins["spec"] == spec) & (wins["side"] == side)]
-            row[f"win_{side}"] = float(hit["rate"].iloc[0]) if len(hit) else float("nan")
+            hit = wins[(wins["spec"] == spec) & (wins["side"] == side)] if {"spec", "side"} <= set(wins) else []
+            row[f"win_{side}"] = float(hit["rate"].iloc[0]) if len(hit) else float("nan")  # no decided game: nan
         rows.append(row)
     return pd.DataFrame(rows)
 
