@@ -67,6 +67,8 @@ class Editor:
         """
         target = self.workspace.path(path, must_exist=True)
         kind = self._kind(target, path)
+        if kind is None:  # gone since it was found (a folder swapped under the editor)
+            raise ToolError(f"{path} does not exist")
         if stat.S_ISDIR(kind):
             raise ToolError(f"{path} is a folder")
         if not stat.S_ISREG(kind):
@@ -109,7 +111,7 @@ class Editor:
             path: file path relative to the workspace; the open file if omitted.
         """
         target = self.workspace.path(path, must_exist=True) if path else self._need_open()
-        if not stat.S_ISREG(self._kind(target, path or self.workspace.rel(target))):
+        if not stat.S_ISREG(self._kind(target, path or self.workspace.rel(target)) or 0):  # None: gone
             raise ToolError(f"{path} is not a regular file")
         hits = [f"{i}: {line}" for i, line in enumerate(self._lines(target), 1) if term in line]
         return f"{len(hits)} matches for {term!r} in {self.workspace.rel(target)}" + (
