@@ -46,7 +46,7 @@ play: $(STAMP)
 	$(PY) -m toolkit play $(ARGS)
 
 test: test-deps
-	PHOENIX_PYTHON=$${PHOENIX_PYTHON:-$(VENV)-phoenix/bin/python} $(PY) -m pytest -q $(ARGS)
+	PHOENIX_PYTHON=$${PHOENIX_PYTHON:-$(abspath $(VENV))-phoenix/bin/python} $(PY) -m pytest -q $(ARGS)
 
 bench: $(STAMP)
 	for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -34,7 +34,10 @@ def phoenix_python():
     import importlib.util
 
     if os.environ.get("PHOENIX_PYTHON"):
-        return os.environ["PHOENIX_PYTHON"]
+        # absolute: the server starts in a temporary folder, where a relative path finds nothing
+        python = os.path.abspath(os.environ["PHOENIX_PYTHON"])
+        assert os.access(python, os.X_OK), f"PHOENIX_PYTHON={python} is not an executable Python"
+        return python
     return sys.executable if importlib.util.find_spec("phoenix.server") else None
 
 
