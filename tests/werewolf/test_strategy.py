@@ -1,5 +1,5 @@
-"""The seed's strategy, kept: every instruction of MetaGPT's werewolf prompts (as listed, sentence by sentence,
-in ../shared/seeds/STRATEGY_NOTES.md and in the issue) is in every rendered prompt of the roles it applies to.
+"""The seed's strategy, kept: every instruction of MetaGPT's werewolf prompts (listed below, sentence by
+sentence, as MetaGPT's werewolf actions state them) is in every rendered prompt of the roles it applies to.
 """
 
 import asyncio

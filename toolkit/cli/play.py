@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     presets = sorted(p.stem for p in PRESETS.glob("*.yaml"))  # read here without importing the engine
     parser.add_argument("--preset", default="classic7", help=f"one of {presets} or a YAML path")
     parser.add_argument("--seed", type=int, default=0, help="seeds the roles and every random choice (default 0)")
-    parser.add_argument("--model", default="heuristic", help="spec for every seat (heuristic, random, "
+    parser.add_argument("--model", default="heuristic", help="spec for every seat (heuristic, mixed, random, "
                       "scripted:PATH, replay:DIR, chaos:RATE, local, openai:MODEL[@URL])")
     parser.add_argument("--seat", action="append", metavar="SEAT=SPEC",
                       help="a seat's own spec, e.g. Player3=random (repeatable)")
