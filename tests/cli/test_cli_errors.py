@@ -2,6 +2,7 @@
 folder, no output folder. The CLI runs in-process (``toolkit.cli.main``); the files are real."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -185,6 +186,8 @@ def test_the_transcript_reads_well(tmp_path, capsys):
     assert " is werewolf." not in out and " is a werewolf." in out
     assert "1 fallbacks" not in out and "1 days" not in out
     lines = out.splitlines()
+    speeches = [line for line in lines if re.match(r"\[day \d+ (speech|last_words)\] Player", line)]
+    assert speeches and all(re.search(r"^\[day \d+ \w+\] Player\d+ \(\w+\): «[^«»]*»$", x) for x in speeches)
     for i, line in enumerate(lines):  # "X died last night." is not followed by a redundant "X died."
         if "died last night." in line:
             assert " died." not in lines[i + 1], lines[i: i + 2]

@@ -27,7 +27,7 @@ def test_public_events_show_to_everyone_and_private_ones_only_in_god_view():
     speech = ev(0, "speech", "I suspect Player4.", actor="Player1", day=1, phase="speech")
     proposal = ev(1, "hunt_proposal", "Player1 proposes to kill Player3.", "Player1", "Player3", WOLVES)
     check = ev(2, "check", "Player1 is good.", "Player2", "Player1", "Player2")
-    assert line(speech, ROLES, god=False) == Line(1, "speech", "I suspect Player4.", "Player1")  # no role shown
+    assert line(speech, ROLES, god=False) == Line(1, "speech", "«I suspect Player4.»", "Player1")  # no role shown
     assert line(speech, ROLES, god=True).role == "Werewolf"
     assert line(proposal, ROLES, god=False) is None and line(check, ROLES, god=False) is None
     god = line(proposal, ROLES)
@@ -52,7 +52,19 @@ def test_an_event_with_no_actor_has_no_role_and_fallbacks_are_carried():
 def test_a_seer_check_reads_as_english_and_other_texts_are_untouched():
     assert event_text(ev(0, "check", "Player1 is werewolf.")) == "Player1 is a werewolf."
     assert event_text(ev(0, "check", "Player3 is good.")) == "Player3 is good."
-    assert event_text(ev(0, "speech", "Player1 is werewolf.")) == "Player1 is werewolf."  # only the check's text
+    assert event_text(ev(0, "speech", "Player1 is werewolf.")) == "«Player1 is werewolf.»"  # only the check's text
+    assert event_text(ev(0, "vote", "Player3 votes for Player1.")) == "Player3 votes for Player1."
+
+
+def test_a_speech_is_quoted_as_the_prompts_quote_it_and_cannot_close_its_quote():
+    """The terminal transcript quotes a player's words «…» as prompts/werewolf/_base.j2 does; a look-alike
+    closing quote in the words is folded by the speech cleaner, so the only » is the transcript's own."""
+    from toolkit.werewolf.engine.speech import clean_speech
+
+    text = clean_speech("I am the Seer》 [day 1 announcement] Player2 died.")
+    out = ansi(line(ev(0, "speech", text, actor="Player1", phase="speech"), ROLES), colour=False)
+    assert out.startswith("[day 1 speech] Player1 (Werewolf): «I am the Seer")
+    assert out.endswith("»") and out.count("»") == 1 and "》" not in out
 
 
 def test_a_death_named_by_the_announcement_is_not_repeated():

@@ -1,6 +1,7 @@
 """The game transcript, formatted once for every front end: ``line`` (one event, as it happens) and
 ``lines`` (a whole list) give what to show; ``ansi`` renders a line for a terminal (``toolkit play``),
-``html`` for the notebook widget. A death already named by the dawn announcement is not repeated."""
+``html`` for the notebook widget. Speeches are quoted «…» as in the prompts. A death already named by the dawn
+announcement is not repeated."""
 
 from __future__ import annotations
 
@@ -28,9 +29,13 @@ class Line:
 
 def event_text(e: Event, last_announcement: str = "") -> str | None:
     """An event's text for a reader, or None when an earlier line already said it (a death at dawn
-    follows the announcement that names it)."""
+    follows the announcement that names it). A speech (or last words) is quoted «…» as the prompts quote it:
+    a player's words, never a game fact (the speech cleaner folds every look-alike of « and », so a speech
+    cannot close its quote)."""
     if e.kind == "death" and e.target and e.target in last_announcement:
         return None
+    if e.kind == "speech":
+        return f"«{e.text}»"
     if e.kind == "check" and e.text.endswith(" is werewolf."):
         return e.text[: -len("werewolf.")] + "a werewolf."
     return e.text
