@@ -16,6 +16,7 @@ import pandas as pd
 
 from toolkit import analysis as A
 from toolkit.analysis import plots as P
+from toolkit.analysis.conclusions import conclusions, design_matrix, matrix_text, side_models
 from toolkit.llm import parse_spec
 from toolkit.analysis.prompt_cache import cached_share
 from toolkit.record.load import Results, games_with_params, load
@@ -199,8 +200,12 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
         s.append("Token counts are **estimated** (offline players or providers that report no usage), not "
                  "measured.\n")
     multi = tables.players["spec"].nunique() > 1
+    s += _conclusions_sections(tables, games, by) if multi else []
 
-    written.append(P.save(P.plot_win_rates(games, by), out / "win_rates.png"))
+    pairings = conclusions_pairings(games, tables.players)
+    pooled = (f" ({pairings} model pairings pooled: the design matrix splits them)" if pairings > 1 else "")
+    written.append(P.save(P.plot_win_rates(games, by, title="Win rate by side" + (f" per {', '.join(by)}" if by else "")
+                                           + pooled), out / "win_rates.png"))
     s += ["## Win rates by side (95% intervals: exact below 30 games, else Wilson; n = games)\n",
           markdown_table(games_table(A.win_rates(games, by))), "![win rates](win_rates.png)\n"]
     if multi:
@@ -258,7 +263,8 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
         fig = P.plot_vote_accuracy_by_day(tables.events[tables.events["game_id"].isin(ids)],
                                           tables.players[tables.players["game_id"].isin(ids)],
                                           "spec" if multi else None,
-                                          title="Village vote accuracy by day vs chance" + (f": {key}" if key else ""))
+                                          title="Village vote accuracy by day vs chance" + (
+                                              ": " + ", ".join(f"{k}={v}" for k, v in key.items()) if key else ""))
         path = out / (f"vote_accuracy_{name}.png" if name else "vote_accuracy.png")
         written.append(P.save(fig, path))
         vote_plots.append(f"![vote accuracy]({path.name})\n")
@@ -346,6 +352,20 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
           f"Games needed for ±5 points on a win rate: {A.sample_size(0.05)} per condition (±10 points: "
           f"{A.sample_size(0.1)}).\n"]
     return s
+
+
+def conclusions_pairings(games: pd.DataFrame, players: pd.DataFrame) -> int:
+    """How many (village model, wolf model) pairings the games hold."""
+    m = side_models(players[players["game_id"].isin(games["game_id"])])
+    return len(m.drop_duplicates(["village_model", "wolf_model"]))
+
+
+def _conclusions_sections(tables: Results, games: pd.DataFrame, by: list[str]) -> list[str]:
+    return ["## Conclusions\n", *conclusions(games, tables.players, by),
+            "## Design: village win rate per village model × wolf model (95% intervals: exact below 30 games, "
+            "else Wilson; n = games)\n",
+            "Each cell pools nothing: one pairing, one condition. Self-play cells are on the diagonal.\n",
+            markdown_table(matrix_text(design_matrix(games, tables.players, by)))]
 
 
 def _cached_share_section(tables: Results) -> list[str]:

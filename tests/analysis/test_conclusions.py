@@ -1,0 +1,74 @@
+"""The study's design and its conclusions: the village-model × wolf-model matrix counts each pairing's games
+once and nothing else, and every sentence of the conclusions quotes a number the tables give."""
+
+import re
+
+import pytest
+
+from toolkit.analysis.conclusions import conclusions, design_matrix, matrix_text, side_models
+from toolkit.analysis.report import write_report
+from toolkit.record.load import load
+from toolkit.study.experiments import run_werewolf_cell
+
+PAIRINGS = [("heuristic", "heuristic"), ("heuristic", "random"), ("random", "heuristic"), ("random", "random")]
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    root = tmp_path_factory.mktemp("study")
+    for village, wolves in PAIRINGS:  # 4 cells of 12 seeded offline games (about 0.2 s a game)
+        run_werewolf_cell(str(root / f"{village}-v-{wolves}"), n_games=12, seed=0, village_model=village,
+                          wolf_model=wolves)
+    return root, load(root, complete_games=True)
+
+
+def test_the_matrix_has_one_cell_per_pairing_with_its_own_games(study):
+    root, t = study
+    m = design_matrix(t.games, t.players).set_index(["village_model", "wolf_model"])
+    assert sorted(m.index) == sorted(PAIRINGS)
+    for village, wolves in PAIRINGS:  # recount each cell from its own folder's games
+        own = load(root / f"{village}-v-{wolves}", complete_games=True).games
+        assert m.loc[(village, wolves), "n"] == len(own) == 12
+        assert m.loc[(village, wolves), "k"] == (own["winner"] == "village").sum()
+        assert m.loc[(village, wolves), "method"] == "exact"  # below 30 games
+    # the cells differ on real data: the matrix measures something
+    assert m["rate"].nunique() > 1
+    grid = matrix_text(design_matrix(t.games, t.players))
+    assert list(grid.columns) == ["village", "wolves: heuristic", "wolves: random"]
+    assert grid.iloc[0, 1].endswith("n=12")
+
+
+def test_a_side_of_several_models_is_named_as_such(study):
+    _, t = study
+    players = t.players.copy()
+    first = players["game_id"].iloc[0]
+    villager = players.index[(players["game_id"] == first) & (players["role"] != "Werewolf")][0]
+    players.loc[villager, "spec"] = "zeta"
+    models = side_models(players).set_index("game_id")
+    assert "zeta" in models.loc[first, "village_model"] and "+" in models.loc[first, "village_model"]
+
+
+def test_conclusions_quote_the_tables(study):
+    _, t = study
+    (text,) = conclusions(t.games, t.players)
+    village = (t.games["winner"] == "village").mean()
+    assert f"The village won {100 * village:.1f}%" in text and "of 48 games" in text
+    assert "Holm" in text and "As village," in text and "As werewolves," in text
+    m = design_matrix(t.games, t.players)
+    off = m[m["village_model"] != m["wolf_model"]]
+    low = off["rate"].min()
+    assert re.search(rf"from {100 * low:.1f}% \[", text)
+
+
+def test_the_report_opens_with_conclusions_and_the_design(study, tmp_path):
+    root, _ = study
+    write_report(root, tmp_path / "out")
+    text = (tmp_path / "out" / "summary.md").read_text()
+    assert text.index("## Conclusions") < text.index("## Design: village win rate") < text.index("## Win rates")
+    assert "| village | wolves: heuristic | wolves: random |" in text.replace("| wolf_model | reflection ", "")
+
+
+def test_one_model_everywhere_has_nothing_to_rank(tmp_path):
+    t = run_werewolf_cell(str(tmp_path / "one"), n_games=3, seed=0)
+    (text,) = conclusions(t.games, t.players)
+    assert "nothing to rank" in text and "As village" not in text

@@ -1,0 +1,110 @@
+"""What a study found, in words and in its design: the village model × wolf model matrix of village win rates,
+and a conclusions paragraph per condition generated from the report's own numbers (side balance, the
+Bradley–Terry separation verdicts after Holm's correction, draws and errors). Nothing here is a new estimate:
+every sentence quotes a rate with its interval and n, or a verdict of ``ratings.separation``.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from toolkit.analysis.intervals import groups, proportion
+from toolkit.analysis.metrics import win_rates
+from toolkit.analysis.ratings import separation
+
+# run parameters that assign models to seats: the matrix and the ratings are the split over them, so the
+# conclusions and the matrix group by the other conditions only (the players table says who played what)
+MODEL_PARAMS = ("model", "village_model", "wolf_model", "seats")
+
+
+def _conditions(games: pd.DataFrame, by: list[str] | None) -> tuple[pd.DataFrame, list[str]]:
+    by = [c for c in (by or []) if c not in MODEL_PARAMS]
+    return games.drop(columns=[c for c in MODEL_PARAMS if c in games.columns and c not in by]), by
+
+
+def side_models(players: pd.DataFrame) -> pd.DataFrame:
+    """One row per game: the village's model and the wolves' model (``a+b`` when a side's seats hold several)."""
+    wolf = players["role"].eq("Werewolf")
+    label = lambda specs: "+".join(sorted(set(specs)))  # noqa: E731
+    village = players[~wolf].groupby("game_id")["spec"].agg(label).rename("village_model")
+    wolves = players[wolf].groupby("game_id")["spec"].agg(label).rename("wolf_model")
+    return pd.concat([village, wolves], axis=1).reset_index()
+
+
+def design_matrix(games: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
+    """Village win rate per (condition, village model, wolf model): k, n games, rate and its 95% interval (exact
+    below 30 games, else Wilson). Draws and errors count as games the village did not win. Conditions that only
+    assign models (``MODEL_PARAMS``) are not conditions here: the matrix is their split."""
+    games, by = _conditions(games, by)
+    g = games.merge(side_models(players), on="game_id", how="left")
+    rows = []
+    for key, part in groups(g, by + ["village_model", "wolf_model"]):
+        rows.append(proportion(int((part["winner"] == "village").sum()), len(part), **key))
+    return pd.DataFrame(rows)
+
+
+def matrix_text(table: pd.DataFrame) -> pd.DataFrame:
+    """The design matrix as a village-model × wolf-model grid of ``rate [low, high] n=N`` cells, one grid per
+    condition stacked (the condition's columns first)."""
+    if not len(table):
+        return table
+    by = [c for c in table.columns if c not in ("village_model", "wolf_model", "k", "n", "rate", "ci_low",
+                                                 "ci_high", "method")]
+    t = table.assign(cell=[f"{r.rate:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] n={r.n}" for r in table.itertuples()])
+    grid = t.pivot_table(index=by + ["village_model"], columns="wolf_model", values="cell", aggfunc="first")
+    grid.columns = [f"wolves: {c}" for c in grid.columns]
+    return grid.reset_index().rename(columns={"village_model": "village"}).fillna("—")
+
+
+def _pct(r) -> str:
+    return f"{100 * r['rate']:.1f}% [{100 * r['ci_low']:.1f}, {100 * r['ci_high']:.1f}] of {int(r['n'])} games"
+
+
+def _ranking(sep: pd.DataFrame, side: str) -> str:
+    part = sep[sep["side"] == side]
+    if not len(part):
+        return ""
+    ordered = part[part["verdict"] != "cannot separate"]["verdict"].tolist()
+    tied = [f"{r.a} and {r.b}" for r in part.itertuples() if r.verdict == "cannot separate"]
+    words = []
+    if ordered:
+        words.append(", ".join(ordered))
+    if tied:
+        words.append("the data cannot separate " + "; ".join(tied))
+    return f"As {side}, " + "; ".join(words) + "."
+
+
+def conclusions(games: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> list[str]:
+    """One paragraph per condition, every number from the tables (see the module docstring)."""
+    paragraphs = []
+    games, by = _conditions(games, by)
+    for key, part in groups(games, by):
+        where = ", ".join(f"{k} {v}" for k, v in key.items()) or "this study"
+        rates = win_rates(part).set_index("side")
+        village = rates.loc["village"] if "village" in rates.index else None
+        text = [f"**{where}** ({len(part)} games)."]
+        if village is not None:
+            favours = ("the wolves" if village["ci_high"] < 0.5 else "the village" if village["ci_low"] > 0.5
+                       else "neither side beyond its interval")
+            text.append(f"The village won {_pct(village)}: this design favours {favours}.")
+        other = [s for s in ("draw", "error") if s in rates.index]
+        if other:
+            text.append("Not decided: " + ", ".join(f"{int(rates.loc[s, 'k'])} {s}s" for s in other)
+                        + " (they leave the ratings).")
+        p = players[players["game_id"].isin(part["game_id"])]
+        if p["spec"].nunique() > 1:
+            sep = separation(part, p)
+            text += [s for s in (_ranking(sep, "village"), _ranking(sep, "werewolves")) if s]
+            text.append("(Bradley–Terry strengths with a side term; an order is named only where Holm's adjusted "
+                        "p < 0.05.)")
+            m = design_matrix(part, p)
+            m = m[m["village_model"] != m["wolf_model"]]
+            if len(m) > 1:
+                hi, lo = m.loc[m["rate"].idxmax()], m.loc[m["rate"].idxmin()]
+                text.append(f"Across pairings the village's win rate runs from {_pct(lo)} ({lo['village_model']} "
+                            f"villagers against {lo['wolf_model']} wolves) to {_pct(hi)} ({hi['village_model']} "
+                            f"villagers against {hi['wolf_model']} wolves).")
+        else:
+            text.append("One model plays every seat: there is nothing to rank.")
+        paragraphs.append(" ".join(text) + "\n")
+    return paragraphs
