@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -346,6 +347,77 @@ async def test_kernel_settings_are_read_only_and_the_user_is_not_root(tmp_path):
         await env.stop()
 
 
+SYSCALL_PROBE = r"""
+import ctypes, json, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+L, nr, buf = ctypes.c_long, json.loads(sys.argv[1]), ctypes.create_string_buffer(256)
+class IOV(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+src, dst = ctypes.create_string_buffer(b"x" * 8), ctypes.create_string_buffer(8)
+mine, theirs = IOV(ctypes.addressof(dst), 8), IOV(ctypes.addressof(src), 8)
+CALLS = {  # arguments that work unfiltered for an unprivileged user, or fail with another error than EPERM
+    "keyctl": (0, L(-3), 1), "add_key": (b"user", b"probe", b"v", 1, L(-3)), "ptrace": (0,),
+    "process_vm_readv": (os.getpid(), ctypes.byref(mine), 1, ctypes.byref(theirs), 1, 0),
+    "unshare": (0x10000000,), "clone": (0x10000000 | 17, 0, 0, 0, 0), "clone3": (0, 0),
+    "io_uring_setup": (1, buf), "userfaultfd": (1,), "perf_event_open": (buf, 0, -1, -1, 0), "bpf": (0, buf, 0),
+    "mount": (b"none", b"/tmp", b"tmpfs", 0, 0), "init_module": (0, 0, b""), "finit_module": (-1, b"", 0),
+    "delete_module": (b"probe", 0), "kexec_load": (0, 0, 0, L(0xffffffff)), "setns": (-1, 0),
+    "pivot_root": (b"/tmp", b"/tmp"), "open_by_handle_at": (-1, buf, 0)}
+out = {}
+for name, args in CALLS.items():
+    pid = os.fork()  # each call in a child of its own (unshare, ptrace and clone change the caller)
+    if pid == 0:
+        r = libc.syscall(L(nr[name]), *args)
+        os._exit(0 if r >= 0 else min(ctypes.get_errno(), 255))
+    out[name] = os.strerror(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+print(json.dumps(out))
+"""
+
+
+async def test_the_system_calls_a_coding_agent_never_needs_fail_with_eperm(tmp_path):
+    """The seccomp filter: inside the sandbox each blocked call (ctypes ``syscall()``) fails with EPERM
+    (``clone3``: ENOSYS, so the C library falls back to ``clone``, whose namespace flags are filtered). The
+    same probe with the filter off shows it is the filter that blocks them: keyrings, ptrace, another
+    process's memory, new namespaces succeed without it, and the privileged calls fail with other errors
+    (only mount and pivot_root are refused by the dropped capabilities alone). Ordinary programs still run."""
+    import pyseccomp
+
+    from toolkit.agent.environments import syscall_filter
+    from toolkit.agent.environments.environment import EnvironmentConfig, make_environment
+
+    needs("bubblewrap")
+    assert isinstance(syscall_filter.program(), bytes), syscall_filter.program()
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "probe.py").write_text(SYSCALL_PROBE)
+    names = ["keyctl", "add_key", "ptrace", "process_vm_readv", "unshare", "clone", "clone3", "io_uring_setup",
+             "userfaultfd", "perf_event_open", "bpf", "mount", "init_module", "finit_module", "delete_module",
+             "kexec_load", "setns", "pivot_root", "open_by_handle_at"]
+    numbers = json.dumps({n: pyseccomp.resolve_syscall(pyseccomp.Arch.NATIVE, n) for n in names})
+    seen = {}
+    for on in (True, False):
+        env = make_environment("bubblewrap", ws, EnvironmentConfig(seccomp=on))
+        try:
+            got = await env.execute(f"python3 probe.py '{numbers}'", 30)
+            seen[on] = json.loads(got.output.splitlines()[-1])
+            if on:
+                status = await env.execute("grep '^Seccomp:' /proc/self/status; unshare -Ur true; echo $?; "
+                                           "git --version >/dev/null && python3 -c 'import subprocess, threading; "
+                                           "subprocess.run([\"true\"], check=True); threading.Thread().start()' "
+                                           "&& echo programs-run", 30)
+                assert status.output.split("\n") == ["Seccomp:\t2", "unshare: unshare failed: Operation not permitted",
+                                                     "1", "programs-run"]
+        finally:
+            await env.stop()
+    assert sorted(seen[True]) == sorted(names)
+    assert {n: e for n, e in seen[True].items() if e != "Operation not permitted"} == {
+        "clone3": "Function not implemented"}
+    assert all(seen[False][n] == "Success" for n in ("keyctl", "add_key", "ptrace", "process_vm_readv", "unshare",
+                                                      "clone")), seen[False]
+    assert {n for n, e in seen[False].items() if e == "Operation not permitted"} <= {"mount", "pivot_root"}
+
+
 # ------------------------------------------------------------------ hangs and bounds
 async def test_fifos_devices_links_and_huge_files_never_hang_or_flood_the_host(tmp_path):
     """Host-side reads of what the sandbox made: a FIFO, a link to a device or a host file, a 1 GB sparse
@@ -407,6 +479,90 @@ async def test_every_process_is_bounded_by_the_settings(tmp_path):
     finally:
         await env.stop()
     assert not (tmp_path / "ws" / "big.bin").exists() or (tmp_path / "ws" / "big.bin").stat().st_size == 5 * 2**20
+
+
+FORK_BOMB = ("python3 -c 'import os, time\nwhile True:\n    try:\n        os.fork()\n"
+             "    except OSError:\n        time.sleep(0.05)'")
+
+
+@pytest.mark.parametrize("kind", ENVS)
+async def test_a_fork_bomb_is_contained(kind, tmp_path):
+    """A fork bomb (every process forks for ever, retrying when refused) under a bound of 64: the
+    session's pids cgroup refuses forks beyond it (as root RLIMIT_NPROC binds nothing), the host samples
+    never more than 64 processes below the session, the command ends at its timeout with everything it
+    started killed, the shell answers the next command and the session ends, its cgroup removed. About
+    8 s per kind: the bomb must run long enough to hit the bound many times over."""
+    from toolkit.agent.environments.environment import EnvironmentConfig, Limits, descendants, make_environment
+    from toolkit.agent.environments.pids_cgroup import hierarchy
+
+    needs(kind)
+    env = make_environment(kind, tmp_path / "ws", EnvironmentConfig(limits=Limits(processes=64)))
+    if env.cgroup is None:
+        found = hierarchy(Path("/proc/self/mountinfo").read_text(), Path("/proc/self/cgroup").read_text())
+        assert found is None or not os.access(found[0], os.W_OK), "a pids cgroup could be made here"
+        await env.stop()
+        pytest.skip("no pids cgroup can be made here (RLIMIT_NPROC is the bound where the user is not root)")
+    peak, done = [0], threading.Event()
+
+    def watch():
+        while not done.is_set():
+            if env.proc is not None:
+                peak[0] = max(peak[0], len(descendants(env.proc.pid)))
+            time.sleep(0.02)
+
+    try:
+        await env.execute("true", 10)
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        bomb = await env.execute(FORK_BOMB, 6)
+        refused = env.cgroup.refused()
+        after = await env.execute("echo alive", 10)
+    finally:
+        done.set()
+        await env.stop()
+    assert bomb.timed_out and refused > 100  # the bound was hit, over and over
+    assert 10 < peak[0] <= 64
+    assert after.output == "alive" and not after.timed_out
+    assert not env.cgroup.path.exists()
+
+
+def test_disk_use_in_the_workspace_is_bounded_and_ends_the_session(tmp_path):
+    """A scripted session under bubblewrap with ``disk_mb=20``: a 1 GB sparse file costs nothing (blocks
+    are counted), the memory-backed /tmp and /dev/shm are full at ``tmp_mb``, then a daemon writes 1 MB
+    every 20 ms into the workspace between and during commands. The host's watcher ends the session with
+    the reason (``ended_by`` disk, in the trajectory) and kills the writer: the workspace stops growing,
+    well short of what the writer would have written."""
+    from toolkit.agent.environments.environment import EnvironmentConfig, Limits, make_environment
+    from toolkit.record.run_log import Run
+
+    needs("bubblewrap")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    answers = [term("truncate -s 1G sparse.bin && head -c 12M /dev/zero > /tmp/t; echo $?; "
+                    "head -c 12M /dev/zero > /dev/shm/t; echo $?"),
+               term("setsid -f sh -c 'i=0; while :; do head -c 1M /dev/zero > f$i; i=$((i+1)); sleep 0.02; done' "
+                    "</dev/null >/dev/null 2>&1; echo started"),
+               term("sleep 20; echo slept"), term("echo never"), {"thought": "done", "commands": [
+                   {"command_name": "end", "args": {}}]}]
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"answers": answers}))
+    env = make_environment("bubblewrap", ws, EnvironmentConfig(limits=Limits(disk_mb=20, tmp_mb=8)))
+    started = time.perf_counter()
+    with Run(tmp_path / "res") as run:
+        s = Session(load_role("engineer"), "fill the disk", ws, f"scripted:{tmp_path / 's.yaml'}", run=run,
+                    environment=env)
+        asyncio.run(s.run())
+    took = time.perf_counter() - started
+    files = sorted(ws.glob("f*"))
+    time.sleep(0.5)
+    assert sorted(ws.glob("f*")) == files  # the writer is gone
+    outputs = [r.output for r in s.tools.results]
+    assert [x for x in outputs[0].split("\n") if x.isdigit()] == ["1", "1"]  # /tmp then /dev/shm: full
+    assert outputs[0].count("No space left on device") == 2
+    assert "started" in outputs[1] and "the session ends: the workspace grew by" in outputs[2]
+    assert "over limits.disk_mb = 20" in outputs[2] and "slept" not in outputs[2]
+    assert s.ended_by == "disk" and len(outputs) == 3 and took < 20
+    assert 20 < len(files) < 200  # past the bound, stopped within a few seconds' writing
+    assert load(tmp_path / "res").sessions["ended_by"].tolist() == ["disk"]
 
 
 # ------------------------------------------------------------------ dangerous workspaces

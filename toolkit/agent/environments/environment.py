@@ -50,7 +50,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolkit.agent.environments import syscall_filter
 from toolkit.agent.environments.beneath import Tree
+from toolkit.agent.environments.disk_use import DiskBound
+from toolkit.agent.environments.pids_cgroup import PidsCgroup
 from toolkit.core.secrets import redact
 
 KINDS = ("auto", "bubblewrap", "local", "docker", "podman")
@@ -68,23 +71,28 @@ MASKED_DIRS = ("/etc/ssh", "/etc/sudoers.d", "/etc/ssl/private")
 KERNEL_INTERFACES = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")  # read-only inside
 SANDBOX_UID = SANDBOX_GID = 1000  # the sandbox's user: not root (a user namespace maps it to the caller)
 TRACE_FD = 9  # the git trace2 stream: a pipe the host owns (git takes a single digit here)
+RUN_DIR_BYTES = 16 * 2**20  # bubblewrap's /run (a tmpfs)
 RUN_OUTPUT_BYTES = 2**20  # the most the host reads of a one-off program's stdout (and of its stderr)
 HERE = Path(__file__).resolve().parent
 
 
 class Limits(BaseModel):
-    """Bounds on every process of a session (rlimits, set inside the environment before the command runs;
-    see docs/sandbox.md). ``processes`` counts the sandbox's own processes (its user namespace) under
-    bubblewrap; the kernel does not apply it to processes whose real user is root outside, nor under
-    ``local`` (where it would count all of the user's processes), which is said in the docs."""
+    """Bounds on a session (docs/environments.md, "Bounds and their settings"). rlimits are set inside
+    the environment before the command runs. ``processes`` is the session's pids cgroup where one can be
+    made (``pids_cgroup.py``, both kinds), else ``RLIMIT_NPROC`` under bubblewrap (which the kernel does not
+    apply when the toolkit runs as root: then a warning says so). ``disk_mb`` bounds how much the
+    workspace grows (``disk_use.py``: the session ends with the reason); ``tmp_mb`` sizes bubblewrap's
+    memory-backed scratch folders."""
 
     model_config = ConfigDict(extra="forbid")
 
     memory_mb: int = Field(4096, ge=16)  # RLIMIT_DATA of each process: heap and private writable mappings
-    processes: int = Field(1024, ge=8)  # RLIMIT_NPROC (bubblewrap only)
+    processes: int = Field(1024, ge=8)  # pids cgroup (threads count too), else RLIMIT_NPROC (bubblewrap only)
     cpu_s: int = Field(3600, ge=1)  # RLIMIT_CPU of each process, seconds
     file_size_mb: int = Field(2048, ge=1)  # RLIMIT_FSIZE: the largest file a process may write
     open_files: int = Field(1024, ge=16)  # RLIMIT_NOFILE
+    disk_mb: int = Field(4096, ge=0)  # how much the workspace may grow in a session (0: no bound)
+    tmp_mb: int = Field(1024, ge=1)  # bubblewrap: the size of /tmp and of /dev/shm (tmpfs, so memory), each
 
     def ulimit(self, processes: bool = True) -> str:
         nproc = f" -u {self.processes}" if processes else ""
@@ -103,6 +111,7 @@ class EnvironmentConfig(BaseModel):
     read_only: list[str] = Field(default_factory=list)  # extra host folders visible read-only
     writable: list[str] = Field(default_factory=list)  # extra host folders writable (e.g. a git remote)
     image: str = "python:3.11-slim"  # containers only
+    seccomp: bool = True  # bubblewrap: the system-call filter (syscall_filter.py); off lets strace/gdb run
     limits: Limits = Field(default_factory=Limits)
 
 
@@ -166,6 +175,13 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
+def _ppid(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 def _kill(pids: list[int]) -> None:
     for pid in pids:
         try:
@@ -206,6 +222,42 @@ class Environment:
                          agent_dir=True)  # the global level: a repository's own identity wins
         self.proc: asyncio.subprocess.Process | None = None
         self._lock: asyncio.Lock | None = None
+        self.cgroup: PidsCgroup | None = None
+        if self.uses_cgroup:
+            made = PidsCgroup.make(f"toolkit-{self.session_id}", self.config.limits.processes)
+            if isinstance(made, PidsCgroup):
+                self.cgroup = made
+                weakref.finalize(self, made.remove)
+            elif os.geteuid() == 0 and self.confined:
+                _warn_once(f"warning: limits.processes is not enforced ({made}; RLIMIT_NPROC does not bind root)")
+        self.disk = DiskBound([self.root, *self.scratch_on_disk()], self.config.limits.disk_mb * 2**20)
+        weakref.finalize(self, self.disk.close)
+        self.disk.watch(self._over_disk)
+
+    uses_cgroup = True  # the session's processes in a pids cgroup of their own, where one can be made
+
+    def scratch_on_disk(self) -> list[Path]:
+        """Folders besides the workspace where the session's commands write to the host's disk."""
+        return []
+
+    def exceeded(self) -> str | None:
+        """Why the session must end (a bound it passed), or None."""
+        return self.disk.exceeded
+
+    def _over_disk(self, reason: str) -> None:
+        """The watcher's end of the session: every process of it killed (the shell restarts refused)."""
+        print(f"warning: the session ends: {reason}", file=sys.stderr)
+        self.end_processes()
+
+    def end_processes(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.kill()
+        if self.proc is not None and self.proc.returncode is None:
+            _kill([self.proc.pid, *descendants(self.proc.pid)])
+        self.kill_strays()
+
+    def enter_cgroup(self, argv: list[str]) -> list[str]:
+        return self.cgroup.enter(argv) if self.cgroup is not None else argv
 
     # ------------------------------------------------------------------ what every command gets
     def env(self, trace_git: bool = True) -> dict[str, str]:
@@ -244,7 +296,9 @@ class Environment:
         folder.mkdir(exist_ok=True)
         return str(folder)
 
-    def wrap(self, argv: list[str], persistent: bool = False) -> list[str]:
+    def wrap(self, argv: list[str], persistent: bool = False, fds: list[int] | None = None) -> list[str]:
+        """The command line that runs ``argv`` in the environment; descriptors it needs in the child are
+        appended to ``fds`` (the caller passes them and closes them once the child has started)."""
         raise NotImplementedError
 
     def bounded(self, argv: list[str], persistent: bool = False, processes: bool = True) -> list[str]:
@@ -265,8 +319,12 @@ class Environment:
         ``RUN_OUTPUT_BYTES`` of each stream (the rest is counted, not read), within ``timeout``."""
         stdin = subprocess.PIPE if input is not None else subprocess.DEVNULL
         with tempfile.TemporaryFile(dir=self.session_dir) as out, tempfile.TemporaryFile(dir=self.session_dir) as err:
-            proc = subprocess.Popen(self.wrap(list(argv)), cwd=self.root, env=self.env(trace_git),
-                                    start_new_session=True, stdout=out, stderr=err, stdin=stdin)
+            fds: list[int] = []
+            try:
+                proc = subprocess.Popen(self.wrap(list(argv), fds=fds), cwd=self.root, env=self.env(trace_git),
+                                        start_new_session=True, stdout=out, stderr=err, stdin=stdin, pass_fds=fds)
+            finally:
+                _close(fds)
             code, note = None, ""
             try:
                 proc.communicate(input.encode() if input is not None else None, timeout=timeout)
@@ -284,10 +342,15 @@ class Environment:
     # ------------------------------------------------------------------ the persistent shell
     async def start(self) -> None:
         if self.proc is None or self.proc.returncode is not None:
-            self.proc = await asyncio.create_subprocess_exec(
-                *self.wrap(["bash", "--noprofile", "--norc"], persistent=True), stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, cwd=self.root, env=self.env(),
-                start_new_session=True, limit=2**20, pass_fds=(self.trace.write_fd,))
+            fds: list[int] = []
+            try:
+                self.proc = await asyncio.create_subprocess_exec(
+                    *self.wrap(["bash", "--noprofile", "--norc"], persistent=True, fds=fds),
+                    stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+                    cwd=self.root, env=self.env(), start_new_session=True, limit=2**20,
+                    pass_fds=(self.trace.write_fd, *fds))
+            finally:
+                _close(fds)
 
     def shell_pid(self) -> int | None:
         """The host PID of the persistent bash (below the wrapper: subreaper, bwrap's init, …)."""
@@ -309,6 +372,21 @@ class Environment:
             return await self._execute(command, timeout, max_output_chars)
 
     async def _execute(self, command: str, timeout: float, max_output_chars: int) -> ExecResult:
+        if self.exceeded():
+            raise BoundExceeded(f"the session ends: {self.exceeded()}")
+        try:
+            result = await self._run_in_shell(command, timeout, max_output_chars)
+        except ShellExited:
+            if self.exceeded():
+                raise BoundExceeded(f"the session ends: {self.exceeded()}") from None
+            raise
+        reason = self.disk.check(cheap=True)
+        if reason:
+            self.end_processes()
+            raise BoundExceeded(f"the session ends: {reason}")
+        return result
+
+    async def _run_in_shell(self, command: str, timeout: float, max_output_chars: int) -> ExecResult:
         await self.start()
         proc = self.proc
         marker = f"__DONE_{uuid.uuid4().hex}__"
@@ -355,8 +433,17 @@ class Environment:
     def kill_command(self) -> None:
         """Kill what the current command started, keep the shell."""
         shell = self.shell_pid()
-        if shell is not None:
-            _kill(list(reversed(descendants(shell))))
+        if shell is None or self.proc is None:
+            return
+        chain, pid = {shell}, shell  # the wrapper's processes down to the shell stay
+        while pid not in (self.proc.pid, 0, 1):
+            pid = _ppid(pid)
+            chain.add(pid)
+        for _ in range(100):  # again while a fork races the kill; orphans are still below the wrapper
+            victims = [p for p in descendants(self.proc.pid) if p not in chain]
+            if not victims:
+                return
+            _kill(list(reversed(victims)))
 
     async def stop_shell(self) -> None:
         """End the shell and every process of the session (the wrapper's whole tree)."""
@@ -395,8 +482,11 @@ class Environment:
 
     # ------------------------------------------------------------------ the end
     async def stop(self) -> None:
+        self.disk.close()
         await self.stop_shell()
         self.kill_strays()
+        if self.cgroup is not None:
+            self.cgroup.kill()
         self.disarm()
         self.discard()
 
@@ -441,11 +531,18 @@ class Environment:
         if self.proc is not None and self.proc.returncode is None:
             _kill([self.proc.pid, *descendants(self.proc.pid)])
         self.trace.close()
+        self.disk.close()
+        if self.cgroup is not None:
+            self.cgroup.remove()
         shutil.rmtree(self.session_dir, ignore_errors=True)
 
 
 class ShellExited(Exception):
     pass
+
+
+class BoundExceeded(ShellExited):
+    """The session passed one of its bounds (``Environment.exceeded()`` says which); it ends."""
 
 
 class TraceReader:
@@ -531,6 +628,11 @@ def _head(file) -> str:
     return text
 
 
+def _close(fds: list[int]) -> None:
+    for fd in fds:
+        os.close(fd)
+
+
 def _q(path: os.PathLike | str) -> str:
     return shlex.quote(str(path))
 
@@ -542,9 +644,12 @@ class LocalEnvironment(Environment):
     name = "local"
     confined = False
 
-    def wrap(self, argv: list[str], persistent: bool = False) -> list[str]:
-        return [sys.executable, "-I", "-S", str(HERE / "subreaper.py"),  # -S: no site, a faster start
-                *self.bounded(argv, persistent, processes=False)]
+    def scratch_on_disk(self) -> list[Path]:
+        return [Path(self.tmpdir())]  # TMPDIR: the session's folder
+
+    def wrap(self, argv: list[str], persistent: bool = False, fds: list[int] | None = None) -> list[str]:
+        return self.enter_cgroup([sys.executable, "-I", "-S", str(HERE / "subreaper.py"),  # -S: a faster start
+                                  *self.bounded(argv, persistent, processes=False)])
 
 
 @functools.lru_cache(maxsize=1)
@@ -587,7 +692,9 @@ class BubblewrapEnvironment(Environment):
                 args += ["--ro-bind", d, d]
         args += [x for f in MASKED_FILES if os.path.isfile(f) for x in ("--ro-bind", "/dev/null", f)]
         args += [x for d in MASKED_DIRS if os.path.isdir(d) for x in ("--tmpfs", d)]
-        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]
+        tmp = str(self.config.limits.tmp_mb * 2**20)  # memory-backed scratch, each with a size; /dev itself read-only
+        args += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev", "--size", tmp, "--tmpfs", "/dev/shm",
+                 "--size", tmp, "--tmpfs", "/tmp", "--size", str(RUN_DIR_BYTES), "--tmpfs", "/run"]
         args += [x for p in KERNEL_INTERFACES if os.path.exists(p) for x in ("--ro-bind", p, p)]
         python = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
                   str(Path(sys.executable).resolve().parents[1]), *self.config.read_only}
@@ -603,8 +710,24 @@ class BubblewrapEnvironment(Environment):
     def tmpdir(self) -> str:
         return "/tmp"  # the sandbox's own (a tmpfs that ends with it)
 
-    def wrap(self, argv: list[str], persistent: bool = False) -> list[str]:
-        return [self.exe, *self.bwrap_args(), "--", *self.bounded(argv, persistent)]
+    def scratch_on_disk(self) -> list[Path]:
+        return []  # /tmp, /dev/shm and /run: tmpfs with a size
+
+    def wrap(self, argv: list[str], persistent: bool = False, fds: list[int] | None = None) -> list[str]:
+        return self.enter_cgroup([self.exe, *self.bwrap_args(), *self.filter_args(fds), "--",
+                                  *self.bounded(argv, persistent)])
+
+    def filter_args(self, fds: list[int] | None) -> list[str]:
+        """``--seccomp FD`` with a fresh descriptor holding the filter (``syscall_filter.py``), appended to
+        ``fds``; none when the role turns it off, and a one-line warning when libseccomp is missing."""
+        if not self.config.seccomp or fds is None:
+            return []
+        fd = syscall_filter.fd()
+        if fd is None:
+            _warn_once(f"warning: bubblewrap without a system-call filter: {syscall_filter.program()}")
+            return []
+        fds.append(fd)
+        return ["--seccomp", str(fd)]
 
     def describe(self) -> str:
         return f"bubblewrap (network: {'host' if self.config.network else 'loopback only'})"
@@ -613,6 +736,8 @@ class BubblewrapEnvironment(Environment):
 class ContainerEnvironment(Environment):
     """docker / podman: the workspace mounted into a container (``--network none`` unless ``network``).
     Not exercised by the tests here (no daemon on this machine); ``problem()`` says why in one line."""
+
+    uses_cgroup = False  # the engine's own
 
     def __init__(self, *args, engine: str = "docker", **kwargs):
         self.name = engine
@@ -637,7 +762,7 @@ class ContainerEnvironment(Environment):
             return "no daemon answers (" + (out.stderr.strip().splitlines() or ["docker info failed"])[-1] + ")"
         return None
 
-    def wrap(self, argv: list[str], persistent: bool = False) -> list[str]:
+    def wrap(self, argv: list[str], persistent: bool = False, fds: list[int] | None = None) -> list[str]:
         mounts = [x for p in [self.root, *self.writable] for x in ("-v", f"{p}:{p}")]
         mounts += ["-v", f"{self.session_dir}:{self.session_dir}:ro"]
         mounts += [x for p in self.config.read_only for x in ("-v", f"{p}:{p}:ro")]

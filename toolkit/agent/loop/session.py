@@ -99,7 +99,7 @@ class Session:
                            self.context,
                            eval_mode=role.eval if eval_mode is None else eval_mode,
                            native_tools=role.native_tools if native_tools is None else native_tools,
-                           ran_eval_git=self.environment.ran_eval_git)
+                           ran_eval_git=self.environment.ran_eval_git, exceeded=self.environment.exceeded)
         self.ended_by: str | None = None
         self.result: SessionResult | None = None
         self._started = time.perf_counter()

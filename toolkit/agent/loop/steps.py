@@ -46,7 +46,7 @@ class Submitted(AgentExit):
 class LimitsExceeded(AgentExit):
     def __init__(self, limit: str):
         super().__init__(limit)
-        self.ended_by = limit  # max_steps, wall_clock or budget
+        self.ended_by = limit  # max_steps, wall_clock, budget or disk
 
 
 class EvalGit(AgentExit):
@@ -133,6 +133,7 @@ class Agent:
     eval_mode: bool = False
     native_tools: bool = False
     ran_eval_git: Callable[[], bool] = lambda: False
+    exceeded: Callable[[], str | None] = lambda: None  # the environment's bound the session passed (disk)
     memory: Memory = field(init=False)
     steps: int = 0
     stop_requested: bool = False
@@ -173,6 +174,8 @@ class Agent:
             raise LimitsExceeded("wall_clock")
         if self.limits.budget_usd is not None and (self.log.cost_usd or 0) >= self.limits.budget_usd:
             raise LimitsExceeded("budget")
+        if self.exceeded():
+            raise LimitsExceeded("disk")
 
     async def step(self) -> None:
         """One think → act step (raises ``AgentExit`` when the session is over)."""

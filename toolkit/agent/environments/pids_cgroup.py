@@ -1,0 +1,141 @@
+"""A pids cgroup per session: the process bound that holds when the toolkit runs as root.
+
+``RLIMIT_NPROC`` does not apply to a process whose real user outside every user namespace is root, so
+under root the sandbox's ``ulimit -u`` bounds nothing. A pids cgroup does: the session's cgroup
+(``toolkit-<session>`` below the toolkit's own) has ``pids.max = limits.processes``, every process of the
+session starts in it (a ``sh`` that writes its own PID to ``cgroup.procs``, then becomes the command) and
+forks beyond the bound fail with EAGAIN. At the end every process left in it is killed and it is removed.
+
+Where it is made: the cgroup v1 ``pids`` hierarchy, or cgroup v2 where the toolkit's cgroup offers the
+``pids`` controller to its children (``cgroup.subtree_control``). Creating one needs write access there
+(root, or a delegated cgroup); elsewhere ``make`` says why not in one line and ``RLIMIT_NPROC`` (which does
+hold for a user that is not root) is the bound. Only v1 is exercised by the tests here (this machine has
+no v2 pids controller).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def hierarchy(mountinfo: str, cgroups: str) -> tuple[Path, str] | None:
+    """The folder of this process's pids cgroup and the hierarchy's version ("v1" or "v2"), from the text
+    of ``/proc/self/mountinfo`` and ``/proc/self/cgroup``; None when there is no pids controller."""
+    own = {}
+    for line in cgroups.splitlines():
+        number, controllers, path = line.split(":", 2)
+        own["v2" if number == "0" and not controllers else "v1" if "pids" in controllers.split(",") else ""] = path
+    found = {}
+    for line in mountinfo.splitlines():
+        fields, _, fs = line.partition(" - ")
+        fields, fs = fields.split(), fs.split()
+        if len(fields) < 5 or len(fs) < 3:
+            continue
+        root, point = fields[3], fields[4]
+        version = "v2" if fs[0] == "cgroup2" else "v1" if fs[0] == "cgroup" and "pids" in fs[2].split(",") else ""
+        if version in own and version not in found:
+            path = own[version]
+            if root != "/" and (path == root or path.startswith(root + "/")):
+                path = path[len(root):]
+            found[version] = Path(point.replace("\\040", " ")) / path.lstrip("/")
+    if "v1" in found:
+        return found["v1"], "v1"
+    if "v2" in found and "pids" in _read(found["v2"] / "cgroup.controllers").split():
+        return found["v2"], "v2"
+    return None
+
+
+@dataclass
+class PidsCgroup:
+    path: Path
+    version: str
+
+    @classmethod
+    def make(cls, name: str, max_pids: int) -> PidsCgroup | str:
+        """A new cgroup ``name`` bounded to ``max_pids`` processes (threads count too), or why there is none."""
+        try:
+            found = hierarchy(_read(Path("/proc/self/mountinfo")), _read(Path("/proc/self/cgroup")))
+        except OSError as exc:
+            return f"no pids cgroup: {exc}"
+        if found is None:
+            return "no pids cgroup controller on this machine"
+        parent, version = found
+        try:
+            if version == "v2" and "pids" not in _read(parent / "cgroup.subtree_control").split():
+                (parent / "cgroup.subtree_control").write_text("+pids")
+            path = parent / name
+            path.mkdir()
+        except OSError as exc:
+            return f"no pids cgroup can be made in {parent}: {exc.strerror or exc}"
+        try:
+            (path / "pids.max").write_text(str(max_pids))
+        except OSError as exc:
+            path.rmdir()
+            return f"no pids cgroup: pids.max not writable ({exc.strerror or exc})"
+        return cls(path, version)
+
+    def enter(self, argv: list[str]) -> list[str]:
+        """``argv`` started inside the cgroup: a ``sh`` moves itself in, then becomes ``argv``. If the move
+        fails the command does not run (exit 126)."""
+        return ["/bin/sh", "-c", 'echo $$ > "$0" || exit 126; exec "$@"', str(self.path / "cgroup.procs"), *argv]
+
+    def pids(self) -> list[int]:
+        try:
+            return [int(x) for x in _read(self.path / "cgroup.procs").split()]
+        except (OSError, ValueError):
+            return []
+
+    def current(self) -> int:
+        """How many processes and threads are in the cgroup now."""
+        try:
+            return int(_read(self.path / "pids.current"))
+        except (OSError, ValueError):
+            return 0
+
+    def refused(self) -> int:
+        """How many forks the bound has refused so far (``pids.events``: ``max N``)."""
+        try:
+            return int(dict(line.split() for line in _read(self.path / "pids.events").splitlines()).get("max", 0))
+        except (OSError, ValueError):
+            return 0
+
+    def kill(self, passes: int = 100) -> None:
+        """Kill every process in the cgroup (again while a fork races the kill)."""
+        if (self.path / "cgroup.kill").exists():  # v2: the kernel kills them all at once
+            try:
+                (self.path / "cgroup.kill").write_text("1")
+            except OSError:
+                pass
+        for _ in range(passes):
+            pids = self.pids()
+            if not pids:
+                return
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            time.sleep(0.01)
+
+    def remove(self) -> None:
+        """Kill what is left and remove the cgroup (a killed process leaves it a moment later)."""
+        if not self.path.exists():
+            return
+        self.kill()
+        for _ in range(200):
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.01)
+
+
+def _read(path: Path) -> str:
+    with open(path) as f:
+        return f.read(2**20)
