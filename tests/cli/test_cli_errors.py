@@ -59,7 +59,23 @@ def work(tmp_path, monkeypatch):
         "sweep_dead_endpoint.yaml": "name: x\nnotebook: experiments/werewolf.ipynb\n"
                                     "grid: {wolf_model: [heuristic, 'openai:x@http://127.0.0.1:1/v1']}\n",
         "sweep_no_notebook.yaml": "name: x\nnotebook: experiments/nope.ipynb\ngrid: {model: [heuristic]}\n",
+        # issue 21: values that used to run (all-heuristic games, a cell without games, a kernel grown to 22 GB)
+        "sweep_seat99.yaml": "name: x\nnotebook: experiments/werewolf.ipynb\ngrid: {seats: [{Player99: random}]}\n",
+        "sweep_negative.yaml": "name: x\nnotebook: experiments/werewolf.ipynb\ngrid: {n_games: [-5]}\n",
+        "sweep_zero.yaml": "name: x\nnotebook: experiments/werewolf.ipynb\nparameters: {n_games: 0}\n"
+                           "grid: {model: [heuristic]}\n",
+        "sweep_huge.yaml": "name: x\nnotebook: experiments/werewolf.ipynb\ngrid: {n_games: [1000000000000]}\n",
+        "sweep_type.yaml": "name: x\nnotebook: experiments/werewolf.ipynb\ngrid: {n_games: [ten]}\n",
+        "sweep_bool.yaml": "name: x\nnotebook: experiments/werewolf.ipynb\ngrid: {reflection: [0, 1]}\n",
+        "sweep_not_notebook.yaml": "name: x\nnotebook: not_a_notebook.ipynb\ngrid: {model: [heuristic]}\n",
+        "tournament_twice.yaml": "name: t\nmodels: [heuristic, random]\npresets: [classic7, classic7]\ngames: 1\n",
+        "tournament_both.yaml": "name: t\nmodels: [heuristic, random]\npresets: [classic7]\ngames: 4\n"
+                                "half_width: 0.1\n",
+        "tournament_narrow.yaml": "name: t\nmodels: [heuristic, random]\npresets: [classic7]\nhalf_width: 0.0001\n",
+        "tournament_huge.yaml": "name: t\nmodels: [heuristic, random]\npresets: [classic7]\ngames: 1000000\n",
     }
+    (tmp_path / "not_a_notebook.ipynb").write_text("print('every cell would run and fail')\n")
+    (tmp_path / "wolf_true.yaml").write_text(PRESET.read_text().replace("Werewolf: 2", "Werewolf: true"))
     for name, text in sweeps.items():
         (tmp_path / name).write_text(text)
     (tmp_path / "runs_no_games").mkdir()
@@ -126,6 +142,23 @@ CASES = [
     (["sweep", "sweep_no_notebook.yaml"], "notebook experiments/nope.ipynb not found"),
     (["sweep", "sweep_typo.yaml", "--results", "a_file.txt"], "is a file"),
     (["sweep", "sweep_typo.yaml", "--workers", "0"], "--workers must be at least 1"),
+    (["sweep", "sweep_seat99.yaml"], "seats: 'Player99' is not a seat of classic7"),
+    (["sweep", "sweep_negative.yaml"], "n_games must be at least 1, got -5"),
+    (["sweep", "sweep_zero.yaml"], "n_games must be at least 1, got 0"),
+    (["sweep", "sweep_huge.yaml"], "at most 100000 games per cell"),
+    (["sweep", "sweep_type.yaml"], "n_games = 'ten' is a str, but werewolf.ipynb's parameters cell sets n_games = 20"),
+    (["sweep", "sweep_bool.yaml"], "reflection = 0 is a int"),
+    (["sweep", "sweep_not_notebook.yaml"], "notebook not_a_notebook.ipynb is not a Jupyter notebook"),
+    (["play", "--seat", "Player3=random", "--seat", "Player3=heuristic"], "--seat Player3 is given twice"),
+    (["play", "--seat", "Player3=random,Player3=heuristic"], "--seat Player3 is given twice"),
+    (["play", "--roles", ""], "--roles must look like"),
+    (["play", "--preset", "wolf_true.yaml"], "Werewolf: a count must be a whole number, not True"),
+    (["tournament", "tournament_twice.yaml", "--plan"], "classic7 listed more than once"),
+    (["tournament", "tournament_twice.yaml"], "classic7 listed more than once"),
+    (["tournament", "tournament_both.yaml", "--plan"], "games (4) and half_width (0.1) both set"),
+    (["tournament", "tournament_narrow.yaml", "--plan"], "at most 100,000 games in one tournament"),
+    (["tournament", "tournament_huge.yaml", "--plan"], "plans 4,000,000 games: the plan alone would need ~15.7 GB"),
+    (["tournament", "tournament_huge.yaml"], "at most 100,000 games"),
 ]
 
 

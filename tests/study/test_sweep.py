@@ -66,24 +66,35 @@ def test_kill_9_then_rerun_finishes_the_grid_without_loss_or_duplicates(tmp_path
 
 
 def test_failed_cell_is_recorded_and_the_others_finish(tmp_path):
+    """A cell that fails while it runs (every setting is checked before: a bad preset is refused up front, so
+    the failure here is one the notebook raises) is recorded, and the other cell still finishes."""
+    import nbformat
+
+    notebook = nbformat.read(REPO / "experiments" / "werewolf.ipynb", as_version=4)
+    params = next(c for c in notebook.cells if "parameters" in c.metadata.get("tags", []))
+    params.source += "\nfail_with = None\n"
+    notebook.cells.insert(notebook.cells.index(params) + 1,
+                          nbformat.v4.new_code_cell("if fail_with:\n    raise RuntimeError(fail_with)"))
+    nbformat.write(notebook, tmp_path / "failing.ipynb")
     path = tmp_path / "fails.yaml"
     path.write_text("""name: fails
-notebook: experiments/werewolf.ipynb
+notebook: failing.ipynb
 parameters: {n_games: 3}
 grid:
-  preset: [classic7, no-such-preset]
+  fail_with: ["", "the cell broke at run time"]
 """)
     out = subprocess.run([sys.executable, "-m", "toolkit", "sweep", str(path), "--results", str(tmp_path / "r")],
                          cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 1 and "failed: 1" in out.stdout
-    summary = pd.read_parquet(tmp_path / "r" / "fails" / "summary.parquet").set_index("preset")
-    assert summary.loc["classic7", "ok"] and summary.loc["classic7", "games"] == 3
-    assert not summary.loc["no-such-preset", "ok"] and "no preset" in summary.loc["no-such-preset", "error"]
+    assert out.returncode == 1 and "failed: 1" in out.stdout, out.stderr[-2000:]
+    summary = pd.read_parquet(tmp_path / "r" / "fails" / "summary.parquet").set_index("fail_with")
+    assert summary.loc["", "ok"] and summary.loc["", "games"] == 3
+    broken = summary.loc["the cell broke at run time"]
+    assert not broken["ok"] and "the cell broke at run time" in broken["error"]
     # the kernels' own logging (an ERROR "KeyboardInterrupt caught in kernel." at each shutdown) goes to each
     # cell's kernel.log, not to the sweep's terminal; a failed cell's error names that log
     assert "KeyboardInterrupt" not in out.stderr and "IPKernelApp" not in out.stderr, out.stderr[-2000:]
     logs = sorted((tmp_path / "r" / "fails").glob("*/kernel.log"))
-    assert len(logs) == 2 and "kernel.log" in summary.loc["no-such-preset", "error"]
+    assert len(logs) == 2 and "kernel.log" in broken["error"]
 
 
 def test_the_readme_papermill_command(tmp_path):

@@ -41,7 +41,11 @@ def pairs(items: list[str], what: str) -> dict[str, str]:
             key, sep, value = part.partition("=")
             if not sep or not key.strip() or not value.strip():
                 raise FileError(f"{what} must look like Player3=VALUE, got {one_line(part, 80)!r}")
-            out[key.strip()] = value.strip()
+            key, value = key.strip(), value.strip()
+            if key in out:  # the later one would silently win
+                raise FileError(f"{what} {key} is given twice ({one_line(out[key], 40)} and {one_line(value, 40)});"
+                                " give each once")
+            out[key] = value
     return out
 
 

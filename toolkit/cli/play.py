@@ -55,7 +55,7 @@ def check_play(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str]
         if seat not in preset.seats:
             raise FileError(f"--seat {seat}: no such seat in {preset.name}{did_you_mean(seat, preset.seats)}; "
                             f"seats are {preset.seats[0]}..{preset.seats[-1]}")
-    roles = pairs([args.roles], "--roles") if args.roles else None
+    roles = pairs([args.roles], "--roles") if args.roles is not None else None  # "" is refused, not ignored
     specs = {seat: seats.get(seat, args.model) for seat in preset.seats}
     for spec in dict.fromkeys([args.model, *seats.values()]):
         check_spec(spec, preset.seats, "--seat" if spec != args.model else "--model")
@@ -68,7 +68,7 @@ def check_play(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str]
     try:
         Game(preset, args.seed, roles)
     except ValueError as exc:
-        raise FileError(f"{'--roles' if args.roles else 'roles'}: {one_line(exc)}") from None
+        raise FileError(f"{'--roles' if args.roles is not None else 'roles'}: {one_line(exc)}") from None
     out_folder(args.out)
     return seats, roles
 

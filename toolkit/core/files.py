@@ -225,6 +225,21 @@ class TournamentFile(BaseModel):
     def _name(cls, value: Any) -> str:
         return safe_name(value, "name")
 
+    @field_validator("models", "presets")
+    @classmethod
+    def _distinct(cls, value: list[str]) -> list[str]:
+        twice = sorted({x for x in value if value.count(x) > 1})
+        if twice:  # a preset listed twice would double its games, a model twice its matchups
+            raise ValueError(f"{', '.join(twice)} listed more than once; list each once")
+        return value
+
+    @model_validator(mode="after")
+    def _one_size(self) -> "TournamentFile":
+        if self.games is not None and self.half_width is not None:
+            raise ValueError(f"games ({self.games}) and half_width ({self.half_width}) both set the tournament's "
+                             "size; give one (games per matchup, or the half-width that decides it)")
+        return self
+
 
 # --------------------------------------------------------------------------------------- scripted games
 class ScriptedDecision(BaseModel):

@@ -56,12 +56,70 @@ def seat_models(preset: str, seed: int, model: str, wolf_model: str | None, vill
     return out
 
 
+# A cell's games are held in memory as configs and rows while it plays: past this many the cell is refused up
+# front (split it with repeats or seeds). The estimate's figures were measured on this project's machine:
+# ~320 bytes per GameConfig (tracemalloc, 100000 configs) and ~0.075 s per heuristic game (seed 0-9, no tables).
+MAX_GAMES_PER_CELL = 100_000
+CONFIG_BYTES = 320
+HEURISTIC_GAME_S = 0.075
+
+
+def _size(n: float, unit: str, steps: list[tuple[float, str]]) -> str:
+    for factor, name in steps:
+        if n >= factor:
+            return f"{n / factor:,.0f} {name}"
+    return f"{n:,.0f} {unit}"
+
+
+def check_games(n_games: object, what: str = "n_games") -> int:
+    """A number of games a cell can play: a whole number from 1 to MAX_GAMES_PER_CELL; a huge one is refused
+    with what it would need (memory for its configs alone, time at heuristic speed)."""
+    if isinstance(n_games, bool) or not isinstance(n_games, int):
+        raise ValueError(f"{what} must be a whole number of games, got {n_games!r}")
+    if n_games < 1:
+        raise ValueError(f"{what} must be at least 1, got {n_games} (a cell without games measures nothing)")
+    if n_games > MAX_GAMES_PER_CELL:
+        memory = _size(n_games * CONFIG_BYTES, "bytes", [(1e12, "TB"), (1e9, "GB"), (1e6, "MB")])
+        hours = n_games * HEURISTIC_GAME_S / 3600
+        time = _size(hours, "hours", [(24 * 365, "years"), (24, "days")])
+        raise ValueError(f"{what} {n_games} would need ~{memory} for its games' configs alone and ~{time} even "
+                         f"at heuristic speed; at most {MAX_GAMES_PER_CELL} games per cell (split it with repeats)")
+    return n_games
+
+
+def check_werewolf_parameters(params: dict[str, object]) -> None:
+    """What ``run_werewolf_cell`` would take, checked before any game: the preset exists, ``n_games`` and
+    ``seed`` are whole numbers (``check_games``), ``seats`` names seats of the preset with spec strings, the
+    models are strings. Raises ``ValueError`` (one line naming the parameter)."""
+    preset = load_preset(str(params.get("preset", "classic7")))
+    check_games(params.get("n_games", 20))
+    seed = params.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed must be a whole number, got {seed!r}")
+    for key in ("model", "wolf_model", "village_model"):
+        value = params.get(key)
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"{key} must be a model spec (a string), got {value!r}")
+    seats = params.get("seats")
+    if seats is None:
+        return
+    if not isinstance(seats, dict):
+        raise ValueError(f"seats must map seat names to specs, e.g. {{Player3: random}}, got {seats!r}")
+    for seat, spec in seats.items():
+        if seat not in preset.seats:
+            raise ValueError(f"seats: {seat!r} is not a seat of {preset.name} (seats are "
+                             f"{preset.seats[0]}..{preset.seats[-1]})")
+        if not isinstance(spec, str):
+            raise ValueError(f"seats.{seat} must be a model spec (a string), got {spec!r}")
+
+
 def run_werewolf_cell(results_dir: str, preset: str = "classic7", n_games: int = 20, seed: int = 0,
                       model: str = "heuristic", wolf_model: str | None = None, village_model: str | None = None,
                       seats: dict[str, str] | None = None, reflection: bool = False, experience: bool = False,
                       temperature: float | None = None, concurrency: int = 16, experiment: str = "werewolf",
                       progress: bool = False) -> Results:
     params = {k: v for k, v in locals().items() if k not in ("progress",)}
+    check_werewolf_parameters(params)  # a seat the preset lacks would be ignored: every game all-default
     with cell_lock(results_dir):
         done = finished_seeds(results_dir)
         todo = [s for s in range(seed, seed + n_games) if s not in done]

@@ -7,6 +7,7 @@ a failed cell is recorded with its error and does not stop the others, and the s
 
 from __future__ import annotations
 
+import ast
 import ctypes
 import hashlib
 import itertools
@@ -28,9 +29,13 @@ from toolkit.analysis import plots as P
 from toolkit.llm.local import study_server
 from toolkit.record.load import games_with_params, load
 from toolkit.core import data
-from toolkit.core.files import FileError, SweepFile, did_you_mean, load_file
+from toolkit.core.files import FileError, SweepFile, did_you_mean, load_file, one_line
+from toolkit.study.experiments import check_werewolf_parameters
 
 REPO = data.root()  # relative notebook paths start here: the repository, or the installed package's data
+
+
+WEREWOLF_PARAMETERS = {"preset", "n_games", "seed", "seats"}  # run_werewolf_cell's: its parameters are checked
 
 
 @dataclass
@@ -57,14 +62,44 @@ def cell_id(chosen: dict[str, Any]) -> str:
     return f"{readable}__{digest}"
 
 
-def notebook_parameters(notebook: Path) -> list[str] | None:
-    """The names in the notebook's ``parameters`` cell (None where papermill cannot tell)."""
+UNKNOWN = object()  # a parameter whose default is an expression: any value passes
+
+
+def notebook_parameters(notebook: Path, source: str | Path = "sweep") -> dict[str, Any]:
+    """The names in the notebook's ``parameters`` cell, each with its default's value (``UNKNOWN`` where the
+    default is not a literal). A file that is not a Jupyter notebook is a ``FileError``: papermill would run
+    it anyway and fail every cell."""
+    import nbformat
     import papermill  # its Jupyter stack takes seconds to import: only sweeps need it, not every CLI command
 
     try:
-        return list(papermill.inspect_notebook(str(notebook)))
-    except Exception:  # an unreadable notebook is reported when it runs; here we only check names
-        return None
+        nbformat.validate(nbformat.read(str(notebook), as_version=4))
+        found = papermill.inspect_notebook(str(notebook))
+    except Exception as exc:  # NotJSONError, ValidationError, a missing key, a cell that is not code ...
+        raise FileError(f"{source}: notebook {notebook.name} is not a Jupyter notebook "
+                        f"({one_line(exc, 120)})") from None
+    out: dict[str, Any] = {}
+    for name, info in found.items():
+        try:
+            out[name] = ast.literal_eval(info.get("default") or "")
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            out[name] = UNKNOWN
+    return out
+
+
+def check_type(key: str, value: Any, default: Any, source: str | Path, notebook: str) -> None:
+    """A value the notebook's default has the type of (None there: anything; a float takes a whole number;
+    a bool is not a number)."""
+    if default is None or default is UNKNOWN:
+        return
+    expected = type(default)
+    ok = isinstance(value, expected) and (isinstance(value, bool) == isinstance(default, bool))
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        ok = True
+    if not ok:
+        raise FileError(f"{source}: {key} = {one_line(repr(value), 60)} is a {type(value).__name__}, but "
+                        f"{notebook}'s parameters cell sets {key} = {one_line(repr(default), 40)} "
+                        f"(a {expected.__name__})")
 
 
 def load_sweep(path: str | Path, results_root: str | Path = "results") -> tuple[dict[str, Any], list[Cell]]:
@@ -79,12 +114,16 @@ def load_sweep(path: str | Path, results_root: str | Path = "results") -> tuple[
     if not notebook.is_file():
         raise FileError(f"{path}: notebook {sweep.notebook} not found (relative paths start at the repository "
                         "or the sweep file's folder)")
-    known = notebook_parameters(notebook)
-    if known is not None:
-        for key in [*sweep.parameters, *sweep.grid]:
-            if key not in known:
-                raise FileError(f"{path}: {key!r} is not a parameter of {notebook.name}"
-                                f"{did_you_mean(key, known)}; its parameters are {', '.join(known)}")
+    known = notebook_parameters(notebook, path)
+    for key in [*sweep.parameters, *sweep.grid]:
+        if key not in known:
+            raise FileError(f"{path}: {key!r} is not a parameter of {notebook.name}"
+                            f"{did_you_mean(key, list(known))}; its parameters are {', '.join(known)}")
+    for key, value in sweep.parameters.items():
+        check_type(key, value, known[key], path, notebook.name)
+    for key, values in sweep.grid.items():
+        for value in values:
+            check_type(key, value, known[key], path, notebook.name)
     root = Path(results_root).resolve()
     if root.exists() and not root.is_dir():
         raise FileError(f"--results {results_root}: is a file, not a folder")
@@ -100,6 +139,12 @@ def load_sweep(path: str | Path, results_root: str | Path = "results") -> tuple[
             if r:
                 params["seed"] = int(params.get("seed", 0)) + 10000 * r
             cells.append(Cell(sweep.name, cid, str(notebook.resolve()), str(folder), params, chosen))
+    if WEREWOLF_PARAMETERS <= set(known):  # a werewolf cell (experiments/werewolf.ipynb or a copy of it)
+        for cell in cells:
+            try:
+                check_werewolf_parameters({k: v for k, v in cell.parameters.items() if k in known})
+            except ValueError as exc:
+                raise FileError(f"{path}: cell {cell.grid_values or cell.cell_id}: {one_line(exc)}") from None
     seen: dict[str, Cell] = {}
     for cell in cells:
         if cell.folder in seen:

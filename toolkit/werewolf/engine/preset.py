@@ -32,6 +32,16 @@ class Preset(BaseModel):
     protect_and_save: Literal["survive", "die"] = "survive"  # victim both protected and saved on one night
     max_days: int = Field(10, ge=1)
 
+    @field_validator("roles", "max_days", mode="before")
+    @classmethod
+    def _whole_numbers(cls, value: object) -> object:
+        """A count is a whole number: ``Werewolf: true`` would otherwise count as one wolf, ``2.7`` as an error
+        far from the file."""
+        for key, count in (value.items() if isinstance(value, dict) else [("max_days", value)]):
+            if isinstance(count, bool) or not isinstance(count, int):
+                raise ValueError(f"{key}: a count must be a whole number, not {count!r}")
+        return value
+
     @field_validator("roles")
     @classmethod
     def _known_roles(cls, roles: dict[str, int]) -> dict[str, int]:
