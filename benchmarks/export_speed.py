@@ -1,9 +1,13 @@
 """Export speed per format (games per second, tables already loaded; loading is printed apart) over the example
 games, and the size of the HTML replay per game (the example games, which log no calls, and a game against the
-loopback server whose every call's prompt and answer is in the page). Target: >= 100 games/s for every file
-format.
+loopback server whose every call's prompt and answer is in the page) and per engineer session (a scripted
+session of the offline suite). Target: >= 100 games/s for every file format.
 
-    python benchmarks/export_speed.py [--games N] [RESULTS]
+Each line gives games/s by the wall clock and by this process's CPU time: on a machine other work shares, the
+wall figure falls with the load and the CPU figure much less. ``--against REV`` also times the Inspect exporter
+as it was at git revision REV, in the same run, beside today's.
+
+    python benchmarks/export_speed.py [--games N] [--against REV] [RESULTS]
 """
 
 from __future__ import annotations
@@ -11,9 +15,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,16 +30,26 @@ from toolkit.record.load import load  # noqa: E402
 
 
 def timed(label: str, n: int, fn) -> None:
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     fn()
-    wall = time.perf_counter() - start
-    print(f"{label:28s} {n:6d} games {wall:8.2f} s {n / wall:9.1f} games/s")
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    print(f"{label:34s} {n:6d} games {wall:8.2f} s {n / wall:9.1f} games/s wall {n / cpu:9.1f} games/s CPU")
+
+
+def module_at(rev: str, path: str) -> types.ModuleType:
+    """The module at ``path`` as git revision ``rev`` has it (its imports resolve against today's package)."""
+    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path}"], capture_output=True, text=True,
+                            check=True).stdout
+    module = types.ModuleType(f"{Path(path).stem}_at_{rev}")
+    exec(compile(source, f"{rev}:{path}", "exec"), module.__dict__)
+    return module
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results", nargs="?", default=str(ROOT / "results" / "examples"))
     parser.add_argument("--games", type=int, default=None, help="only the first N games")
+    parser.add_argument("--against", metavar="REV", help="also time the Inspect exporter of this git revision")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     results = load(args.results)
@@ -56,6 +72,9 @@ def main(argv: list[str] | None = None) -> int:
         for name in ("kaggle", "inspect", "otel", "hf", "html"):
             (out / name).mkdir()
         timed("kaggle (one JSON per game)", n, lambda: kaggle.write(results, out / "kaggle"))
+        if args.against:
+            old = module_at(args.against, "toolkit/export/inspect_log.py")
+            timed(f"inspect (.eval) at {args.against}", n, lambda: old.write(results, out / "inspect"))
         timed("inspect (.eval)", n, lambda: inspect_log.write(results, out / "inspect"))
         timed("otel (OTLP JSON lines)", n, lambda: otel.write(results, out / "otel"))
         timed("hf (parquet per table)", n, lambda: hf.write(results, out / "hf"))
@@ -72,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"html size per example game: mean {statistics.mean(sizes) / 1024:.1f} KB, "
               f"max {max(sizes) / 1024:.1f} KB (no calls logged in the examples)")
         print(f"html size, a loopback game with every call's prompt and answer: {loopback_page_kb(out):.1f} KB")
+        for sid, (steps, kb) in session_pages_kb(out).items():
+            print(f"html size, the scripted engineer session {sid} ({steps} steps): {kb:.1f} KB")
     return 0
 
 
@@ -87,6 +108,21 @@ def loopback_page_kb(out: Path) -> float:
     page = html.game_page(results, results.games["game_id"].iloc[0])
     print(f"  (that game: {len(results.calls)} calls, {len(results.events)} events)")
     return len(page.encode()) / 1024
+
+
+def session_pages_kb(out: Path, tasks: tuple[str, ...] = ("add_cli_flag", "refactor_rename")) -> dict[str, tuple]:
+    from toolkit.agent.suite import run_suite
+    from toolkit.record.run_log import Run
+
+    with Run(out / "sessions", "engineer-suite") as run:
+        asyncio.run(run_suite("scripted:{task}/good.yaml", run, out / "sessions" / "workspaces", names=list(tasks)))
+    results = load(out / "sessions")
+    sizes = {}
+    for session in results.sessions.itertuples():
+        page = html.session_page(results, session.session_id, html.find_trajectory(out / "sessions",
+                                                                                   session.session_id))
+        sizes[session.session_id] = session.steps, len(page.encode()) / 1024
+    return sizes
 
 
 if __name__ == "__main__":
