@@ -1,7 +1,9 @@
 """Results the export tests read: a real game against the loopback server (reflections and beliefs on) and two
-engineer sessions of the offline suite (scripted answers, real commands in the sandbox), in tmp folders."""
+engineer sessions of the offline suite (scripted answers, real commands in the sandbox), in tmp folders; and
+Debian's headless Chromium (through Playwright) to open the pages in."""
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -12,6 +14,13 @@ from toolkit.testing.loopback_server import FakeOpenAIServer
 SESSION_TASKS = ["add_cli_flag", "git_pull_request"]  # quick ones: a python command, git tools
 
 
+def run_apart(coro):
+    """``asyncio.run`` in a thread of its own: Playwright's sync API (the ``browser`` fixture) keeps an event loop
+    running in the main thread, and a fixture made after it could not start one there."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 @pytest.fixture(scope="session")
 def game_folder(tmp_path_factory):
     from toolkit.werewolf.game import GameConfig, play_game
@@ -19,7 +28,7 @@ def game_folder(tmp_path_factory):
     folder = tmp_path_factory.mktemp("game-results")
     with FakeOpenAIServer(seed=1) as server:
         with Run(folder) as run:
-            asyncio.run(play_game(GameConfig(seed=3, model=f"openai:det@{server.base_url}", max_days=3,
+            run_apart(play_game(GameConfig(seed=3, model=f"openai:det@{server.base_url}", max_days=3,
                                              reflection=True), run))
     return folder
 
@@ -36,5 +45,15 @@ def session_folder(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("session-results")
     with Run(folder, "engineer-suite") as run:
-        asyncio.run(run_suite("scripted:{task}/good.yaml", run, folder / "workspaces", names=SESSION_TASKS))
+        run_apart(run_suite("scripted:{task}/good.yaml", run, folder / "workspaces", names=SESSION_TASKS))
     return folder
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path="/usr/bin/chromium",
+                              args=["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking"])
+        yield b
+        b.close()

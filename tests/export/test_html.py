@@ -2,21 +2,8 @@
 nothing from anywhere, shows a vote matrix per day, and the god-view toggle reveals the roles, the night
 actions and each model call's prompt and answer. Screenshots go to the test's tmp folder."""
 
-import pytest
-
 from toolkit.export import html
 from toolkit.record.load import load
-
-sync_api = pytest.importorskip("playwright.sync_api")
-ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking"]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
-        yield b
-        b.close()
 
 
 def test_the_replay_shows_votes_and_the_god_view_reveals_roles(game, browser, tmp_path):

@@ -1,10 +1,14 @@
 """The notebook widgets, driven directly: set values, click buttons, read the transcript and tables."""
 
 import asyncio
+import base64
+import html
 import json
+import re
 
 
 from toolkit.analysis.report import write_report
+from toolkit.export import html as html_export
 from toolkit.record.load import load
 from toolkit.ui import EngineerSession, ResultsExplorer, WerewolfSession
 from toolkit.ui.engineer import WidgetChannel
@@ -160,9 +164,23 @@ def test_results_explorer_shows_tables_and_plots(tmp_path):
     shown = r.report.outputs[0]["data"]["text/markdown"]
     assert "](win_rates.png)" in r.markdown and "](win_rates.png)" not in shown
     assert shown.count("](data:image/png;base64,") == r.markdown.count(".png)") == len(r.images)
+    # pick a game: its replay shows inline, with a link that saves the same page `toolkit view` writes
+    games = load(tmp_path).games
+    assert r.pick.options == tuple(games["game_id"]) and not r.view_button.disabled
+    gid = games["game_id"].iloc[2]
+    r.pick.value = gid
+    r.view_button.click()
+    link, inline = (o["data"]["text/html"] for o in r.replay.outputs)
+    page = html_export.game_page(load(tmp_path), gid)
+    href = re.search(r'href="data:text/html;charset=utf-8;base64,([^"]+)"', link).group(1)
+    assert base64.b64decode(href).decode() == page and f'download="{gid}.html"' in link
+    assert inline.startswith('<iframe class="toolkit-replay"') and html.unescape(
+        re.search(r'srcdoc="([^"]*)"', inline).group(1)) == page and 'id="votes-day-1"' in page
+    assert r.view("g999-nope") is None and "no game or session" in r.replay.outputs[0]["data"]["text/html"]
     r.folder.value = str(tmp_path / "missing")
     r.load()
-    assert "no folder" in r.summary.value and r.report.outputs == ()
+    assert "no folder" in r.summary.value and r.report.outputs == () and r.replay.outputs == ()
+    assert r.pick.options == () and r.view_button.disabled
 
 
 def test_inline_images_leaves_a_link_it_cannot_fill():

@@ -6,10 +6,15 @@ per day (voter by target, first round and revote); and, behind the god-view togg
 each call's thought, the reflections, the beliefs per seat over days and each model call's prompt and answer
 (click a call to open it). A session's page: each step's thought, commands, outputs and the diffs it made.
 The pages are rendered with Jinja2 from ``toolkit/export/templates/``; all text is escaped.
+
+In a notebook, ``show(results, game=ID)`` (or ``session=ID``) returns a ``Replay`` that displays the page inline
+(an iframe holding it, so that its styles and script stay apart from the notebook's).
 """
 
 from __future__ import annotations
 
+import base64
+import html
 import json
 from pathlib import Path
 from typing import Any
@@ -163,3 +168,39 @@ def find_trajectory(folder: str | Path, session_id: str) -> dict | None:
     for path in Path(folder).rglob(f"trajectories/{session_id}.json"):
         return json.loads(path.read_text(encoding="utf-8"))
     return None
+
+
+class Replay:
+    """A replay page that shows itself inline in a notebook: its ``_repr_html_`` (the ``text/html`` output Jupyter
+    displays) is a sandboxed iframe whose ``srcdoc`` is the whole page. ``link()`` is a link that saves the page
+    (a ``data:`` URL, so that it needs no file server); ``save(path)`` writes it."""
+
+    def __init__(self, page: str, name: str, height: int = 720):
+        self.page, self.name, self.height = page, name, height
+
+    def _repr_html_(self) -> str:
+        return (f'<iframe class="toolkit-replay" title="{html.escape(self.name)}" srcdoc="{html.escape(self.page)}" '
+                f'sandbox="allow-scripts" style="width:100%;height:{int(self.height)}px;border:1px solid #ccc">'
+                "</iframe>")
+
+    def link(self, text: str | None = None) -> str:
+        data = base64.b64encode(self.page.encode()).decode()
+        return (f'<a class="toolkit-replay-link" download="{html.escape(self.name)}.html" '
+                f'href="data:text/html;charset=utf-8;base64,{data}">{html.escape(text or self.name + ".html")}</a>')
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.write_text(self.page, encoding="utf-8")
+        return path
+
+
+def show(results, game: str | None = None, session: str | None = None, folder: str | Path | None = None,
+         content: bool = True, height: int = 720) -> Replay:
+    """A game's (``game=``) or an engineer session's (``session=``) replay, for a notebook cell to display.
+    A session's page reads its trajectory from under ``folder`` (the results folder), as ``view`` does."""
+    if (game is None) == (session is None):
+        raise ValueError("give one of game= or session=")
+    if game is not None:
+        return Replay(game_page(results, game, content), game, height)
+    trajectory = find_trajectory(folder, session) if folder is not None else None
+    return Replay(session_page(results, session, trajectory, content), session, height)
