@@ -182,3 +182,63 @@ def test_the_cli_says_in_one_line_when_a_container_engine_cannot_run(tmp_path):
     out = subprocess.run([sys.executable, "-m", "toolkit", "engineer-suite", "--env", "docker"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 2 and out.stderr.startswith("error: docker: ") and out.stderr.count("\n") == 1
+
+
+# ------------------------------------------------------------------ the disk walk and the cgroup's place
+def test_disk_use_counts_blocks_once_and_follows_no_link(tmp_path):
+    """``used_bytes``: allocated blocks (a sparse file counts what it holds), a hard link once, a link to
+    a big host folder not at all, a FIFO without blocking; a tree nested past ``MAX_DEPTH`` cannot be
+    measured (which the bound treats as over it)."""
+    from toolkit.agent.environments.disk_use import MAX_DEPTH, DiskBound, Unmeasurable, used_bytes
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "big.bin").write_bytes(os.urandom(4 << 20))
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    empty = used_bytes(ws)
+    (ws / "sub" / "one.bin").write_bytes(os.urandom(1 << 20))
+    os.link(ws / "sub" / "one.bin", ws / "again.bin")
+    with open(ws / "sparse.bin", "wb") as f:
+        f.truncate(1 << 30)
+    (ws / "out").symlink_to(outside)
+    (ws / "big.bin").symlink_to(outside / "big.bin")
+    os.mkfifo(ws / "fifo")
+    assert 1 << 20 <= used_bytes(ws) - empty < (1 << 20) + (256 << 10)
+    bound = DiskBound([ws], 2 << 20)
+    assert bound.check() is None  # the baseline
+    (ws / "two.bin").write_bytes(os.urandom(3 << 20))
+    assert "grew by 3 MB, over limits.disk_mb = 2" in bound.check()
+    deep = ws / "deep"
+    deep.mkdir()
+    fd = os.open(deep, os.O_RDONLY)
+    try:
+        for _ in range(MAX_DEPTH + 1):
+            os.mkdir("d", dir_fd=fd)
+            fd, old = os.open("d", os.O_RDONLY, dir_fd=fd), fd
+            os.close(old)
+    finally:
+        os.close(fd)
+    with pytest.raises(Unmeasurable, match="nested deeper"):
+        used_bytes(ws)
+    assert "could not be measured" in DiskBound([ws], 1 << 30).check()
+
+
+def test_the_pids_cgroup_is_found_below_the_toolkits_own(tmp_path):
+    """Where the session's cgroup goes, read from mountinfo and /proc/self/cgroup: the v1 pids hierarchy
+    at the process's own path (also inside a cgroup namespace whose root is not /), else v2 where the
+    process's cgroup offers pids (a folder stands in for the v2 mount: this machine has no v2 pids)."""
+    from toolkit.agent.environments.pids_cgroup import hierarchy
+
+    v1 = ("30 25 0:26 / /sys/fs/cgroup/pids rw,relatime shared:10 - cgroup cgroup rw,pids\n"
+          "31 25 0:27 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n")
+    assert hierarchy(v1, "8:pids:/user/me\n4:memory:/x\n0::/\n") == (Path("/sys/fs/cgroup/pids/user/me"), "v1")
+    nested = v1.replace(" / /sys/fs/cgroup/pids", " /ns /sys/fs/cgroup/pids")
+    assert hierarchy(nested, "8:pids:/ns/job\n") == (Path("/sys/fs/cgroup/pids/job"), "v1")
+    assert hierarchy(v1, "4:memory:/x\n") is None
+    (tmp_path / "me").mkdir()
+    (tmp_path / "me" / "cgroup.controllers").write_text("cpu memory pids\n")
+    v2 = f"40 25 0:30 / {tmp_path} rw - cgroup2 cgroup2 rw\n"
+    assert hierarchy(v2, "0::/me\n") == (tmp_path / "me", "v2")
+    (tmp_path / "me" / "cgroup.controllers").write_text("cpu memory\n")
+    assert hierarchy(v2, "0::/me\n") is None
