@@ -248,3 +248,55 @@ def test_belief_metrics_on_a_synthetic_table_with_known_skill():
     assert over["mean"] > br["mean"] + 0.05
     det = A.wolf_detection(b, ps).iloc[0]
     assert det["ci_low"] < 0.7 < det["ci_high"]
+
+
+def exact_day(wolf, wolf_targets, rule):
+    """What ``_simulate_day`` estimates, by enumerating every combination of random village ballots (and, in a
+    revote, every voter's second ballot): P(wolf exiled), E[hits; wolf exiled], E[ballots; wolf exiled]."""
+    import itertools
+
+    n = len(wolf)
+    village = [i for i in range(n) if not wolf[i]]
+    out = np.zeros(3)
+
+    def result(first, second=None):
+        counts = np.bincount(list(second if second is not None else first), minlength=n)
+        lead = np.flatnonzero(counts == counts.max())
+        return lead
+
+    for picks in itertools.product(*[[j for j in range(n) if j != i] for i in village]):
+        first = dict(zip(village, picks)) | {i: t for i, t in zip(np.flatnonzero(wolf), wolf_targets)}
+        lead = result(first.values())
+        weight = 1.0 / np.prod([n - 1] * len(village))
+        outcomes = []  # (probability, exiled or None, village hits on each player, village ballots)
+        hits = np.bincount(list(picks), minlength=n)
+        if len(lead) == 1:
+            outcomes.append((1.0, lead[0], hits, len(village)))
+        elif rule == "random":
+            outcomes += [(1.0 / len(lead), x, hits, len(village)) for x in lead]
+        elif rule == "revote":
+            options = [[c for c in lead if c != i] for i in range(n)]
+            combos = list(itertools.product(*options))
+            for second in combos:
+                lead2 = result(None, second)
+                hits2 = hits + np.bincount([second[i] for i in village], minlength=n)
+                outcomes.append((1.0 / len(combos), lead2[0] if len(lead2) == 1 else None, hits2, 2 * len(village)))
+        for p, x, h, b in outcomes:
+            if x is not None and wolf[x]:
+                out += weight * p * np.array([1.0, h[x], b])
+    return out
+
+
+@pytest.mark.parametrize("rule", ["none", "random", "revote"])
+def test_the_exile_chance_simulation_matches_exact_enumeration(rule):
+    """Five players, one wolf voting for Player index 2: the simulated chance levels of voting success and
+    VSS equal the exact ones (every combination of random ballots enumerated) within Monte-Carlo error."""
+    from toolkit.analysis.metrics import _simulate_day
+
+    wolf = np.array([True, False, False, False, False])
+    exact = exact_day(wolf, [2], rule)
+    sim = _simulate_day(wolf, np.flatnonzero(~wolf), np.array([2]), rule, np.random.default_rng(0), draws=40_000)
+    assert exact[0] > 0.05
+    assert np.allclose(sim, exact, rtol=0.05), (sim, exact)  # 3-5 Monte-Carlo standard errors
+    assert abs(sim[1] / sim[2] - exact[1] / exact[2]) < 0.02
+    assert sim[1] / sim[2] > 0.5  # given the exile, random ballots for that wolf are far above 1 / 4

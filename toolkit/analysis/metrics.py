@@ -10,6 +10,8 @@ ballot's; for games any column of the games frame passed in (e.g. run parameters
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pandas as pd
 
@@ -225,34 +227,137 @@ def irp(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None
     return vote_accuracy(events, players, by or ["spec"], forced=True)
 
 
-def vss(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
+EXILE_DRAWS = 1000  # simulated votes per voting day for the exile chance levels
+
+
+def _vote_rule(games: pd.DataFrame | None, ids) -> pd.Series:
+    """The preset's ``vote_tie`` rule per game (``none`` when the games or their preset are not known)."""
+    rule = pd.Series("none", index=pd.Index(sorted(set(ids)), name="game_id"), dtype=object)
+    if games is not None and "preset" in games.columns:
+        from toolkit.werewolf.engine.preset import load_preset
+
+        tie = {p: load_preset(p).vote_tie for p in games["preset"].dropna().unique()}
+        rule.update(games.set_index("game_id")["preset"].map(tie).dropna())
+    return rule
+
+
+def _tally(ballots: np.ndarray, n: int) -> np.ndarray:
+    """(draws, voters) ballots as indices → (draws, n) votes per candidate."""
+    offset = n * np.arange(len(ballots))[:, None]
+    return np.bincount((ballots + offset).ravel(), minlength=n * len(ballots)).reshape(len(ballots), n)
+
+
+def _simulate_day(wolf: np.ndarray, village: np.ndarray, wolf_targets: np.ndarray, rule: str,
+                  rng: np.random.Generator, draws: int = EXILE_DRAWS) -> tuple[float, float, float]:
+    """One voting day with the village voters' ballots uniformly random among the other living players and
+    the wolves' first-round ballots as cast. ``wolf``: which living players are wolves; ``village``: the
+    indices of the village voters; ``wolf_targets``: the wolves' ballots (indices). The engine's tie rule:
+    ``none`` exiles nobody, ``random`` picks a leader at random, ``revote`` votes again among the leaders
+    (every living voter at random among the leaders other than itself; a second tie exiles nobody).
+    Returns P(a wolf is exiled), E[village ballots for the exiled wolf · 1{a wolf is exiled}] and
+    E[village ballots · 1{a wolf is exiled}] (both rounds)."""
+    n, v = len(wolf), len(village)
+    pick = rng.integers(0, n - 1, (draws, v))
+    pick += pick >= village[None, :]  # skip the voter itself
+    village_votes = _tally(pick, n)
+    counts = village_votes + np.bincount(wolf_targets, minlength=n)[None, :]
+    leaders = counts == counts.max(axis=1, keepdims=True)
+    n_lead = leaders.sum(axis=1)
+    # P(each living player is exiled) per draw, and the village ballots cast (1 or 2 rounds)
+    exiled = np.where((n_lead == 1)[:, None], leaders, 0.0)
+    ballots = np.full(draws, float(v))
+    hits_first = village_votes.astype(float)
+    hits_second = np.zeros((draws, n))
+    tied = n_lead > 1
+    if rule == "random":
+        exiled = np.where(tied[:, None], leaders / n_lead[:, None], exiled)
+    elif rule == "revote" and tied.any():
+        lead = leaders[tied]
+        keys = rng.random((len(lead), n, n))  # (draws, voter, candidate): argmax of random keys = uniform pick
+        allowed = lead[:, None, :] & ~np.eye(n, dtype=bool)[None]
+        second = np.where(allowed, keys, -1.0).argmax(axis=2)  # every living player votes again
+        counts2 = _tally(second, n)
+        leaders2 = counts2 == counts2.max(axis=1, keepdims=True)
+        exiled[tied] = np.where((leaders2.sum(axis=1) == 1)[:, None], leaders2, 0.0)
+        hits_second[tied] = _tally(second[:, ~wolf], n)
+        ballots[tied] += v
+    wolf_out = exiled[:, wolf].sum(axis=1)
+    hits = ((hits_first + hits_second) * exiled * wolf[None, :]).sum(axis=1)
+    return float(wolf_out.mean()), float(hits.mean()), float((ballots * wolf_out).mean())
+
+
+def exile_chance(events: pd.DataFrame, players: pd.DataFrame, games: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per voting day (``game_id``, ``day``), what village voters voting uniformly at random would achieve,
+    the wolves' first-round ballots as cast (``EXILE_DRAWS`` seeded simulated votes per day, the preset's
+    tie rule from ``games``; without ``games`` a tie exiles nobody): ``p_wolf_exiled`` (the chance level of
+    ``voting_success``) and ``vss_chance`` = E[village ballots for the exiled wolf; a wolf exiled] /
+    E[village ballots; a wolf exiled], the chance level of VSS per ballot of the day (with it the random
+    player's expected lift on VSS is 0 although VSS is conditional on the exile). In a revote the
+    simulation cannot know how the wolves would have voted among other leaders, so it lets them vote at
+    random too (exact for random wolves)."""
+    v = votes(events, players)
+    first = v[v["round"] == "first"].sort_values(["game_id", "day", "seq"])
+    rule = _vote_rule(games, first["game_id"]).to_dict()
+    gid, day = first["game_id"].to_numpy(), first["day"].to_numpy()
+    actor, target = first["actor"].to_numpy(), first["target"].to_numpy()
+    wolves = (first["side"] == "werewolves").to_numpy()
+    starts = np.flatnonzero(np.r_[True, (gid[1:] != gid[:-1]) | (day[1:] != day[:-1])]) if len(gid) else []
+    rows = []
+    for a, b in zip(starts, np.r_[starts[1:], len(gid)]):
+        seats = list(actor[a:b])  # every living player votes in the first round
+        index = {s: i for i, s in enumerate(seats)}
+        wolf = wolves[a:b]
+        targets = [index.get(t, -1) for t in target[a:b]]
+        p = vss_chance = np.nan
+        if len(seats) >= 2 and min(targets) >= 0 and not wolf.all():
+            rng = np.random.default_rng(zlib.crc32(f"{gid[a]}:{day[a]}".encode()))
+            p, hits, ballots = _simulate_day(wolf, np.flatnonzero(~wolf), np.asarray(targets)[wolf],
+                                             rule.get(gid[a], "none"), rng)
+            vss_chance = hits / ballots if ballots > 0 else 0.0
+        rows.append((gid[a], day[a], p, vss_chance))
+    return pd.DataFrame(rows, columns=["game_id", "day", "p_wolf_exiled", "vss_chance"])
+
+
+def vss(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None,
+        games: pd.DataFrame | None = None) -> pd.DataFrame:
     """VSS, voting success score (Kaggle Game Arena werewolf harness, ``iterate_voting_mini_game``): on the
     days a werewolf was exiled, the share of village-side ballots cast for that werewolf; per ``spec`` by
     default. Ballots of both rounds of such a day count, forced ones included, as the harness counts every
     vote of the day.
 
-    VSS is **conditional on the outcome** (only days the village succeeded), so it has no chance level:
-    random voters score high on it (0.65 in classic7), because their ballots are what exiled that wolf.
-    Read ``vote_accuracy`` (every ballot, against chance) and ``voting_success`` (every voting day) as its
-    unconditional counterparts."""
+    VSS is **conditional on the outcome** (only days the village succeeded), so random voters score high on
+    it (0.65 in classic7): their ballots are what exiled that wolf. Its ``chance`` is therefore not the
+    share of wolves among the candidates but what random village ballots score on the days they exile a
+    wolf (``exile_chance``: simulated votes of each day, the wolves' ballots as cast, the preset's tie rule
+    from ``games``). Read ``vote_accuracy`` and ``voting_success`` beside it."""
     v = votes(events, players)
     v = v[v["side"] == "village"]
     ev = annotate(events, players)
     exiled = ev[(ev["kind"] == "elimination") & (ev["target_role"] == "Werewolf")][["game_id", "day", "target"]]
     v = v.merge(exiled.rename(columns={"target": "exiled"}), on=["game_id", "day"])
     v["hit"] = (v["target"] == v["exiled"]).astype(int)
-    return pd.DataFrame(_rate_rows(v, by or ["spec"], conditional="days a wolf was exiled"))
+    v = v.drop(columns="chance").merge(exile_chance(events, players, games)[["game_id", "day", "vss_chance"]],
+                                       on=["game_id", "day"], how="left")
+    return pd.DataFrame(_rate_rows(v, by or ["spec"], chance="vss_chance", conditional="days a wolf was exiled"))
 
 
-def voting_success(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
+def voting_success(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None,
+                   games: pd.DataFrame | None = None) -> pd.DataFrame:
     """Share of voting days on which a werewolf was exiled: days with a wolf's elimination / days with a
-    vote (cluster bootstrap over games; a tie that eliminates nobody counts as a day without success)."""
+    vote (cluster bootstrap over games; a tie that eliminates nobody counts as a day without success).
+    ``chance`` = the probability that village voters voting at random exile a wolf that day (the wolves'
+    ballots as cast; ``exile_chance``). ``by`` may name any column of the vote events (e.g. ``preset``
+    after a merge) or ``village_spec``, the model holding most village seats that day."""
     days = events[events["kind"] == "vote"][["game_id", "day"]].drop_duplicates()
     ev = annotate(events, players)
     exiled = ev[ev["kind"] == "elimination"][["game_id", "day", "target_role"]]
     days = days.merge(exiled, on=["game_id", "day"], how="left")
     days["hit"] = (days["target_role"] == "Werewolf").astype(int)
-    return pd.DataFrame(_rate_rows(days, by))
+    days = days.merge(exile_chance(events, players, games)[["game_id", "day", "p_wolf_exiled"]],
+                      on=["game_id", "day"], how="left")
+    village = players[players["side"] == "village"].groupby("game_id")["spec"].agg(lambda s: s.mode().iloc[0])
+    days["village_spec"] = days["game_id"].map(village)
+    return pd.DataFrame(_rate_rows(days, by, chance="p_wolf_exiled"))
 
 
 # ------------------------------------------------------------------ night actions

@@ -230,30 +230,15 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
               "Bradley–Terry in logistic form, logit P(village wins) = side term + village strength − wolf "
               "strength, each model weighted by its share of the side's seats; strengths of each side sum to "
               "0; 95% intervals from the fit's curvature (in simulated tournaments of the default design they "
-              "cover the true strengths 93–97% of the time). `n` = decided games that inform the rating "
-              "(self-play games inform only the side term of the overall rating).\n",
+              "cover the true strengths 93–97% of the time). `n` = decided games that inform the rating. (The "
+              "overall rating, one strength per model on both sides, is not shown: its coverage was not "
+              "checked; `toolkit.analysis.ratings(..., by_side=False)` computes it.)\n",
               markdown_table(games_table(ratings)),
-              "Overall (one strength per model on both sides, plus the side term):\n",
-              markdown_table(per_condition(lambda t: A.ratings(t.games, t.players, by_side=False), games, tables,
-                                           by)),
               "Which models the data can tell apart: the difference, its 95% interval, `p` and Holm's "
               "adjusted `p_holm` over every pair of the table; the verdict names an order only when "
               "`p_holm` < 0.05 (family-wise):\n",
-              markdown_table(per_condition(lambda t: A.separation(t.games, t.players), games, tables, by)),
-              "Elo per side, for comparison with the harnesses that publish it (start 1200, K = 32). Elo "
-              "depends on the order of the games and a tournament has none: `elo` is the median over 200 "
-              "random orders, `mc_error` its Monte-Carlo standard error, `order_low`–`order_high` how far the "
-              "order alone moves it (not a confidence interval: Elo has no estimand; use the Bradley–Terry "
-              "intervals above); `elo_seed_order` = one pass in seed order:\n",
-              markdown_table(per_condition(lambda t: A.elo(t.games, t.players), games, tables, by))]
-        try:
-            s += ["OpenSkill (Plackett–Luce, models weighted by seat share) per side: medians over 10 random "
-                  "game orders, `mc_error` = Monte-Carlo error of `mu`; `sigma` is the library's uncertainty, "
-                  "not a calibrated interval:\n",
-                  markdown_table(per_condition(lambda t: A.openskill_ratings(t.games, t.players), games, tables,
-                                               by))]
-        except ImportError:
-            s.append("OpenSkill ratings: not computed (`pip install openskill` to add them).\n")
+              markdown_table(per_condition(lambda t: A.separation(t.games, t.players), games, tables, by))]
+        s += _sequential_ratings_section(tables, games, by)
 
     vote_by = ["spec", "round"] if multi else ["round"]
     vote_plots = []
@@ -277,14 +262,7 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
           "players still alive — so a day's rate is not the same population as day 1's:\n",
           markdown_table(per_condition(_first_round_by_day, games, tables, by)),
           *vote_plots,
-          "IRP (every village ballot on a wolf) and VSS (on days a wolf was exiled, ballots for that wolf), as the "
-          "Kaggle Game Arena werewolf harness defines them; voting success = days a wolf was exiled. VSS is "
-          "conditional on the exile (only days the village succeeded), so it has no chance level and random "
-          "voters score high on it: read the ballot accuracy above and voting success as its unconditional "
-          "counterparts. Forced ballots (one legal choice) are left out everywhere:\n",
-          markdown_table(per_condition(lambda t: A.irp(t.events, t.players), games, tables, by)),
-          markdown_table(per_condition(lambda t: A.vss(t.events, t.players), games, tables, by)),
-          markdown_table(per_condition(lambda t: A.voting_success(t.events, t.players), games, tables, by)),
+          *_exile_sections(tables, games, by, multi),
           "## Survival and dominance\n",
           "KSR (seat survived to the end) by model and role — mostly a restatement of the win (a winning "
           "side's seats survive more); margin of win (living share of the winning side) and speed of win "
@@ -366,6 +344,50 @@ def _conclusions_sections(tables: Results, games: pd.DataFrame, by: list[str]) -
             "else Wilson; n = games)\n",
             "Each cell pools nothing: one pairing, one condition. Self-play cells are on the diagonal.\n",
             markdown_table(matrix_text(design_matrix(games, tables.players, by)))]
+
+
+def _exile_sections(tables: Results, games: pd.DataFrame, by: list[str], multi: bool) -> list[str]:
+    """IRP, VSS and voting success, each against what random village ballots would score."""
+    return ["IRP (every village ballot on a wolf) and VSS (on days a wolf was exiled, the village ballots for "
+            "that wolf), as the Kaggle Game Arena werewolf harness defines them, forced ballots included as it "
+            "counts them; voting success = days a wolf was exiled (per village model). VSS is conditional on "
+            "the exile, so random voters score high on it; its `chance` is what random village ballots score "
+            "on the days they exile a wolf, and the `chance` of voting success the probability that they exile "
+            "one (both simulated per day with the wolves' ballots as cast and the preset's tie rule):\n",
+            markdown_table(per_condition(lambda t: A.irp(t.events, t.players), games, tables, by)),
+            markdown_table(per_condition(lambda t: A.vss(t.events, t.players, None, t.games), games, tables, by)),
+            markdown_table(per_condition(lambda t: A.voting_success(t.events, t.players,
+                                                                    ["village_spec"] if multi else None, t.games),
+                                         games, tables, by))]
+
+
+def _sequential_ratings_section(tables: Results, games: pd.DataFrame, by: list[str]) -> list[str]:
+    """Elo and OpenSkill, printed only as what was shown: an order (with the Monte-Carlo error of the median
+    over game orders) in the one-model-per-side design, where simulated tournaments recovered it. No
+    interval: neither has an estimand whose coverage could be checked (Elo's spread over orders and
+    OpenSkill's sigma are not confidence intervals). In other designs they are not shown."""
+    if not one_model_per_side(tables.players):
+        return ["Elo and OpenSkill: not shown — they were checked against known strengths only in the design "
+                "with one model per side, and here a side mixes models; the Bradley–Terry ratings above are the "
+                "ones to read.\n"]
+    s = ["Elo per side, as the werewolf harnesses publish it (start 1200, K = 32), for comparison only. Elo "
+         "depends on the order of the games and a tournament has none: `elo` is the median over 200 random "
+         "orders and `mc_error` its Monte-Carlo standard error. Read it as an order, not a measurement: in "
+         "200 simulated tournaments of this design with known strengths it put both sides in the true order "
+         "200 times (benchmarks/rating_simulation.py); it has no interval (no estimand whose coverage could be "
+         "checked — use the Bradley–Terry intervals above):\n",
+         markdown_table(per_condition(lambda t: A.elo(t.games, t.players)[["spec", "side", "elo", "mc_error", "n"]],
+                                      games, tables, by))]
+    try:
+        table = per_condition(lambda t: A.openskill_ratings(t.games, t.players)[["spec", "side", "mu", "mc_error",
+                                                                                 "n"]], games, tables, by)
+    except ImportError:
+        return s + ["OpenSkill ratings: not computed (`pip install openskill` to add them).\n"]
+    return s + ["OpenSkill (Plackett–Luce, models weighted by seat share) per side, for comparison only: `mu` is "
+                "the median over 10 random game orders, `mc_error` its Monte-Carlo error. An order, not a "
+                "measurement: both sides in the true order in 199 of the same 200 simulated tournaments; the "
+                "library's `sigma` is not a calibrated interval and is not shown:\n",
+                markdown_table(table)]
 
 
 def _cached_share_section(tables: Results) -> list[str]:
