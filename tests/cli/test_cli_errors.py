@@ -202,7 +202,8 @@ def test_a_seat_whose_every_call_failed_ends_the_game_as_an_error_naming_it(tmp_
     """400/401/404 are not retried (one attempt per call), and the seat's failures end the game with exit 1."""
     code = main(["play", "--seat", f"Player3=openai:{status}@{server.base_url}", "--quiet", "--out", str(tmp_path)])
     out = capsys.readouterr().out
-    assert code == 1 and "winner: error (every call of Player3 failed" in out, out
+    assert code == 1 and "winner: error (Player3 broken: the endpoint failed" in out, out
+    assert f"3 calls in a row to openai:{status}@{server.base_url} got no answer (http_error: {status} at" in out, out
     from toolkit.record.load import load
 
     calls = load(tmp_path).calls

@@ -28,8 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-days", type=int, metavar="N", help="end as a draw after N days (default: the preset's)")
     parser.add_argument("--temperature", type=float, metavar="T", help="sampling temperature for LLM seats (0-2)")
     parser.add_argument("--keep-going", action="store_true",
-                      help="a seat whose every call failed plays on with fallbacks "
-                           "(default: the game ends as an error)")
+                      help="a seat on a broken endpoint (3 calls in a row without an answer) plays on with "
+                           "fallbacks (default: the game ends as an error)")
     parser.add_argument("--out", default="results", metavar="DIR",
                       help="results folder; the run goes to DIR/play-<time>-<id>/ (default: results)")
     parser.add_argument("--quiet", action="store_true", help="no transcript, only the result lines")

@@ -88,6 +88,9 @@ class ActionResult:
     messages: list[dict[str, Any]] = field(default_factory=list)
     calls: int = 1  # model calls this action made (2 after a re-ask)
     call_id: str | None = None  # the call whose answer became the value (None for a fallback)
+    # Set when the last call got no answer at all (the endpoint failed, retries spent): its last attempt's
+    # error kind ("timeout", "status", "injected" for a fault the chaos backend injects by design, ...).
+    error_kind: str | None = None
 
 
 @lru_cache(maxsize=4096)
@@ -179,4 +182,6 @@ class Action:
                                             {"role": "user", "content": render("reask.j2", error=error)}])
         if log is not None:
             log.fallbacks += 1
-        return ActionResult(fallback(), fallback=True, error=error, messages=request.messages, calls=attempt + 1)
+        kind = None if call.completion is not None else (call.attempts[-1].error_kind if call.attempts else "error")
+        return ActionResult(fallback(), fallback=True, error=error, messages=request.messages, calls=attempt + 1,
+                            error_kind=kind)

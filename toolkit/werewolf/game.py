@@ -20,6 +20,7 @@ from typing import Any, Callable
 from pydantic import BaseModel
 
 from toolkit.core.files import one_line, without_paths
+from toolkit.core.secrets import mask_url_credentials as mask_url
 from toolkit.prompting.structured_call import ActionResult, render
 from toolkit.llm import Model, Request, Sampling, get_model
 from toolkit.record.run_log import CallLog, Run
@@ -74,8 +75,12 @@ class GameConfig:
     max_days: int | None = None
     experience_pool: ExperiencePool | None = None
     exclude_experience_versions: tuple[str, ...] = ()
-    # A seat whose every call failed (at least two, none answered) ends the game as an ``error`` naming it.
+    # A seat whose endpoint is broken ends the game as an ``error`` naming it and why: ``failed_seat_streak``
+    # calls in a row to one model spec got no answer (each after its retries), faults the chaos backend
+    # injects by design not counted. A single failure (or a seat that died before it was asked again) is not
+    # evidence; an answer, even an unusable one, resets the count.
     fail_on_failed_seat: bool = True
+    failed_seat_streak: int = 3
 
     def resolved_preset(self) -> Preset:
         preset = load_preset(self.preset) if isinstance(self.preset, str) else self.preset
@@ -135,8 +140,8 @@ class GameRunner:
         self._written = 0
         self._reflected: set[tuple] = set()  # (seat, day, phase) or (seat, day) already reflected
         self._started: float | None = None
-        self._asked: dict[str, int] = {}
-        self._failed: dict[str, tuple[int, str]] = {}  # seat → (decisions whose call failed outright, last error)
+        self._streak: dict[str, list] = {}  # spec → [calls in a row without an answer, seats, last kind, error]
+        self._broken: dict[str, tuple[int, tuple[str, ...], str, str]] = {}  # spec → the streak that broke it
         self.stop_requested = False
         self.finished = False
         self.winner: str | None = None
@@ -175,9 +180,7 @@ class GameRunner:
                                                fallback=lambda: _fallback(ask, key, g.seed),
                                                log=self.log,
                                                output=output_model(ask.action, ask.choices, ask.can_pass, self.roles))
-        self._asked[ask.seat] = self._asked.get(ask.seat, 0) + 1
-        if result.fallback and result.calls == 1 and result.error:  # the call itself failed: no answer at all
-            self._failed[ask.seat] = (self._failed.get(ask.seat, (0, ""))[0] + 1, result.error)
+        self._judge_endpoint(player.config.spec, ask.seat, result)
         if ask.action == "reflect":
             player.notes = clean_speech(result.value.summary, 800)
             if not result.fallback:
@@ -185,9 +188,29 @@ class GameRunner:
         result.calls += reflected
         return result
 
+    def _judge_endpoint(self, spec: str, seat: str, result: ActionResult) -> None:
+        """Count the calls in a row to ``spec`` that got no answer; at ``failed_seat_streak`` the endpoint is
+        broken (kept, with its evidence, even if it answers later: the game ran on fallbacks meanwhile)."""
+        if result.error_kind == "injected":  # the chaos backend's fault, by design: no evidence either way
+            return
+        if result.error_kind is None:  # an answer came back (usable or not): the endpoint works
+            self._streak.pop(spec, None)
+            return
+        streak = self._streak.setdefault(spec, [0, (), "", ""])
+        streak[0] += 1
+        streak[1] = tuple(dict.fromkeys([*streak[1], seat]))
+        streak[2], streak[3] = result.error_kind, result.error or ""
+        if streak[0] >= self.config.failed_seat_streak and spec not in self._broken:
+            self._broken[spec] = tuple(streak)
+
     def failed_seats(self) -> dict[str, str]:
-        """Seats asked at least twice whose every call failed (no answer at all), with the last error."""
-        return {s: err for s, (n, err) in self._failed.items() if n >= 2 and n == self._asked.get(s)}
+        """Seats on a broken endpoint (see ``GameConfig.failed_seat_streak``), each with why it was judged so."""
+        out = {}
+        for spec, (n, seats, kind, error) in self._broken.items():
+            for seat in seats:
+                out.setdefault(seat, f"{n} calls in a row to {mask_url(spec)} got no answer ({kind}: "
+                                     f"{one_line(error, 200)})")
+        return out
 
     async def reflect(self, seat: str) -> int:
         """One reflection of ``seat`` (its notes and beliefs); returns the model calls it took."""
@@ -294,9 +317,9 @@ class GameRunner:
             return
         failed = self.failed_seats() if self.config.fail_on_failed_seat and winner != "error" else {}
         if failed:  # a game that ran on fallbacks for a seat says so, rather than reporting a winner
-            seat, error = next(iter(failed.items()))
-            winner, reason = "error", (f"every call of {', '.join(failed)} failed; the game ran on fallbacks "
-                                       f"({seat}: {one_line(error, 300)})")
+            seat, why = next(iter(failed.items()))
+            winner, reason = "error", (f"{', '.join(failed)} broken: the endpoint failed, the game ran on "
+                                       f"fallbacks ({seat}: {why})")
         self.finished, self.winner, self.win_reason = True, winner, reason
         wall_s = time.perf_counter() - (self._started or time.perf_counter())
         g, log = self.game, self.log
