@@ -3,10 +3,12 @@
 import asyncio
 import json
 
+import pytest
+
 from toolkit.record.run_log import Run
 from toolkit.record.load import load
 from toolkit.werewolf.experience import ExperiencePool
-from toolkit.werewolf.game import GameConfig, play_games
+from toolkit.werewolf.game import GameConfig, GameRunner, play_games
 
 
 def test_role_filter_comes_before_ranking_and_versions_can_be_excluded(tmp_path):
@@ -88,8 +90,45 @@ def test_a_run_does_not_see_its_own_lessons_and_lessons_are_data(tmp_path):
     later = ExperiencePool(tmp_path / "pool.jsonl", version="run-2").retrieve("Seer", "dawn", preset="classic7")
     assert later == ["(won) line one - Day 1 dawn: Player4 died last night."]  # one line, no escape codes
     (tmp_path / "bad.jsonl").write_text('{"role": "Seer"}\n')
-    try:
-        ExperiencePool(tmp_path / "bad.jsonl").entries()
-        raise AssertionError("a malformed pool must be reported")
-    except ValueError as exc:
-        assert "bad.jsonl:1" in str(exc)
+    with pytest.warns(UserWarning, match="bad.jsonl:1: skipped a damaged experience line"):
+        assert ExperiencePool(tmp_path / "bad.jsonl").entries() == []  # reported, and skipped
+
+
+def test_a_second_play_run_retrieves_a_lesson_the_first_left(tmp_path, capsys):
+    """`toolkit play --experience --reflection` twice into one --out: the pool is versioned by run, so the
+    second game's prompts carry lessons the first game wrote (before, the CLI pool had one version for every
+    run, which retrieval excludes: no lesson was ever read)."""
+    from toolkit.cli import main
+
+    argv = ["play", "--experience", "--reflection", "--quiet", "--max-days", "2", "--out", str(tmp_path)]
+    assert main([*argv, "--seed", "1"]) == 0
+    pool = [json.loads(line) for line in (tmp_path / "experience" / "pool.jsonl").read_text().splitlines()]
+    first = load(tmp_path).runs["run_id"].iloc[0]
+    assert pool and {e["version"] for e in pool} == {first}
+    assert main([*argv, "--seed", "2"]) == 0
+    second = load(tmp_path).calls
+    second = second[second["run_id"] != first]
+    prompts = [json.loads(m)[-1]["content"] for m in second["messages"]]
+    lessons = {line[len("- (won) "):] if line.startswith("- (won) ") else line[len("- (lost) "):]
+               for p in prompts if "Lessons from past games as" in p
+               for line in p.split("Lessons from past games as", 1)[1].splitlines()
+               if line.startswith(("- (won) ", "- (lost) "))}
+    assert lessons and lessons <= {e["reflection"] for e in pool}  # read from the first run's entries
+
+
+def test_a_damaged_pool_line_is_skipped_with_a_warning_naming_it(tmp_path):
+    from toolkit.werewolf.experience import ExperienceWarning
+
+    path = tmp_path / "pool.jsonl"
+    good = {"version": "a", "role": "Seer", "reflection": "reveal the wolf", "outcome": "won"}
+    path.write_text(json.dumps(good) + "\n{\"version\": \"a\", \"role\": \"Se\n" + json.dumps({"role": 3}) + "\n"
+                    + json.dumps({**good, "reflection": "vote with the village"}) + "\n")
+    with pytest.warns(ExperienceWarning) as caught:
+        hits = ExperiencePool(path, version="b").retrieve("Seer", "reveal the wolf", k=5)
+    assert [str(w.message).split(": skipped")[0] for w in caught] == [f"{path}:2", f"{path}:3"]
+    assert sorted(hits) == ["(won) reveal the wolf", "(won) vote with the village"]  # both good lines kept
+    with Run(tmp_path / "r") as run:  # a game on that pool plays on (before: every later game ended as an error)
+        with pytest.warns(ExperienceWarning):
+            result = asyncio.run(GameRunner(GameConfig(seed=1, reflection=True, experience=True,
+                                                       experience_pool=ExperiencePool(path, "c")), run).play())
+    assert result.winner != "error"

@@ -24,7 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--roles", metavar="SEAT=ROLE,...", help="fix the roles instead of shuffling")
     parser.add_argument("--reflection", action=argparse.BooleanOptionalAction, default=False,
                       help="players reflect each day (a summary and a role guess per seat)")
-    parser.add_argument("--experience", action="store_true", help="use and grow the experience pool (in OUT)")
+    parser.add_argument("--experience", action="store_true", help="read the lessons earlier runs left in "
+                      "OUT/experience/pool.jsonl and add this game's (with --reflection)")
     parser.add_argument("--max-days", type=int, metavar="N", help="end as a draw after N days (default: the preset's)")
     parser.add_argument("--temperature", type=float, metavar="T", help="sampling temperature for LLM seats (0-2)")
     parser.add_argument("--keep-going", action="store_true",
@@ -91,12 +92,16 @@ def run(args: argparse.Namespace) -> int:
 
     seats, roles = check_play(args)
     make_folder(args.out)
-    pool = ExperiencePool(os.path.join(args.out, "experience", "pool.jsonl")) if args.experience else None
+    if args.experience and not args.reflection:
+        print("warning: --experience without --reflection: lessons are read but none are added (a lesson is a "
+              "player's reflection)", file=sys.stderr)
     config = GameConfig(preset=args.preset, seed=args.seed, model=args.model, seats=seats, roles=roles,
                         reflection=args.reflection, experience=args.experience, max_days=args.max_days,
-                        temperature=args.temperature, experience_pool=pool)
+                        temperature=args.temperature)
     config.fail_on_failed_seat = not args.keep_going
     with Run(args.out, "play", config=run_config(args), seed=args.seed) as run:
+        if args.experience:  # versioned by run: this game reads every earlier run's lessons, not its own
+            config.experience_pool = ExperiencePool(os.path.join(args.out, "experience", "pool.jsonl"), run.run_id)
         runner = GameRunner(config, run, on_event=None if args.quiet else Transcript())
         result = asyncio.run(runner.play())
     for unused in unused_decisions(runner):

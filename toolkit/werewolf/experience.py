@@ -7,13 +7,15 @@ Retrieval is asked with a query text, the current reflection or, without one, th
 (so a Seer never gets a Werewolf's lessons because they ranked higher): by role, by preset when one is
 given, and by version: by default a pool never returns the lessons its own version wrote (an experiment
 does not learn from its own games) and ``exclude_versions`` leaves out more (the seed's
-``excluded_version``).
+``excluded_version``). A damaged line is skipped with an ``ExperienceWarning`` naming it. ``toolkit play
+--experience`` versions the pool by run, so each game reads the lessons of the runs before it.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,10 @@ from toolkit.werewolf.engine.speech import clean_speech
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 MAX_LESSON_CHARS = 800
+
+
+class ExperienceWarning(UserWarning):
+    """A pool line that could not be read was skipped."""
 
 
 def _tokens(text: str) -> list[str]:
@@ -45,10 +51,15 @@ class ExperiencePool:
                         continue
                     try:
                         entry = json.loads(line)
-                    except ValueError as exc:
-                        raise ValueError(f"{self.path}:{n}: not a JSON line ({exc})") from exc
-                    if not isinstance(entry, dict) or not {"role", "reflection", "version"} <= set(entry):
-                        raise ValueError(f"{self.path}:{n}: an entry needs role, reflection and version")
+                    except ValueError:
+                        entry = None
+                    if not isinstance(entry, dict) or not {"role", "reflection", "version"} <= set(entry) \
+                            or not all(isinstance(entry[k], str) for k in ("role", "reflection", "version")):
+                        # one damaged line (a write cut short, a hand edit) costs one lesson, not every game
+                        warnings.warn(f"{self.path}:{n}: skipped a damaged experience line (an entry is a JSON "
+                                      "object with string role, reflection and version)", ExperienceWarning,
+                                      stacklevel=2)
+                        continue
                     self._entries.append(entry)
         return self._entries
 
