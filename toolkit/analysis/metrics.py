@@ -227,7 +227,7 @@ def irp(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None
     return vote_accuracy(events, players, by or ["spec"], forced=True)
 
 
-EXILE_DRAWS = 1000  # simulated votes per voting day for the exile chance levels
+EXILE_DRAWS = 5_000  # simulated votes per kind of voting day (``_day_key``) for the exile chance levels
 
 
 def _vote_rule(games: pd.DataFrame | None, ids) -> pd.Series:
@@ -286,10 +286,24 @@ def _simulate_day(wolf: np.ndarray, village: np.ndarray, wolf_targets: np.ndarra
     return float(wolf_out.mean()), float(hits.mean()), float((ballots * wolf_out).mean())
 
 
+def _day_key(wolf: np.ndarray, targets: list[int], rule: str) -> tuple | None:
+    """What a voting day's chance levels depend on, with the players renumbered (wolves first, then the
+    villagers the wolves voted for, in order, then the others — random voters do not tell villagers apart):
+    (living, wolves, tie rule, the wolves' ballots). Days with the same key share one simulation."""
+    if len(wolf) < 2 or min(targets) < 0 or wolf.all():
+        return None
+    wolf_seats = list(np.flatnonzero(wolf))
+    voted = [t for i, t in enumerate(targets) if wolf[i] and not wolf[t]]
+    order = wolf_seats + list(dict.fromkeys(voted)) + [i for i in range(len(wolf)) if not wolf[i] and i not in voted]
+    new = {old: i for i, old in enumerate(order)}
+    return len(wolf), len(wolf_seats), rule, tuple(new[targets[i]] for i in wolf_seats)
+
+
 def exile_chance(events: pd.DataFrame, players: pd.DataFrame, games: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per voting day (``game_id``, ``day``), what village voters voting uniformly at random would achieve,
-    the wolves' first-round ballots as cast (``EXILE_DRAWS`` seeded simulated votes per day, the preset's
-    tie rule from ``games``; without ``games`` a tie exiles nobody): ``p_wolf_exiled`` (the chance level of
+    the wolves' first-round ballots as cast (``EXILE_DRAWS`` seeded simulated votes per kind of day —
+    days that differ only in who sits where share one simulation, ``_day_key`` —, the preset's tie rule from
+    ``games``; without ``games`` a tie exiles nobody): ``p_wolf_exiled`` (the chance level of
     ``voting_success``) and ``vss_chance`` = E[village ballots for the exiled wolf; a wolf exiled] /
     E[village ballots; a wolf exiled], the chance level of VSS per ballot of the day (with it the random
     player's expected lift on VSS is 0 although VSS is conditional on the exile). In a revote the
@@ -302,19 +316,19 @@ def exile_chance(events: pd.DataFrame, players: pd.DataFrame, games: pd.DataFram
     actor, target = first["actor"].to_numpy(), first["target"].to_numpy()
     wolves = (first["side"] == "werewolves").to_numpy()
     starts = np.flatnonzero(np.r_[True, (gid[1:] != gid[:-1]) | (day[1:] != day[:-1])]) if len(gid) else []
-    rows = []
+    rows, done = [], {}
     for a, b in zip(starts, np.r_[starts[1:], len(gid)]):
         seats = list(actor[a:b])  # every living player votes in the first round
         index = {s: i for i, s in enumerate(seats)}
         wolf = wolves[a:b]
         targets = [index.get(t, -1) for t in target[a:b]]
-        p = vss_chance = np.nan
-        if len(seats) >= 2 and min(targets) >= 0 and not wolf.all():
-            rng = np.random.default_rng(zlib.crc32(f"{gid[a]}:{day[a]}".encode()))
-            p, hits, ballots = _simulate_day(wolf, np.flatnonzero(~wolf), np.asarray(targets)[wolf],
-                                             rule.get(gid[a], "none"), rng)
-            vss_chance = hits / ballots if ballots > 0 else 0.0
-        rows.append((gid[a], day[a], p, vss_chance))
+        key = _day_key(wolf, targets, rule.get(gid[a], "none"))
+        if key is not None and key not in done:
+            n, w, tie, wolf_targets = key
+            rng = np.random.default_rng(zlib.crc32(repr(key).encode()))
+            p, hits, ballots = _simulate_day(np.arange(n) < w, np.arange(w, n), np.array(wolf_targets, int), tie, rng)
+            done[key] = (p, hits / ballots if ballots > 0 else 0.0)
+        rows.append((gid[a], day[a], *done.get(key, (np.nan, np.nan))))
     return pd.DataFrame(rows, columns=["game_id", "day", "p_wolf_exiled", "vss_chance"])
 
 
