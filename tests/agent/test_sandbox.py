@@ -490,12 +490,15 @@ async def test_a_fork_bomb_is_contained(kind, tmp_path):
     """A fork bomb (every process forks for ever, retrying when refused) under a bound of 64: the
     session's pids cgroup refuses forks beyond it (as root RLIMIT_NPROC binds nothing), the host samples
     never more than 64 processes below the session, the command ends at its timeout with everything it
-    started killed, the shell answers the next command and the session ends, its cgroup removed. About
+    started killed (orphans too) while the Deployer's server, a daemon of its own session started before,
+    still answers; the shell answers the next command and the session ends, its cgroup removed. About
     8 s per kind: the bomb must run long enough to hit the bound many times over."""
     from toolkit.agent.environments.environment import EnvironmentConfig, Limits, descendants, make_environment
     from toolkit.agent.environments.pids_cgroup import hierarchy
 
     needs(kind)
+    (tmp_path / "ws" / "site").mkdir(parents=True)
+    (tmp_path / "ws" / "site" / "index.html").write_text("still served")
     env = make_environment(kind, tmp_path / "ws", EnvironmentConfig(limits=Limits(processes=64)))
     if env.cgroup is None:
         found = hierarchy(Path("/proc/self/mountinfo").read_text(), Path("/proc/self/cgroup").read_text())
@@ -511,18 +514,18 @@ async def test_a_fork_bomb_is_contained(kind, tmp_path):
             time.sleep(0.02)
 
     try:
-        await env.execute("true", 10)
+        url = await env.serve(tmp_path / "ws" / "site")  # a daemon of its own session: the timeout spares it
         watcher = threading.Thread(target=watch, daemon=True)
         watcher.start()
         bomb = await env.execute(FORK_BOMB, 6)
         refused = env.cgroup.refused()
-        after = await env.execute("echo alive", 10)
+        after = await env.execute(f"curl -s -m 5 {url}; echo; echo alive", 10)
     finally:
         done.set()
         await env.stop()
     assert bomb.timed_out and refused > 100  # the bound was hit, over and over
     assert 10 < peak[0] <= 64
-    assert after.output == "alive" and not after.timed_out
+    assert after.output == "still served\nalive" and not after.timed_out
     assert not env.cgroup.path.exists()
 
 

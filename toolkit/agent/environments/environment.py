@@ -175,11 +175,13 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
-def _ppid(pid: int) -> int:
+def _stat(pid: int) -> tuple[int, int]:
+    """A process's parent and session ids (0, 0 when it is gone)."""
     try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[1]), int(fields[3])
     except (OSError, IndexError, ValueError):
-        return 0
+        return 0, 0
 
 
 def _kill(pids: list[int]) -> None:
@@ -437,10 +439,11 @@ class Environment:
             return
         chain, pid = {shell}, shell  # the wrapper's processes down to the shell stay
         while pid not in (self.proc.pid, 0, 1):
-            pid = _ppid(pid)
+            pid = _stat(pid)[0]
             chain.add(pid)
-        for _ in range(100):  # again while a fork races the kill; orphans are still below the wrapper
-            victims = [p for p in descendants(self.proc.pid) if p not in chain]
+        session = _stat(shell)[1]  # the command's processes, orphans too; a daemon (setsid: the Deployer's
+        for _ in range(100):  # server) stays. Again while a fork races the kill.
+            victims = [p for p in descendants(self.proc.pid) if p not in chain and _stat(p)[1] == session]
             if not victims:
                 return
             _kill(list(reversed(victims)))
