@@ -64,7 +64,7 @@ def test_no_content_leaves_prompts_and_answers_out(game):
 
 def test_a_session_page_shows_steps_commands_and_outputs(session_folder, browser, tmp_path):
     results = load(session_folder)
-    sid = results.sessions["session_id"].iloc[0]
+    sid = next(s for s in results.sessions["session_id"] if s.startswith("add_cli_flag"))
     trajectory = html.find_trajectory(session_folder, sid)
     assert trajectory is not None
     path = tmp_path / "session.html"
@@ -74,4 +74,11 @@ def test_a_session_page_shows_steps_commands_and_outputs(session_folder, browser
     assert page.locator(".step").count() == len(trajectory["memory"]) > 0
     first = next(m for m in trajectory["memory"] if m.get("commands"))
     assert page.locator(f'.step[data-step="{first["step"]}"] details.command').count() == len(first["commands"])
+    # each edit shows the diff it made: the inserted flag, then the replaced line and its three new ones
+    edits = page.locator("pre.diff")
+    assert edits.count() == 2
+    assert edits.nth(0).locator(".d-add").all_inner_texts() == [
+        '+    parser.add_argument("--shout", action="store_true", help="upper-case the greeting")']
+    assert edits.nth(1).locator(".d-del").all_inner_texts() == ['-    message = f"Hello, {args.name}!"']
+    assert edits.nth(1).locator(".d-add").count() == 3
     page.screenshot(path=str(tmp_path / "session.png"), full_page=True)

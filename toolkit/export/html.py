@@ -4,7 +4,8 @@ script or style from elsewhere; it opens from disk).
 A game's page: the timeline of phases; who is alive at each dawn; every speech, vote and death; one vote matrix
 per day (voter by target, first round and revote); and, behind the god-view toggle, the roles, night actions,
 each call's thought, the reflections, the beliefs per seat over days and each model call's prompt and answer
-(click a call to open it). A session's page: each step's thought, commands, outputs and the diffs it made.
+(click a call to open it). A session's page: each step's thought, commands, outputs and the diff each edit made
+(``toolkit.export.edits``).
 The pages are rendered with Jinja2 from ``toolkit/export/templates/``; all text is escaped.
 
 In a notebook, ``show(results, game=ID)`` (or ``session=ID``) returns a ``Replay`` that displays the page inline
@@ -23,6 +24,7 @@ import jinja2
 
 from toolkit.core.secrets import Redactor
 from toolkit.export.common import OMITTED, by_key, parse_json, records
+from toolkit.export.edits import session_diffs
 from toolkit.export.kaggle import seat_order
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -135,6 +137,8 @@ def session_context(results, session_id: str, trajectory: dict | None, content: 
     tools = by_key(results.tool_calls[results.tool_calls["session_id"] == session_id], "step")
     calls = records(results.calls[results.calls["session_id"] == session_id])
     memory = (trajectory or {}).get("memory") or []
+    ok = {(step, j): bool(row.get("ok")) for step, rows in tools.items() for j, row in enumerate(rows)}
+    diffs = session_diffs(memory, ok) if content else {}
     steps = []
     for i, m in enumerate(memory):
         step = m.get("step", i + 1)
@@ -145,9 +149,8 @@ def session_context(results, session_id: str, trajectory: dict | None, content: 
             name = command.get("command_name", "") if isinstance(command, dict) else str(command)
             args = command.get("args", {}) if isinstance(command, dict) else {}
             out = outputs[j] if j < len(outputs) else ""
-            diff = out if isinstance(out, str) and ("diff --git" in out or "\n@@ " in out) else None
             items.append({"name": name, "args": json.dumps(args, ensure_ascii=False, indent=1) if content else OMITTED,
-                          "output": str(out) if content else OMITTED, "diff": diff if content else None})
+                          "output": str(out) if content else OMITTED, "diff": diffs.get((step, j))})
         steps.append({"step": step, "thought": m.get("thought", "") if content else OMITTED, "commands": items,
                       "tools": tools.get(step, [])})
     return {"session": session, "steps": steps, "calls": [call_view(c, content) for c in calls],
