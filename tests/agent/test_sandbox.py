@@ -12,6 +12,7 @@ import asyncio
 import http.server
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -371,6 +372,12 @@ for name, args in CALLS.items():
         r = libc.syscall(L(nr[name]), *args)
         os._exit(0 if r >= 0 else min(ctypes.get_errno(), 255))
     out[name] = os.strerror(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+pid = os.fork()
+if pid == 0:  # keyctl through the x32 ABI (the same number with bit 30 set)
+    r = libc.syscall(L(0x40000000 | nr["keyctl"]), 0, L(-3), 1)
+    os._exit(0 if r >= 0 else min(ctypes.get_errno(), 255))
+code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+out["x32 keyctl"] = f"killed by signal {-code}" if code < 0 else os.strerror(code)
 print(json.dumps(out))
 """
 
@@ -410,9 +417,10 @@ async def test_the_system_calls_a_coding_agent_never_needs_fail_with_eperm(tmp_p
                                                      "1", "programs-run"]
         finally:
             await env.stop()
-    assert sorted(seen[True]) == sorted(names)
+    assert sorted(seen[True]) == sorted([*names, "x32 keyctl"])
     assert {n: e for n, e in seen[True].items() if e != "Operation not permitted"} == {
-        "clone3": "Function not implemented"}
+        "clone3": "Function not implemented", "x32 keyctl": f"killed by signal {signal.SIGSYS.value}"}
+    assert not seen[False]["x32 keyctl"].startswith("killed")
     assert all(seen[False][n] == "Success" for n in ("keyctl", "add_key", "ptrace", "process_vm_readv", "unshare",
                                                       "clone")), seen[False]
     assert {n for n, e in seen[False].items() if e == "Operation not permitted"} <= {"mount", "pivot_root"}
