@@ -160,6 +160,9 @@ def test_the_random_player_is_at_chance_on_every_metric_with_a_chance_column(exa
     at_chance(detection, "wolf detection", found)
     assert abs(detection["rate"].iloc[0] - detection["false_positive"].iloc[0]) < 0.03  # recall ≈ false positives
     at_chance(A.false_claims_followed(events, players).query("measure == 'followed'"), "claims followed", found)
+    random_seats = players[players["spec"] == "random"][["game_id", "seat"]]
+    believed = A.false_claims_followed(events, players, beliefs.merge(random_seats, on=["game_id", "seat"]))
+    at_chance(believed.query("measure == 'believed'"), "claims believed (random believers)", found)
     at_chance(A.vote_swing(events, players, ["side"]).query("side == 'werewolves'"), "vote swing", found)
     at_chance(A.irp(events, players).query("spec == 'random'"), "IRP", found)
     at_chance(A.vss(events, players, None, games).query("spec == 'random'"), "VSS", found)

@@ -228,7 +228,7 @@ def false_claims_followed(events: pd.DataFrame, players: pd.DataFrame, beliefs: 
     the share of that day's first-round ballots by other village-side voters cast for X (``followed``;
     chance = 1 / (living − 1)); neither the speaker's nor X's own ballot counts (X cannot vote for itself).
     When ``beliefs`` has rows, also for each role claim: the share of the other seats' later beliefs about
-    the speaker that guess the claimed role (``believed``).
+    the speaker that guess the claimed role (``believed``; chance = 1 / roles, a random guess).
 
     In offline play every false check claim is a wolf's and every true one the Seer's, so "false vs true"
     is also "wolf vs Seer": ``claim_falsity_within_side`` says, per side, whether both kinds occur there
@@ -250,11 +250,11 @@ def false_claims_followed(events: pd.DataFrame, players: pd.DataFrame, beliefs: 
     if beliefs is not None and len(beliefs):
         b = belief_table(beliefs, players)
         rc = c[c["kind"] == "role"]
-        j = rc.merge(b[["game_id", "seq", "seat", "about", "guessed_role"]].rename(columns={"seq": "bseq"}),
-                     left_on=["game_id", "speaker"], right_on=["game_id", "about"])
+        j = rc.merge(b[["game_id", "seq", "seat", "about", "guessed_role", "chance"]].rename(
+            columns={"seq": "bseq"}), left_on=["game_id", "speaker"], right_on=["game_id", "about"])
         j = j[(j["bseq"] > j["seq"]) & (j["seat"] != j["speaker"])]
         j["hit"] = (j["guessed_role"] == j["value"]).astype(int)
-        rows += _rate_rows(j, (by or ["side"]) + ["claim"], measure="believed")
+        rows += _rate_rows(j, (by or ["side"]) + ["claim"], chance="chance", measure="believed")
     return pd.DataFrame(rows)
 
 
