@@ -181,3 +181,52 @@ def test_duplicated_rows_inside_one_run_are_kept_once(tmp_path):
     with pytest.warns(LoadWarning, match="duplicated (games|events)"):
         results = load(tmp_path)
     assert len(results.games) == 1 and results.events["seq"].is_unique
+
+
+def test_a_truncated_event_log_makes_its_game_incomplete_with_a_warning_naming_it(tmp_path):
+    """events.jsonl with the last line cut mid-write (game B's last event) and, in a second copy, half of game
+    A's events missing: each such game is named as truncated and left out of every table (its vote metrics
+    would come from half its events); the other game loads whole. ``complete_games=False`` keeps them."""
+    import asyncio
+
+    from toolkit.werewolf.game import GameRunner
+
+    with Run(tmp_path / "r", run_id="r") as run:
+        for seed in (2, 3):
+            asyncio.run(GameRunner(GameConfig(seed=seed), run).play())
+    whole = load(tmp_path / "r")
+    a, b = whole.games["game_id"]
+    assert (whole.games.set_index("game_id")["n_events"] == whole.events.groupby("game_id").size()).all()
+    events = pd.read_parquet(run.folder / "events.parquet")
+    (run.folder / "events.parquet").unlink()
+    rows = [json.dumps(r, default=str) for r in events.to_dict("records")]
+    last_of_b = max(i for i, r in enumerate(events["game_id"]) if r == b)
+    kept = [r for i, r in enumerate(rows) if i != last_of_b] + [rows[last_of_b][:25]]  # torn, as by a kill
+    (run.folder / "events.jsonl").write_text("\n".join(kept))
+    with pytest.warns(LoadWarning, match=rf"1 game with a truncated event log \({b}: \d+ of its \d+ events\)"):
+        cut = load(tmp_path / "r")
+    assert list(cut.games["game_id"]) == [a] and set(cut.events["game_id"]) == {a}
+    assert set(cut.calls["game_id"]) == {a} and set(cut.players["game_id"]) == {a}
+    assert len(cut.events) == len(whole.events[whole.events["game_id"] == a])
+
+    half = [r for i, r in enumerate(rows) if events["game_id"][i] != a or events["seq"][i] < 20]
+    (run.folder / "events.jsonl").write_text("\n".join(half) + "\n")
+    with pytest.warns(LoadWarning, match=rf"{a}: 20 of its \d+ events"):
+        kept_all = load(tmp_path / "r", complete_games=False)
+    assert set(kept_all.games["game_id"]) == {a, b}  # named, but kept when asked for everything
+
+
+def test_a_gap_in_the_events_marks_a_game_incomplete_without_n_events(tmp_path):
+    """Results written before the games row kept n_events: a gap in a game's seq (lines lost from the middle)."""
+    import asyncio
+
+    from toolkit.werewolf.game import GameRunner
+
+    with Run(tmp_path, run_id="r") as run:
+        asyncio.run(GameRunner(GameConfig(seed=2), run).play())
+    games = pd.read_parquet(run.folder / "games.parquet").assign(n_events=None)
+    games.to_parquet(run.folder / "games.parquet", index=False)
+    events = pd.read_parquet(run.folder / "events.parquet")
+    events[events["seq"] != 5].to_parquet(run.folder / "events.parquet", index=False)
+    with pytest.warns(LoadWarning, match=r"truncated event log \(g\S+: \d+ events with seq up to \d+\)"):
+        assert load(tmp_path).games.empty

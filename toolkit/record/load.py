@@ -104,14 +104,35 @@ def partial_game_ids(tables: dict[str, pd.DataFrame]) -> set[str]:
     return started - finished
 
 
+def truncated_game_ids(tables: dict[str, pd.DataFrame]) -> dict[str, str]:
+    """Finished games whose event log is cut short, each with how: fewer events rows than its games row says
+    it wrote (``n_events``), or a gap in its events' ``seq`` (0, 1, 2, ... with none missing; results written
+    before ``n_events`` was kept are checked by this alone)."""
+    games, events = tables["games"], tables["events"]
+    if games.empty or "game_id" not in events:
+        return {}
+    stats = (pd.DataFrame({"game_id": events["game_id"], "seq": pd.to_numeric(events["seq"], errors="coerce")})
+             .groupby("game_id")["seq"].agg(["size", "max"]))
+    g = games[["game_id"]].dropna().join(stats, on="game_id")
+    n = g["size"].fillna(0)
+    want = pd.to_numeric(games.loc[g.index, "n_events"], errors="coerce") if "n_events" in games else n * float("nan")
+    short = want.notna() & (n < want)
+    gap = ~short & (n > 0) & (n < g["max"] + 1)
+    out = {gid: f"{int(k)} of its {int(w)} events" for gid, k, w in zip(g["game_id"][short], n[short], want[short])}
+    out.update({gid: f"{int(k)} events with seq up to {int(top)}"
+                for gid, k, top in zip(g["game_id"][gap], n[gap], g["max"][gap])})
+    return out
+
+
 def load(path: str | Path, complete_games: bool = True, strict: bool = False) -> Results:
     """All runs under ``path`` (finished runs from Parquet, killed ones from their JSONL).
 
     By default only complete games are kept: a game is complete when its ``games`` row exists; the rows
     (players, events, calls) a killed process left for a game it never finished (a resumed cell plays that seed
     again) are left out,
-    and a ``LoadWarning`` says how many games that was. ``complete_games=False`` keeps them. Damaged files
-    and lines are skipped with a warning naming them; ``strict=True`` raises instead."""
+    and a ``LoadWarning`` says how many games that was. A game whose event log is truncated (``truncated_game_ids``)
+    is incomplete too: named in a ``LoadWarning`` and left out (kept with ``complete_games=False``). Damaged
+    files and lines are skipped with a warning naming them; ``strict=True`` raises instead."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no results folder at {path}")
@@ -130,6 +151,18 @@ def load(path: str | Path, complete_games: bool = True, strict: bool = False) ->
                 warnings.warn(f"{path}: {int(doubled.sum())} duplicated {table} row(s) (same {', '.join(key)}) "
                               "kept once", LoadWarning, stacklevel=2)
                 tables[table] = tables[table][~doubled].reset_index(drop=True)
+    truncated = truncated_game_ids(tables)
+    if truncated:  # named whether or not they are kept: a metric over half a game's events is wrong
+        shown = "; ".join(f"{g}: {how}" for g, how in list(truncated.items())[:5])
+        more = f"; and {len(truncated) - 5} more" if len(truncated) > 5 else ""
+        warnings.warn(f"{path}: {len(truncated)} game{'s' if len(truncated) > 1 else ''} with a truncated event "
+                      f"log ({shown}{more}): incomplete" + (", left out" if complete_games else ""),
+                      LoadWarning, stacklevel=2)
+    if complete_games and truncated:
+        for table in TABLES:
+            frame_ = tables[table]
+            if "game_id" in frame_.columns and len(frame_):
+                tables[table] = frame_[~frame_["game_id"].isin(truncated)].reset_index(drop=True)
     if complete_games:
         partial = partial_game_ids(tables)
         if partial:

@@ -81,6 +81,8 @@ class GameRow(Row):
     n_fallbacks: int = column("decisions that ended on the seeded legal fallback (no usable answer)")
     wall_s: float = column("seconds from the first event to the end")
     config: str = column("JSON of what ``toolkit replay`` needs to set the same game up again")
+    n_events: int | None = column("events rows the game wrote (``load`` calls a game with fewer incomplete: its "
+                                  "event log was truncated); null in results written before it was kept")
 
 
 @dataclass(slots=True, kw_only=True)

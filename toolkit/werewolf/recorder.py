@@ -28,10 +28,12 @@ class GameRecorder:
     def __init__(self, run: Run | None, game_id: str):
         self.run = run
         self.game_id = game_id
+        self.n_events = 0  # events rows written: the games row says how many, so a truncated log shows
 
     def events(self, events: list[Event]) -> None:
         if self.run is None:
             return
+        self.n_events += len(events)
         for e in events:
             self.run.write(EventRow(game_id=self.game_id, seq=e.seq, day=e.day, phase=e.phase, kind=e.kind,
                                     actor=e.actor, target=e.target, text=e.text, visibility=e.visibility,
@@ -61,4 +63,4 @@ class GameRecorder:
             game_id=self.game_id, run_id=self.run.run_id, seed=game.seed, preset=preset, winner=winner,
             win_reason=reason, days=game.day, n_calls=log.calls, prompt_tokens=log.prompt_tokens,
             completion_tokens=log.completion_tokens, cost_usd=log.cost_usd, n_fallbacks=log.fallbacks,
-            wall_s=round(wall_s, 4), config=json.dumps(config)))
+            wall_s=round(wall_s, 4), config=json.dumps(config), n_events=self.n_events))
