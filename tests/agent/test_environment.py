@@ -242,3 +242,28 @@ def test_the_pids_cgroup_is_found_below_the_toolkits_own(tmp_path):
     assert hierarchy(v2, "0::/me\n") == (tmp_path / "me", "v2")
     (tmp_path / "me" / "cgroup.controllers").write_text("cpu memory\n")
     assert hierarchy(v2, "0::/me\n") is None
+
+
+async def test_a_bound_or_filter_that_cannot_be_had_is_said_in_one_line(tmp_path, monkeypatch, capsys):
+    """Stand-ins for a machine where no pids cgroup can be made and libseccomp is missing (this one has
+    both): under root the process bound's absence is one warning line, the filter's another, and the
+    sandbox still runs, without ``--seccomp``. Nothing weaker is silent."""
+    from toolkit.agent.environments import syscall_filter
+
+    if bwrap_problem():
+        pytest.skip(bwrap_problem())
+    monkeypatch.setattr(envmod.PidsCgroup, "make", classmethod(lambda cls, name, n: "no pids cgroup here"))
+    monkeypatch.setattr(syscall_filter, "program", lambda: "no seccomp filter: libseccomp not found")
+    envmod._warn_once.cache_clear()
+    env = make_environment("bubblewrap", tmp_path / "ws")
+    try:
+        assert env.cgroup is None and "--seccomp" not in env.wrap(["true"], fds=[])
+        assert (await env.execute("grep '^Seccomp:' /proc/self/status", 10)).output == "Seccomp:\t0"
+    finally:
+        await env.stop()
+    err = capsys.readouterr().err.strip().splitlines()
+    expected = ["warning: bubblewrap without a system-call filter: no seccomp filter: libseccomp not found"]
+    if os.geteuid() == 0:
+        expected.insert(0, "warning: limits.processes is not enforced (no pids cgroup here; RLIMIT_NPROC does not "
+                           "bind root)")
+    assert err == expected
