@@ -267,3 +267,26 @@ async def test_a_bound_or_filter_that_cannot_be_had_is_said_in_one_line(tmp_path
         expected.insert(0, "warning: limits.processes is not enforced (no pids cgroup here; RLIMIT_NPROC does not "
                            "bind root)")
     assert err == expected
+
+
+def test_a_cgroup_left_by_a_killed_toolkit_is_removed_by_the_next(tmp_path):
+    """A toolkit killed with SIGKILL cannot remove its session's cgroup; the next one made removes an
+    empty ``toolkit-<pid>-…`` whose process is gone, and leaves a live toolkit's alone."""
+    from toolkit.agent.environments.pids_cgroup import PidsCgroup
+
+    first = PidsCgroup.make("first", 16)
+    if isinstance(first, str):
+        pytest.skip(first)
+    dead = next(pid for pid in range(4_000_000, 3_000_000, -1) if not os.path.exists(f"/proc/{pid}"))
+    stale = first.path.parent / f"toolkit-{dead}-stale"
+    stale.mkdir()
+    try:
+        second = PidsCgroup.make("second", 16)
+        assert not stale.exists() and first.path.is_dir() and second.path.is_dir()
+        assert first.path.name.startswith(f"toolkit-{os.getpid()}-")
+    finally:
+        first.remove()
+        second.remove()
+        if stale.exists():
+            stale.rmdir()
+    assert not first.path.exists() and not second.path.exists()

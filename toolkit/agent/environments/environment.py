@@ -226,7 +226,7 @@ class Environment:
         self._lock: asyncio.Lock | None = None
         self.cgroup: PidsCgroup | None = None
         if self.uses_cgroup:
-            made = PidsCgroup.make(f"toolkit-{self.session_id}", self.config.limits.processes)
+            made = PidsCgroup.make(self.session_id, self.config.limits.processes)
             if isinstance(made, PidsCgroup):
                 self.cgroup = made
                 weakref.finalize(self, made.remove)

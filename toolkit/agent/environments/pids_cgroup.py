@@ -2,9 +2,10 @@
 
 ``RLIMIT_NPROC`` does not apply to a process whose real user outside every user namespace is root, so
 under root the sandbox's ``ulimit -u`` bounds nothing. A pids cgroup does: the session's cgroup
-(``toolkit-<session>`` below the toolkit's own) has ``pids.max = limits.processes``, every process of the
-session starts in it (a ``sh`` that writes its own PID to ``cgroup.procs``, then becomes the command) and
-forks beyond the bound fail with EAGAIN. At the end every process left in it is killed and it is removed.
+(``toolkit-<pid>-<session>`` below the toolkit's own) has ``pids.max = limits.processes``, every process
+of the session starts in it (a ``sh`` that writes its own PID to ``cgroup.procs``, then becomes the
+command) and forks beyond the bound fail with EAGAIN. At the end every process left in it is killed and
+it is removed; an empty one whose toolkit process is gone (killed) is removed by the next one made.
 
 Where it is made: the cgroup v1 ``pids`` hierarchy, or cgroup v2 where the toolkit's cgroup offers the
 ``pids`` controller to its children (``cgroup.subtree_control``). Creating one needs write access there
@@ -56,7 +57,9 @@ class PidsCgroup:
 
     @classmethod
     def make(cls, name: str, max_pids: int) -> PidsCgroup | str:
-        """A new cgroup ``name`` bounded to ``max_pids`` processes (threads count too), or why there is none."""
+        """A new cgroup ``toolkit-<our pid>-<name>`` bounded to ``max_pids`` processes (threads count too),
+        or why there is none. Empty ones left by a toolkit process that is gone (killed before it could
+        remove its own) are removed first."""
         try:
             found = hierarchy(_read(Path("/proc/self/mountinfo")), _read(Path("/proc/self/cgroup")))
         except OSError as exc:
@@ -67,7 +70,8 @@ class PidsCgroup:
         try:
             if version == "v2" and "pids" not in _read(parent / "cgroup.subtree_control").split():
                 (parent / "cgroup.subtree_control").write_text("+pids")
-            path = parent / name
+            _remove_stale(parent)
+            path = parent / f"toolkit-{os.getpid()}-{name}"
             path.mkdir()
         except OSError as exc:
             return f"no pids cgroup can be made in {parent}: {exc.strerror or exc}"
@@ -134,6 +138,16 @@ class PidsCgroup:
                 return
             except OSError:
                 time.sleep(0.01)
+
+
+def _remove_stale(parent: Path) -> None:
+    for path in parent.glob("toolkit-*-*"):
+        creator = path.name.split("-")[1]
+        if creator.isdigit() and not os.path.exists(f"/proc/{creator}"):
+            try:
+                path.rmdir()  # fails while a process is still in it: then it is not stale
+            except OSError:
+                pass
 
 
 def _read(path: Path) -> str:
