@@ -19,8 +19,8 @@ def conditions(games: pd.DataFrame, base: tuple[str, ...] = ("preset",)) -> list
     differ between games and that are conditions: ``base`` columns plus run parameters not in
     ``NOT_CONDITIONS``."""
     known = set(base) | {c for c in games.columns if c not in NOT_CONDITIONS}
-    skip = {"game_id", "run_id", "winner", "win_reason", "days", "n_calls", "prompt_tokens", "completion_tokens",
-            "cost_usd", "n_fallbacks", "wall_s", "config"}
+    skip = {"game_id", "run_id", "winner", "win_reason", "days", "n_calls", "n_events", "prompt_tokens",
+            "completion_tokens", "cost_usd", "n_fallbacks", "wall_s", "config"}
     return [c for c in games.columns if c in known and c not in skip
             and games[c].astype(str).nunique(dropna=False) > 1]
 
