@@ -1,6 +1,8 @@
 """The report cannot mislead: conditions are split (and named), identical conditions are detected, every
 table and plot carries n, count and cost axes start at 0, estimated tokens are marked."""
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -137,3 +139,39 @@ def test_elo_and_openskill_are_not_shown_where_a_side_mixes_models():
                             "spec": ["a", "b", "a"]})
     text = "".join(_sequential_ratings_section(SimpleNamespace(players=players), pd.DataFrame(), []))
     assert text.startswith("Elo and OpenSkill: not shown")
+
+
+def test_a_crafted_results_folder_cannot_make_the_report_write_outside_out(tmp_path):
+    """A results folder someone sends you: a run parameter (a condition) holding ``../``, a preset name holding
+    ``../``, and a link named like a report file pointing outside. Every file the report writes is named from
+    sanitised names inside --out; the link is refused (one FileError), nothing outside changes."""
+    from toolkit.core.files import FileError
+
+    for wolves, note in (("heuristic", "../../../escaped-a"), ("random", "b")):
+        cell = tmp_path / "res" / wolves
+        run_werewolf_cell(str(cell), n_games=4, seed=0, wolf_model=wolves)
+        runs_file = next(cell.glob("*/runs.parquet"))
+        runs = pd.read_parquet(runs_file)
+        config = runs["config"].map(lambda c: json.dumps({**json.loads(c), "note": note}))
+        runs.assign(config=config).to_parquet(runs_file, index=False)  # a condition whose value holds ../
+    first = next((tmp_path / "res" / "heuristic").glob("*/games.parquet"))
+    pd.read_parquet(first).assign(preset="../presets/classic7").to_parquet(first, index=False)
+    before = {p for p in tmp_path.rglob("*")}
+    out = tmp_path / "deep" / "er" / "out"
+    written = write_report(tmp_path / "res", out)
+    assert written and all(p.resolve().parent == out.resolve() for p in written)
+    assert {p for p in tmp_path.rglob("*") if out not in p.parents and p != out} - before == {
+        tmp_path / "deep", tmp_path / "deep" / "er"}  # nothing new outside --out
+    names = {p.name for p in written}
+    assert any("escaped" in n for n in names) and any("presets-classic7" in n for n in names)
+    assert not any("/" in n or n.startswith(".") for n in names)
+    text = (out / "summary.md").read_text()
+    assert all(f"]({n})" in text for n in names if n.endswith(".png"))  # the summary links what was written
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine\n")
+    (out / "win_rates.png").unlink()
+    (out / "win_rates.png").symlink_to(victim)  # planted in the folder the report writes to
+    with pytest.raises(FileError, match="would be written outside"):
+        write_report(tmp_path / "res", out)
+    assert victim.read_text() == "mine\n"

@@ -19,6 +19,7 @@ from toolkit.analysis import plots as P
 from toolkit.analysis.conclusions import conclusions, design_matrix, matrix_text, side_models
 from toolkit.llm import parse_spec
 from toolkit.analysis.prompt_cache import cached_share
+from toolkit.core.files import inside
 from toolkit.record.load import Results, games_with_params, load
 
 
@@ -205,7 +206,7 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
     pairings = conclusions_pairings(games, tables.players)
     pooled = (f" ({pairings} model pairings pooled: the design matrix splits them)" if pairings > 1 else "")
     written.append(P.save(P.plot_win_rates(games, by, title="Win rate by side" + (f" per {', '.join(by)}" if by else "")
-                                           + pooled), out / "win_rates.png"))
+                                           + pooled), inside(out, "win_rates", ".png")))
     s += ["## Win rates by side (95% intervals: exact below 30 games, else Wilson; n = games)\n",
           markdown_table(games_table(A.win_rates(games, by))), "![win rates](win_rates.png)\n"]
     if multi:
@@ -223,9 +224,10 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
         for key, part in A.groups(ratings, by):
             name = "_".join(str(v) for v in key.values()) or "all"
             where = ", ".join(f"{k}={v}" for k, v in key.items())
+            path = inside(out, f"ratings_{name}", ".png")  # a condition's value may hold '/' or '../'
             written.append(P.save(P.plot_ratings(part, title="Ratings by side" + (f": {where}" if where else "")),
-                                  out / f"ratings_{name}.png"))
-            s.append(f"![ratings](ratings_{name}.png)\n")
+                                  path))
+            s.append(f"![ratings]({path.name})\n")
         s += ["## Ratings with a side term\n",
               "Bradley–Terry in logistic form, logit P(village wins) = side term + village strength − wolf "
               "strength, each model weighted by its share of the side's seats; strengths of each side sum to "
@@ -250,7 +252,7 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
                                           "spec" if multi else None,
                                           title="Village vote accuracy by day vs chance" + (
                                               ": " + ", ".join(f"{k}={v}" for k, v in key.items()) if key else ""))
-        path = out / (f"vote_accuracy_{name}.png" if name else "vote_accuracy.png")
+        path = inside(out, f"vote_accuracy_{name}" if name else "vote_accuracy", ".png")
         written.append(P.save(fig, path))
         vote_plots.append(f"![vote accuracy]({path.name})\n")
     s += ["## Votes against chance\n",
@@ -321,7 +323,7 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
           markdown_table(per_condition(lambda t: A.vote_swing(t.events, t.players), games, tables, by))]
     s += robustness_sections(tables, games, by)
     s += paired_sections(tables, games, by)
-    written.append(P.save(P.plot_costs(games, by, estimated=estimated), out / "costs.png"))
+    written.append(P.save(P.plot_costs(games, by, estimated=estimated), inside(out, "costs", ".png")))
     s += ["## Calls, tokens, cost and fallbacks per game (95% bootstrap intervals; n = games)\n",
           ("Token counts are estimated.\n" if estimated else ""),
           markdown_table(A.per_game_costs(games, by)), "![costs](costs.png)\n",
@@ -434,15 +436,15 @@ def write_report(folder: str | Path, out: str | Path | None = None) -> list[Path
         sections += _werewolf_sections(tables, out, written)
     if len(tables.sessions):
         sessions = tables.sessions.copy()
-        written.append(P.save(P.plot_tool_usage(tables.tool_calls, sessions), out / "tool_usage.png"))
-        written.append(P.save(P.plot_success_vs_steps(sessions), out / "success_vs_steps.png"))
+        written.append(P.save(P.plot_tool_usage(tables.tool_calls, sessions), inside(out, "tool_usage", ".png")))
+        written.append(P.save(P.plot_success_vs_steps(sessions), inside(out, "success_vs_steps", ".png")))
         sections += ["## Engineer success by model (Wilson; n = sessions)\n",
                      markdown_table(A.engineer_success(sessions)),
                      "## Tool usage by model\n",
                      markdown_table(A.tool_usage(tables.tool_calls, sessions)[
                          ["spec", "tool", "calls", "n", "error_rate", "ci_low", "ci_high"]]),
                      "![tool usage](tool_usage.png)\n", "![success vs steps](success_vs_steps.png)\n"]
-    summary = out / "summary.md"
+    summary = inside(out, "summary", ".md")
     out.mkdir(parents=True, exist_ok=True)
     summary.write_text("\n".join(sections))
     written.append(summary)

@@ -5,6 +5,7 @@ leave a folder are refused. Every problem becomes one ``FileError`` line that na
 from __future__ import annotations
 
 import difflib
+import hashlib
 import re
 import typing
 from pathlib import Path
@@ -51,6 +52,32 @@ def safe_name(value: str, what: str = "name") -> str:
         raise ValueError(f"{what} {value!r} must be letters, digits, '_', '-' or '.', not starting with '.' "
                          "(it becomes a folder name)")
     return value
+
+
+_UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def file_name(stem: Any, suffix: str = "", limit: int = 100) -> str:
+    """``stem + suffix`` as one safe file name: any run of characters other than letters, digits, '_', '-', '.'
+    becomes '-', leading dots go, the stem is cut to ``limit``; where anything changed, a short hash of the
+    original keeps two names apart (``../../x`` → ``x-<hash>``)."""
+    text = str(stem)
+    clean = _UNSAFE_CHARS.sub("-", text).lstrip(".-")[:limit] or "x"
+    if clean != text:
+        clean = f"{clean.rstrip('.-') or 'x'}-{hashlib.sha1(text.encode()).hexdigest()[:8]}"
+    return clean + suffix
+
+
+def inside(folder: str | Path, stem: Any, suffix: str = "") -> Path:
+    """The path of ``file_name(stem, suffix)`` in ``folder``, checked to stay there once links are resolved
+    (a link planted in the folder under that name cannot redirect the write): for every file a report or an
+    export names after something it read (a preset, a condition, a game or session id)."""
+    folder = Path(folder)
+    path = folder / file_name(stem, suffix)
+    base = folder.resolve()
+    if path.resolve().parent != base:
+        raise FileError(f"{path}: would be written outside {folder} (it resolves to {path.resolve()}); refused")
+    return path
 
 
 def read_yaml(path: str | Path, what: str) -> Any:
