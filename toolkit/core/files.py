@@ -54,7 +54,7 @@ def safe_name(value: str, what: str = "name") -> str:
     return value
 
 
-_UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")
+_UNSAFE_CHARS = re.compile(r"(?:[^A-Za-z0-9_.-]|\.{2,})+")  # '..' goes too: no name reads as a way up
 
 
 def file_name(stem: Any, suffix: str = "", limit: int = 100) -> str:
@@ -62,7 +62,7 @@ def file_name(stem: Any, suffix: str = "", limit: int = 100) -> str:
     becomes '-', leading dots go, the stem is cut to ``limit``; where anything changed, a short hash of the
     original keeps two names apart (``../../x`` → ``x-<hash>``)."""
     text = str(stem)
-    clean = _UNSAFE_CHARS.sub("-", text).lstrip(".-")[:limit] or "x"
+    clean = re.sub(r"-{2,}", "-", _UNSAFE_CHARS.sub("-", text)).lstrip(".-")[:limit] or "x"
     if clean != text:
         clean = f"{clean.rstrip('.-') or 'x'}-{hashlib.sha1(text.encode()).hexdigest()[:8]}"
     return clean + suffix

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from toolkit.core.files import inside
 from toolkit.core.secrets import Redactor
 from toolkit.export.common import OMITTED
 from toolkit.record.tables import TABLES
@@ -56,9 +57,9 @@ def write(results, out: Path, content: bool = True, source: str = "") -> list[Pa
     (out / "data").mkdir(parents=True, exist_ok=True)
     written = []
     for table, frame in tables.items():
-        path = out / "data" / f"{table}.parquet"
+        path = inside(out / "data", table, ".parquet")
         frame.to_parquet(path, index=False)
         written.append(path)
-    readme = out / "README.md"
+    readme = inside(out, "README", ".md")
     readme.write_text(card(tables, mask(source)), encoding="utf-8")
     return written + [readme]

@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from toolkit.core.files import file_name, inside
 from toolkit.core.secrets import Redactor
 from toolkit.export.common import OMITTED, by_key, parse_json, records
 
@@ -190,7 +191,7 @@ def _logs(task: str, rows: list[dict], max_samples: int):
     for run_id, of_run in by_run(rows).items():
         parts = [of_run[i:i + max_samples] for i in range(0, len(of_run), max_samples)]
         for k, part in enumerate(parts, 1):
-            yield f"{task}_{run_id}{f'_part{k}' if len(parts) > 1 else ''}.eval", run_id, part
+            yield file_name(f"{task}_{run_id}{f'_part{k}' if len(parts) > 1 else ''}", ".eval"), run_id, part
 
 
 def by_run(rows: list[dict]) -> dict[str, list[dict]]:
@@ -219,7 +220,7 @@ def write(results, out: Path, content: bool = True, game_ids: list[str] | None =
                                    calls.get(g["game_id"], []), content, mask) for g in part]
             specs = [p["spec"] for g in part for p in players.get(g["game_id"], [])]
             write_eval_log(eval_log("werewolf", samples, _spec(specs, mask), [runs.get(run_id, {"run_id": run_id})]),
-                           str(out / name))
+                           str(inside(out, name)))
             written.append(out / name)
     if len(results.sessions) and game_ids is None:
         calls, tools = by_key(results.calls, "session_id"), by_key(results.tool_calls, "session_id")
@@ -227,6 +228,6 @@ def write(results, out: Path, content: bool = True, game_ids: list[str] | None =
             samples = [session_sample(s, calls.get(s["session_id"], []), tools.get(s["session_id"], []),
                                       (trajectories or {}).get(s["session_id"]), content, mask) for s in part]
             write_eval_log(eval_log("engineer", samples, _spec([s.get("spec") for s in part], mask),
-                                    [runs.get(run_id, {"run_id": run_id})]), str(out / name))
+                                    [runs.get(run_id, {"run_id": run_id})]), str(inside(out, name)))
             written.append(out / name)
     return written

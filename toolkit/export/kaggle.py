@@ -23,6 +23,7 @@ from typing import Any
 
 import pandas as pd
 
+from toolkit.core.files import inside
 from toolkit.core.secrets import Redactor
 from toolkit.export.common import OMITTED, by_key, parse_json, records, write_json
 
@@ -187,7 +188,7 @@ def write(results, out: Path, content: bool = True, game_ids: list[str] | None =
     for game in records(games):
         gid = game["game_id"]
         replay = game_replay(game, players[gid], events.get(gid, []), calls.get(gid, []), content)
-        written.append(write_json(out / f"{gid}.json", replay, mask))
+        written.append(write_json(inside(out, gid, ".json"), replay, mask))
     return written
 
 
@@ -210,7 +211,7 @@ def write_html(paths: list[Path], out: Path) -> list[Path]:
     for path in paths:
         replay = path.read_text(encoding="utf-8").strip().replace("</", "<\\/")
         script = f"<script>window.kaggle = {{environment: {replay}, step: 0, playing: false}};</script>"
-        target = out / f"{path.stem}.kaggle.html"
+        target = inside(out, path.stem, ".kaggle.html")
         target.write_text(page[:head] + script + page[head:], encoding="utf-8")
         written.append(target)
     return written

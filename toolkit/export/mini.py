@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from toolkit.core.files import inside
 from toolkit.core.secrets import Redactor
 from toolkit.export.common import OMITTED, by_key, parse_json, records, write_json
 
@@ -75,5 +76,5 @@ def write(results, out: Path, trajectories: dict[str, dict | None], content: boo
     for s in records(results.sessions):
         sid = s["session_id"]
         data = trajectory(s, calls.get(sid, []), trajectories.get(sid), content)
-        written.append(write_json(out / f"{sid}.traj.json", data, mask, indent=1))
+        written.append(write_json(inside(out, sid, ".traj.json"), data, mask, indent=1))
     return written

@@ -8,6 +8,7 @@ import base64
 import json
 from pathlib import Path
 
+from toolkit.core.files import inside
 from toolkit.export.common import records
 from toolkit.record.spans import SpanBuilder, exporter
 
@@ -57,7 +58,7 @@ def otlp_json(span_list: list) -> dict:
 
 
 def write(results, out: Path, content: bool = True, game_ids: list[str] | None = None) -> list[Path]:
-    path = out / "traces.jsonl"
+    path = inside(out, "traces", ".jsonl")
     with path.open("w", encoding="utf-8") as handle:
         for span_list in spans(results, content, game_ids).values():
             handle.write(json.dumps(otlp_json(span_list), ensure_ascii=False) + "\n")
