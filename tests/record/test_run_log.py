@@ -295,3 +295,15 @@ def test_a_partial_game_is_left_out_of_recorded_calls(tmp_path):
     with pytest.warns(UserWarning, match="left out 1 partial game"), pytest.raises(ValueError, match="no recorded"):
         recorded_calls(tmp_path)
     assert read_jsonl(tmp_path / "r" / "calls.jsonl")[0]["call_id"] == "p-0"  # still on disk
+
+
+def test_an_experiment_name_cannot_place_a_run_outside_its_results_folder(tmp_path):
+    """The run's folder is named from the experiment: '../../x' (as a caller of run_werewolf_cell could pass)
+    once made the run's folder two levels up; now it is one safe name inside, and a crafted run id is refused."""
+    with Run(tmp_path / "res", "../../escaped") as run:
+        pass
+    assert run.folder.parent == tmp_path / "res" and run.folder.name.startswith("escaped-")
+    assert {p.name for p in tmp_path.iterdir()} == {"res"}
+    with pytest.raises(ValueError, match="names a folder"):
+        Run(tmp_path / "res", run_id="../../escaped")
+    assert {p.name for p in tmp_path.iterdir()} == {"res"}

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 import toolkit
 from toolkit.core import data
+from toolkit.core.files import file_name
 from toolkit.llm import Call
 from toolkit.llm.model import now
 from toolkit.core.secrets import Redactor, redact_obj
@@ -61,7 +62,11 @@ class Run:
     def __init__(self, results_dir: str | Path = "results", experiment: str = "adhoc",
                  config: dict[str, Any] | None = None, seed: int | None = None, run_id: str | None = None):
         stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        self.run_id = run_id or f"{experiment}-{stamp}-{uuid.uuid4().hex[:6]}"
+        # The folder is named from the experiment (a caller's string): made one safe name, it stays inside
+        # results_dir ('../x' cannot place a run elsewhere); a run id given outright must already be one.
+        self.run_id = run_id or f"{file_name(experiment, limit=60)}-{stamp}-{uuid.uuid4().hex[:6]}"
+        if file_name(self.run_id) != self.run_id:
+            raise ValueError(f"run id {self.run_id!r}: letters, digits, '_', '-' and '.' only (it names a folder)")
         self.folder = Path(results_dir) / self.run_id
         self.folder.mkdir(parents=True, exist_ok=True)
         self._files: dict[str, Any] = {}
