@@ -164,23 +164,34 @@ def test_witch_no_self_save(no_self_save):
         assert "Player6" in game.alive
 
 
-# ---------------------------------------------------------------- reveal_roles_on_death
-@pytest.mark.parametrize("reveal", [True, False])
-def test_reveal_roles_on_death_names_roles_in_every_public_death_line(reveal):
-    game = new_game(reveal_roles_on_death=reveal, last_words=False)
+# ---------------------------------------------------------------- night_reveal, exile_reveal
+NAMED = {"no_reveal": {"Player3": "Player3", "Player7": "Player7", "Player2": "Player2"},
+         "team": {"Player3": "Player3 (village)", "Player7": "Player7 (village)", "Player2": "Player2 (werewolves)"},
+         "role": {"Player3": "Player3 (Villager)", "Player7": "Player7 (Seer)", "Player2": "Player2 (Werewolf)"}}
+
+
+@pytest.mark.parametrize("night_level", list(NAMED))
+@pytest.mark.parametrize("exile_level", list(NAMED))
+def test_reveal_levels_name_role_team_or_nothing_in_every_public_death_line(night_level, exile_level):
+    """night_reveal names night deaths (wolves' and poison), exile_reveal the day's eliminated, each at its own
+    level: nothing, the side, or the role (Kaggle's night_elimination_reveal_level / day_exile_reveal_level)."""
+    game = new_game(night_reveal=night_level, exile_reveal=exile_level, last_words=False)
     night(game, hunt="Player3", poison="Player7")
+    n = NAMED[night_level]
     dawn = [e for e in game.events if e.phase == "dawn" and e.kind == "announcement"][0]
-    if reveal:
-        assert dawn.text == "Day 1 dawns. Player3 (Villager) and Player7 (Seer) died last night."
-        assert [e.text for e in events(game, "death")] == ["Player3 (Villager) died.", "Player7 (Seer) died."]
-    else:
-        assert dawn.text == "Day 1 dawns. Player3 and Player7 died last night."
-        assert [e.text for e in events(game, "death")] == ["Player3 died.", "Player7 died."]
+    assert dawn.text == f"Day 1 dawns. {n['Player3']} and {n['Player7']} died last night."
+    assert [e.text for e in events(game, "death")] == [f"{n['Player3']} died.", f"{n['Player7']} died."]
     day(game, votes={s: "Player2" for s in ROLES7} | {"Player2": "Player4"})
     (out,) = events(game, "elimination")
     assert out.target == "Player2"
-    assert out.text == "Votes: Player2: 4, Player4: 1. " + ("Player2 (Werewolf)" if reveal else "Player2") \
-        + " is eliminated."
+    assert out.text == f"Votes: Player2: 4, Player4: 1. {NAMED[exile_level]['Player2']} is eliminated."
+
+
+@pytest.mark.parametrize("old, level", [(True, "role"), (False, "no_reveal")])
+def test_the_old_reveal_roles_on_death_flag_reads_as_both_levels(old, level):
+    """Presets and recorded games (the games table's preset) written before the two levels still load."""
+    preset = Preset(name="x", roles={"Werewolf": 1, "Villager": 2}, reveal_roles_on_death=old)
+    assert (preset.night_reveal, preset.exile_reveal) == (level, level)
 
 
 def test_deaths_are_announced_in_seat_order_whoever_died_first():
@@ -425,7 +436,8 @@ def test_bad_role_counts_are_refused_with_a_reason(roles, match):
 def test_unknown_flags_and_bad_flag_values_are_refused():
     with pytest.raises(ValidationError, match="extra"):
         Preset(name="x", roles={"Werewolf": 1, "Villager": 2}, witch_saves_twice=True)
-    for field, value in (("vote_tie", "coin"), ("speech_order", "random"), ("win_rule", "majority"),
+    for field, value in (("vote_tie", "coin"), ("speech_order", "alphabetical"), ("win_rule", "majority"),
+                         ("wolf_tie", "first"), ("night_reveal", "side"), ("speech_rounds", 0), ("day_vote", "open"),
                          ("max_days", 0)):
         with pytest.raises(ValidationError, match=field):
             Preset(name="x", roles={"Werewolf": 1, "Villager": 2}, **{field: value})

@@ -37,8 +37,15 @@ def presets(draw):
     return Preset(
         name="prop", roles=roles,
         guard_no_repeat=draw(st.booleans()), witch_one_potion_per_night=draw(st.booleans()),
-        witch_no_self_save=draw(st.booleans()), reveal_roles_on_death=draw(st.booleans()),
-        speech_order=draw(st.sampled_from(["rotate", "fixed"])),
+        witch_no_self_save=draw(st.booleans()),
+        night_reveal=draw(st.sampled_from(["no_reveal", "team", "role"])),
+        exile_reveal=draw(st.sampled_from(["no_reveal", "team", "role"])),
+        doctor_self_save=draw(st.booleans()), doctor_consecutive_saves=draw(st.booleans()),
+        seer_learns=draw(st.sampled_from(["side", "role"])),
+        wolf_tie=draw(st.sampled_from(["last_proposal", "none", "random"])),
+        speech_order=draw(st.sampled_from(["rotate", "fixed", "random"])), speech_rounds=draw(st.integers(1, 3)),
+        day_vote=draw(st.sampled_from(["simultaneous", "sequential"])),
+        vote_order=draw(st.sampled_from(["fixed", "rotate", "random"])),
         vote_tie=draw(st.sampled_from(["none", "revote", "random"])), last_words=draw(st.booleans()),
         win_rule=draw(st.sampled_from(["side_kill", "parity"])),
         protect_and_save=draw(st.sampled_from(["survive", "die"])), max_days=draw(st.integers(1, 6)))
@@ -78,9 +85,13 @@ def check_asks(game: Game) -> None:
             assert role == "Werewolf" and ask.choices
             assert all(game.roles[c] != "Werewolf" for c in ask.choices)
         if ask.action == "protect":
-            assert role == "Guard" and ask.can_pass
-            if game.preset.guard_no_repeat and game.last_protected:
+            assert role in ("Guard", "Doctor") and ask.can_pass
+            if role == "Guard" and game.preset.guard_no_repeat and game.last_protected:
                 assert game.last_protected not in ask.choices
+            if role == "Doctor":
+                assert (ask.seat in ask.choices) == game.preset.doctor_self_save
+                if not game.preset.doctor_consecutive_saves and game.last_healed:
+                    assert game.last_healed not in ask.choices
         if ask.action in ("save", "poison"):
             assert role == "Witch" and ask.can_pass
         if ask.action == "save":
@@ -93,6 +104,7 @@ def check_asks(game: Game) -> None:
             assert role == "Seer"
         if ask.action == "vote":
             assert game.phase in ("day_vote", "day_revote") and not ask.can_pass
+            assert len(asks) == 1 or game.preset.day_vote == "simultaneous"
             assert set(ask.choices) == set(game.vote_candidates) - {ask.seat}
         if ask.action == "speak":
             assert game.phase in ("day_speech", "last_words") and len(asks) == 1
@@ -218,20 +230,26 @@ def test_random_legal_games_keep_every_invariant(preset, seed, decision_seed):
         # night order: the witch acts after the wolves' kill; dawn closes the night
         if "save" in kinds or "poison" in kinds:
             first_potion = min(i for i, k in enumerate(kinds) if k in ("save", "poison"))
-            assert "kill" in kinds[:first_potion]
+            tied = [e for e in night[:first_potion] if e.text.startswith("The werewolves' votes are tied")]
+            assert "kill" in kinds[:first_potion] or (tied and preset.wolf_tie == "none")
+        proposals = [e.target for e in night if e.kind == "hunt_proposal"]
+        top = [t for t in proposals if Counter(proposals)[t] == max(Counter(proposals).values(), default=0)]
         if "kill" in kinds:
             assert kinds.count("hunt_proposal") >= 1 and kinds.count("kill") == 1
             kill = night[kinds.index("kill")]
-            proposals = [e.target for e in night if e.kind == "hunt_proposal"]
-            top = max(Counter(proposals).values())
-            assert kill.target == [t for t in proposals if Counter(proposals)[t] == top][-1]
-        night_only = {"protect", "hunt_proposal", "kill", "check", "save", "poison"}
+            if preset.wolf_tie == "last_proposal" or len(set(top)) == 1:
+                assert kill.target == top[-1]
+            else:  # a split vote: a draw among the tied (wolf_tie: random); wolf_tie: none kills nobody
+                assert preset.wolf_tie == "random" and kill.target in top
+        elif proposals:  # the wolves voted and nobody was attacked: only a split vote under wolf_tie: none
+            assert preset.wolf_tie == "none" and len(set(top)) > 1
+        night_only = {"protect", "heal", "hunt_proposal", "kill", "check", "save", "poison"}
         assert not any(e.kind in night_only and e.phase != "night" for e in events)
 
     # every living player speaks once a day; every living player votes once a round, never for themselves
     for day in range(1, game.day + 1):
         speakers = [e.actor for e in events if e.kind == "speech" and e.day == day and e.phase == "day_speech"]
-        assert len(speakers) == len(set(speakers))
+        assert all(n == preset.speech_rounds for n in Counter(speakers).values())
         votes = [e for e in events if e.kind == "vote" and e.day == day]
         assert all(v.actor != v.target for v in votes)
 

@@ -10,6 +10,7 @@ ballot's; for games any column of the games frame passed in (e.g. run parameters
 
 from __future__ import annotations
 
+import json
 import zlib
 
 import numpy as np
@@ -387,8 +388,14 @@ def _protects(ev: pd.DataFrame, games: pd.DataFrame | None) -> pd.DataFrame:
     if games is not None and "preset" in games.columns:
         from toolkit.werewolf.engine.preset import load_preset
 
-        flag = {p: bool(load_preset(p).guard_no_repeat) for p in games["preset"].dropna().unique()}
-        no_repeat = protects["game_id"].map(games.set_index("game_id")["preset"].map(flag)).fillna(False).astype(bool)
+        def guard_no_repeat(row: pd.Series) -> bool:  # the game's own preset (config), else the shipped one
+            try:
+                return bool(json.loads(row["config"])["preset"]["guard_no_repeat"])
+            except (KeyError, TypeError, ValueError):
+                return bool(load_preset(row["preset"]).guard_no_repeat) if isinstance(row["preset"], str) else False
+
+        flag = games.set_index("game_id").apply(guard_no_repeat, axis=1) if len(games) else pd.Series(dtype=bool)
+        no_repeat = protects["game_id"].map(flag).fillna(False).astype(bool)
     blocked = no_repeat & protects["last"].notna()
     candidates = protects["alive"] - blocked.astype(int)
     reachable = ~(blocked & (protects["last"] == protects["victim"]))

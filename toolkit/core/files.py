@@ -314,7 +314,19 @@ class ScriptedFile(BaseModel):
     answers: list[Any] | None = None
     decisions: list[ScriptedDecision] = Field(default_factory=list)
     roles: dict[str, Literal[ROLES]] | None = None  # type: ignore[valid-type]
+    # the rules' random draws, "kind:day" → seat (kinds: wolf_tie, vote_tie, speech_start, vote_start)
+    draws: dict[str, str] | None = None
     default: Literal["random", "heuristic", "error"] = "error"
+
+    @field_validator("draws")
+    @classmethod
+    def _draw_keys(cls, draws: dict[str, str] | None) -> dict[str, str] | None:
+        kinds = ("wolf_tie", "vote_tie", "speech_start", "vote_start")
+        for key in draws or {}:
+            kind, _, day = key.partition(":")
+            if kind not in kinds or not day.isdigit() or int(day) < 1:
+                raise ValueError(f"draw {key!r}: a key is KIND:DAY, KIND one of {', '.join(kinds)}, DAY from 1")
+        return draws
 
     @field_validator("decisions", mode="before")
     @classmethod
@@ -323,7 +335,7 @@ class ScriptedFile(BaseModel):
 
     def seats_named(self) -> set[str]:
         return {d.seat for d in self.decisions if d.seat} | set(self.roles or {}) | \
-            {d.target for d in self.decisions if d.target}
+            {d.target for d in self.decisions if d.target} | set((self.draws or {}).values())
 
 
 def load_scripted(path: str | Path) -> ScriptedFile:

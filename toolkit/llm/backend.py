@@ -16,6 +16,7 @@ class Backend:
     free: bool = False  # offline: every call costs 0 (no price looked up)
     cacheable: bool = False  # the response cache may answer for it (a deterministic remote model)
     roles: dict[str, str] | None = None  # a seating a game should use instead of its shuffle (scripted files)
+    draws: dict[str, str] | None = None  # the rules' random draws a game should use (scripted files)
 
     async def complete(self, request: Any) -> Any:
         """The completion for a request (a ``toolkit.llm.request.Completion``); raise ``LLMError`` (or

@@ -98,7 +98,7 @@ class ScriptedBackend(Backend):
     - ``decisions: [{day, action, seat, ...}]``: each is used once, for the first request whose
       observation matches its ``day``/``action``/``seat``; its remaining fields are the answer
       (``target: null`` passes). ``default: random|heuristic|error`` answers anything not listed.
-    - ``roles: {seat: role}`` is read by the game, not here.
+    - ``roles: {seat: role}`` and ``draws: {"wolf_tie:2": seat, ...}`` are read by the game, not here.
     """
 
     MATCH_KEYS = ScriptedDecision.MATCH_KEYS
@@ -111,6 +111,7 @@ class ScriptedBackend(Backend):
         self.answers = script.answers or []
         self.decisions = script.decisions
         self.roles = dict(script.roles or {})
+        self.draws = dict(script.draws or {})
         default = script.default
         self.default = None if default == "error" else (RandomBackend() if default == "random"
                                                         else heuristic_player())

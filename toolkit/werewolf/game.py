@@ -66,6 +66,7 @@ class GameConfig:
     model: str = "heuristic"  # every seat's spec unless ``seats`` says otherwise
     seats: dict[str, SeatConfig | str] = field(default_factory=dict)
     roles: dict[str, str] | None = None
+    draws: dict[str, str] | None = None  # the rules' random draws to use ("wolf_tie:2" → seat; rules.Game)
     reflection: bool = False
     experience: bool = False  # village seats; wolves only with ``wolf_experience`` or their own SeatConfig
     wolf_experience: bool = False
@@ -128,7 +129,8 @@ class GameRunner:
         self.on_event = on_event
         given = seat_models or {}
         seat_models = {seat: given.get(seat) or self._model(config.spec(seat)) for seat in self.preset.seats}
-        self.game = Game(self.preset, config.seed, config.roles or _scripted_roles(seat_models.values()))
+        self.game = Game(self.preset, config.seed, config.roles or _scripted_roles(seat_models.values()),
+                         config.draws or _scripted_draws(seat_models.values()))
         self.players = {seat: Player(seat, self.game.roles[seat], config.seat_config(seat, self.game.roles[seat]),
                                      seat_models[seat]) for seat in self.preset.seats}
         self.log = CallLog(run)
@@ -333,6 +335,7 @@ class GameRunner:
     def replay_config(self) -> dict[str, Any]:
         """What ``toolkit replay`` needs to set the same game up again."""
         return {"preset": self.preset.model_dump(), "seed": self.config.seed, "roles": self.game.roles,
+                "draws": dict(self.game.drawn),
                 "recent": self.config.recent, "temperature": self.config.temperature, "reflect": self.config.reflect,
                 "seats": {s: {"spec": p.config.spec, "reflection": p.config.reflection,
                               "experience": p.config.experience, "strategy": p.config.strategy}
@@ -345,6 +348,15 @@ def _scripted_roles(models: Any) -> dict[str, str] | None:
         roles = model.backend.roles
         if roles:
             return {str(k): str(v) for k, v in roles.items()}
+    return None
+
+
+def _scripted_draws(models: Any) -> dict[str, str] | None:
+    """``draws:`` from the first scripted model that has them (the rules' random draws of a replayed game)."""
+    for model in models:
+        draws = getattr(model.backend, "draws", None)
+        if draws:
+            return dict(draws)
     return None
 
 

@@ -58,7 +58,7 @@ async def replay_game(results_dir: str | Path, game_id: str, run: Run | None = N
                            strategy=c.get("strategy"))
              for s, c in config["seats"].items()}
     game_config = GameConfig(preset=Preset.model_validate(config["preset"]), seed=config["seed"],
-                             roles=config["roles"], seats=seats, recent=config["recent"],
+                             roles=config["roles"], draws=config.get("draws"), seats=seats, recent=config["recent"],
                              temperature=config.get("temperature"), reflect=config.get("reflect", "per_day"))
     replay = ReplayBackend(recorded_calls(results_dir, game_id), name=f"replay:{Path(results_dir).name}")
     spec = f"replay:{results_dir}"

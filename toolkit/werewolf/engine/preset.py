@@ -6,7 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from toolkit.core.files import did_you_mean, load_file
 from toolkit.core.werewolf_names import ROLES, SPECIAL_ROLES
@@ -14,6 +14,8 @@ from toolkit.core.werewolf_names import ROLES, SPECIAL_ROLES
 __all__ = ["PRESETS_DIR", "Preset", "ROLES", "SPECIAL_ROLES", "available_presets", "load_preset"]
 
 PRESETS_DIR = Path(__file__).with_name("presets")
+
+Reveal = Literal["no_reveal", "team", "role"]  # how much a death announces (Kaggle's RevealLevel, same names)
 
 
 class Preset(BaseModel):
@@ -24,8 +26,17 @@ class Preset(BaseModel):
     guard_no_repeat: bool = False
     witch_one_potion_per_night: bool = False
     witch_no_self_save: bool = False
-    reveal_roles_on_death: bool = False
-    speech_order: Literal["rotate", "fixed"] = "rotate"
+    doctor_self_save: bool = False  # Kaggle: Doctor allow_self_save
+    doctor_consecutive_saves: bool = True  # Kaggle: Doctor allow_consecutive_saves
+    seer_learns: Literal["side", "role"] = "side"  # Kaggle: Seer reveal_level team | role
+    night_reveal: Reveal = "no_reveal"  # Kaggle: night_elimination_reveal_level
+    exile_reveal: Reveal = "no_reveal"  # Kaggle: day_exile_reveal_level
+    # a split wolf vote: the latest proposal among the tied | nobody (Kaggle no_elected) | a draw (Kaggle random)
+    wolf_tie: Literal["last_proposal", "none", "random"] = "last_proposal"
+    speech_order: Literal["rotate", "fixed", "random"] = "rotate"  # Kaggle: first_to_speak
+    speech_rounds: int = Field(1, ge=1, le=5)  # Kaggle: RoundRobinDiscussion max_rounds
+    day_vote: Literal["simultaneous", "sequential"] = "simultaneous"  # Kaggle: SimultaneousMajority | SequentialVoting
+    vote_order: Literal["fixed", "rotate", "random"] = "fixed"  # Kaggle: first_to_vote (sequential day votes only)
     vote_tie: Literal["none", "revote", "random"] = "none"
     last_words: bool = False
     win_rule: Literal["side_kill", "parity"] = "side_kill"
@@ -41,6 +52,18 @@ class Preset(BaseModel):
             if isinstance(count, bool) or not isinstance(count, int):
                 raise ValueError(f"{key}: a count must be a whole number, not {count!r}")
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_reveal_flag(cls, data: object) -> object:
+        """``reveal_roles_on_death: true`` (presets and recorded games before the two reveal levels) reads as
+        both levels ``role``."""
+        if isinstance(data, dict) and "reveal_roles_on_death" in data:
+            data = dict(data)
+            level = "role" if data.pop("reveal_roles_on_death") else "no_reveal"
+            data.setdefault("night_reveal", level)
+            data.setdefault("exile_reveal", level)
+        return data
 
     @field_validator("roles")
     @classmethod

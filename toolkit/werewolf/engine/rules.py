@@ -7,6 +7,11 @@ game is over. Given a seed and the same decisions, the events are the same every
 
 Phases: ``night`` → ``day_speech`` → ``day_vote`` (→ ``day_revote``) (→ ``last_words``) → ``night`` …
 Night N leads into day N.
+
+The rules' own random draws (a tie broken at random, a random first speaker or voter) come from the seed, or
+from ``draws`` ({"wolf_tie:2": "Player3", ...}: kind and day → the seat drawn), so that a game played elsewhere
+(the Kaggle harness draws from Python's global ``random``) replays here exactly. Kinds: ``wolf_tie``,
+``vote_tie``, ``speech_start``, ``vote_start``.
 """
 
 from __future__ import annotations
@@ -64,12 +69,19 @@ class Night:
     saved: bool = False
     poison_done: bool = False
     poisoned: str | None = None
+    heal: str | None = None  # the Doctor's protection (Kaggle's heal)
+    heal_done: bool = False
+    victim_drawn: bool = False  # the wolves' victim is settled (a random tie is drawn once)
+    victim: str | None = None
 
 
 class Game:
-    def __init__(self, preset: Preset, seed: int, roles: dict[str, str] | None = None):
+    def __init__(self, preset: Preset, seed: int, roles: dict[str, str] | None = None,
+                 draws: dict[str, str] | None = None):
         self.preset = preset
         self.seed = seed
+        self.draws = dict(draws or {})  # given draws (a replayed game's); others come from the seed
+        self.drawn: dict[str, str] = {}  # every draw made, given or seeded
         self.seats = preset.seats
         self.roles = self._assign(roles)
         self.alive = list(self.seats)
@@ -79,6 +91,10 @@ class Game:
         self.antidote = True
         self.poison = True
         self.last_protected: str | None = None
+        self.last_healed: str | None = None
+        self.vote_cursor = 0  # the first voter of the next sequential vote (rotate), as a seat index
+        self.vote_queue: list[str] = []
+        self.vote_queue_first: str | None = None
         self.checks: dict[str, str] = {}  # seer's results
         self.night = Night()
         self.speech_queue: list[str] = []
@@ -114,12 +130,41 @@ class Game:
         return found[0] if found else None
 
     def victim(self) -> str | None:
-        """The wolves' target tonight: the plurality of proposals, ties to the latest proposal."""
+        """The wolves' target tonight: the plurality of proposals; a tie goes by ``wolf_tie`` (the latest
+        proposal among the tied, nobody, or a draw among the tied)."""
+        if self.night.victim_drawn:
+            return self.night.victim
         if not self.night.proposals:
             return None
         counts = Counter(t for _, t in self.night.proposals)
         top = max(counts.values())
-        return [t for _, t in self.night.proposals if counts[t] == top][-1]
+        tied = [t for _, t in self.night.proposals if counts[t] == top]
+        if len(set(tied)) == 1 or self.preset.wolf_tie == "last_proposal":
+            return tied[-1]
+        if self.preset.wolf_tie == "none":
+            return None
+        return self.draw("wolf_tie", sorted(set(tied), key=self.seats.index), f"{self.seed}:wolf_tie:{self.day}")
+
+    def draw(self, kind: str, options: list[str], salt: str) -> str:
+        """One of the rules' random draws: the given one for this kind and day, else seeded by ``salt``."""
+        key = f"{kind}:{self.day}"
+        if key in self.draws:
+            choice = self.draws[key]
+            if choice not in options:
+                raise IllegalMove(f"draw {key}: {choice} is not one of {options}")
+        else:
+            choice = random.Random(salt).choice(options)
+        self.drawn[key] = choice
+        return choice
+
+    def shown_name(self, seat: str, death: str) -> str:
+        """A dead seat as its announcement names it: ``death`` is night (night_reveal) or exile (exile_reveal)."""
+        level = self.preset.night_reveal if death == "night" else self.preset.exile_reveal
+        if level == "role":
+            return f"{seat} ({self.roles[seat]})"
+        if level == "team":
+            return f"{seat} ({side_of(self.roles[seat])})"
+        return seat
 
     def _wolves_done(self) -> bool:
         return len(self.night.proposals) >= len(self.living("Werewolf"))
@@ -133,14 +178,21 @@ class Game:
         if self.phase in ("day_speech", "last_words"):
             return [Ask(self.speech_queue[0], "speak")] if self.speech_queue else []
         if self.phase in ("day_vote", "day_revote"):
+            voters = self.vote_queue[:1] if self.preset.day_vote == "sequential" else self.alive
             return [Ask(s, "vote", tuple(c for c in self.vote_candidates if c != s))
-                    for s in self.alive if s not in self.votes]
+                    for s in voters if s not in self.votes]
         return []
 
     def _night_asks(self) -> list[Ask]:
         asks: list[Ask] = []
         n = self.night
-        guard, seer, witch = (self.living(r) for r in ("Guard", "Seer", "Witch"))
+        guard, seer, witch, doctor = (self.living(r) for r in ("Guard", "Seer", "Witch", "Doctor"))
+        if doctor and not n.heal_done:
+            d = doctor[0]
+            barred = {d} if not self.preset.doctor_self_save else set()
+            if not self.preset.doctor_consecutive_saves and self.last_healed:
+                barred.add(self.last_healed)
+            asks.append(Ask(d, "protect", tuple(s for s in self.alive if s not in barred), can_pass=True))
         if guard and not n.protect_done:
             blocked = self.last_protected if self.preset.guard_no_repeat else None
             asks.append(Ask(guard[0], "protect", tuple(s for s in self.alive if s != blocked), can_pass=True))
@@ -185,6 +237,12 @@ class Game:
         self._emit("speech", seat, None, clean_speech(text), PUBLIC, fallback, phase=kind)
 
     def _protect(self, seat: str, target: str | None, fallback: bool) -> None:
+        if self.roles[seat] == "Doctor":
+            self.night.heal, self.night.heal_done = target, True
+            self.last_healed = target
+            self._emit("heal", seat, target, f"You heal {target}." if target else "You heal nobody.",
+                       seat, fallback)
+            return
         self.night.protect, self.night.protect_done = target, True
         self.last_protected = target
         self._emit("protect", seat, target, f"You protect {target}." if target else "You protect nobody.",
@@ -195,6 +253,11 @@ class Game:
         self._emit("hunt_proposal", seat, target, f"{seat} proposes to kill {target}.", WOLVES, fallback)
         if self._wolves_done():
             victim = self.victim()
+            self.night.victim, self.night.victim_drawn = victim, True
+            if victim is None:  # wolf_tie: none
+                self._emit("announcement", None, None, "The werewolves' votes are tied: nobody is attacked tonight.",
+                           WOLVES)
+                return
             self._emit("kill", None, victim, f"The werewolves chose to kill {victim}.", WOLVES)
             witch = self.living("Witch")
             if witch and self.antidote:  # the witch is told the victim while she has the antidote
@@ -204,6 +267,8 @@ class Game:
         self.night.verify_done = True
         result = "werewolf" if self.roles[target] == "Werewolf" else "good"
         self.checks[target] = result
+        if self.preset.seer_learns == "role":
+            result = f"{self.roles[target]} ({side_of(self.roles[target])})"
         self._emit("check", seat, target, f"{target} is {result}.", seat, fallback)
 
     def _save(self, seat: str, target: str | None, fallback: bool) -> None:
@@ -222,6 +287,9 @@ class Game:
         self.votes[seat] = target
         if fallback:
             self._vote_fallbacks.add(seat)
+        if self.preset.day_vote == "sequential":  # each vote is public at once: the next voter sees it
+            self.vote_queue.pop(0)
+            self._emit("vote", seat, target, f"{seat} votes for {target}.", PUBLIC, fallback)
 
     # ---------------------------------------------------------------- phases without decisions
     def _advance(self) -> None:
@@ -239,7 +307,7 @@ class Game:
         n = self.night
         victim = self.victim()
         dead = set()
-        protected, saved = n.protect == victim, n.saved
+        protected, saved = n.protect == victim or (n.heal is not None and n.heal == victim), n.saved
         if protected and saved:  # both on the same night: the preset decides (many tournaments kill)
             survives = self.preset.protect_and_save == "survive"
         else:
@@ -249,7 +317,7 @@ class Game:
         if n.poisoned is not None:
             dead.add(n.poisoned)
         dead_in_order = sorted(dead, key=self.seats.index)
-        names = " and ".join(self._announce_name(s) for s in dead_in_order)
+        names = " and ".join(self.shown_name(s, "night") for s in dead_in_order)
         self._emit("announcement", None, None, f"Day {self.day} dawns. "
                    + (f"{names} died last night." if dead else "Nobody died last night."), PUBLIC, phase="dawn")
         for seat in dead_in_order:
@@ -260,27 +328,30 @@ class Game:
             return
         self._open_speeches()
 
-    def _announce_name(self, seat: str) -> str:
-        return f"{seat} ({self.roles[seat]})" if self.preset.reveal_roles_on_death else seat
-
     def _kill(self, seat: str, cause: str) -> None:
         self.alive.remove(seat)
         self.deaths[seat] = (self.day, cause)
         # Public: who died. How is kept in ``deaths`` (the players table), never in a prompt.
-        self._emit("death", None, seat, f"{self._announce_name(seat)} died.", PUBLIC, phase="dawn")
+        self._emit("death", None, seat, f"{self.shown_name(seat, 'night')} died.", PUBLIC, phase="dawn")
+
+    def _from(self, start: int) -> list[str]:
+        """The living seats in seat order, from seat index ``start`` round the table."""
+        return [s for s in self.seats[start:] + self.seats[:start] if s in self.alive]
 
     def _open_speeches(self) -> None:
         order = [s for s in self.seats if s in self.alive]
         if self.preset.speech_order == "rotate" and self.first_speaker is not None:
             # each day opens one seat later than the day before (every living seat speaks, so starting after
             # the day's last speaker would wrap round to the same first seat every day)
-            start = self.seats.index(self.first_speaker) + 1
-            rotated = self.seats[start:] + self.seats[:start]
-            order = [s for s in rotated if s in self.alive]
+            order = self._from(self.seats.index(self.first_speaker) + 1)
+        elif self.preset.speech_order == "random":  # a seat drawn among all (as Kaggle's pivot): the first living
+            first = self.draw("speech_start", self.seats, f"{self.seed}:speech:{self.day}")
+            order = self._from(self.seats.index(first))
         self.first_speaker = order[0] if order else None
-        self.speech_queue = order
+        self.speech_queue = order * self.preset.speech_rounds
+        rounds = f" Each speaks {self.preset.speech_rounds} times, in turn." if self.preset.speech_rounds > 1 else ""
         self._emit("announcement", None, None,
-                   f"Day {self.day}: the living players are {', '.join(self.alive)}. Speaking order: "
+                   f"Day {self.day}: the living players are {', '.join(self.alive)}.{rounds} Speaking order: "
                    f"{', '.join(order)}.", PUBLIC)
 
     def _open_vote(self, candidates: tuple[str, ...], phase: str) -> None:
@@ -288,14 +359,31 @@ class Game:
         self.votes = {}
         self._vote_fallbacks = set()
         self.vote_candidates = candidates
+        if self.preset.day_vote == "sequential":
+            self.vote_queue = self._vote_order() if phase == "day_vote" else self._vote_order(self.vote_queue_first)
+            self.vote_queue_first = self.vote_queue[0] if self.vote_queue else None
         if phase == "day_revote":
             self._emit("announcement", None, None,
                        f"The vote is tied between {', '.join(candidates)}. Vote again among them.", PUBLIC)
 
+    def _vote_order(self, first: str | None = None) -> list[str]:
+        """The day's sequential voting order (``vote_order``); a revote keeps the day's first voter."""
+        if first is not None:
+            return self._from(self.seats.index(first))
+        if self.preset.vote_order == "random":
+            return self._from(self.seats.index(self.draw("vote_start", self.seats, f"{self.seed}:vote:{self.day}")))
+        if self.preset.vote_order == "rotate":  # the first living seat from the cursor; the cursor moves past it
+            order = self._from(self.vote_cursor)
+            self.vote_cursor = (self.seats.index(order[0]) + 1) % len(self.seats)
+            return order
+        return self._from(0)
+
     def _count_votes(self) -> None:
-        for voter in sorted(self.votes, key=self.seats.index):
-            target = self.votes[voter]
-            self._emit("vote", voter, target, f"{voter} votes for {target}.", PUBLIC, voter in self._vote_fallbacks)
+        if self.preset.day_vote == "simultaneous":  # revealed together, once every vote is in
+            for voter in sorted(self.votes, key=self.seats.index):
+                target = self.votes[voter]
+                self._emit("vote", voter, target, f"{voter} votes for {target}.", PUBLIC,
+                           voter in self._vote_fallbacks)
         counts = Counter(self.votes.values())
         top = max(counts.values())
         leaders = tuple(sorted((s for s, c in counts.items() if c == top), key=self.seats.index))
@@ -306,13 +394,13 @@ class Game:
         elif self.preset.vote_tie == "revote" and self.phase == "day_vote":
             return self._open_vote(leaders, "day_revote")
         elif self.preset.vote_tie == "random":
-            out = random.Random(f"{self.seed}:tie:{self.day}").choice(leaders)
+            out = self.draw("vote_tie", list(leaders), f"{self.seed}:tie:{self.day}")
         if out is None:
             self._emit("announcement", None, None, f"Votes ({tally}) are tied: nobody is eliminated.", PUBLIC)
             return self._end_day()
         self.alive.remove(out)
         self.deaths[out] = (self.day, "vote")
-        self._emit("elimination", None, out, f"Votes: {tally}. {self._announce_name(out)} is eliminated.", PUBLIC)
+        self._emit("elimination", None, out, f"Votes: {tally}. {self.shown_name(out, 'exile')} is eliminated.", PUBLIC)
         if self._check_win():
             return
         if self.preset.last_words:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from typing import Any
+from typing import Any, Callable
 
 from toolkit.llm import Backend, Model
 from toolkit.werewolf.engine import claims as claims_mod
@@ -111,14 +111,16 @@ class Reading:
 
 
 def missing(prompt: str, events: list[Event], reveal_roles: bool = False, roles: dict[str, str] | None = None,
-            phase: str | None = None) -> list[str]:
+            phase: str | None = None, shown_name: Callable[[str, str], str] | None = None) -> list[str]:
     """Descriptions of the public events in ``events`` that ``prompt`` does not carry (empty: complete)."""
     r = Reading(prompt)
     out: list[str] = []
     public = [e for e in events if e.visibility == PUBLIC]
     condensed_days = r.condensed.get("span", set())
 
-    def name(seat: str) -> str:
+    def name(seat: str, death: str = "night") -> str:
+        if shown_name is not None:  # the game's own naming (Game.shown_name: its reveal levels)
+            return shown_name(seat, death)
         return f"{seat} ({roles[seat]})" if reveal_roles and roles else seat
 
     # votes: the n-th round of a day is the n-th round line of that day
@@ -173,8 +175,8 @@ def missing(prompt: str, events: list[Event], reveal_roles: bool = False, roles:
             if not ok:
                 out.append(f"day {d}: tie, nobody eliminated")
         elif e.kind == "elimination":
-            ok = ((name(e.target), str(d)) in r.condensed["eliminated"] if old else (
-                bool(r.rounds.get(d)) and r.rounds[d][-1]["outcome"] == f"{name(e.target)} eliminated"))
+            ok = ((name(e.target, "exile"), str(d)) in r.condensed["eliminated"] if old else (
+                bool(r.rounds.get(d)) and r.rounds[d][-1]["outcome"] == f"{name(e.target, 'exile')} eliminated"))
             if not ok:
                 out.append(f"day {d}: {e.target} eliminated")
         elif e.kind == "speech" and e.phase == "last_words":
@@ -238,7 +240,7 @@ class _Checking(Backend):
     async def complete(self, request: Any) -> Any:
         game = self.runner.game
         prompt = request.messages[0]["content"]  # the prompt itself (later messages are re-asks)
-        gaps = missing(prompt, game.events, game.preset.reveal_roles_on_death, game.roles, game.phase)
+        gaps = missing(prompt, game.events, roles=game.roles, phase=game.phase, shown_name=game.shown_name)
         public = sum(e.visibility == PUBLIC for e in game.events)
         self.stats["calls"] += 1
         self.stats["facts"] += public

@@ -50,6 +50,8 @@ def observe(game: Game, seat: str, ask: Ask, recent: int = 12) -> dict[str, Any]
         obs["proposals"] = [list(p) for p in game.night.proposals] if game.phase == "night" else []
     if role == "Seer":
         obs["checks"] = dict(game.checks)  # only the seer verifies, so these are this seat's own results
+        if game.preset.seer_learns == "role":  # what the check told: the role (``checks`` keeps the side)
+            obs["check_roles"] = {t: f"{game.roles[t]} ({side_of(game.roles[t])})" for t in game.checks}
     if role == "Witch":
         obs["antidote"], obs["poison"] = game.antidote, game.poison
         if ask.action == "save":
@@ -58,6 +60,8 @@ def observe(game: Game, seat: str, ask: Ask, recent: int = 12) -> dict[str, Any]
             obs["saved_tonight"] = game.night.saved
     if role == "Guard":
         obs["last_protected"] = game.last_protected
+    if role == "Doctor":
+        obs["last_protected"] = game.last_healed
     obs["private"] = private_record(game, seat, visible)
     return obs
 
@@ -73,13 +77,12 @@ def record(game: Game, public: list[Event]) -> dict[str, Any]:
                        "eliminated": None, "last_words": None, "order": []}
         return days[n]
 
-    reveal = game.preset.reveal_roles_on_death
     for e in public:
         d = day(e.day)
         if e.kind == "announcement" and e.phase == "dawn":
             d["dawn"] = True
         elif e.kind == "death":
-            d["night_deaths"].append(_named(game, e.target, reveal))
+            d["night_deaths"].append(game.shown_name(e.target, "night"))
         elif e.kind == "announcement" and e.text.startswith(f"Day {e.day}: the living players"):
             d["order"] = e.text.rsplit("Speaking order: ", 1)[-1].rstrip(".").split(", ")
         elif e.kind == "announcement" and "Vote again among them" in e.text:
@@ -94,9 +97,9 @@ def record(game: Game, public: list[Event]) -> dict[str, Any]:
             d["rounds"][-1]["outcome"] = "tie"
             d["outcome"] = "tie"
         elif e.kind == "elimination":
-            d["rounds"][-1]["outcome"] = _named(game, e.target, reveal)
+            d["rounds"][-1]["outcome"] = game.shown_name(e.target, "exile")
             d["outcome"] = "eliminated"
-            d["eliminated"] = _named(game, e.target, reveal)
+            d["eliminated"] = game.shown_name(e.target, "exile")
         elif e.kind == "speech" and e.phase == "last_words":
             d["last_words"] = [e.actor, clean_speech(e.text)]
     for d in days.values():
@@ -106,10 +109,6 @@ def record(game: Game, public: list[Event]) -> dict[str, Any]:
     full = [days[n] for n in sorted(days) if n >= first_full]
     old = [days[n] for n in sorted(days) if n < first_full]
     return {"days": full, "condensed": _condense(old) if old else None, "claims": public_claims(public)}
-
-
-def _named(game: Game, seat: str, reveal: bool) -> str:
-    return f"{seat} ({game.roles[seat]})" if reveal else seat
 
 
 def _condense(old: list[dict[str, Any]]) -> dict[str, Any]:
@@ -216,12 +215,13 @@ def private_record(game: Game, seat: str, visible: list[Event]) -> list[str]:
     """This seat's own night knowledge as short lines (seer checks, potions and victims are separate)."""
     role = game.roles[seat]
     lines: list[str] = []
-    if role == "Guard":
-        done = [e for e in visible if e.kind == "protect"]
+    if role in ("Guard", "Doctor"):
+        done = [e for e in visible if e.kind in ("protect", "heal")]
         shown = done[-PRIVATE_NIGHTS:]
         if len(done) > len(shown):
             lines.append(f"({len(done) - len(shown)} earlier nights' protections not shown)")
-        lines += [f"Night {e.day}: you protected {e.target or 'nobody'}." for e in shown]
+        lines += [f"Night {e.day}: you {'healed' if e.kind == 'heal' else 'protected'} {e.target or 'nobody'}."
+                  for e in shown]
     elif role == "Witch":
         lines += [f"Night {e.day}: you saved {e.target}." for e in visible if e.kind == "save"]
         lines += [f"Night {e.day}: you poisoned {e.target}." for e in visible if e.kind == "poison"]

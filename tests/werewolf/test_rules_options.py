@@ -1,0 +1,258 @@
+"""The rule options of docs/rules.md (the rules card), each played by direct ``Game.apply()`` calls with fixed
+roles and checked against the card's sentence for it; and for each option, the text a seat is shown (the
+rules paragraph, the action's prompt) says what the engine does. Kaggle's names for each option are in the card.
+
+Seats in the 7-seat Kaggle-style games below: Player1-2 Werewolf, Player3 Seer, Player4 Doctor, Player5-7
+Villager."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolkit.prompting.structured_call import render
+from toolkit.werewolf.engine.preset import load_preset
+from toolkit.werewolf.engine.rules import Game, IllegalMove
+from toolkit.werewolf.seat.observation import observe
+
+K7 = {"Player1": "Werewolf", "Player2": "Werewolf", "Player3": "Seer", "Player4": "Doctor",
+      "Player5": "Villager", "Player6": "Villager", "Player7": "Villager"}
+
+
+def game(draws=None, seed=1, **flags):
+    preset = load_preset("kaggle7").model_copy(update=flags)
+    return Game(preset, seed, dict(K7), draws)
+
+
+def rules_text(**flags) -> str:
+    preset = load_preset("kaggle7").model_copy(update=flags)
+    return render("werewolf/rules.j2", preset={**preset.model_dump(), "n_players": preset.n_players})
+
+
+def ask_of(g, action, seat=None):
+    return next(a for a in g.pending() if a.action == action and (seat is None or a.seat == seat))
+
+
+def prompt(g, ask) -> str:
+    preset = {**g.preset.model_dump(), "n_players": g.preset.n_players}
+    return render(f"werewolf/{ask.action}.j2", obs=observe(g, ask.seat, ask), preset=preset,
+                  rules=render("werewolf/rules.j2", preset=preset), reflection=False, experiences=[],
+                  strategy="default")
+
+
+def night(g, hunts, heal=None, verify="Player5"):
+    """The night: the Doctor heals ``heal`` (None passes), the Seer checks ``verify``, the wolves propose
+    ``hunts`` in seat order."""
+    g.apply("Player4", "protect", heal) if "Player4" in g.alive else None
+    g.apply("Player3", "verify", verify) if "Player3" in g.alive else None
+    for wolf, target in zip(g.living("Werewolf"), hunts):
+        g.apply(wolf, "hunt", target)
+
+
+def talk(g):
+    while g.phase == "day_speech":
+        g.apply(g.pending()[0].seat, "speak", text="Hello.")
+
+
+def vote(g, votes):
+    while g.phase in ("day_vote", "day_revote") and not g.over:
+        for ask in g.pending():
+            g.apply(ask.seat, "vote", votes[ask.seat])
+
+
+# ---------------------------------------------------------------- wolf_tie
+def test_wolf_tie_none_a_split_vote_attacks_nobody_and_the_wolves_are_told():
+    g = game(wolf_tie="none")
+    night(g, ["Player5", "Player6"])
+    assert g.alive == list(K7) and g.phase == "day_speech"
+    told = [e for e in g.events if e.text.startswith("The werewolves' votes are tied")]
+    assert len(told) == 1 and told[0].visibility == "werewolves"
+    assert "if their votes are split, nobody is attacked" in rules_text(wolf_tie="none")
+
+
+def test_wolf_tie_random_draws_among_the_tied_from_the_seed_or_the_given_draw():
+    picked = set()
+    for seed in range(12):  # both of the tied come up over seeds: a draw, not a fixed rule
+        g = game(seed=seed, wolf_tie="random")
+        night(g, ["Player5", "Player6"])
+        assert g.deaths == {g.drawn["wolf_tie:1"]: (1, "werewolves")}
+        picked |= set(g.deaths)
+    assert picked == {"Player5", "Player6"}
+    for given in ("Player5", "Player6"):
+        g = game({"wolf_tie:1": given}, wolf_tie="random")
+        night(g, ["Player5", "Player6"])
+        assert g.deaths == {given: (1, "werewolves")}
+    assert "the victim is drawn at random among the most voted" in rules_text(wolf_tie="random")
+
+
+def test_wolf_tie_last_proposal_is_the_old_rule_and_a_draw_not_among_the_tied_is_refused():
+    g = game(wolf_tie="last_proposal")
+    night(g, ["Player5", "Player6"])
+    assert g.deaths == {"Player6": (1, "werewolves")} and g.drawn == {}
+    g = game({"wolf_tie:1": "Player7"}, wolf_tie="random")
+    with pytest.raises(IllegalMove, match="draw wolf_tie:1: Player7 is not one of"):
+        night(g, ["Player5", "Player6"])
+
+
+def test_the_hunt_prompt_says_how_a_tie_goes():
+    for tie, words in (("none", "a tie kills nobody"), ("random", "a tie is drawn at random among the tied"),
+                       ("last_proposal", "a tie goes to the latest proposal")):
+        g = game(wolf_tie=tie)
+        g.apply("Player1", "hunt", "Player5")
+        assert words in prompt(g, ask_of(g, "hunt", "Player2"))
+
+
+# ---------------------------------------------------------------- the Doctor
+def test_the_doctor_heals_one_player_who_survives_the_attack():
+    g = game()
+    night(g, ["Player5", "Player5"], heal="Player5")
+    assert g.alive == list(K7)
+    assert "the Doctor heals one player, who survives the attack" in rules_text()
+
+
+@pytest.mark.parametrize("self_save", [False, True])
+def test_doctor_self_save_decides_whether_the_doctor_may_heal_themselves(self_save):
+    g = game(doctor_self_save=self_save)
+    assert ("Player4" in ask_of(g, "protect").choices) is self_save
+    assert ("never themselves" in rules_text(doctor_self_save=self_save)) is not self_save
+    words = "you may heal yourself" if self_save else "not yourself"
+    assert words in prompt(g, ask_of(g, "protect"))
+
+
+@pytest.mark.parametrize("consecutive", [False, True])
+def test_doctor_consecutive_saves_decides_whether_last_nights_patient_may_be_healed_again(consecutive):
+    g = game(doctor_consecutive_saves=consecutive, vote_tie="none", day_vote="simultaneous")
+    night(g, ["Player6", "Player6"], heal="Player5")
+    talk(g)
+    votes = {s: ("Player2" if s != "Player2" else "Player1") for s in K7}
+    vote(g, votes | {"Player1": "Player3", "Player3": "Player1"})
+    assert g.phase == "night" and g.day == 2
+    assert ("Player5" in ask_of(g, "protect").choices) is consecutive
+    text = rules_text(doctor_consecutive_saves=consecutive)
+    assert ("nor the same one two nights running" in text) is not consecutive
+    # a night without a heal frees the patient again (Kaggle forgets after a skipped night)
+    g = game(doctor_consecutive_saves=False)
+    night(g, ["Player6", "Player6"], heal=None)
+    assert g.last_healed is None
+
+
+# ---------------------------------------------------------------- seer_learns
+@pytest.mark.parametrize("learns, text", [("side", "Player5 is good."), ("role", "Player5 is Villager (village).")])
+def test_seer_learns_the_side_or_the_role(learns, text):
+    g = game(seer_learns=learns)
+    g.apply("Player3", "verify", "Player5")
+    (check,) = [e for e in g.events if e.kind == "check"]
+    assert check.text == text and check.visibility == "Player3"
+    g.apply("Player4", "protect", None)
+    assert ("learns one player's role" in rules_text(seer_learns=learns)) is (learns == "role")
+    v = game(seer_learns=learns)
+    assert ("You will learn privately their role." in prompt(v, ask_of(v, "verify"))) is (learns == "role")
+
+
+def test_a_role_check_is_shown_to_the_seer_as_the_role():
+    g = game(seer_learns="role")
+    night(g, ["Player6", "Player6"], verify="Player1")
+    talk_ask = g.pending()[0]
+    while talk_ask.seat != "Player3":
+        g.apply(talk_ask.seat, "speak", text="Hi.")
+        talk_ask = g.pending()[0]
+    assert "Player1 is Werewolf (werewolves)" in prompt(g, talk_ask)
+
+
+# ---------------------------------------------------------------- speech_rounds, speech_order
+def test_speech_rounds_every_living_player_speaks_that_many_times_in_the_same_order():
+    g = game(speech_rounds=2)
+    night(g, ["Player7", "Player7"])
+    order = []
+    while g.phase == "day_speech":
+        seat = g.pending()[0].seat
+        order.append(seat)
+        g.apply(seat, "speak", text="Hi.")
+    living = ["Player1", "Player2", "Player3", "Player4", "Player5", "Player6"]
+    assert order == living + living
+    assert "everyone speaks 2 times, in turn" in rules_text(speech_rounds=2)
+    assert "Each speaks 2 times, in turn. Speaking order: Player1" in " ".join(e.text for e in g.events)
+
+
+def test_speech_order_random_opens_at_the_drawn_seat_or_the_first_living_after_it():
+    g = game({"speech_start:1": "Player6"}, speech_order="random")
+    night(g, ["Player6", "Player6"])
+    # Player6 died: the order opens at the first living seat after it
+    assert [a.seat for a in g.pending()] == ["Player7"]
+    assert g.speech_queue == ["Player7", "Player1", "Player2", "Player3", "Player4", "Player5"]
+    assert "(from a seat drawn at random each day)" in rules_text(speech_order="random")
+    assert "(in seat order every day)" in rules_text(speech_order="fixed")
+
+
+# ---------------------------------------------------------------- day_vote, vote_order
+def test_sequential_votes_are_asked_one_at_a_time_and_each_is_public_at_once():
+    g = game(day_vote="sequential", vote_order="fixed", vote_tie="none")
+    night(g, ["Player7", "Player7"])
+    talk(g)
+    asked = []
+    while g.phase == "day_vote":
+        (ask,) = g.pending()
+        asked.append(ask.seat)
+        g.apply(ask.seat, "vote", "Player1" if ask.seat != "Player1" else "Player2")
+        assert g.events[-1].kind == "vote" or g.over or g.phase != "day_vote"
+    assert asked == ["Player1", "Player2", "Player3", "Player4", "Player5", "Player6"]
+    assert [e.actor for e in g.events if e.kind == "vote"] == asked  # once each, in the order cast
+    assert "then votes one at a time, each vote shown at once (in seat order)" in rules_text(vote_order="fixed")
+
+
+def test_a_sequential_voter_sees_the_votes_cast_before_theirs():
+    g = game(day_vote="sequential", vote_order="fixed")
+    night(g, ["Player7", "Player7"])
+    talk(g)
+    g.apply("Player1", "vote", "Player5")
+    text = prompt(g, ask_of(g, "vote"))
+    assert "Player1" in text and "Votes are cast one at a time and each is shown at once" in text
+    simultaneous = game(day_vote="simultaneous")
+    night(simultaneous, ["Player7", "Player7"])
+    talk(simultaneous)
+    assert "Votes are revealed when everyone has voted." in prompt(simultaneous, ask_of(simultaneous, "vote"))
+
+
+def test_vote_order_rotate_moves_the_first_voter_one_living_seat_on_each_day_and_random_takes_the_draw():
+    g = game(day_vote="sequential", vote_order="rotate", vote_tie="none")
+    night(g, ["Player7", "Player7"])
+    talk(g)
+    firsts = [g.pending()[0].seat]
+    vote(g, {"Player1": "Player6", "Player2": "Player6", "Player3": "Player5", "Player4": "Player5",
+             "Player5": "Player6", "Player6": "Player5"})  # 3-3: nobody out
+    night(g, ["Player3", "Player3"])
+    talk(g)
+    firsts.append(g.pending()[0].seat)
+    assert firsts == ["Player1", "Player2"]
+    r = game({"vote_start:1": "Player4"}, day_vote="sequential", vote_order="random")
+    night(r, ["Player7", "Player7"])
+    talk(r)
+    assert r.vote_queue == ["Player4", "Player5", "Player6", "Player1", "Player2", "Player3"]
+
+
+# ---------------------------------------------------------------- vote_tie random from a draw
+def test_vote_tie_random_takes_the_given_draw():
+    for given in ("Player5", "Player6"):
+        g = game({"vote_tie:1": given}, vote_tie="random", day_vote="simultaneous")
+        night(g, ["Player7", "Player7"])
+        talk(g)
+        vote(g, {"Player1": "Player5", "Player2": "Player5", "Player3": "Player6", "Player4": "Player6",
+                 "Player5": "Player6", "Player6": "Player5"})  # 3-3
+        assert g.deaths[given] == (1, "vote")
+
+
+# ---------------------------------------------------------------- reveal levels in the rules text
+def test_the_rules_text_says_what_a_death_announces():
+    assert "A player killed at night is announced with their role." in rules_text(night_reveal="role")
+    assert "A player eliminated by vote is announced with their side." in rules_text(exile_reveal="team")
+    quiet = rules_text(night_reveal="no_reveal", exile_reveal="no_reveal")
+    assert "announced with" not in quiet
+
+
+def test_the_kaggle_presets_read_as_the_card_says():
+    k7, k8 = load_preset("kaggle7"), load_preset("kaggle8")
+    assert dict(k7.roles) == {"Werewolf": 2, "Villager": 3, "Seer": 1, "Doctor": 1}
+    assert dict(k8.roles) == {"Werewolf": 2, "Villager": 4, "Seer": 1, "Doctor": 1}
+    assert (k7.wolf_tie, k7.vote_tie, k7.vote_order, k7.speech_rounds) == ("random", "random", "random", 1)
+    assert (k8.wolf_tie, k8.vote_tie, k8.vote_order, k8.speech_rounds) == ("none", "none", "rotate", 2)
+    assert (k8.doctor_self_save, k8.doctor_consecutive_saves) == (False, False)
+    assert all(p.win_rule == "parity" and p.night_reveal == p.exile_reveal == "role" == p.seer_learns for p in (k7, k8))

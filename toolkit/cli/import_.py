@@ -1,0 +1,37 @@
+"""``python -m toolkit import kaggle REPLAY_DIR --out RESULTS``: games played elsewhere as this toolkit's tables."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "import Kaggle Game Arena werewolf replays as this toolkit's tables"
+DESCRIPTION = """Each replay (env.toJSON() of kaggle-environments' werewolf) is played here again, decision by decision,
+with the preset its configuration means, and written as the games, players, events and calls tables of one run
+under RESULTS. Every replay is checked first (same eliminations, winner and final day here as in Kaggle's
+game); one that fails is named and nothing is written. docs/werewolf.md ("The rules card")."""
+
+SOURCES = ("kaggle",)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("source", choices=SOURCES, help="where the games were played")
+    parser.add_argument("dir", help="a folder of replay JSON files")
+    parser.add_argument("--out", default="results", metavar="DIR",
+                        help="results folder; the run goes to DIR/kaggle-import-<time>-<id>/ (default: results)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from toolkit.cli.common import plural
+    from toolkit.cli.preflight import make_folder, out_folder
+    from toolkit.record.run_log import Run
+    from toolkit.werewolf.kaggle import importer
+
+    out_folder(args.out)
+    games = importer.check(args.dir)
+    make_folder(args.out)
+    with Run(args.out, "kaggle-import", config={"source": args.source, "dir": str(args.dir)}) as run:
+        results = importer.write(games, run)
+    winners = ", ".join(f"{w} {sum(r.winner == w for r in results)}" for w in ("village", "werewolves"))
+    print(f"imported {plural(len(results), 'game')} ({winners}): {run.folder}")
+    return 0

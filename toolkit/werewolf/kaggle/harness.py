@@ -1,0 +1,118 @@
+"""Kaggle werewolf games played by Kaggle's own engine and its ``random`` agent (needs ``kaggle-environments``,
+installed with --no-deps, and the small packages of the ``kaggle`` extra). Seeded: Kaggle's ``seed`` only permutes
+roles, so Python's global ``random`` (its tie-breaks, random first speakers and its random agent) is seeded too.
+
+``fast=True`` changes two costs of Kaggle's runner in this process, not what it does (profiled: they were ~80 % of
+a game's time): ``kaggle_environments.core.process_schema`` validates with a validator built once per schema
+instead of re-checking the schema itself against the meta-schema on every call (``jsonschema.validate`` does),
+and the deep copy of the whole state made for every agent at every step is skipped for agents that are not
+ACTIVE (the runner never calls them). The same checks, the same replay (tests/werewolf/test_kaggle_differential.py
+compares a game played both ways)."""
+
+from __future__ import annotations
+
+import random
+from copy import deepcopy
+from typing import Any
+
+# The rule settings the differential test and script cycle through: Kaggle's default (kaggle7), the Game Arena's
+# 8 seats (kaggle8), and two variants covering the other values of every option this engine plays (the three
+# rounds of talk at 6 seats: a Kaggle game's cost grows with seats x speeches; 10 seats x 3 rounds was ~2.4 s).
+CONFIGS: dict[str, dict[str, Any]] = {
+    "default7": {"roles": ["Werewolf", "Werewolf", "Seer", "Doctor", "Villager", "Villager", "Villager"]},
+    "arena8": {
+        "roles": ["Werewolf", "Werewolf", "Doctor", "Seer", "Villager", "Villager", "Villager", "Villager"],
+        "role_params": {"Doctor": {"allow_self_save": False, "allow_consecutive_saves": False}},
+        "discussion_protocol": {"name": "RoundRobinDiscussion",
+                                "params": {"max_rounds": 2, "first_to_speak": "rotate"}},
+        "day_voting_protocol": {"name": "SequentialVoting", "params": {"first_to_vote": "rotate",
+                                                                       "tie_break": "no_elected"}},
+        "werewolf_night_vote_protocol": {"name": "SequentialVoting", "params": {"first_to_vote": "rotate",
+                                                                                "tie_break": "no_elected"}}},
+    "simultaneous6": {
+        "roles": ["Werewolf", "Werewolf", "Seer", "Doctor", "Villager", "Villager"],
+        "role_params": {"Doctor": {"allow_self_save": True}, "Seer": {"reveal_level": "team"}},
+        "night_elimination_reveal_level": "team", "day_exile_reveal_level": "no_reveal",
+        "discussion_protocol": {"name": "RoundRobinDiscussion",
+                                "params": {"max_rounds": 3, "first_to_speak": "fixed"}},
+        # no tie_break given: Kaggle's SimultaneousMajority refuses any on Python 3.11 (`str in EnumType` raises
+        # TypeError in vote.py), so only its default (random) runs here; docs/rules.md names the bug
+        "day_voting_protocol": {"name": "SimultaneousMajority", "params": {}},
+        "werewolf_night_vote_protocol": {"name": "SimultaneousMajority", "params": {}}},
+    "random10": {
+        "roles": ["Werewolf", "Werewolf", "Werewolf", "Seer", "Doctor"] + ["Villager"] * 5,
+        "role_params": {"Doctor": {"allow_self_save": True, "allow_consecutive_saves": False}},
+        "night_elimination_reveal_level": "no_reveal", "day_exile_reveal_level": "team",
+        "discussion_protocol": {"name": "RoundRobinDiscussion",
+                                "params": {"max_rounds": 1, "first_to_speak": "random"}},
+        "day_voting_protocol": {"name": "SequentialVoting", "params": {"first_to_vote": "fixed",
+                                                                       "tie_break": "no_elected"}},
+        "werewolf_night_vote_protocol": {"name": "SequentialVoting", "params": {"first_to_vote": "fixed",
+                                                                                "tie_break": "random"}}},
+}
+
+
+def configuration(name: str, seed: int) -> dict[str, Any]:
+    """Kaggle's ``configuration`` for the named setting, roles shuffled by ``seed``."""
+    spec = deepcopy(CONFIGS[name])
+    params = spec.pop("role_params", {})
+    agents = [{"id": f"Player {i + 1}", "role": role, "agent_id": "random", "role_params": dict(params.get(role, {}))}
+              for i, role in enumerate(spec.pop("roles"))]
+    return {"seed": seed, "randomize_roles": True, "agents": agents, **spec}
+
+
+def _fast_schemas() -> None:
+    import jsonschema
+    import kaggle_environments.core as core
+    from kaggle_environments import utils
+
+    if getattr(core.process_schema, "fast", False):
+        return
+    validators: dict[int, tuple[Any, Any]] = {}
+
+    def process_schema(schema: Any, data: Any, use_default: bool = True) -> tuple[str | None, Any]:
+        if use_default is True:
+            data = utils.default_schema(schema, deepcopy(data))
+        held = validators.get(id(schema))
+        if held is None or held[0] is not schema:
+            held = validators[id(schema)] = (schema, jsonschema.validators.validator_for(schema)(schema))
+        error = jsonschema.exceptions.best_match(held[1].iter_errors(data))
+        return (str(error) if error else None), data
+
+    process_schema.fast = True  # type: ignore[attr-defined]
+    core.process_schema = process_schema
+    shared_state = core.Environment._Environment__get_shared_state  # type: ignore[attr-defined]
+
+    def get_shared_state(env: Any, position: int) -> Any:
+        # an agent that is not ACTIVE is never called (core.act_agent reads only its status): no deep copy of the
+        # whole state for it
+        state = env.state[position]
+        return state if state.status != "ACTIVE" else shared_state(env, position)
+
+    core.Environment._Environment__get_shared_state = get_shared_state  # type: ignore[attr-defined]
+
+
+def play(name: str, seed: int, fast: bool = True) -> dict[str, Any]:
+    """One Kaggle game with its random agent in every seat; its replay (``env.toJSON()``)."""
+    import logging
+
+    if fast:
+        _fast_schemas()
+    from kaggle_environments import make
+
+    logging.getLogger("kaggle_environments").setLevel(logging.ERROR)
+    config = configuration(name, seed)
+    env = make("werewolf", configuration=config)
+    random.seed(seed)  # after make: the first make of a process loads modules that may draw from random
+    env.run(["random"] * len(config["agents"]))
+    return env.toJSON()
+
+
+def play_many(jobs: list[tuple[str, int]], processes: int = 2) -> list[dict[str, Any]]:
+    """Replays of many games, across ``processes`` worker processes (each game seeded on its own)."""
+    if processes <= 1:
+        return [play(n, s) for n, s in jobs]
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(processes) as pool:
+        return pool.starmap(play, jobs, chunksize=max(1, len(jobs) // (4 * processes)))

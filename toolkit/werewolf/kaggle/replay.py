@@ -1,0 +1,166 @@
+"""A Kaggle werewolf replay (its ``env.toJSON()``) read as this engine's terms: the preset its configuration
+means, the seats' roles, every decision in order, the rules' random draws and the outcome.
+
+Seats: the i-th id of Kaggle's roster is ``Player{i+1}``. Days: Kaggle's night d precedes its day d + 1, so its
+night d is this engine's night of day d + 1 (night N leads into day N here). Decisions come from the moderator's
+log (``info.MODERATOR_OBSERVATION``): Doctor heal → protect, Seer inspect → verify, wolf night vote → hunt,
+chat → speak, day exile vote → vote. No kaggle-environments import: a replay file is plain JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolkit.werewolf.engine.preset import Preset
+
+ABSTAIN = "-1"  # Kaggle's abstain vote
+KAGGLE_SIDES = {"Villagers": "village", "Werewolves": "werewolves"}
+
+
+class Unsupported(ValueError):
+    """A replay that uses a Kaggle rule this engine does not play (named in the message)."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    day: int  # this engine's day
+    action: str  # protect, verify, hunt, speak, vote
+    seat: str
+    target: str | None = None
+    text: str = ""
+    reasoning: str = ""
+
+
+@dataclass
+class KaggleGame:
+    preset: Preset
+    ids: list[str]  # Kaggle's player ids in roster order: ids[i] is Player{i+1}
+    roles: dict[str, str]  # seat → role
+    decisions: list[Decision]
+    draws: dict[str, str]  # the rules' draws as Game(draws=...) takes them
+    eliminations: dict[str, tuple[int, str]]  # seat → (day, "night" | "day")
+    winner: str | None  # village | werewolves; None: the game did not finish
+    final_day: int | None
+    config: dict[str, Any] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)  # the moderator's log, flattened, as parsed JSON
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    return json.loads(Path(path).read_text())
+
+
+def moderator_log(replay: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every moderator event of the replay in order, each with its ``data_type``."""
+    out = []
+    for step in replay.get("info", {}).get("MODERATOR_OBSERVATION") or []:
+        for entry in step:
+            event = json.loads(entry["json_str"]) if "json_str" in entry else dict(entry)
+            event["data_type"] = entry.get("data_type")
+            out.append(event)
+    return out
+
+
+def _protocol(config: dict[str, Any], key: str, default: str) -> tuple[str, dict[str, Any]]:
+    spec = config.get(key) or {}
+    return spec.get("name") or default, dict(spec.get("params") or {})
+
+
+def preset_from_config(config: dict[str, Any], roles: dict[str, str], name: str = "kaggle") -> Preset:
+    """The preset a Kaggle configuration plays (Kaggle's class defaults where a parameter is not given)."""
+    discussion, dparams = _protocol(config, "discussion_protocol", "RoundRobinDiscussion")
+    if discussion != "RoundRobinDiscussion":
+        raise Unsupported(f"discussion protocol {discussion} (this engine plays RoundRobinDiscussion)")
+    day_vote, vparams = _protocol(config, "day_voting_protocol", "SimultaneousMajority")
+    night_vote, nparams = _protocol(config, "werewolf_night_vote_protocol", "SimultaneousMajority")
+    for proto in (day_vote, night_vote):
+        if proto not in ("SequentialVoting", "SimultaneousMajority"):
+            raise Unsupported(f"voting protocol {proto}")
+    ties = {"random": "random", "no_elected": "none"}
+    agents = config.get("agents") or []
+    params = {a["role"]: a.get("role_params") or {} for a in agents}
+    doctor, seer = params.get("Doctor", {}), params.get("Seer", {})
+    if seer.get("reveal_level", "role") not in ("role", "team"):
+        raise Unsupported(f"Seer reveal_level {seer.get('reveal_level')}")
+    counts = Counter(roles.values())
+    return Preset(
+        name=name, roles={r: counts[r] for r in ("Werewolf", "Villager", "Seer", "Doctor") if counts[r]},
+        doctor_self_save=bool(doctor.get("allow_self_save", False)),
+        doctor_consecutive_saves=bool(doctor.get("allow_consecutive_saves", True)),
+        seer_learns="side" if seer.get("reveal_level") == "team" else "role",
+        night_reveal=config.get("night_elimination_reveal_level", "role"),
+        exile_reveal=config.get("day_exile_reveal_level", "role"),
+        wolf_tie=ties[nparams.get("tie_break", "random")],
+        speech_order=dparams.get("first_to_speak", "rotate"),
+        speech_rounds=int(dparams.get("max_rounds", 1)),
+        day_vote="sequential" if day_vote == "SequentialVoting" else "simultaneous",
+        vote_order=vparams.get("first_to_vote", "rotate") if day_vote == "SequentialVoting" else "fixed",
+        vote_tie=ties[vparams.get("tie_break", "random")],
+        last_words=False, win_rule="parity", max_days=50)  # Kaggle has no day limit; 50 as the kaggle presets
+
+
+def read(replay: dict[str, Any], name: str = "kaggle") -> KaggleGame:
+    """A replay as this engine's terms (``Unsupported`` for a rule it does not play)."""
+    log = moderator_log(replay)
+    start = next(e for e in log if e["data_type"] == "GameStartDataEntry")
+    ids = list(start["data"]["player_ids"])
+    seat = {pid: f"Player{i + 1}" for i, pid in enumerate(ids)}
+    roles = {seat[e["data"]["player_id"]]: e["data"]["role"] for e in log if e["data_type"] == "GameStartRoleDataEntry"}
+    config = replay.get("configuration") or {}
+    preset = preset_from_config(config, roles, name)
+
+    def day_of(e: dict[str, Any]) -> int:  # Kaggle's night d is this engine's night of day d + 1
+        return e["day"] + 1 if e["phase"] == "Night" else e["day"]
+
+    decisions: list[Decision] = []
+    draws: dict[str, str] = {}
+    for e in log:
+        kind, data = e["data_type"], e.get("data") or {}
+        if kind in ("DoctorHealActionDataEntry", "SeerInspectActionDataEntry", "WerewolfNightVoteDataEntry",
+                    "DayExileVoteDataEntry", "ChatDataEntry"):
+            action = {"DoctorHealActionDataEntry": "protect", "SeerInspectActionDataEntry": "verify",
+                      "WerewolfNightVoteDataEntry": "hunt", "DayExileVoteDataEntry": "vote",
+                      "ChatDataEntry": "speak"}[kind]
+            target = data.get("target_id")
+            if target == ABSTAIN:
+                raise Unsupported(f"{seat[data['actor_id']]} abstains ({action}, day {day_of(e)})")
+            decisions.append(Decision(day_of(e), action, seat[data["actor_id"]], seat.get(target),
+                                      data.get("message") or "", data.get("reasoning") or ""))
+        elif kind == "VoteOrderDataEntry" and e["phase"] == "Day":
+            draws[f"vote_start:{day_of(e)}"] = seat[data["vote_order_of_player_ids"][0]]
+        elif kind == "DiscussionOrderDataEntry":
+            draws[f"speech_start:{day_of(e)}"] = seat[data["chat_order_of_player_ids"][0]]
+        elif kind == "WerewolfNightEliminationElectedDataEntry" and data.get("elected_target_player_id"):
+            draws[f"wolf_tie:{day_of(e)}"] = seat[data["elected_target_player_id"]]
+        elif kind == "DayExileElectedDataEntry":
+            draws[f"vote_tie:{day_of(e)}"] = seat[data["elected_player_id"]]
+        elif e["event_name"] == "vote_action" and kind == "NoneType":  # a NoOp counted as an abstention
+            raise Unsupported(f"an abstention: {e.get('description', '')[:80]}")
+    end = (replay.get("info") or {}).get("GAME_END") or {}
+    eliminations: dict[str, tuple[int, str]] = {}
+    for row in end.get("elimination_info") or []:
+        if row["eliminated_during_phase"]:
+            d, phase = row["eliminated_during_day"], row["eliminated_during_phase"]
+            eliminations[seat[row["player_id"]]] = (d + 1 if phase == "Night" else d, phase.lower())
+    winner = KAGGLE_SIDES.get(end.get("winner_team")) if end else None
+    return KaggleGame(preset, ids, roles, decisions, draws, eliminations, winner,
+                      end.get("last_day") if end else None, config, log)
+
+
+def to_scripted(kg: KaggleGame) -> dict[str, Any]:
+    """The game as a ``scripted:`` file (roles, the rules' draws, every decision matched by day, action and seat,
+    in order): ``python -m toolkit play --preset PRESET.yaml --model scripted:FILE`` plays it again here."""
+    decisions = []
+    for d in kg.decisions:
+        row: dict[str, Any] = {"day": d.day, "action": d.action, "seat": d.seat}
+        if d.action == "speak":
+            row["speech"] = d.text
+        else:
+            row["target"] = d.target
+        if d.reasoning:
+            row["thought"] = d.reasoning[:300]  # the seats' thought field holds 300 characters
+        decisions.append(row)
+    return {"roles": dict(kg.roles), "draws": dict(kg.draws), "default": "error", "decisions": decisions}
