@@ -231,14 +231,30 @@ def irp(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None
 EXILE_DRAWS = 5_000  # simulated votes per kind of voting day (``_day_key``) for the exile chance levels
 
 
+def preset_field(games: pd.DataFrame, name: str, default: object) -> pd.Series:
+    """A rule flag of each game's own preset (the games row's config: a preset not shipped, e.g. an imported
+    game's, is there too), else of the shipped preset of that name, else ``default``; indexed by game_id."""
+    from toolkit.werewolf.engine.preset import load_preset
+
+    def one(row: pd.Series) -> object:
+        try:
+            return json.loads(row["config"])["preset"][name]
+        except (KeyError, TypeError, ValueError):
+            try:
+                return getattr(load_preset(row["preset"]), name)
+            except (TypeError, ValueError):
+                return default
+
+    if games.empty:
+        return pd.Series(dtype=object, index=pd.Index([], name="game_id"))
+    return games.set_index("game_id").apply(one, axis=1)
+
+
 def _vote_rule(games: pd.DataFrame | None, ids) -> pd.Series:
     """The preset's ``vote_tie`` rule per game (``none`` when the games or their preset are not known)."""
     rule = pd.Series("none", index=pd.Index(sorted(set(ids)), name="game_id"), dtype=object)
     if games is not None and "preset" in games.columns:
-        from toolkit.werewolf.engine.preset import load_preset
-
-        tie = {p: load_preset(p).vote_tie for p in games["preset"].dropna().unique()}
-        rule.update(games.set_index("game_id")["preset"].map(tie).dropna())
+        rule.update(preset_field(games, "vote_tie", "none").dropna())
     return rule
 
 
@@ -386,15 +402,7 @@ def _protects(ev: pd.DataFrame, games: pd.DataFrame | None) -> pd.DataFrame:
     protects = protects.merge(kills, on=["game_id", "day"], how="inner")
     no_repeat = pd.Series(False, index=protects.index)
     if games is not None and "preset" in games.columns:
-        from toolkit.werewolf.engine.preset import load_preset
-
-        def guard_no_repeat(row: pd.Series) -> bool:  # the game's own preset (config), else the shipped one
-            try:
-                return bool(json.loads(row["config"])["preset"]["guard_no_repeat"])
-            except (KeyError, TypeError, ValueError):
-                return bool(load_preset(row["preset"]).guard_no_repeat) if isinstance(row["preset"], str) else False
-
-        flag = games.set_index("game_id").apply(guard_no_repeat, axis=1) if len(games) else pd.Series(dtype=bool)
+        flag = preset_field(games, "guard_no_repeat", False)
         no_repeat = protects["game_id"].map(flag).fillna(False).astype(bool)
     blocked = no_repeat & protects["last"].notna()
     candidates = protects["alive"] - blocked.astype(int)
