@@ -116,9 +116,10 @@ def test_thirty_days_without_a_death_the_nine_player_prompt_stops_growing():
     sizes = {day: len(p) for day, p in prompts.items()}
     assert FULL_DAYS + 1 <= 8
     assert max(sizes[d] for d in range(9, 31)) <= sizes[8] * 1.02  # flat after day 8 ...
-    # ... at under 8,000 characters: the worst case for the record, 9 living players and 7 days of a vote
-    # and a revote each, every player voting for a different one (a preset game averages ~3,500)
-    assert max(sizes.values()) < 8000
+    # ... at under 8,500 characters: the worst case for the record, 9 living players and 7 days of a vote
+    # and a revote each, every player voting for a different one (8,219 since the answer shapes are described
+    # in words rather than as a <...> template)
+    assert max(sizes.values()) < 8500
     late = prompts[30]
     assert "(condensed;" in late and "nobody died on nights 1–23" in late
     assert "tied vote, nobody eliminated on days 1–23" in late
