@@ -1,5 +1,5 @@
 """``python -m toolkit``: play, replay, engineer, engineer-suite, sweep, tournament, report, export, view,
-local-server.
+import, local-server.
 
 One module per command (``toolkit/cli/<command>.py``: ``HELP``, ``add_arguments``, ``run``), imported only when
 that command runs, so ``--help`` starts in a fraction of a second. Every user error (a bad option, file,
@@ -17,6 +17,7 @@ from importlib import import_module
 COMMANDS = {  # command -> module under toolkit.cli
     "play": "play", "replay": "replay", "engineer": "engineer", "engineer-suite": "engineer_suite",
     "sweep": "sweep", "tournament": "tournament", "report": "report", "export": "export", "view": "view",
+    "import": "import_",
 }
 HELPS = {  # kept here so that the top-level --help imports no command
     "play": "play one werewolf game and write its tables",
@@ -28,6 +29,7 @@ HELPS = {  # kept here so that the top-level --help imports no command
     "report": "write plots (PNG) and summary.md for a results folder",
     "export": "export games and sessions for Kaggle, Inspect, mini-swe-agent, OpenTelemetry or Hugging Face datasets",
     "view": "write a game's or session's replay as one self-contained HTML file",
+    "import": "import Kaggle Game Arena werewolf replays as this toolkit's tables",
     "local-server": "serve the small local model on 127.0.0.1 (extra: local)",
 }
 
