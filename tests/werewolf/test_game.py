@@ -43,7 +43,10 @@ def test_same_seed_same_events_and_calls(tmp_path):
 
 
 def test_replay_reproduces_a_logged_game_exactly(tmp_path):
-    results, _ = run_games(tmp_path, [GameConfig(seed=21, model="chaos:0.3"), GameConfig(seed=22, model="random")])
+    # kaggle7/kaggle8: the rules' draws (random ties, a random first voter) and sequential votes replay too
+    results, _ = run_games(tmp_path, [GameConfig(seed=21, model="chaos:0.3"), GameConfig(seed=22, model="random"),
+                                      GameConfig(seed=23, preset="kaggle7", model="random"),
+                                      GameConfig(seed=24, preset="kaggle8", model="chaos:0.3")])
     for original in results:
         replayed, recorded = asyncio.run(replay_game(tmp_path, original.game_id))
         assert [event_tuple(e) for e in replayed.events] == recorded
@@ -96,12 +99,13 @@ PRIVATE_MARKERS = {"Your fellow werewolves": "Werewolf", "Your checks so far": "
                    "you protected": "Guard"}
 
 
-def leaks(prompt, seat, role, roles, private_texts):
-    """What in ``prompt`` (speeches removed: they are public claims, true or not) ``seat`` may not know."""
+def leaks(prompt, seat, role, roles, private_texts, revealed=()):
+    """What in ``prompt`` (speeches removed: they are public claims, true or not) ``seat`` may not know
+    (``revealed``: seats whose role a public death line announced, under a preset's reveal levels)."""
     text = re.sub(r"«.*?»", "«»", prompt, flags=re.S)
     found = [t for t in private_texts if t in text]
     for other, other_role in roles.items():
-        known = other == seat or (role == "Werewolf" and other_role == "Werewolf")
+        known = other == seat or (role == "Werewolf" and other_role == "Werewolf") or other in revealed
         if not known and re.search(rf"\b{other}\b\s*(\(|is |: |as )\s*(the |a )?{other_role}\b", text):
             found.append(f"{other} is {other_role}")
     found += [m for m, r in PRIVATE_MARKERS.items() if m in text and r != role]
@@ -110,6 +114,7 @@ def leaks(prompt, seat, role, roles, private_texts):
 
 def test_no_prompt_names_what_its_seat_may_not_know(tmp_path):
     configs = [GameConfig(preset=p, seed=s, reflection=True) for p in ("classic7", "standard9") for s in range(12)]
+    configs += [GameConfig(preset=p, seed=s, reflection=True) for p in ("kaggle7", "kaggle8") for s in range(4)]
     results, tables = run_games(tmp_path, configs)
     checked = 0
     for r in results:
@@ -118,7 +123,12 @@ def test_no_prompt_names_what_its_seat_may_not_know(tmp_path):
             role = r.roles[row.seat]
             private = [e.text for e in r.events if e.visibility != "public" and not e.visible_to(row.seat, role)]
             prompt = json.loads(row.messages)[-1]["content"]
-            assert leaks(prompt, row.seat, role, r.roles, private) == [], (row.seat, role, row.action)
+            # roles a public death line named by this day (kaggle presets reveal them), and a Seer's own checks
+            # (seer_learns: role)
+            revealed = {e.target for e in r.events if e.day <= row.day and (
+                e.kind in ("death", "elimination") and f"{e.target} ({r.roles[e.target]})" in e.text
+                or e.kind == "check" and e.visibility == row.seat)}
+            assert leaks(prompt, row.seat, role, r.roles, private, revealed) == [], (row.seat, role, row.action)
             checked += 1
     assert checked > 1000
     # the checker itself catches a leak: the seer's prompt shown to a villager
