@@ -23,28 +23,7 @@ def toolkit(*args, timeout=600):
 
 
 def import_kaggle(*args):
-    """``python -m toolkit import kaggle ...`` through the command line's own main (its one-line errors, exit 2).
-    The command is registered here for the test: its line in toolkit/cli/__init__.py goes in with the README's
-    mention of it (the README names every command; its owner adds both)."""
-    import contextlib
-    import io
-
-    from toolkit import cli
-
-    out, err = io.StringIO(), io.StringIO()
-    commands, helps = dict(cli.COMMANDS), dict(cli.HELPS)
-    cli.COMMANDS.setdefault("import", "import_")
-    cli.HELPS.setdefault("import", "import Kaggle Game Arena werewolf replays as this toolkit's tables")
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = cli.main(["import", "kaggle", *map(str, args)])
-            except SystemExit as exc:
-                code = exc.code
-    finally:
-        cli.COMMANDS.clear(), cli.COMMANDS.update(commands)
-        cli.HELPS.clear(), cli.HELPS.update(helps)
-    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+    return toolkit("import", "kaggle", *args)
 
 
 @pytest.fixture(scope="module")
