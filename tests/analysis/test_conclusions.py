@@ -72,3 +72,21 @@ def test_one_model_everywhere_has_nothing_to_rank(tmp_path):
     t = run_werewolf_cell(str(tmp_path / "one"), n_games=3, seed=0)
     (text,) = conclusions(t.games, t.players)
     assert "nothing to rank" in text and "As village" not in text
+
+
+def test_figures_say_what_they_pool_and_keep_their_n_labels_apart(study):
+    """The win-rate title names the pooled pairings; with several models the vote plot puts each series' n
+    under its day, one line each (labels above the points overlapped), and they add up to the table's n."""
+    from toolkit import analysis as A
+    from toolkit.analysis import plots as P
+    from toolkit.analysis.report import conclusions_pairings
+
+    _, t = study
+    assert conclusions_pairings(t.games, t.players) == 4
+    fig = P.plot_vote_accuracy_by_day(t.events, t.players, "spec")
+    ax = fig.axes[0]
+    assert not ax.texts and "top to bottom: heuristic, random" in ax.get_xlabel()
+    table = A.vote_accuracy(t.events, t.players, ["round", "day", "spec"])
+    first = table[table["round"] == "first"]
+    shown = sum(int(v) for label in ax.get_xticklabels() for v in label.get_text().split("\n")[1:])
+    assert shown == first["n"].sum() > 0

@@ -6,6 +6,7 @@ players, or providers that report no usage) say so in the axis label.
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -50,8 +51,9 @@ def plot_win_rates(games: pd.DataFrame, by: list[str] | None = None, title: str 
     ax.set_xlim(-0.6, len(labels) - 0.4)
     ax.set_ylim(0, 1)
     ax.set_ylabel("win rate (95% Wilson CI)")
-    ax.set_title(title or ("Win rate by side, " + (f"per {', '.join(by)}" if by else
-                                                   f"{int(village['n'].sum())} games")))
+    ax.set_title(textwrap.fill(title or ("Win rate by side, " + (f"per {', '.join(by)}" if by else
+                                                                 f"{int(village['n'].sum())} games")), 60),
+                 fontsize=9)
     ax.legend()
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
@@ -73,8 +75,18 @@ def plot_vote_accuracy_by_day(events: pd.DataFrame, players: pd.DataFrame, by: s
             _errorbars(ax, xs, part, label=f"{by}={name}" if by else "village ballots", color=f"C{i}")
             ax.plot(xs, part["chance"], ls="--", color=f"C{i}", alpha=0.6,
                     label=f"chance ({name})" if by else "chance")
-            _n_labels(ax, xs, part, lift=8 * i, color=f"C{i}")
-    ax.set_xlabel("day")
+            if len(series) == 1:
+                _n_labels(ax, xs, part, color=f"C{i}")
+    if len(series) > 1:  # one n per series under each day: labels above the points would overlap
+        days = sorted(table["day"].unique())
+        n = table.set_index(["day", by])["n"]
+        names = [name for name, _ in series]
+        ax.set_xticks(days, [f"{d}\n" + "\n".join(str(int(n.get((d, m), 0))) for m in names) for d in days],
+                      fontsize=7)
+        ax.set_xlabel(f"day; n = ballots, top to bottom: {', '.join(map(str, names))} (later days: survivors "
+                      "only)", fontsize=8)
+    else:
+        ax.set_xlabel("day (later days: survivors only)")
     ax.set_ylabel("ballots on a wolf (95% CI by game)")
     ax.set_ylim(0, 1.1)
     ax.set_title(title or "Village vote accuracy by day (first round) vs chance", fontsize=10)
