@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-PER_SETTING = 50  # 4 settings x 50 = 200 games
+PER_SETTING = 40  # 5 settings x 40 = 200 games
 
 
 @pytest.fixture(scope="session")

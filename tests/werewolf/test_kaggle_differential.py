@@ -1,8 +1,9 @@
 """The reference harness against this engine: seeded games played by Kaggle's own werewolf engine
-(kaggle-environments 1.33.2) with its ``random`` agent, across four rule settings (its 7-seat default, the Game
-Arena's 8 seats, simultaneous votes with team/no reveal and self-healing, 10 seats with three rounds of talk,
-a random first speaker and no-exile ties), each one's decisions played through this engine with the preset its
-configuration means (toolkit.werewolf.kaggle): identical eliminations (seat, day, night or day), winner and final
+(kaggle-environments 1.33.2) with its ``random`` agent, across five rule settings (its 7-seat default, the Game
+Arena's 8 seats, 6 seats with three rounds of talk, simultaneous votes, team/no reveal and self-healing, a
+parallel discussion of two rounds, 10 seats with a random first speaker and no-exile ties), each one's decisions
+played through this engine with the preset its configuration means (toolkit.werewolf.kaggle): identical
+eliminations (seat, day, night or day), winner and final
 day, in every game.
 
 Cost: the 200 Kaggle games are played once per session (the ``kaggle_games`` fixture of conftest.py, 2 worker
@@ -57,6 +58,7 @@ def test_the_settings_cover_every_value_of_the_kaggle_options_played(kaggle_game
     assert seen["doctor_self_save"] == seen["doctor_consecutive_saves"] == {True, False}
     assert {p.n_players for p in presets.values()} == {6, 7, 8, 10}
     assert {p.speech_rounds for p in presets.values()} == {1, 2, 3}
+    assert {p.discussion for p in presets.values()} == {"round_robin", "parallel"}
 
 
 def test_a_changed_kaggle_decision_is_caught_as_a_divergence(kaggle_games):

@@ -100,8 +100,8 @@ def test_a_bad_replay_folder_is_one_line_exit_2_and_nothing_written(case, few_ga
     elif case == "not a replay":
         (replays / "a.json").write_text(json.dumps({"steps": []}))
     elif case == "unsupported":
-        bidding = dict(rep, configuration=dict(rep["configuration"],
-                                               discussion_protocol={"name": "ParallelDiscussion", "params": {}}))
+        bidding = dict(rep, configuration=dict(rep["configuration"], discussion_protocol={
+            "name": "TurnByTurnBiddingDiscussion", "params": {}}))
         (replays / "good.json").write_text(json.dumps(rep))
         (replays / "z.json").write_text(json.dumps(bidding))
     done = import_kaggle(replays, "--out", tmp_path / "results")
@@ -109,5 +109,5 @@ def test_a_bad_replay_folder_is_one_line_exit_2_and_nothing_written(case, few_ga
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
     assert {"no folder": "no such folder", "empty": "no Kaggle replay", "not json": "not JSON",
-            "not a replay": "not a Kaggle replay", "unsupported": "ParallelDiscussion"}[case] in lines[0]
+            "not a replay": "not a Kaggle replay", "unsupported": "TurnByTurnBiddingDiscussion"}[case] in lines[0]
     assert not (tmp_path / "results").exists()

@@ -256,3 +256,31 @@ def test_the_kaggle_presets_read_as_the_card_says():
     assert (k8.wolf_tie, k8.vote_tie, k8.vote_order, k8.speech_rounds) == ("none", "none", "rotate", 2)
     assert (k8.doctor_self_save, k8.doctor_consecutive_saves) == (False, False)
     assert all(p.win_rule == "parity" and p.night_reveal == p.exile_reveal == "role" == p.seer_learns for p in (k7, k8))
+
+
+# ---------------------------------------------------------------- discussion: parallel
+def test_parallel_discussion_asks_every_living_seat_at_once_and_shows_the_round_together():
+    g = game(discussion="parallel", speech_rounds=2)
+    night(g, ["Player7", "Player7"])
+    living = ["Player1", "Player2", "Player3", "Player4", "Player5", "Player6"]
+    for rnd in (1, 2):
+        asks = g.pending()
+        assert [a.seat for a in asks] == living and all(a.action == "speak" for a in asks)
+        before = len(g.events)
+        for ask in reversed(asks):  # answered in any order
+            assert not any(e.kind == "speech" and e.day == 1 and e.seq >= before for e in g.events)
+            g.apply(ask.seat, "speak", text=f"{ask.seat} round {rnd}.")
+        shown = [e for e in g.events[before:] if e.kind == "speech"]
+        assert [e.actor for e in shown] == living  # together, in seat order, once the round is in
+    assert g.phase == "day_vote"
+    assert "everyone speaks at the same time, 2 rounds, each round's speeches shown together" in \
+        rules_text(discussion="parallel", speech_rounds=2)
+    assert "All speak at once, 2 rounds" in " ".join(e.text for e in g.events)
+
+
+def test_a_parallel_speaker_does_not_hear_this_rounds_earlier_answers():
+    g = game(discussion="parallel")
+    night(g, ["Player7", "Player7"])
+    g.apply("Player1", "speak", text="I secretly know Player2 is the wolf.")
+    ask = next(a for a in g.pending() if a.seat == "Player2")
+    assert "secretly know" not in prompt(g, ask)

@@ -44,6 +44,7 @@ def presets(draw):
         seer_learns=draw(st.sampled_from(["side", "role"])),
         wolf_tie=draw(st.sampled_from(["last_proposal", "none", "random"])),
         speech_order=draw(st.sampled_from(["rotate", "fixed", "random"])), speech_rounds=draw(st.integers(1, 3)),
+        discussion=draw(st.sampled_from(["round_robin", "parallel"])),
         day_vote=draw(st.sampled_from(["simultaneous", "sequential"])),
         vote_order=draw(st.sampled_from(["fixed", "rotate", "random"])),
         vote_tie=draw(st.sampled_from(["none", "revote", "random"])), last_words=draw(st.booleans()),
@@ -89,7 +90,9 @@ def check_asks(game: Game) -> None:
             if role == "Guard" and game.preset.guard_no_repeat and game.last_protected:
                 assert game.last_protected not in ask.choices
             if role == "Doctor":
-                assert (ask.seat in ask.choices) == game.preset.doctor_self_save
+                may_self = game.preset.doctor_self_save and (game.preset.doctor_consecutive_saves
+                                                             or game.last_healed != ask.seat)
+                assert (ask.seat in ask.choices) == may_self
                 if not game.preset.doctor_consecutive_saves and game.last_healed:
                     assert game.last_healed not in ask.choices
         if ask.action in ("save", "poison"):
@@ -107,7 +110,8 @@ def check_asks(game: Game) -> None:
             assert len(asks) == 1 or game.preset.day_vote == "simultaneous"
             assert set(ask.choices) == set(game.vote_candidates) - {ask.seat}
         if ask.action == "speak":
-            assert game.phase in ("day_speech", "last_words") and len(asks) == 1
+            assert game.phase in ("day_speech", "last_words")
+            assert len(asks) == 1 or game.preset.discussion == "parallel" and game.phase == "day_speech"
 
 
 def try_illegal(game: Game, rng: random.Random) -> None:
@@ -289,8 +293,12 @@ def test_a_different_decision_changes_the_record_only_from_that_point(preset, se
     n = len(before.events)
     seat, action, target, _ = decisions[i]
     before.apply(seat, action, target, "A different speech.")
+    for d in decisions[i + 1:]:  # a speech's words change no rule: the rest stays legal
+        before.apply(*d)
     assert before.events[:n] == game.events[:n]
-    assert before.events[n].text == "A different speech." != game.events[n].text
+    # the first difference is that speech (at once, or when its parallel round is shown)
+    changed = [k for k, (a, b) in enumerate(zip(before.events, game.events)) if a != b]
+    assert changed and changed[0] >= n and before.events[changed[0]].text == "A different speech."
 
 
 # ---------------------------------------------------------------- the rule-based player on random rule sets

@@ -34,7 +34,10 @@ class Preset(BaseModel):
     # a split wolf vote: the latest proposal among the tied | nobody (Kaggle no_elected) | a draw (Kaggle random)
     wolf_tie: Literal["last_proposal", "none", "random"] = "last_proposal"
     speech_order: Literal["rotate", "fixed", "random"] = "rotate"  # Kaggle: first_to_speak
-    speech_rounds: int = Field(1, ge=1, le=5)  # Kaggle: RoundRobinDiscussion max_rounds
+    speech_rounds: int = Field(1, ge=1, le=5)  # Kaggle: RoundRobinDiscussion max_rounds, ParallelDiscussion ticks
+    # round_robin: one speaker at a time, each hears the earlier ones; parallel: every living seat speaks at once
+    # in each round, the round's speeches shown together (Kaggle: RoundRobinDiscussion | ParallelDiscussion)
+    discussion: Literal["round_robin", "parallel"] = "round_robin"
     day_vote: Literal["simultaneous", "sequential"] = "simultaneous"  # Kaggle: SimultaneousMajority | SequentialVoting
     vote_order: Literal["fixed", "rotate", "random"] = "fixed"  # Kaggle: first_to_vote (sequential day votes only)
     vote_tie: Literal["none", "revote", "random"] = "none"

@@ -95,6 +95,8 @@ class Game:
         self.vote_cursor = 0  # the first voter of the next sequential vote (rotate), as a seat index
         self.vote_queue: list[str] = []
         self.vote_queue_first: str | None = None
+        self.round_size = 0  # parallel discussion: the seats of one round, and the speeches held until it ends
+        self.held: dict[str, tuple[str, bool]] = {}
         self.checks: dict[str, str] = {}  # seer's results
         self.night = Night()
         self.speech_queue: list[str] = []
@@ -175,6 +177,8 @@ class Game:
             return []
         if self.phase == "night":
             return self._night_asks()
+        if self.phase == "day_speech" and self.preset.discussion == "parallel":  # the whole round at once
+            return [Ask(s, "speak") for s in self.speech_queue[:self.round_size] if s not in self.held]
         if self.phase in ("day_speech", "last_words"):
             return [Ask(self.speech_queue[0], "speak")] if self.speech_queue else []
         if self.phase in ("day_vote", "day_revote"):
@@ -230,6 +234,14 @@ class Game:
         self._advance()
 
     def _speak(self, seat: str, text: str, fallback: bool) -> None:
+        if self.phase == "day_speech" and self.preset.discussion == "parallel":
+            self.held[seat] = (text, fallback)
+            if len(self.held) == self.round_size:  # the round is in: shown together, in seat order
+                for s in self.speech_queue[:self.round_size]:
+                    said, fell = self.held[s]
+                    self._emit("speech", s, None, clean_speech(said), PUBLIC, fell, phase="speech")
+                self.speech_queue, self.held = self.speech_queue[self.round_size:], {}
+            return
         self.speech_queue.pop(0)
         kind = "speech" if self.phase == "day_speech" else "last_words"
         # Stored as data: one capped line with no control/bidi characters and no quote delimiters (the raw
@@ -340,7 +352,9 @@ class Game:
 
     def _open_speeches(self) -> None:
         order = [s for s in self.seats if s in self.alive]
-        if self.preset.speech_order == "rotate" and self.first_speaker is not None:
+        if self.preset.discussion == "parallel":
+            pass  # every seat at once: a round's speeches are listed in seat order
+        elif self.preset.speech_order == "rotate" and self.first_speaker is not None:
             # each day opens one seat later than the day before (every living seat speaks, so starting after
             # the day's last speaker would wrap round to the same first seat every day)
             order = self._from(self.seats.index(self.first_speaker) + 1)
@@ -349,7 +363,12 @@ class Game:
             order = self._from(self.seats.index(first))
         self.first_speaker = order[0] if order else None
         self.speech_queue = order * self.preset.speech_rounds
-        rounds = f" Each speaks {self.preset.speech_rounds} times, in turn." if self.preset.speech_rounds > 1 else ""
+        self.round_size, self.held = len(order), {}
+        n = self.preset.speech_rounds
+        if self.preset.discussion == "parallel":
+            rounds = f" All speak at once, {n} round{'s' if n > 1 else ''}; a round's speeches are shown together."
+        else:
+            rounds = f" Each speaks {n} times, in turn." if n > 1 else ""
         self._emit("announcement", None, None,
                    f"Day {self.day}: the living players are {', '.join(self.alive)}.{rounds} Speaking order: "
                    f"{', '.join(order)}.", PUBLIC)

@@ -39,6 +39,11 @@ CONFIGS: dict[str, dict[str, Any]] = {
         # TypeError in vote.py), so only its default (random) runs here; docs/rules.md names the bug
         "day_voting_protocol": {"name": "SimultaneousMajority", "params": {}},
         "werewolf_night_vote_protocol": {"name": "SimultaneousMajority", "params": {}}},
+    "parallel7": {
+        "roles": ["Werewolf", "Werewolf", "Seer", "Doctor", "Villager", "Villager", "Villager"],
+        "discussion_protocol": {"name": "ParallelDiscussion", "params": {"ticks": 2}},
+        "day_voting_protocol": {"name": "SequentialVoting", "params": {"first_to_vote": "fixed",
+                                                                       "tie_break": "random"}}},
     "random10": {
         "roles": ["Werewolf", "Werewolf", "Werewolf", "Seer", "Doctor"] + ["Villager"] * 5,
         "role_params": {"Doctor": {"allow_self_save": True, "allow_consecutive_saves": False}},

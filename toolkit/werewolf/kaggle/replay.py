@@ -72,8 +72,10 @@ def _protocol(config: dict[str, Any], key: str, default: str) -> tuple[str, dict
 def preset_from_config(config: dict[str, Any], roles: dict[str, str], name: str = "kaggle") -> Preset:
     """The preset a Kaggle configuration plays (Kaggle's class defaults where a parameter is not given)."""
     discussion, dparams = _protocol(config, "discussion_protocol", "RoundRobinDiscussion")
-    if discussion != "RoundRobinDiscussion":
-        raise Unsupported(f"discussion protocol {discussion} (this engine plays RoundRobinDiscussion)")
+    if discussion not in ("RoundRobinDiscussion", "ParallelDiscussion"):
+        raise Unsupported(f"discussion protocol {discussion} (this engine plays RoundRobinDiscussion and "
+                          "ParallelDiscussion)")
+    parallel = discussion == "ParallelDiscussion"
     day_vote, vparams = _protocol(config, "day_voting_protocol", "SimultaneousMajority")
     night_vote, nparams = _protocol(config, "werewolf_night_vote_protocol", "SimultaneousMajority")
     for proto in (day_vote, night_vote):
@@ -94,8 +96,9 @@ def preset_from_config(config: dict[str, Any], roles: dict[str, str], name: str 
         night_reveal=config.get("night_elimination_reveal_level", "role"),
         exile_reveal=config.get("day_exile_reveal_level", "role"),
         wolf_tie=ties[nparams.get("tie_break", "random")],
-        speech_order=dparams.get("first_to_speak", "rotate"),
-        speech_rounds=int(dparams.get("max_rounds", 1)),
+        discussion="parallel" if parallel else "round_robin",
+        speech_order="fixed" if parallel else dparams.get("first_to_speak", "rotate"),
+        speech_rounds=int(dparams.get("ticks", 3)) if parallel else int(dparams.get("max_rounds", 1)),
         day_vote="sequential" if day_vote == "SequentialVoting" else "simultaneous",
         vote_order=vparams.get("first_to_vote", "rotate") if day_vote == "SequentialVoting" else "fixed",
         vote_tie=ties[vparams.get("tie_break", "random")],
