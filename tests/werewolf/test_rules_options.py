@@ -284,3 +284,21 @@ def test_a_parallel_speaker_does_not_hear_this_rounds_earlier_answers():
     g.apply("Player1", "speak", text="I secretly know Player2 is the wolf.")
     ask = next(a for a in g.pending() if a.seat == "Player2")
     assert "secretly know" not in prompt(g, ask)
+
+
+# ---------------------------------------------------------------- wolf_vote: simultaneous
+def test_simultaneous_wolves_are_asked_together_and_see_no_proposal_until_all_are_in():
+    g = game(wolf_vote="simultaneous", wolf_tie="last_proposal")
+    g.apply("Player4", "protect", None)
+    g.apply("Player3", "verify", "Player5")
+    asks = [a for a in g.pending() if a.action == "hunt"]
+    assert [a.seat for a in asks] == ["Player1", "Player2"]
+    g.apply("Player2", "hunt", "Player6")  # the later seat answers first
+    assert not any(e.kind == "hunt_proposal" for e in g.events)
+    assert "Proposals so far" not in prompt(g, ask_of(g, "hunt", "Player1"))
+    g.apply("Player1", "hunt", "Player5")
+    assert [(e.actor, e.target) for e in g.events if e.kind == "hunt_proposal"] == [("Player1", "Player5"),
+                                                                                   ("Player2", "Player6")]
+    assert g.deaths == {"Player6": (1, "werewolves")}  # a tie: the later proposal in seat order
+    assert "(voting at the same time, none seeing another's vote)" in rules_text(wolf_vote="simultaneous")
+    assert "none seeing another's vote" not in rules_text(wolf_vote="sequential")

@@ -33,6 +33,9 @@ class Preset(BaseModel):
     exile_reveal: Reveal = "no_reveal"  # Kaggle: day_exile_reveal_level
     # a split wolf vote: the latest proposal among the tied | nobody (Kaggle no_elected) | a draw (Kaggle random)
     wolf_tie: Literal["last_proposal", "none", "random"] = "last_proposal"
+    # sequential: the wolves propose in seat order, each seeing the earlier proposals; simultaneous: all at once,
+    # shown together (Kaggle: werewolf_night_vote_protocol SequentialVoting | SimultaneousMajority)
+    wolf_vote: Literal["sequential", "simultaneous"] = "sequential"
     speech_order: Literal["rotate", "fixed", "random"] = "rotate"  # Kaggle: first_to_speak
     speech_rounds: int = Field(1, ge=1, le=5)  # Kaggle: RoundRobinDiscussion max_rounds, ParallelDiscussion ticks
     # round_robin: one speaker at a time, each hears the earlier ones; parallel: every living seat speaks at once

@@ -71,6 +71,7 @@ class Night:
     poisoned: str | None = None
     heal: str | None = None  # the Doctor's protection (Kaggle's heal)
     heal_done: bool = False
+    held_hunts: dict[str, tuple[str | None, bool]] = field(default_factory=dict)  # wolf_vote: simultaneous
     victim_drawn: bool = False  # the wolves' victim is settled (a random tie is drawn once)
     victim: str | None = None
 
@@ -202,8 +203,11 @@ class Game:
             asks.append(Ask(guard[0], "protect", tuple(s for s in self.alive if s != blocked), can_pass=True))
         wolves = self.living("Werewolf")
         if not self._wolves_done():
-            asks.append(Ask(wolves[len(n.proposals)], "hunt",
-                            tuple(s for s in self.alive if self.roles[s] != "Werewolf")))
+            prey = tuple(s for s in self.alive if self.roles[s] != "Werewolf")
+            if self.preset.wolf_vote == "simultaneous":  # every wolf at once, none seeing another's choice
+                asks += [Ask(w, "hunt", prey) for w in wolves if w not in n.held_hunts]
+            else:
+                asks.append(Ask(wolves[len(n.proposals)], "hunt", prey))
         if seer and not n.verify_done:
             asks.append(Ask(seer[0], "verify", tuple(s for s in self.alive if s != seer[0])))
         if witch and self._wolves_done():
@@ -261,8 +265,17 @@ class Game:
                    seat, fallback)
 
     def _hunt(self, seat: str, target: str | None, fallback: bool) -> None:
-        self.night.proposals.append((seat, target))
-        self._emit("hunt_proposal", seat, target, f"{seat} proposes to kill {target}.", WOLVES, fallback)
+        held = self.night.held_hunts
+        if self.preset.wolf_vote == "simultaneous":  # the proposals are shown together, in seat order
+            held[seat] = (target, fallback)
+            if len(held) < len(self.living("Werewolf")):
+                return
+            cast = [(w, *held[w]) for w in sorted(held, key=self.seats.index)]
+        else:
+            cast = [(seat, target, fallback)]
+        for wolf, prey, fell in cast:
+            self.night.proposals.append((wolf, prey))
+            self._emit("hunt_proposal", wolf, prey, f"{wolf} proposes to kill {prey}.", WOLVES, fell)
         if self._wolves_done():
             victim = self.victim()
             self.night.victim, self.night.victim_drawn = victim, True

@@ -96,6 +96,7 @@ def preset_from_config(config: dict[str, Any], roles: dict[str, str], name: str 
         night_reveal=config.get("night_elimination_reveal_level", "role"),
         exile_reveal=config.get("day_exile_reveal_level", "role"),
         wolf_tie=ties[nparams.get("tie_break", "random")],
+        wolf_vote="sequential" if night_vote == "SequentialVoting" else "simultaneous",
         discussion="parallel" if parallel else "round_robin",
         speech_order="fixed" if parallel else dparams.get("first_to_speak", "rotate"),
         speech_rounds=int(dparams.get("ticks", 3)) if parallel else int(dparams.get("max_rounds", 1)),
