@@ -59,6 +59,7 @@ def test_the_settings_cover_every_value_of_the_kaggle_options_played(kaggle_game
     assert {p.n_players for p in presets.values()} == {6, 7, 8, 10}
     assert {p.speech_rounds for p in presets.values()} == {1, 2, 3}
     assert {p.discussion for p in presets.values()} == {"round_robin", "parallel"}
+    assert {p.wolf_vote for p in presets.values()} == {"sequential", "simultaneous"}
 
 
 def test_a_changed_kaggle_decision_is_caught_as_a_divergence(kaggle_games):
