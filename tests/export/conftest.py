@@ -3,7 +3,9 @@ engineer sessions of the offline suite (scripted answers, real commands in the s
 Debian's headless Chromium (through Playwright) to open the pages in."""
 
 import asyncio
+import functools
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +14,20 @@ from toolkit.record.run_log import Run
 from toolkit.testing.loopback_server import FakeOpenAIServer
 
 SESSION_TASKS = ["add_cli_flag", "git_pull_request"]  # quick ones: a python command, git tools
+
+
+@functools.cache
+def example_game() -> str:
+    """The committed example's classic7 game of seed 5 with random villagers against mixed wolves, found by what
+    it is: its id is drawn afresh each time ``make example`` regenerates the study."""
+    from toolkit.analysis.conclusions import side_models
+    from toolkit.record.load import games_with_params
+
+    t = load(Path(__file__).resolve().parents[2] / "results" / "examples" / "tables")
+    g = games_with_params(t).merge(side_models(t.players), on="game_id")
+    (game_id,) = g[(g["seed"] == 5) & (g["preset"] == "classic7") & (g["village_model"] == "random")
+                   & (g["wolf_model"] == "mixed")]["game_id"]
+    return game_id
 
 
 def run_apart(coro):

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.export.conftest import example_game
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "results" / "examples"
-GAME = "g5-a853a248"
 
 
 def toolkit(*args, cwd=ROOT):
@@ -34,16 +35,16 @@ def test_a_mistake_is_one_line_and_exit_2_and_nothing_written(tmp_path, args, me
 
 
 def test_export_kaggle_writes_one_replay_per_game(tmp_path):
-    done = toolkit("export", "kaggle", EXAMPLES, "--out", tmp_path, "--game", GAME)
+    done = toolkit("export", "kaggle", EXAMPLES, "--out", tmp_path, "--game", example_game())
     assert done.returncode == 0, done.stderr
-    replay = json.loads((tmp_path / f"{GAME}.json").read_text())
+    replay = json.loads((tmp_path / f"{example_game()}.json").read_text())
     assert replay["info"]["GAME_END"]["winner_team"] == "Werewolves"
     assert "wrote 1 file" in done.stdout
 
 
 def test_view_writes_one_self_contained_page(tmp_path):
     out = tmp_path / "views" / "game.html"
-    done = toolkit("view", EXAMPLES, "--game", GAME, "--out", out)
+    done = toolkit("view", EXAMPLES, "--game", example_game(), "--out", out)
     assert done.returncode == 0, done.stderr
     page = out.read_text()
     assert 'id="votes-day-1"' in page and 'id="god-view"' in page and "<script src" not in page

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from toolkit.analysis import metrics as A
+from tests.export.conftest import example_game
 from toolkit.export import kaggle
 from toolkit.record.load import load
 
@@ -110,20 +111,22 @@ def test_kaggles_own_visualizer_renders_an_exported_game_offline(exported, tmp_p
     Chromium with the network refused; it draws the seats (by model spec) and steps through the events."""
     sync_api = pytest.importorskip("playwright.sync_api")
     results, paths = exported
-    page_path, = kaggle.write_html([p for p in paths if p.stem == "g5-a853a248"], tmp_path)
+    game = example_game()
+    page_path, = kaggle.write_html([p for p in paths if p.stem == game], tmp_path)
+    specs = set(results.players[results.players["game_id"] == game]["spec"])
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=[
             "--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking"])
         page = browser.new_page(viewport={"width": 1300, "height": 900})
         page.route("http*://**", lambda route: route.abort())  # offline: its web fonts cannot load
         page.goto(page_path.as_uri())
-        # it plays on by itself: wait until a moderator line is on screen (steps 7-9 of this game; from file://
-        # its day scene's textures are refused by CORS, and the page goes blank at step 10)
-        # (the text is taken in the same check: a later read may already see another step)
-        text = page.wait_for_function("() => { const t = document.body.innerText; "
-                                      "return t.includes('ALIVE') && t.includes('MODERATOR') ? t : false; }",
+        # it plays on by itself: wait until a moderator line and every seat's model are on screen, taking the text
+        # in the same check (a later read may see another step; from file:// its day scene's textures are
+        # refused by CORS and the page goes blank when the first day begins)
+        wanted = ["ALIVE", "MODERATOR", *sorted(specs)]
+        text = page.wait_for_function("(wanted) => { const t = document.body.innerText; "
+                                      "return wanted.every(w => t.includes(w)) ? t : false; }", arg=wanted,
                                       timeout=120_000).json_value()
         page.screenshot(path=str(tmp_path / "kaggle.png"))
         browser.close()
-    specs = set(results.players[results.players["game_id"] == "g5-a853a248"]["spec"])
-    assert all(spec in text for spec in specs) and "MODERATOR" in text
+    assert all(spec in text for spec in specs) and "MODERATOR" in text, (specs, text[:600])
