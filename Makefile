@@ -53,7 +53,8 @@ bench: $(STAMP)
 
 # The example study under results/examples/: a tournament (its tables, without calls, kept in
 # results/examples/tables/), the engineer sweep, then the reports (PNGs + summary.md). The seeds are fixed
-# in the experiment files and the workers only share out whole games, so a rerun writes the same tables.
+# in the experiment files and the workers only share out whole games, so a rerun writes the same tables
+# (apart from ids and timing columns: game, run and call ids, wall_s, started_at, git_sha) and the same report.
 example: $(STAMP)
 	rm -rf results/examples-tournament results/examples-engineer results/examples/tables
 	@start=$$(date +%s); set -e; \
