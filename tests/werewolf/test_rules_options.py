@@ -302,3 +302,26 @@ def test_simultaneous_wolves_are_asked_together_and_see_no_proposal_until_all_ar
     assert g.deaths == {"Player6": (1, "werewolves")}  # a tie: the later proposal in seat order
     assert "(voting at the same time, none seeing another's vote)" in rules_text(wolf_vote="simultaneous")
     assert "none seeing another's vote" not in rules_text(wolf_vote="sequential")
+
+
+# ---------------------------------------------------------------- wolf_order
+def test_wolf_order_rotate_moves_the_first_wolf_one_seat_on_each_night_and_random_takes_the_draw():
+    g = game(wolf_order="rotate", vote_tie="none", day_vote="simultaneous")
+    g.apply("Player4", "protect", None)
+    g.apply("Player3", "verify", "Player5")
+    firsts = [ask_of(g, "hunt").seat]
+    for _ in range(2):
+        a = ask_of(g, "hunt")
+        g.apply(a.seat, "hunt", "Player7")
+    talk(g)
+    vote(g, {"Player1": "Player6", "Player2": "Player6", "Player3": "Player5", "Player4": "Player5",
+             "Player5": "Player6", "Player6": "Player5"})  # 3-3: nobody out
+    g.apply("Player4", "protect", None)
+    g.apply("Player3", "verify", "Player6")
+    firsts.append(ask_of(g, "hunt").seat)
+    assert firsts == ["Player1", "Player2"]
+    assert "the first wolf moving one seat on each night" in rules_text(wolf_order="rotate")
+    r = game({"wolf_start:1": "Player2"}, wolf_order="random")
+    r.apply("Player4", "protect", None)
+    assert ask_of(r, "hunt").seat == "Player2"
+    assert "from a seat drawn at random each night" in rules_text(wolf_order="random")

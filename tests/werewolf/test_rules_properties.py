@@ -44,6 +44,7 @@ def presets(draw):
         seer_learns=draw(st.sampled_from(["side", "role"])),
         wolf_tie=draw(st.sampled_from(["last_proposal", "none", "random"])),
         wolf_vote=draw(st.sampled_from(["sequential", "simultaneous"])),
+        wolf_order=draw(st.sampled_from(["fixed", "rotate", "random"])),
         speech_order=draw(st.sampled_from(["rotate", "fixed", "random"])), speech_rounds=draw(st.integers(1, 3)),
         discussion=draw(st.sampled_from(["round_robin", "parallel"])),
         day_vote=draw(st.sampled_from(["simultaneous", "sequential"])),

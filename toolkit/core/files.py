@@ -321,7 +321,7 @@ class ScriptedFile(BaseModel):
     @field_validator("draws")
     @classmethod
     def _draw_keys(cls, draws: dict[str, str] | None) -> dict[str, str] | None:
-        kinds = ("wolf_tie", "vote_tie", "speech_start", "vote_start")
+        kinds = ("wolf_tie", "vote_tie", "speech_start", "vote_start", "wolf_start")
         for key in draws or {}:
             kind, _, day = key.partition(":")
             if kind not in kinds or not day.isdigit() or int(day) < 1:

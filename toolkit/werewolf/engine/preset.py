@@ -36,6 +36,7 @@ class Preset(BaseModel):
     # sequential: the wolves propose in seat order, each seeing the earlier proposals; simultaneous: all at once,
     # shown together (Kaggle: werewolf_night_vote_protocol SequentialVoting | SimultaneousMajority)
     wolf_vote: Literal["sequential", "simultaneous"] = "sequential"
+    wolf_order: Literal["fixed", "rotate", "random"] = "fixed"  # a sequential wolf vote's first wolf: first_to_vote
     speech_order: Literal["rotate", "fixed", "random"] = "rotate"  # Kaggle: first_to_speak
     speech_rounds: int = Field(1, ge=1, le=5)  # Kaggle: RoundRobinDiscussion max_rounds, ParallelDiscussion ticks
     # round_robin: one speaker at a time, each hears the earlier ones; parallel: every living seat speaks at once

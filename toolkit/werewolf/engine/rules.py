@@ -11,7 +11,7 @@ Night N leads into day N.
 The rules' own random draws (a tie broken at random, a random first speaker or voter) come from the seed, or
 from ``draws`` ({"wolf_tie:2": "Player3", ...}: kind and day → the seat drawn), so that a game played elsewhere
 (the Kaggle harness draws from Python's global ``random``) replays here exactly. Kinds: ``wolf_tie``,
-``vote_tie``, ``speech_start``, ``vote_start``.
+``vote_tie``, ``speech_start``, ``vote_start``, ``wolf_start``.
 """
 
 from __future__ import annotations
@@ -72,6 +72,7 @@ class Night:
     heal: str | None = None  # the Doctor's protection (Kaggle's heal)
     heal_done: bool = False
     held_hunts: dict[str, tuple[str | None, bool]] = field(default_factory=dict)  # wolf_vote: simultaneous
+    wolf_order: list[str] | None = None  # tonight's order of a sequential wolf vote
     victim_drawn: bool = False  # the wolves' victim is settled (a random tie is drawn once)
     victim: str | None = None
 
@@ -96,6 +97,7 @@ class Game:
         self.vote_cursor = 0  # the first voter of the next sequential vote (rotate), as a seat index
         self.vote_queue: list[str] = []
         self.vote_queue_first: str | None = None
+        self.wolf_cursor = 0  # wolf_order: rotate
         self.round_size = 0  # parallel discussion: the seats of one round, and the speeches held until it ends
         self.held: dict[str, tuple[str, bool]] = {}
         self.checks: dict[str, str] = {}  # seer's results
@@ -169,6 +171,22 @@ class Game:
             return f"{seat} ({side_of(self.roles[seat])})"
         return seat
 
+    def _wolf_order(self) -> list[str]:
+        """The order of a sequential wolf vote tonight (``wolf_order``), settled once a night: ``fixed`` seat
+        order; ``rotate`` from the first living wolf at or after the cursor (which then moves past it); ``random``
+        from a seat drawn among all (Kaggle's pivot), the living wolves in seat order round the table from it."""
+        if self.night.wolf_order is None:
+            wolves = self.living("Werewolf")
+            start = 0
+            if self.preset.wolf_order == "rotate":
+                start = next(i % len(self.seats) for i in range(self.wolf_cursor, self.wolf_cursor + len(self.seats))
+                             if self.seats[i % len(self.seats)] in wolves)
+                self.wolf_cursor = (start + 1) % len(self.seats)
+            elif self.preset.wolf_order == "random":
+                start = self.seats.index(self.draw("wolf_start", self.seats, f"{self.seed}:wolves:{self.day}"))
+            self.night.wolf_order = [s for s in self.seats[start:] + self.seats[:start] if s in wolves]
+        return self.night.wolf_order
+
     def _wolves_done(self) -> bool:
         return len(self.night.proposals) >= len(self.living("Werewolf"))
 
@@ -207,7 +225,7 @@ class Game:
             if self.preset.wolf_vote == "simultaneous":  # every wolf at once, none seeing another's choice
                 asks += [Ask(w, "hunt", prey) for w in wolves if w not in n.held_hunts]
             else:
-                asks.append(Ask(wolves[len(n.proposals)], "hunt", prey))
+                asks.append(Ask(self._wolf_order()[len(n.proposals)], "hunt", prey))
         if seer and not n.verify_done:
             asks.append(Ask(seer[0], "verify", tuple(s for s in self.alive if s != seer[0])))
         if witch and self._wolves_done():

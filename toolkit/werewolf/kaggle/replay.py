@@ -97,6 +97,7 @@ def preset_from_config(config: dict[str, Any], roles: dict[str, str], name: str 
         exile_reveal=config.get("day_exile_reveal_level", "role"),
         wolf_tie=ties[nparams.get("tie_break", "random")],
         wolf_vote="sequential" if night_vote == "SequentialVoting" else "simultaneous",
+        wolf_order=nparams.get("first_to_vote", "rotate") if night_vote == "SequentialVoting" else "fixed",
         discussion="parallel" if parallel else "round_robin",
         speech_order="fixed" if parallel else dparams.get("first_to_speak", "rotate"),
         speech_rounds=int(dparams.get("ticks", 3)) if parallel else int(dparams.get("max_rounds", 1)),
@@ -133,8 +134,9 @@ def read(replay: dict[str, Any], name: str = "kaggle") -> KaggleGame:
                 raise Unsupported(f"{seat[data['actor_id']]} abstains ({action}, day {day_of(e)})")
             decisions.append(Decision(day_of(e), action, seat[data["actor_id"]], seat.get(target),
                                       data.get("message") or "", data.get("reasoning") or ""))
-        elif kind == "VoteOrderDataEntry" and e["phase"] == "Day":
-            draws[f"vote_start:{day_of(e)}"] = seat[data["vote_order_of_player_ids"][0]]
+        elif kind == "VoteOrderDataEntry":
+            draws[f"{'vote' if e['phase'] == 'Day' else 'wolf'}_start:{day_of(e)}"] = \
+                seat[data["vote_order_of_player_ids"][0]]
         elif kind == "DiscussionOrderDataEntry":
             draws[f"speech_start:{day_of(e)}"] = seat[data["chat_order_of_player_ids"][0]]
         elif kind == "WerewolfNightEliminationElectedDataEntry" and data.get("elected_target_player_id"):
