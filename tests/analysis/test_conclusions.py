@@ -66,6 +66,24 @@ def test_the_report_opens_with_conclusions_and_the_design(study, tmp_path):
     text = (tmp_path / "out" / "summary.md").read_text()
     assert text.index("## Conclusions") < text.index("## Design: village win rate") < text.index("## Win rates")
     assert "| village | wolves: heuristic | wolves: random |" in text.replace("| wolf_model | reflection ", "")
+    # each column one kind of quantity: every `rate` is a share, the potions' timing has a column of its own
+    assert "mean_night" in text and rate_cells(text) and max(rate_cells(text)) <= 1
+
+
+def rate_cells(text: str) -> list[float]:
+    """The numbers in every markdown table column named ``rate``."""
+    values, header = [], None
+    lines = text.split("\n")
+    for line, after in zip(lines, lines[1:] + [""]):
+        if line.startswith("| ") and after.startswith("|---"):
+            header = [c.strip() for c in line.strip("|").split("|")]
+        elif header and line.startswith("| "):
+            cells = dict(zip(header, (c.strip() for c in line.strip("|").split("|"))))
+            if cells.get("rate", "").replace(".", "", 1).replace("-", "", 1).isdigit():
+                values.append(float(cells["rate"]))
+        elif not line.startswith("|"):
+            header = None
+    return values
 
 
 def test_one_model_everywhere_has_nothing_to_rank(tmp_path):

@@ -107,3 +107,13 @@ def test_the_report_has_a_degeneracy_section_per_model(tmp_path):
     rows = [line.split(" | ")[:2] for line in section.splitlines() if line.startswith("| random |")]
     assert [check for _, check in rows] == ["template echo", "identical speech", "wolf votes wolf",
                                             "contradicting potions"][:len(rows)] and len(rows) >= 3
+
+
+def test_the_summary_line_says_when_every_flag_is_a_scripted_players(tmp_path):
+    """make play's first line must not read as a broken model: heuristic speeches repeat by design."""
+    with Run(tmp_path, "x") as run:
+        asyncio.run(play_games([GameConfig(seed=0, model="heuristic")], run))
+    line = summary_line(load(tmp_path))
+    assert "flagged" in line and "none flagged" not in line
+    assert line.endswith("every flag is a scripted player's, which repeats fixed sentences by design")
+    assert "scripted" not in summary_line(tables())  # a model's flags get no such note

@@ -130,4 +130,10 @@ def summary_line(tables) -> str:
             parts.append(f"{check} {int(u['hit'].sum())}/{len(u)}")
     flagged = int(units["hit"].sum())
     verdict = "none flagged" if not flagged else f"{flagged} flagged"
-    return f"degeneracy checks ({verdict}): " + ", ".join(parts)
+    scripted = units["spec"].astype(str).str.split(":").str[0].isin(SCRIPTED)
+    note = ""
+    if flagged and units.loc[units["hit"].astype(bool), "spec"].astype(str).str.split(":").str[0].isin(
+            SCRIPTED).all():
+        note = ("; every flag is a scripted player's" + ("" if scripted.all() else " (the models' answers: none)")
+                + ", which repeats fixed sentences by design")
+    return f"degeneracy checks ({verdict}): " + ", ".join(parts) + note

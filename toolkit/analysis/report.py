@@ -277,7 +277,7 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
           "interval is the adjusted value's):\n",
           markdown_table(per_condition(lambda t: A.role_adjusted_wins(t.games, t.players), games, tables, by)),
           "## Night actions (intervals resample games; chance where a random choice scores)\n",
-          markdown_table(per_condition(lambda t: A.night_actions(t.events, t.players, ["spec"] if multi else None,
+          *_night_tables(per_condition(lambda t: A.night_actions(t.events, t.players, ["spec"] if multi else None,
                                                                  t.games), games, tables, by))]
     s += ["## Beliefs and deception\n"]
     if len(tables.beliefs):
@@ -332,6 +332,20 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
           f"Games needed for ±5 points on a win rate: {A.sample_size(0.05)} per condition (±10 points: "
           f"{A.sample_size(0.1)}).\n"]
     return s
+
+
+def _night_tables(table: pd.DataFrame) -> list[str]:
+    """Rates in one table, the potions' timing (a mean night, not a rate) in another, each column one kind of
+    quantity."""
+    if not len(table) or "metric" not in table:
+        return [markdown_table(table)]
+    timing = table["metric"].str.endswith("_night")
+    nights = table[timing].rename(columns={"rate": "mean_night"}).dropna(axis=1, how="all")
+    out = [markdown_table(table[~timing].dropna(axis=1, how="all"))]
+    if len(nights):
+        out += ["When the Witch used each potion: the mean night of use (1 = the first night), over the games "
+                "it was used in:\n", markdown_table(nights.drop(columns=["k"], errors="ignore"))]
+    return out
 
 
 def conclusions_pairings(games: pd.DataFrame, players: pd.DataFrame) -> int:
