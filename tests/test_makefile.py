@@ -21,7 +21,10 @@ def make(tmp_path, *args, uid="1000"):
     (bin_ / "apt-get").write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path / 'apt.log'}\n")  # never the real one
     (bin_ / "apt-get").chmod(0o755)
     import os
-    env = {**os.environ, "PATH": f"{bin_}:{os.environ['PATH']}"}
+    # run as a top-level make even inside `make test` (CI): MAKELEVEL turns "make:" into "make[1]:", MAKEFLAGS
+    # would pass the outer make's options on
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES")}
+    env["PATH"] = f"{bin_}:{os.environ['PATH']}"
     return subprocess.run(["make", "-s", "--no-print-directory", *args, "LOCAL_STAMP="], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=60)
 
