@@ -209,7 +209,8 @@ def test_a_bare_list_is_the_answers_and_decisions_need_an_observation(tmp_path):
 
 @pytest.mark.parametrize("content, message", [
     ("default: sometimes\n", r"default: Input should be 'random', 'heuristic' or 'error'"),
-    ("just a string\n", "a scripted file must be a mapping of answers, decisions, roles, draws, default; it holds a str"),
+    ("just a string\n",
+     "a scripted file must be a mapping of answers, decisions, roles, draws, default; it holds a str"),
     ("answers: [unclosed\n", "invalid YAML at line 2"),
     ("decisions: [{action: speak, txt: hi}]\n", "decisions #1: unknown key 'txt'; keys are day, action, seat"),
     ("decisions: [{action: shout}]\n", "decisions #1.action"),
