@@ -108,3 +108,15 @@ def test_figures_say_what_they_pool_and_keep_their_n_labels_apart(study):
     first = table[table["round"] == "first"]
     shown = sum(int(v) for label in ax.get_xticklabels() for v in label.get_text().split("\n")[1:])
     assert shown == first["n"].sum() > 0
+
+
+def test_a_game_without_a_side_keeps_its_cell_and_a_spec_stays_on_one_line():
+    import pandas as pd
+
+    games = pd.DataFrame({"game_id": ["a", "b", "c"], "winner": ["village", "error", "draw"]})
+    players = pd.DataFrame({"game_id": ["a", "a", "b"], "seat": ["P1", "P2", "P1"],
+                            "role": ["Villager", "Werewolf", "Villager"], "spec": ["x\ny", "z", "x\ny"]})
+    m = design_matrix(games, players)
+    assert m["n"].sum() == 3 and "(none)" in set(m["wolf_model"]) and "x y" in set(m["village_model"])
+    grid = matrix_text(m)
+    assert "wolves: (none)" in grid.columns and not grid.to_string().count("\n") > len(grid)

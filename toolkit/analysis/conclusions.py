@@ -15,6 +15,7 @@ from toolkit.analysis.ratings import separation
 # run parameters that assign models to seats: the matrix and the ratings are the split over them, so the
 # conclusions and the matrix group by the other conditions only (the players table says who played what)
 MODEL_PARAMS = ("model", "village_model", "wolf_model", "seats")
+NONE = "(none)"
 
 
 def _conditions(games: pd.DataFrame, by: list[str] | None) -> tuple[pd.DataFrame, list[str]]:
@@ -25,7 +26,7 @@ def _conditions(games: pd.DataFrame, by: list[str] | None) -> tuple[pd.DataFrame
 def side_models(players: pd.DataFrame) -> pd.DataFrame:
     """One row per game: the village's model and the wolves' model (``a+b`` when a side's seats hold several)."""
     wolf = players["role"].eq("Werewolf")
-    label = lambda specs: "+".join(sorted(set(specs)))  # noqa: E731
+    label = lambda specs: "+".join(sorted({" ".join(str(s).split()) for s in specs}))  # noqa: E731 (one line)
     village = players[~wolf].groupby("game_id")["spec"].agg(label).rename("village_model")
     wolves = players[wolf].groupby("game_id")["spec"].agg(label).rename("wolf_model")
     return pd.concat([village, wolves], axis=1).reset_index()
@@ -36,7 +37,9 @@ def design_matrix(games: pd.DataFrame, players: pd.DataFrame, by: list[str] | No
     below 30 games, else Wilson). Draws and errors count as games the village did not win. Conditions that only
     assign models (``MODEL_PARAMS``) are not conditions here: the matrix is their split."""
     games, by = _conditions(games, by)
-    g = games.merge(side_models(players), on="game_id", how="left")
+    # a game with no seat of a side (or no players rows) keeps its cell, named "(none)": nothing drops silently
+    g = games.merge(side_models(players), on="game_id", how="left").fillna(
+        {"village_model": NONE, "wolf_model": NONE})
     rows = []
     for key, part in groups(g, by + ["village_model", "wolf_model"]):
         rows.append(proportion(int((part["winner"] == "village").sum()), len(part), **key))
