@@ -23,7 +23,8 @@ def make(tmp_path, *args, uid="1000"):
     import os
     # run as a top-level make even inside `make test` (CI): MAKELEVEL turns "make:" into "make[1]:", MAKEFLAGS
     # would pass the outer make's options on
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES")}
+    make_vars = ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "ARGS")
+    env = {k: v for k, v in os.environ.items() if k not in make_vars}
     env["PATH"] = f"{bin_}:{os.environ['PATH']}"
     return subprocess.run(["make", "-s", "--no-print-directory", *args, "LOCAL_STAMP="], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=60)

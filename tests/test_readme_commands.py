@@ -51,7 +51,8 @@ def clone(tmp_path_factory):
 
 def run(clone: Path, command: str, timeout: int = 900) -> subprocess.CompletedProcess:
     # as a user types them, not as a sub-make of `make test` (its MAKEFLAGS would hand its options on)
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES")}
+    make_vars = ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "ARGS")
+    env = {k: v for k, v in os.environ.items() if k not in make_vars}
     env["PYTHONPATH"] = str(clone)
     env.pop("OPENAI_API_KEY", None)  # the README promises no key is needed
     if command.startswith("make "):

@@ -6,6 +6,7 @@ exit 2, nothing written."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -89,7 +90,7 @@ def test_the_report_runs_on_an_imported_folder(imported):
     assert "3" in summary and ("village" in summary or "werewolves" in summary)
 
 
-@pytest.mark.parametrize("case", ["no folder", "empty", "not json", "not a replay", "unsupported"])
+@pytest.mark.parametrize("case", ["no folder", "empty", "not json", "not a replay", "unsupported", "fifo"])
 def test_a_bad_replay_folder_is_one_line_exit_2_and_nothing_written(case, few_games, tmp_path):
     replays = tmp_path / "replays"
     if case != "no folder":
@@ -99,6 +100,8 @@ def test_a_bad_replay_folder_is_one_line_exit_2_and_nothing_written(case, few_ga
         (replays / "a.json").write_text("{not json")
     elif case == "not a replay":
         (replays / "a.json").write_text(json.dumps({"steps": []}))
+    elif case == "fifo":  # reading it would block forever
+        os.mkfifo(replays / "a.json")
     elif case == "unsupported":
         bidding = dict(rep, configuration=dict(rep["configuration"], discussion_protocol={
             "name": "TurnByTurnBiddingDiscussion", "params": {}}))
@@ -109,5 +112,6 @@ def test_a_bad_replay_folder_is_one_line_exit_2_and_nothing_written(case, few_ga
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
     assert {"no folder": "no such folder", "empty": "no Kaggle replay", "not json": "not JSON",
-            "not a replay": "not a Kaggle replay", "unsupported": "TurnByTurnBiddingDiscussion"}[case] in lines[0]
+            "not a replay": "not a Kaggle replay", "unsupported": "TurnByTurnBiddingDiscussion",
+            "fifo": "not a regular file"}[case] in lines[0]
     assert not (tmp_path / "results").exists()

@@ -49,6 +49,8 @@ def check(folder: str | Path) -> list[Imported]:
         raise FileError(f"{folder}: no Kaggle replay (*.json) in the folder")
     out = []
     for path in files:
+        if not path.is_file():  # a FIFO or a device would block or never end the read
+            raise FileError(f"{path}: not a regular file")
         try:
             data = json.loads(path.read_text())
             if not isinstance(data, dict) or "info" not in data or "configuration" not in data:
