@@ -7,8 +7,10 @@ import argparse
 HELP = "import Kaggle Game Arena werewolf replays as this toolkit's tables"
 DESCRIPTION = """Each replay (env.toJSON() of kaggle-environments' werewolf) is played here again, decision by decision,
 with the preset its configuration means, and written as the games, players, events and calls tables of one run
-under RESULTS. Every replay is checked first (same eliminations, winner and final day here as in Kaggle's
-game); one that fails is named and nothing is written. docs/werewolf.md ("The rules card")."""
+under RESULTS; an LLM agent's prompts and completions in a replay become calls rows of their own. Every replay
+is checked first (same eliminations, winner and final day here as in Kaggle's game, its model calls as Kaggle's
+harness writes them); one that fails is named and nothing is written. docs/werewolf.md ("Importing Kaggle
+games")."""
 
 SOURCES = ("kaggle",)
 
@@ -34,4 +36,10 @@ def run(args: argparse.Namespace) -> int:
         results = importer.write(games, run)
     winners = ", ".join(f"{w} {sum(r.winner == w for r in results)}" for w in ("village", "werewolves"))
     print(f"imported {plural(len(results), 'game')} ({winners}): {run.folder}")
+    with_calls = [g for g in games if g.calls]
+    if with_calls:
+        print(f"model calls: {sum(len(g.calls) for g in games)} (prompts and completions) from "
+              f"{len(with_calls)} of {plural(len(games), 'replay')}")
+    else:
+        print("model calls: 0 (the replays hold no prompts and completions, as Kaggle's random agent's)")
     return 0

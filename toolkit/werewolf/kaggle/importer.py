@@ -4,21 +4,31 @@ means, so the games, players, events and calls tables are the toolkit's own and 
 ``replay`` and fork works on them. A seat's spec is ``kaggle:<agent_id>`` (the Kaggle agent in that seat).
 
 Each replay is checked first (readable, rules this engine plays, the same eliminations, winner and final day
-here as in Kaggle's game); a replay that fails is named with the reason and nothing is written. The calls hold
-this engine's prompts with the Kaggle seat's answers (the replay's own prompts and completions are not read)."""
+here as in Kaggle's game, model calls as Kaggle's harness writes them); a replay that fails is named with the
+reason and nothing is written.
+
+The calls table holds two kinds of rows for an imported game. The replay's own model calls (an LLM agent's
+prompts and completions, ``toolkit.werewolf.kaggle.calls``), one row each, with the seat's spec
+(``kaggle:<agent_id>``), the model its configuration names and Kaggle's token counts and price; a replay of
+Kaggle's ``random`` agent has none. And one row per decision as this engine asked it, answered with the Kaggle
+seat's decision (spec ``scripted:<file>``, usage estimated): what ``toolkit replay`` and forks answer from.
+The games row counts the Kaggle calls only (``n_calls``, tokens, price): the model usage of the Kaggle game."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from toolkit.core.files import FileError
+from toolkit.core.secrets import redact_obj
+from toolkit.record.rows import GameRow
 from toolkit.werewolf.engine.preset import load_preset
+from toolkit.werewolf.kaggle import calls as kaggle_calls
 from toolkit.werewolf.kaggle import differential, replay
 
 
@@ -28,6 +38,7 @@ class Imported:
     game_id: str
     kg: replay.KaggleGame
     agents: dict[str, str]  # seat → Kaggle agent id
+    calls: list[kaggle_calls.KaggleCall]  # the replay's model calls (none for Kaggle's random agent)
 
 
 def _named(kg: replay.KaggleGame) -> replay.KaggleGame:
@@ -68,26 +79,54 @@ def check(folder: str | Path) -> list[Imported]:
             differential.compare(kg)
         except differential.Divergence as exc:
             raise FileError(f"{path}: plays differently here: {exc}") from None
+        try:
+            calls = kaggle_calls.read(data, kg)
+        except kaggle_calls.BadCall as exc:
+            raise FileError(f"{path}: a model call Kaggle's harness does not write: {exc}") from None
         agents = {f"Player{i + 1}": a.get("agent_id") or "unknown"
                   for i, a in enumerate(kg.config.get("agents") or [])}
-        out.append(Imported(path, f"kaggle-{data.get('id') or path.stem}", kg, agents))
+        out.append(Imported(path, f"kaggle-{data.get('id') or path.stem}", kg, agents, calls))
     return out
 
 
+class _KaggleUsage:
+    """The run as the engine's re-play writes to it: a games row gets the Kaggle game's model usage (its calls,
+    tokens and price) instead of the re-play's, whose calls are this engine's prompts no model was sent."""
+
+    def __init__(self, run: Any, usage: dict[str, dict[str, Any]]):
+        self._run, self._usage = run, usage
+
+    def write(self, row: Any) -> None:
+        if isinstance(row, GameRow) and row.game_id in self._usage:
+            row = replace(row, **self._usage[row.game_id])
+        self._run.write(row)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._run, name)
+
+
 def write(games: list[Imported], run: Any) -> list[Any]:
-    """Plays each checked replay here into ``run`` (a ``toolkit.record.run_log.Run``); the results."""
+    """Plays each checked replay here into ``run`` (a ``toolkit.record.run_log.Run``) and writes its model calls;
+    the results."""
     from toolkit.llm import get_model
     from toolkit.werewolf.game import GameConfig, GameRunner, SeatConfig
 
     inputs = Path(run.folder) / "kaggle-inputs"
     inputs.mkdir(parents=True, exist_ok=True)
     results = []
+    usage = _KaggleUsage(run, {g.game_id: kaggle_calls.usage(g.calls) for g in games})
     for g in games:
         script = inputs / f"{g.path.stem}.yaml"
-        script.write_text(yaml.safe_dump(replay.to_scripted(g.kg), sort_keys=False, allow_unicode=True))
+        # the seats' words and thoughts are a replay's text: masked with every key shape before they reach a file
+        # or a table (the run log scans the calls and events for sk- keys only)
+        scripted = redact_obj(replay.to_scripted(g.kg))
+        script.write_text(yaml.safe_dump(scripted, sort_keys=False, allow_unicode=True))
         model = get_model(f"scripted:{script}")
         seats = {seat: SeatConfig(spec=f"kaggle:{g.agents.get(seat, 'unknown')}") for seat in g.kg.roles}
         config = GameConfig(preset=g.kg.preset, seed=int(g.kg.config.get("seed") or 0), seats=seats)
-        runner = GameRunner(config, run, game_id=g.game_id, seat_models={s: model for s in g.kg.roles})
+        runner = GameRunner(config, usage, game_id=g.game_id, seat_models={s: model for s in g.kg.roles})
         results.append(asyncio.run(runner.play()))
+        for row in kaggle_calls.rows(g.calls, run_id=run.run_id, game_id=g.game_id, first_seq=runner.log.next_seq(),
+                                     specs={s: c.spec for s, c in seats.items()}, config=g.kg.config):
+            run.write(row)
     return results
