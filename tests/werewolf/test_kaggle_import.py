@@ -315,3 +315,33 @@ def test_the_command_refuses_a_hostile_llm_replay_in_one_line_exit_2_nothing_wri
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
     assert "llm.json: a model call Kaggle's harness does not write" in lines[0] and "5,000,000" in lines[0]
     assert not (tmp_path / "results").exists()
+
+
+def test_an_imported_llm_game_replays_here_to_identical_events(llm_game):
+    """The replay's own calls (no replay key) sit beside the decisions ``replay`` answers from."""
+    import asyncio
+
+    from toolkit.werewolf.replay import event_tuple, replay_game
+
+    root, run, rep, requests, _ = llm_game
+    (game_id,) = pd.read_parquet(run / "games.parquet").game_id
+    result, recorded = asyncio.run(replay_game(run, game_id))
+    assert len(recorded) > 20 and [event_tuple(e.__dict__) for e in result.events] == recorded
+
+
+def test_a_noop_fallback_is_a_failed_call_of_the_decision_it_stood_for(llm_game):
+    """Kaggle's harness answers NoOp (with the last prompt and completion) after three unparsable answers."""
+    from toolkit.werewolf.kaggle import calls as kaggle_calls
+
+    rep = json.loads(json.dumps(llm_game[2]))
+    kg = replay.read(rep)
+    before = kaggle_calls.read(rep, kg)
+    speech = next(c for c in before if c.action == "speak")
+    action = rep["steps"][speech.step][int(speech.seat.removeprefix("Player")) - 1]["action"]
+    action["action_type"] = "NoOpAction"
+    action["kwargs"].update(message=None, error="LLMActionException: Failed to parse LLM output.")
+    after = kaggle_calls.read(rep, kg)
+    noop = next(c for c in after if c.step == speech.step and c.seat == speech.seat)
+    assert (noop.action, noop.phase, noop.ok, noop.prompt) == ("speak", "day_speech", False, speech.prompt)
+    (row,) = kaggle_calls.rows([noop], run_id="r", game_id="g", first_seq=0, specs={}, config=kg.config)
+    assert (row.ok, row.fallback, row.parsed) == (False, True, None) and "Failed to parse" in row.error
