@@ -274,7 +274,8 @@ def _first_call(rep):
                 if (a.get("action") or {}).get("kwargs", {}).get("raw_prompt"))
 
 
-@pytest.mark.parametrize("case", ["huge completion", "no prompt", "no actor", "content not text", "tokens as text"])
+@pytest.mark.parametrize("case", ["huge completion", "no prompt", "no actor", "content not text", "tokens as text",
+                                  "agent not a state"])
 def test_a_hostile_llm_replay_is_refused_by_name(case, llm_game, tmp_path):
     """Each bad call is named (in-process: the command's one line, exit 2, is the next test's)."""
     from toolkit.core.files import FileError
@@ -291,8 +292,10 @@ def test_a_hostile_llm_replay_is_refused_by_name(case, llm_game, tmp_path):
         del call["actor_id"]
     elif case == "content not text":
         call["raw_completion"] = {"content": [{"type": "text", "text": "hi"}]}
-    else:
+    elif case == "tokens as text":
         call["prompt_tokens"] = "1156"
+    else:
+        rep["steps"][2][3] = "Player 4"
     (tmp_path / "llm.json").write_text(json.dumps(rep))
     with pytest.raises(FileError) as refused:
         importer.check(tmp_path)
@@ -300,7 +303,8 @@ def test_a_hostile_llm_replay_is_refused_by_name(case, llm_game, tmp_path):
     assert "llm.json: a model call Kaggle's harness does not write: step " in message and "\n" not in message
     assert {"huge completion": "raw_completion of 1,000,001 characters", "no prompt": "no raw_prompt",
             "no actor": "actor_id None is no player", "content not text": "raw_completion is dict, not text",
-            "tokens as text": "prompt_tokens is '1156', not a count"}[case] in message, message
+            "tokens as text": "prompt_tokens is '1156', not a count",
+            "agent not a state": "step 2, agent 3 is str, not an agent's state"}[case] in message, message
 
 
 def test_the_command_refuses_a_hostile_llm_replay_in_one_line_exit_2_nothing_written(llm_game, tmp_path):

@@ -107,12 +107,18 @@ def read(replay: dict[str, Any], kg: KaggleGame) -> list[KaggleCall]:
         raise BadCall(f"steps is {type(steps).__name__}, not a list")
     out = []
     for k, step in enumerate(steps):
-        for i, agent in enumerate(step if isinstance(step, list) else []):
-            action = agent.get("action") if isinstance(agent, dict) else None
-            kwargs = action.get("kwargs") if isinstance(action, dict) else None
-            if not isinstance(kwargs, dict):
-                continue
+        if not isinstance(step, list):
+            raise BadCall(f"step {k} is {type(step).__name__}, not a list of the agents' states")
+        for i, agent in enumerate(step):
             where = f"step {k}, agent {i}"
+            if not isinstance(agent, dict):
+                raise BadCall(f"{where} is {type(agent).__name__}, not an agent's state")
+            action = agent.get("action")
+            kwargs = action.get("kwargs") if isinstance(action, dict) else None
+            if kwargs is None:
+                continue  # an agent that did not act at this step
+            if not isinstance(kwargs, dict):
+                raise BadCall(f"{where}: the action's kwargs are {type(kwargs).__name__}, not a mapping")
             completion = _text(kwargs, "raw_completion", where)
             prompt = _text(kwargs, "raw_prompt", where, required=completion is not None)
             if prompt is None:
