@@ -130,6 +130,7 @@ def test_the_imported_tables_are_the_kaggle_games(imported):
         speeches = events[(events.game_id == game_id) & (events.kind == "speech")]
         assert list(speeches.text) == [d.text for d in kg.decisions if d.action == "speak"]
         assert (calls.game_id == game_id).sum() == len(kg.decisions)  # one call per Kaggle decision
+        assert set(calls[calls.game_id == game_id].spec) == {"kaggle-decisions"}
     assert set(games.preset) == {"kaggle7", "kaggle8", "kaggle"}
 
 

@@ -11,8 +11,9 @@ The calls table holds two kinds of rows for an imported game. The replay's own m
 prompts and completions, ``toolkit.werewolf.kaggle.calls``), one row each, with the seat's spec
 (``kaggle:<agent_id>``), the model its configuration names and Kaggle's token counts and price; a replay of
 Kaggle's ``random`` agent has none. And one row per decision as this engine asked it, answered with the Kaggle
-seat's decision (spec ``scripted:<file>``, usage estimated): what ``toolkit replay`` and forks answer from.
-The games row counts the Kaggle calls only (``n_calls``, tokens, price): the model usage of the Kaggle game."""
+seat's decision (spec ``kaggle-decisions``, model ``scripted:<file>``, usage estimated): what ``toolkit replay``
+and forks answer from. The games row counts the Kaggle calls only (``n_calls``, tokens, price): the model usage
+of the Kaggle game."""
 
 from __future__ import annotations
 
@@ -30,6 +31,9 @@ from toolkit.record.rows import GameRow
 from toolkit.werewolf.engine.preset import load_preset
 from toolkit.werewolf.kaggle import calls as kaggle_calls
 from toolkit.werewolf.kaggle import differential, replay
+
+
+DECISIONS_SPEC = "kaggle-decisions"  # the calls rows of this engine's re-play, which replay and forks answer from
 
 
 @dataclass
@@ -108,7 +112,7 @@ class _KaggleUsage:
 def write(games: list[Imported], run: Any) -> list[Any]:
     """Plays each checked replay here into ``run`` (a ``toolkit.record.run_log.Run``) and writes its model calls;
     the results."""
-    from toolkit.llm import get_model
+    from toolkit.llm import Model, get_model
     from toolkit.werewolf.game import GameConfig, GameRunner, SeatConfig
 
     inputs = Path(run.folder) / "kaggle-inputs"
@@ -121,7 +125,10 @@ def write(games: list[Imported], run: Any) -> list[Any]:
         # or a table (the run log scans the calls and events for sk- keys only)
         scripted = redact_obj(replay.to_scripted(g.kg))
         script.write_text(yaml.safe_dump(scripted, sort_keys=False, allow_unicode=True))
-        model = get_model(f"scripted:{script}")
+        scripted_model = get_model(f"scripted:{script}")
+        # one spec for every imported game's decision rows (the model column names the game's file): the
+        # tables group calls by spec, and a spec per file made a row per game in each of them
+        model = Model(DECISIONS_SPEC, scripted_model.backend, scripted_model.config)
         seats = {seat: SeatConfig(spec=f"kaggle:{g.agents.get(seat, 'unknown')}") for seat in g.kg.roles}
         config = GameConfig(preset=g.kg.preset, seed=int(g.kg.config.get("seed") or 0), seats=seats)
         runner = GameRunner(config, usage, game_id=g.game_id, seat_models={s: model for s in g.kg.roles})
