@@ -189,7 +189,7 @@ def llm_game(tmp_path_factory):
     env = dict(os.environ, OPENAI_API_KEY="sk-test-not-a-real-key-0123456789")
     with KaggleAnswers(seed=1) as server:
         done = subprocess.run([sys.executable, "-c", PLAY_LLM_GAME, server.base_url, path], capture_output=True,
-                              text=True, timeout=600, env=env)
+                              text=True, timeout=600, env=env, cwd=root)  # no .env of the checkout
         assert done.returncode == 0, done.stderr[-3000:]
         requests = list(server.requests)
     done = import_kaggle(root / "replays", "--out", root / "results")
