@@ -14,7 +14,7 @@ def test_a_game_is_one_sample_and_each_call_one_model_event(game, tmp_path):
     results, gid = game
     path, = inspect_log.write(results, tmp_path)
     assert path.name == f"werewolf_{results.runs['run_id'].iloc[0]}.eval"
-    log = log_api.read_eval_log(str(path))
+    log = log_api.read_eval_log(str(path), resolve_attachments=True)  # texts over 100 characters are attachments
     assert log.status == "success" and [s.id for s in log.samples] == [gid]
     sample = log.samples[0]
     models = [e for e in sample.events if e.event == "model"]
@@ -23,14 +23,26 @@ def test_a_game_is_one_sample_and_each_call_one_model_event(game, tmp_path):
     assert sum(e.output.usage.input_tokens for e in models) == results.calls["prompt_tokens"].sum()
     assert [e.output.completion for e in models[:3]] == list(results.calls.sort_values("seq")["response_text"][:3])
     infos = [e for e in sample.events if e.event == "info"]
-    assert len(infos) == len(results.events)
+    lines = [line for e in infos for line in e.data["events"]]
+    assert [line["seq"] for line in lines] == sorted(results.events["seq"])  # every moderator event, in order
     assert [e.uuid for e in models] == list(results.calls.sort_values("seq")["call_id"])  # events join their rows
     by_seq = results.events.set_index("seq")
     by_seq = by_seq.astype(object).where(by_seq.notna(), None)
-    for e in infos:  # each moderator event whole: its kind as the source, its non-empty fields as the data
-        row = by_seq.loc[int(e.uuid.rsplit("-e", 1)[1])]
-        assert e.source == row["kind"] and e.data["day"] == row["day"] and e.data.get("target") == row["target"]
-        assert None not in e.data.values()
+    for e in infos:  # one record per phase: its events whole, each with its non-empty fields
+        assert e.uuid == f"{gid}-e{e.data['events'][0]['seq']}" and e.source == e.data["phase"]
+        for line in e.data["events"]:
+            row = by_seq.loc[line["seq"]]
+            assert (row["day"], row["phase"]) == (e.data["day"], e.data["phase"])
+            assert {k: line.get(k) for k in ("kind", "actor", "target", "visibility", "text")} == {
+                k: row[k] for k in ("kind", "actor", "target", "visibility", "text")}
+            assert None not in line.values()
+    assert len(infos) < len(results.events) / 2  # records per phase, not per line
+    for i, e in enumerate(sample.events):  # a call comes before the record of its day and phase
+        if e.event == "model":
+            after = next(x for x in sample.events[i:] if x.event == "info")
+            assert (after.data["day"], after.data["phase"]) == (e.metadata["day"], e.metadata["phase"])
+    assert [e.working_start for e in sample.events] == sorted(e.working_start for e in sample.events)
+    assert models[0].working_start == 0  # seconds since the game's first call, not this machine's clock
     winner = results.games["winner"].iloc[0]
     assert sample.scores["winner"].value == winner  # max_days=3: a draw (both sides 0) is possible
     assert [sample.scores[side].value for side in ("village", "werewolves")] == [
@@ -53,6 +65,8 @@ def test_a_session_is_one_sample_with_its_tool_calls_as_tool_events(session_fold
         tools = [e for e in sample.events if e.event == "tool"]
         assert len(tools) == (results.tool_calls["session_id"] == sample.id).sum() > 0
         assert any(e.result for e in tools)  # outputs from the trajectory
+        steps = [int(e.id.split("-")[-2]) for e in tools]  # each step: its call, then its tool calls
+        assert steps == [sum(x.event == "model" for x in sample.events[:sample.events.index(e)]) for e in tools]
         assert sample.scores["success"].value == 1
     assert len(analysis.samples_df(str(path))) == len(results.sessions)
 
@@ -80,3 +94,23 @@ def test_a_run_is_one_log_and_a_long_run_is_split(tmp_path):
                                                       & (results.games["run_id"] == run)]["game_id"])
     assert [len(log.samples) for log in logs] == [2, 2, 1] * 2
     assert len(analysis.samples_df(str(tmp_path))) == len(ids)
+
+
+def test_a_fallback_event_says_so(tmp_path):
+    """The example games' moderator events that a seat's fallback decided keep that mark in their phase's record."""
+    results = load("results/examples")
+    fell = results.events[results.events["fallback"]]
+    path, = inspect_log.write(results, tmp_path, game_ids=[fell["game_id"].iloc[0]])
+    lines = [line for e in log_api.read_eval_log(str(path)).samples[0].events if e.event == "info"
+             for line in e.data["events"]]
+    assert [line["seq"] for line in lines if line.get("fallback")] == sorted(
+        fell[fell["game_id"] == fell["game_id"].iloc[0]]["seq"])
+
+
+def test_the_same_results_give_the_same_events(game, tmp_path):
+    """Ids and times come from the rows (none from this machine's clock), so a second export holds the same
+    events."""
+    results, _ = game
+    first, second = (log_api.read_eval_log(str(inspect_log.write(results, tmp_path / k)[0])).samples[0]
+                     for k in ("a", "b"))
+    assert [e.model_dump() for e in first.events] == [e.model_dump() for e in second.events]

@@ -3,18 +3,22 @@
 (``inspect view`` and ``inspect_ai.analysis`` read a folder of logs as readily as one).
 
 A game's sample holds a ``ModelEvent`` per call (the seat as its ``role``, the prompt as its input, the answer
-and token usage as its output) and an ``InfoEvent`` per moderator event (``source`` = the event kind), in game
-order; its scores are ``village`` and ``werewolves`` (1 for the side that won) and ``winner``. A session's
-sample holds a ``ModelEvent`` per call and a ``ToolEvent`` per tool call (arguments, and the output its
-trajectory kept), scored ``success``. ``read_eval_log`` and ``inspect_ai.analysis``'s ``evals_df``,
-``samples_df``, ``messages_df`` and ``events_df`` read them. Each event's ``uuid`` comes from its row's id
-(``call_id``; ``<game_id>-e<seq>`` for a moderator event), so the same results give the same log and an event
-joins back to its row.
+and token usage as its output) and an ``InfoEvent`` per phase's record: the moderator events of one day and
+phase, in ``seq`` order, as ``data["events"]`` (each event's non-empty fields), the phase as its ``source``. A
+call comes before the record of its day and phase. Its scores are ``village`` and ``werewolves`` (1 for the side
+that won) and ``winner``. A session's sample holds, per step, its call's ``ModelEvent`` then a ``ToolEvent`` per
+tool call (arguments, and the output its trajectory kept), scored ``success``. ``read_eval_log`` and
+``inspect_ai.analysis``'s ``evals_df``, ``samples_df``, ``messages_df`` and ``events_df`` read them. Each event's
+``uuid`` comes from its row's id (``call_id``; ``<game_id>-e<seq>`` for a record, the seq of its first event)
+and its ``working_start`` is seconds since the sample's first call, so the same results give the same events
+and an event joins back to its row.
 """
 
 from __future__ import annotations
 
+import gc
 import json
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -27,28 +31,32 @@ EPOCH = "1970-01-01T00:00:00+00:00"
 
 
 def _time(text: Any, default: str = EPOCH) -> datetime:
+    """An ISO time (UTC when it names no zone; ``default`` when it is empty or not a time)."""
     try:
-        return datetime.fromisoformat(str(text or default))
+        t = datetime.fromisoformat(str(text or default))
     except ValueError:
-        return datetime.fromisoformat(default)
+        t = datetime.fromisoformat(default)
+    return t.astimezone(timezone.utc) if t.tzinfo else t.replace(tzinfo=timezone.utc)
 
 
-def _messages(call: dict, content: bool, mask: Redactor):
+def _messages(call: dict, content: bool, mask: Redactor, ident: str | None):
+    """The call's prompt as Inspect messages, their ids ``<ident>-m<k>`` (Inspect would draw random ones)."""
     from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageTool, ChatMessageUser
 
     kinds = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant,
              "tool": ChatMessageTool}
-    out = []
+    texts = []
     for m in parse_json(call.get("messages"), []) or []:
-        if not isinstance(m, dict):
-            continue
-        text = m.get("content")
-        text = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)
-        out.append(kinds.get(m.get("role"), ChatMessageUser)(content=mask(text) if content else OMITTED))
-    return out or [ChatMessageUser(content=OMITTED)]
+        if isinstance(m, dict):
+            text = m.get("content")
+            texts.append((m.get("role"), text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)))
+    return [kinds.get(role, ChatMessageUser)(content=mask(text) if content else OMITTED,
+                                             id=f"{ident}-m{k}" if ident else None)
+            for k, (role, text) in enumerate(texts or [("user", OMITTED)])]
 
 
-def model_event(call: dict, content: bool, mask: Redactor):
+def model_event(call: dict, content: bool, mask: Redactor, start: datetime | None = None):
+    """A call as a ``ModelEvent``; its ``working_start`` is seconds since ``start`` (the sample's first call)."""
     from inspect_ai.event import ModelEvent
     from inspect_ai.model import GenerateConfig, ModelOutput, ModelUsage
 
@@ -59,12 +67,16 @@ def model_event(call: dict, content: bool, mask: Redactor):
     output.usage = ModelUsage(input_tokens=prompt, output_tokens=completion, total_tokens=prompt + completion,
                               input_tokens_cache_read=call.get("cached_tokens"), total_cost=call.get("cost_usd"))
     output.time = (call.get("latency_ms") or 0) / 1000
-    return ModelEvent(uuid=str(call["call_id"]) if call.get("call_id") else None, model=model,
-                      role=call.get("seat") or call.get("action"), input=_messages(call, content, mask),
+    ident = str(call["call_id"]) if call.get("call_id") else None
+    if ident:
+        output.choices[0].message.id = f"{ident}-answer"
+    return ModelEvent(uuid=ident, model=model,
+                      role=call.get("seat") or call.get("action"), input=_messages(call, content, mask, ident),
                       tools=[], tool_choice="none", config=GenerateConfig(temperature=call.get("temperature")),
                       output=output, retries=max(int(call.get("attempts") or 1) - 1, 0),
                       error=call.get("error") or None, cache="read" if call.get("cache_hit") else None,
-                      timestamp=_time(call.get("started_at")), metadata={
+                      timestamp=(at := _time(call.get("started_at"))),
+                      working_start=(at - (start or at)).total_seconds(), metadata={
                           "call_id": call.get("call_id"), "action": call.get("action"), "day": call.get("day"),
                           "phase": call.get("phase"), "spec": mask(str(call.get("spec") or ""))})
 
@@ -81,33 +93,72 @@ def _usage(calls: list[dict]):
     return per
 
 
+def _line(e: dict, content: bool, mask: Redactor) -> dict:
+    """One moderator event as a line of its phase's record: its fields that hold something (Inspect's writer walks
+    every value of every event, so empty ones would cost time for nothing)."""
+    line = {"seq": e["seq"], "kind": e["kind"], "visibility": e["visibility"]}
+    line.update((k, e[k]) for k in ("actor", "target") if e[k] is not None)
+    text = e["text"] if content or e["kind"] != "speech" else OMITTED
+    if text:
+        line["text"] = mask(text)
+    if e.get("fallback"):
+        line["fallback"] = True
+    return line
+
+
+def _phases(events: list[dict]) -> list[tuple[int, str, list[dict]]]:
+    """``(day, phase, events)`` per run of consecutive events (in ``seq`` order) of one day and phase."""
+    out: list[tuple[int, str, list[dict]]] = []
+    for e in sorted(events, key=lambda e: e["seq"]):
+        if out and out[-1][:2] == (e["day"], e["phase"]):
+            out[-1][2].append(e)
+        else:
+            out.append((e["day"], e["phase"], [e]))
+    return out
+
+
+def _place(calls: list[dict], blocks: list[tuple[int, str, list[dict]]]) -> list[list[dict]]:
+    """The calls that come before each block (one list more for those after the last): a call goes before the
+    first record of its day and phase (its decision, then what came of it), else before the first record of a
+    later day, else at the end; in ``seq`` order."""
+    before: list[list[dict]] = [[] for _ in range(len(blocks) + 1)]
+    first: dict[tuple, int] = {}
+    for i, (day, phase, _) in enumerate(blocks):
+        first.setdefault((day, phase), i)
+    for c in sorted(calls, key=lambda c: c.get("seq") or 0):
+        day = c.get("day")
+        i = first.get((day, c.get("phase")))
+        if i is None:
+            i = next((k for k, b in enumerate(blocks) if day is not None and b[0] > day), len(blocks))
+        before[i].append(c)
+    return before
+
+
 def game_sample(game: dict, players: list[dict], events: list[dict], calls: list[dict], content: bool,
                 mask: Redactor):
+    """One game as an ``EvalSample``: a ``ModelEvent`` per call and an ``InfoEvent`` per phase's record (the
+    moderator events of one day and phase, in order, as ``data["events"]``; the phase as its ``source``)."""
     from inspect_ai.event import InfoEvent
     from inspect_ai.log import EvalSample
     from inspect_ai.scorer import Score
 
-    items: list[tuple[tuple, Any]] = []
-    last = _time(min((c.get("started_at") or EPOCH for c in calls), default=EPOCH))
-    for c in calls:
-        items.append(((c.get("seq") or 0, 0, str(c.get("call_id"))), model_event(c, content, mask)))
-    for e in events:
-        text = e["text"] if content or e["kind"] not in ("speech",) else OMITTED
-        # the event's fields that hold something (the kind is the InfoEvent's source): Inspect's writer walks
-        # every value of every event, so empty ones would cost time for nothing
-        data = {"day": e["day"], "phase": e["phase"], "visibility": e["visibility"]}
-        data.update((k, e[k]) for k in ("actor", "target") if e[k] is not None)
-        if text:
-            data["text"] = mask(text)
-        items.append(((e["seq"], 1, ""), (e["kind"], e["seq"], data)))
-    built = []
-    for _, item in sorted(items, key=lambda x: x[0]):
-        if isinstance(item, tuple):
-            kind, seq, data = item
-            built.append(InfoEvent(source=kind, data=data, timestamp=last, uuid=f"{game['game_id']}-e{seq}"))
-        else:
-            last = item.timestamp
-            built.append(item)
+    start = _time(min((c.get("started_at") or EPOCH for c in calls), default=EPOCH))
+    last, built = start, []
+    blocks = _phases(events)
+    for block, before in zip([*blocks, None], _place(calls, blocks)):
+        for c in before:
+            event = model_event(c, content, mask, start)
+            last = event.timestamp
+            built.append(event)
+        if block is not None:
+            day, phase, rows = block
+            # built unvalidated: its data is plain JSON made here (validating it walks every value, a twentieth
+            # of the export's time); read_eval_log validates the written log
+            built.append(InfoEvent.model_construct(
+                event="info", source=phase, data={"day": day, "phase": phase,
+                                                  "events": [_line(e, content, mask) for e in rows]},
+                timestamp=last, working_start=(last - start).total_seconds(),
+                uuid=f"{game['game_id']}-e{rows[0]['seq']}"))
     winner = game["winner"]
     seats = {p["seat"]: {"role": p["role"], "side": p["side"], "spec": mask(str(p["spec"])),
                          "survived": bool(p["survived"])} for p in players}
@@ -124,6 +175,8 @@ def game_sample(game: dict, players: list[dict], events: list[dict], calls: list
 
 def session_sample(session: dict, calls: list[dict], tools: list[dict], trajectory: dict | None, content: bool,
                    mask: Redactor):
+    """One session as an ``EvalSample``: per step, its call's ``ModelEvent`` (a session asks one call a step, in
+    ``seq`` order) then a ``ToolEvent`` per tool call of the step (timed as the call that asked for it)."""
     from inspect_ai.event import ToolEvent
     from inspect_ai.log import EvalSample
     from inspect_ai.scorer import Score
@@ -131,9 +184,11 @@ def session_sample(session: dict, calls: list[dict], tools: list[dict], trajecto
 
     outputs: dict[int, list] = {int(m.get("step", i + 1)): list(m.get("observations") or [])
                                 for i, m in enumerate((trajectory or {}).get("memory") or [])}
-    items: list[tuple[tuple, Any]] = []
-    for c in calls:
-        items.append(((c.get("seq") or 0, 0, 0), model_event(c, content, mask)))
+    calls = sorted(calls, key=lambda c: c.get("seq") or 0)
+    start = _time(min((c.get("started_at") or EPOCH for c in calls), default=EPOCH))
+    items: list[tuple[tuple, Any]] = [((step, 0, 0), model_event(c, content, mask, start))
+                                      for step, c in enumerate(calls, 1)]
+    asked = {step: event.timestamp for (step, _, _), event in items}
     seen: dict[int, int] = {}
     for t in tools:
         step = int(t.get("step") or 0)
@@ -142,11 +197,13 @@ def session_sample(session: dict, calls: list[dict], tools: list[dict], trajecto
         result = str(got[k]) if k < len(got) else ""
         args = parse_json(t.get("args"), {}) or {}
         ident = f"{session['session_id']}-{step}-{k}"
+        at = asked.get(step, start)
         items.append(((step, 1, k), ToolEvent(
             id=ident, uuid=f"{ident}-tool", function=str(t.get("tool")),
             arguments=json.loads(mask(json.dumps(args))) if content else {},
             result=mask(result) if content else OMITTED,
             error=None if t.get("ok") else ToolCallError("unknown", mask(str(t.get("error") or "failed"))),
+            timestamp=at, working_start=(at - start).total_seconds(),
             metadata={"duration_ms": t.get("duration_ms"), "output_chars": t.get("output_chars"),
                       "truncated": t.get("truncated")})))
     success = session.get("success")
@@ -201,10 +258,30 @@ def by_run(rows: list[dict]) -> dict[str, list[dict]]:
     return out
 
 
+@contextmanager
+def _no_gc():
+    """Python's cycle collector paused: building and writing a log makes objects by the million, few of them in
+    cycles, and each collection walks every live object (the loaded tables too). Over the 1746 example games the
+    collector took about a tenth of the export's CPU time, for a few hundred objects freed."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def write(results, out: Path, content: bool = True, game_ids: list[str] | None = None,
           trajectories: dict[str, dict] | None = None, max_samples: int = MAX_SAMPLES) -> list[Path]:
     """Under ``out``, per run: ``werewolf_<run_id>.eval`` (its games) and ``engineer_<run_id>.eval`` (its sessions);
     a run of more than ``max_samples`` is split into ``..._part<k>.eval`` files."""
+    with _no_gc():
+        return _write(results, out, content, game_ids, trajectories, max_samples)
+
+
+def _write(results, out: Path, content: bool, game_ids: list[str] | None, trajectories: dict[str, dict] | None,
+           max_samples: int) -> list[Path]:
     from inspect_ai.log import write_eval_log
 
     mask = Redactor()
