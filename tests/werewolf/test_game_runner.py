@@ -228,7 +228,7 @@ def test_decide_asks_without_applying():
     n = len(runner.game.events)
     decision = asyncio.run(runner.decide(Ask("Player1", "hunt", ("Player3", "Player4"))))
     assert decision.value.target in ("Player3", "Player4") and not decision.fallback and decision.calls == 1
-    assert len(runner.game.events) == n and runner.game.night.proposals == []
+    assert len(runner.game.events) == n and runner.game.tonight("Werewolf").proposals == []
     assert runner.key("Player1", "hunt") == "classic7/1/Player1/d1/night/hunt"
 
 

@@ -107,7 +107,7 @@ def test_one_potion_per_night_withholds_the_poison_after_a_save(one_potion):
         game.apply("Player6", "poison", "Player1")
     assert "Player3" in game.alive
     assert ("Player1" in game.alive) is one_potion
-    assert game.antidote is False and game.poison is one_potion
+    assert game.state_of("Witch").antidote is False and game.state_of("Witch").poison is one_potion
 
 
 def test_one_potion_per_night_still_offers_the_poison_when_the_save_is_passed():
@@ -115,7 +115,7 @@ def test_one_potion_per_night_still_offers_the_poison_when_the_save_is_passed():
     night(game, hunt="Player3", save=None, poison="Player2")
     assert [s for s in ROLES7 if s not in game.alive] == ["Player2", "Player3"]
     assert game.deaths == {"Player2": (1, "poison"), "Player3": (1, "werewolves")}
-    assert game.antidote is True and game.poison is False
+    assert game.state_of("Witch").antidote is True and game.state_of("Witch").poison is False
 
 
 def test_potions_are_used_once_per_game():
@@ -128,7 +128,7 @@ def test_potions_are_used_once_per_game():
         game.apply(seat, action, target)
     assert list(asks(game)) == [("Player6", "poison")]
     game.apply("Player6", "poison", "Player1")
-    assert (game.antidote, game.poison) == (False, False)
+    assert (game.state_of("Witch").antidote, game.state_of("Witch").poison) == (False, False)
     day(game)
     while game.phase == "night":  # night 3: the witch has nothing left, so she is never asked
         assert not any(a.seat == "Player6" for a in game.pending())
@@ -372,7 +372,7 @@ def test_wolf_proposals_plurality_and_who_sees_what():
     assert kill.visible_to("Player2", "Werewolf") and not kill.visible_to("Player4", "Villager")
     game.apply("Player9", "verify", "Player2")
     check = events(game, "check")[0]
-    assert check.text == "Player2 is werewolf." and check.visibility == "Player9" and game.checks == {
+    assert check.text == "Player2 is werewolf." and check.visibility == "Player9" and game.state_of("Seer").checks == {
         "Player2": "werewolf"}
     assert check.visible_to("Player9", "Seer") and not check.visible_to("Player1", "Werewolf")
 

@@ -5,8 +5,9 @@ Pinned here: dead players are never asked and cannot act; every ask's choices ar
 illegal move leaves the state unchanged; event seqs are contiguous; the game ends with exactly one winner and
 one game-over line, and the win rule holds then (and never held earlier); deaths match the death/elimination
 events; at night the witch acts only after the wolves' kill and everything happens before dawn; each potion is
-used at most once; every living player speaks once a day and votes once a round; and the same seed with the
-same decisions gives the same events.
+used at most once; every living player speaks once a day and votes once a round; a Hunter eliminated other than
+by poison shoots once, at once, and the win waits for the shot; and the same seed with the same decisions gives
+the same events.
 """
 
 from __future__ import annotations
@@ -75,6 +76,11 @@ def check_asks(game: Game) -> None:
     for ask in asks:
         if game.phase == "last_words":  # the one dead seat that is asked: the player just voted out
             assert ask.action == "speak" and game.deaths[ask.seat] == (game.day, "vote")
+        elif ask.action == "shoot":  # the other: a Hunter just eliminated, not by poison, shooting alone
+            assert game.phase == "reaction" and len(asks) == 1 and game.roles[ask.seat] == "Hunter"
+            day, cause = game.deaths[ask.seat]
+            assert day == game.day and cause != "poison" and not ask.can_pass
+            assert set(ask.choices) == set(game.alive) and ask.choices
         else:
             assert ask.seat in game.alive, f"dead {ask.seat} asked to {ask.action}"
         assert (ask.seat, ask.action) not in seen
@@ -89,22 +95,22 @@ def check_asks(game: Game) -> None:
             assert all(game.roles[c] != "Werewolf" for c in ask.choices)
         if ask.action == "protect":
             assert role in ("Guard", "Doctor") and ask.can_pass
-            if role == "Guard" and game.preset.guard_no_repeat and game.last_protected:
-                assert game.last_protected not in ask.choices
+            if role == "Guard" and game.preset.guard_no_repeat and game.state_of("Guard").last_protected:
+                assert game.state_of("Guard").last_protected not in ask.choices
             if role == "Doctor":
                 may_self = game.preset.doctor_self_save and (game.preset.doctor_consecutive_saves
-                                                             or game.last_healed != ask.seat)
+                                                             or game.state_of("Doctor").last_healed != ask.seat)
                 assert (ask.seat in ask.choices) == may_self
-                if not game.preset.doctor_consecutive_saves and game.last_healed:
-                    assert game.last_healed not in ask.choices
+                if not game.preset.doctor_consecutive_saves and game.state_of("Doctor").last_healed:
+                    assert game.state_of("Doctor").last_healed not in ask.choices
         if ask.action in ("save", "poison"):
             assert role == "Witch" and ask.can_pass
         if ask.action == "save":
-            assert ask.choices == (game.victim(),) and game.antidote
+            assert ask.choices == (game.victim(),) and game.state_of("Witch").antidote
             if game.preset.witch_no_self_save:
                 assert ask.choices != (ask.seat,)
         if ask.action == "poison":
-            assert game.poison
+            assert game.state_of("Witch").poison
         if ask.action == "verify":
             assert role == "Seer"
         if ask.action == "vote":
@@ -148,7 +154,9 @@ def play_random(preset: Preset, seed: int, decision_seed: int, probe: bool = Tru
     steps = 0
     while not game.over:
         check_asks(game)
-        assert expected_winner(preset, game.roles, game.alive) is None or game.phase == "night" and game.day == 1
+        # (a Hunter's shot is taken before the win is checked)
+        assert (expected_winner(preset, game.roles, game.alive) is None or game.phase == "night" and game.day == 1
+                or game.phase == "reaction")
         if probe and rng.random() < 0.2:
             try_illegal(game, rng)
         ask = rng.choice(game.pending())
@@ -208,21 +216,33 @@ def test_random_legal_games_keep_every_invariant(preset, seed, decision_seed):
     else:
         assert expected == game.winner
 
-    # deaths: the dead are exactly those with one death/elimination event, on the recorded day and cause
+    # deaths: the dead are exactly those with one death/elimination/shot event, on the recorded day and cause
     dead = [s for s in game.seats if s not in game.alive]
     assert set(dead) == set(game.deaths)
     for seat in dead:
-        ends = [e for e in events if e.kind in ("death", "elimination") and e.target == seat]
+        ends = [e for e in events if e.kind in ("death", "elimination", "shot") and e.target == seat]
         assert len(ends) == 1
         day, cause = game.deaths[seat]
         assert ends[0].day == day
         assert (ends[0].kind == "elimination") == (cause == "vote")
+        assert (ends[0].kind == "shot") == (cause == "shot")
+        # a Hunter eliminated other than by poison shoots once, right after its death; a poisoned one never
+        shots = [e for e in events if e.kind == "shot" and e.actor == seat]
+        if game.roles[seat] == "Hunter":
+            assert len(shots) == (0 if cause == "poison" else 1)
+            if shots:
+                assert shots[0].seq > ends[0].seq and shots[0].day == day and shots[0].visibility == PUBLIC
+                between = events[ends[0].seq + 1:shots[0].seq]
+                assert not any(e.kind in ("speech", "vote", "announcement") and e.phase != "dawn"
+                               for e in between), between
+        else:
+            assert not shots
         if cause == "poison":
             assert any(e.kind == "poison" and e.target == seat and e.day == day for e in events)
         if cause == "werewolves":
             assert any(e.kind == "kill" and e.target == seat and e.day == day for e in events)
         # the dead never act again, except an eliminated player's last words
-        after = [e for e in events if e.seq > ends[0].seq and e.actor == seat]
+        after = [e for e in events if e.seq > ends[0].seq and e.actor == seat and e.kind != "shot"]
         assert all(e.kind == "speech" and e.phase == "last_words" for e in after), after
         assert len(after) <= (1 if preset.last_words and cause == "vote" else 0)
     assert not any(e.kind == "speech" and e.phase == "last_words" for e in events) or preset.last_words
@@ -324,7 +344,7 @@ def test_the_heuristic_player_answers_legally_under_any_preset(preset, seed):
             target = answer["target"]
             assert target in ask.choices or (target is None and ask.can_pass), (ask, target)
             if ask.action == "verify":
-                unchecked = [c for c in ask.choices if c not in game.checks]
+                unchecked = [c for c in ask.choices if c not in game.state_of("Seer").checks]
                 assert not unchecked or target in unchecked
             if ask.action == "save" and game.day == 1:
                 assert target == ask.choices[0]

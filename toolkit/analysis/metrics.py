@@ -17,8 +17,10 @@ import numpy as np
 import pandas as pd
 
 from toolkit.analysis.intervals import bootstrap_ci, cluster_mean, cluster_rate, groups, proportion
+from toolkit.core.werewolf_names import DEATH_KINDS
+from toolkit.werewolf.engine.roles import special_roles
 
-SPECIAL = ("Seer", "Witch", "Guard")
+SPECIAL = special_roles()  # every registered special role (Guard, Witch, Seer, Doctor, Hunter, ...)
 N_BOOT = 2000
 
 
@@ -120,8 +122,8 @@ def ksr(games: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None)
 
 
 def key_role_survival(players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
-    """Per special role (Seer, Witch, Guard), the share of games it survived: k / n with k the games the
-    role's seat was alive at the end (Wilson: one seat per game)."""
+    """Per special role (``SPECIAL``: Guard, Witch, Seer, Doctor, Hunter), the share of games it survived: k / n
+    with k the games the role's seat was alive at the end (Wilson: one seat per game)."""
     rows = []
     special = players[players["role"].isin(SPECIAL)]
     for key, g in groups(special, (by or []) + ["role"]):
@@ -154,7 +156,7 @@ def annotate(events: pd.DataFrame, players: pd.DataFrame) -> pd.DataFrame:
                   on=["game_id", "target"], how="left")
     ev["side"] = np.where(ev["role"].isna(), None, _side(ev["role"]))
     ev["target_side"] = np.where(ev["target_role"].isna(), None, _side(ev["target_role"]))
-    died = ev["kind"].isin(["death", "elimination"]).astype(int)
+    died = ev["kind"].isin(DEATH_KINDS).astype(int)
     wolf_died = died * (ev["target_role"] == "Werewolf").astype(int)
     ev["_d"], ev["_w"] = died, wolf_died
     dead_before = ev.groupby("game_id")["_d"].cumsum() - died

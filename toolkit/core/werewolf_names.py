@@ -3,7 +3,11 @@ seats' actions (``toolkit.werewolf.seat.decisions``) use them, and so does the s
 (``toolkit.core.files``), which the model layer's scripted backend reads below the game: so they live here,
 at the bottom."""
 
-ROLES = ("Werewolf", "Villager", "Guard", "Witch", "Seer", "Doctor")  # new roles go last: the shuffle keeps its order
-SPECIAL_ROLES = ("Guard", "Witch", "Seer", "Doctor")  # the village roles with a night power
-TARGETED_ACTIONS = ("hunt", "protect", "verify", "save", "poison", "vote")  # each names a seat (or passes)
+# Each role is a module toolkit/werewolf/engine/roles/<name>.py, registered by its name here (what a role does is
+# there, not here). New roles go last: the shuffle deals roles in this order.
+ROLES = ("Werewolf", "Villager", "Guard", "Witch", "Seer", "Doctor", "Hunter")
+TARGETED_ACTIONS = ("hunt", "protect", "verify", "save", "poison", "vote", "shoot")  # each names a seat (or passes)
 ACTIONS = (*TARGETED_ACTIONS, "speak", "reflect")  # every decision a seat is asked for
+# the events rows that remove a seat from the game: a night death, a day exile, a Hunter's shot (analyses count the
+# living from them; a role whose act kills adds its kind here)
+DEATH_KINDS = ("death", "elimination", "shot")

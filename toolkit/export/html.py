@@ -23,6 +23,7 @@ from typing import Any
 import jinja2
 
 from toolkit.core.secrets import Redactor
+from toolkit.core.werewolf_names import DEATH_KINDS
 from toolkit.export.common import OMITTED, by_key, parse_json, records
 from toolkit.export.edits import session_diffs
 from toolkit.export.kaggle import seat_order
@@ -81,13 +82,13 @@ def game_context(results, game_id: str, content: bool = True) -> dict[str, Any]:
             block_calls = [call_view(c, content) for c in calls_at.get(f"{day}/{phase}", [])]
             blocks.append({"day": day, "phase": phase, "name": f"{PHASE_NAMES.get(phase, phase)} {day}",
                            "events": [], "calls": block_calls})
-        if e["kind"] in ("death", "elimination") and e["target"]:
+        if e["kind"] in DEATH_KINDS and e["target"]:
             dead.add(e["target"])
         if phase in ("day_speech", "speech") and day not in alive_at_dawn:
             alive_at_dawn[day] = [s["seat"] for s in seats if s["seat"] not in dead]
         text = e["text"] if content or e["kind"] not in ("speech",) else OMITTED
         blocks[-1]["events"].append({**e, "text": text, "public": e["visibility"] == "public",
-                                     "died": e["kind"] in ("death", "elimination")})
+                                     "died": e["kind"] in DEATH_KINDS})
     # calls of a (day, phase) with no event (a reflection at the end of a day) get a block of their own
     shown = {f"{b['day']}/{b['phase']}" for b in blocks}
     for key, rows in calls_at.items():

@@ -25,7 +25,7 @@ from toolkit.prompting.structured_call import ActionResult, render
 from toolkit.llm import Model, Request, Sampling, get_model
 from toolkit.record.run_log import CallLog, Run
 from toolkit.werewolf.recorder import GameRecorder
-from toolkit.werewolf.seat.decisions import ACTIONS, Reflection, Speech, output_model
+from toolkit.werewolf.seat.decisions import Reflection, Speech, decision, output_model
 from toolkit.werewolf.experience import ExperiencePool, situation_query
 from toolkit.werewolf.seat.observation import observe
 from toolkit.werewolf.engine.preset import Preset, load_preset
@@ -178,7 +178,7 @@ class GameRunner:
                           role=player.role, day=g.day, phase=g.phase, replay_key=key)
         values = {**self.values, "obs": obs, "reflection": player.notes, "experiences": player.experiences,
                   "strategy": player.config.strategy or "default"}
-        result = await ACTIONS[ask.action].run(player.model, request, values,
+        result = await decision(ask.action).run(player.model, request, values,
                                                fallback=lambda: _fallback(ask, key, g.seed),
                                                log=self.log,
                                                output=output_model(ask.action, ask.choices, ask.can_pass, self.roles))

@@ -9,12 +9,14 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from toolkit.core.files import did_you_mean, load_file
-from toolkit.core.werewolf_names import ROLES, SPECIAL_ROLES
+from toolkit.core.werewolf_names import ROLES
+from toolkit.werewolf.engine.roles import REGISTRY, special_roles
 
 __all__ = ["PRESETS_DIR", "Preset", "ROLES", "SPECIAL_ROLES", "available_presets", "load_preset"]
 
 PRESETS_DIR = Path(__file__).with_name("presets")
 
+SPECIAL_ROLES = special_roles()  # the shipped special roles (side_kill's "gods"), from their modules
 Reveal = Literal["no_reveal", "team", "role"]  # how much a death announces (Kaggle's RevealLevel, same names)
 
 
@@ -76,9 +78,9 @@ class Preset(BaseModel):
     @classmethod
     def _known_roles(cls, roles: dict[str, int]) -> dict[str, int]:
         for role, count in roles.items():
-            if role not in ROLES:
-                raise ValueError(f"unknown role {role!r}{did_you_mean(role, list(ROLES))}; "
-                                 f"roles are {', '.join(ROLES)}")
+            if role not in REGISTRY:
+                raise ValueError(f"unknown role {role!r}{did_you_mean(role, list(REGISTRY))}; "
+                                 f"roles are {', '.join(REGISTRY)}")
             if count < 0:
                 raise ValueError(f"{role}: a count cannot be negative ({count})")
         if sum(roles.values()) > 30:
@@ -98,7 +100,7 @@ class Preset(BaseModel):
         return [f"Player{i}" for i in range(1, self.n_players + 1)]
 
     def role_list(self) -> list[str]:
-        return [role for role in ROLES for _ in range(self.roles.get(role, 0))]
+        return [role for role in REGISTRY for _ in range(self.roles.get(role, 0))]
 
 
 def available_presets() -> list[str]:

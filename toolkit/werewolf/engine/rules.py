@@ -6,7 +6,10 @@ phase that needs no decision (dawn, vote counting, win checks) until decisions a
 game is over. Given a seed and the same decisions, the events are the same every time.
 
 Phases: ``night`` → ``day_speech`` → ``day_vote`` (→ ``day_revote``) (→ ``last_words``) → ``night`` …
-Night N leads into day N.
+Night N leads into day N. A death that calls for a decision (a Hunter's shot: ``Role.on_death``) holds the
+game in phase ``reaction`` until it is taken, at dawn or after an elimination; the win is checked after it.
+What each role does is its module's (``toolkit.werewolf.engine.roles``): this module has no role's name but
+the Werewolf's victim, which every game has.
 
 The rules' own random draws (a tie broken at random, a random first speaker or voter) come from the seed, or
 from ``draws`` ({"wolf_tie:2": "Player3", ...}: kind and day → the seat drawn), so that a game played elsewhere
@@ -18,24 +21,19 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
-from toolkit.werewolf.engine.preset import SPECIAL_ROLES, Preset
+from toolkit.werewolf.engine import roles as role_registry
+from toolkit.werewolf.engine.preset import Preset
+from toolkit.werewolf.engine.roles import PUBLIC, WOLVES, Ask, Role
 from toolkit.werewolf.engine.speech import clean_speech
 
-PUBLIC, WOLVES = "public", "werewolves"
+__all__ = ["PUBLIC", "WOLVES", "Ask", "Event", "Game", "IllegalMove", "side_of"]
 
 
 class IllegalMove(ValueError):
     """A decision the rules do not allow now. The game state is unchanged."""
-
-
-@dataclass(frozen=True)
-class Ask:
-    seat: str
-    action: str  # hunt, protect, verify, save, poison, speak, vote
-    choices: tuple[str, ...] = ()
-    can_pass: bool = False
 
 
 @dataclass(frozen=True)
@@ -52,32 +50,18 @@ class Event:
 
     def visible_to(self, seat: str, role: str) -> bool:
         return (self.visibility == PUBLIC or self.visibility == seat
-                or (self.visibility == WOLVES and role == "Werewolf"))
+                or (self.visibility == WOLVES and side_of(role) == "werewolves"))
 
 
 def side_of(role: str) -> str:
-    return "werewolves" if role == "Werewolf" else "village"
-
-
-@dataclass
-class Night:
-    protect: str | None = None
-    protect_done: bool = False
-    proposals: list[tuple[str, str]] = field(default_factory=list)
-    verify_done: bool = False
-    save_done: bool = False
-    saved: bool = False
-    poison_done: bool = False
-    poisoned: str | None = None
-    heal: str | None = None  # the Doctor's protection (Kaggle's heal)
-    heal_done: bool = False
-    held_hunts: dict[str, tuple[str | None, bool]] = field(default_factory=dict)  # wolf_vote: simultaneous
-    wolf_order: list[str] | None = None  # tonight's order of a sequential wolf vote
-    victim_drawn: bool = False  # the wolves' victim is settled (a random tie is drawn once)
-    victim: str | None = None
+    return role_registry.side_of(role)
 
 
 class Game:
+    """The game: seats, phases, votes, deaths and the win. What a role does (its night decision, what it learns,
+    what its death sets off) is asked of the role (``toolkit.werewolf.engine.roles``); a role's state is
+    ``state_of(name)`` for the game and ``tonight(name)`` for the night."""
+
     def __init__(self, preset: Preset, seed: int, roles: dict[str, str] | None = None,
                  draws: dict[str, str] | None = None):
         self.preset = preset
@@ -86,27 +70,26 @@ class Game:
         self.drawn: dict[str, str] = {}  # every draw made, given or seeded
         self.seats = preset.seats
         self.roles = self._assign(roles)
+        self._in_play = sorted((role_registry.get(r) for r, n in preset.roles.items() if n),
+                               key=lambda r: (r.night_order is None, r.night_order or 0))
         self.alive = list(self.seats)
         self.day = 1
         self.phase = "night"
         self.events: list[Event] = []
-        self.antidote = True
-        self.poison = True
-        self.last_protected: str | None = None
-        self.last_healed: str | None = None
+        self._state = {r.name: r.new_state() for r in self._in_play}
+        self.night: dict[str, Any] = self._new_night()
         self.vote_cursor = 0  # the first voter of the next sequential vote (rotate), as a seat index
         self.vote_queue: list[str] = []
         self.vote_queue_first: str | None = None
-        self.wolf_cursor = 0  # wolf_order: rotate
         self.round_size = 0  # parallel discussion: the seats of one round, and the speeches held until it ends
         self.held: dict[str, tuple[str, bool]] = {}
-        self.checks: dict[str, str] = {}  # seer's results
-        self.night = Night()
         self.speech_queue: list[str] = []
         self.first_speaker: str | None = None  # who opened the last day's speeches
         self.votes: dict[str, str] = {}
         self.vote_candidates: tuple[str, ...] = ()
         self.deaths: dict[str, tuple[int, str]] = {}  # seat → (day, cause)
+        self.reactions: list[Ask] = []  # decisions a death calls for (a Hunter's shot), asked before all else
+        self._resume: tuple[str, str | None] | None = None  # where the game goes on once they are taken
         self._vote_fallbacks: set[str] = set()
         self.winner: str | None = None
         self.win_reason: str | None = None
@@ -123,6 +106,26 @@ class Game:
         random.Random(self.seed).shuffle(roles)
         return dict(zip(self.seats, roles))
 
+    def _new_night(self) -> dict[str, Any]:
+        return {r.name: r.new_night() for r in self._in_play}
+
+    def roles_in_play(self) -> list[Role]:
+        """The preset's roles, in night order (roles never asked at night last)."""
+        return list(self._in_play)
+
+    def role(self, name: str) -> Role:
+        return role_registry.get(name)
+
+    def state_of(self, role: str) -> Any:
+        return self._state[role]
+
+    def tonight(self, role: str) -> Any:
+        return self.night[role]
+
+    @staticmethod
+    def side_of(role: str) -> str:
+        return side_of(role)
+
     @property
     def over(self) -> bool:
         return self.winner is not None
@@ -135,20 +138,8 @@ class Game:
         return found[0] if found else None
 
     def victim(self) -> str | None:
-        """The wolves' target tonight: the plurality of proposals; a tie goes by ``wolf_tie`` (the latest
-        proposal among the tied, nobody, or a draw among the tied)."""
-        if self.night.victim_drawn:
-            return self.night.victim
-        if not self.night.proposals:
-            return None
-        counts = Counter(t for _, t in self.night.proposals)
-        top = max(counts.values())
-        tied = [t for _, t in self.night.proposals if counts[t] == top]
-        if len(set(tied)) == 1 or self.preset.wolf_tie == "last_proposal":
-            return tied[-1]
-        if self.preset.wolf_tie == "none":
-            return None
-        return self.draw("wolf_tie", sorted(set(tied), key=self.seats.index), f"{self.seed}:wolf_tie:{self.day}")
+        """The wolves' target tonight (``roles.werewolf``)."""
+        return self.role("Werewolf").victim(self)
 
     def draw(self, kind: str, options: list[str], salt: str) -> str:
         """One of the rules' random draws: the given one for this kind and day, else seeded by ``salt``."""
@@ -171,31 +162,14 @@ class Game:
             return f"{seat} ({side_of(self.roles[seat])})"
         return seat
 
-    def _wolf_order(self) -> list[str]:
-        """The order of a sequential wolf vote tonight (``wolf_order``), settled once a night: ``fixed`` seat
-        order; ``rotate`` from the first living wolf at or after the cursor (which then moves past it); ``random``
-        from a seat drawn among all (Kaggle's pivot), the living wolves in seat order round the table from it."""
-        if self.night.wolf_order is None:
-            wolves = self.living("Werewolf")
-            start = 0
-            if self.preset.wolf_order == "rotate":
-                start = next(i % len(self.seats) for i in range(self.wolf_cursor, self.wolf_cursor + len(self.seats))
-                             if self.seats[i % len(self.seats)] in wolves)
-                self.wolf_cursor = (start + 1) % len(self.seats)
-            elif self.preset.wolf_order == "random":
-                start = self.seats.index(self.draw("wolf_start", self.seats, f"{self.seed}:wolves:{self.day}"))
-            self.night.wolf_order = [s for s in self.seats[start:] + self.seats[:start] if s in wolves]
-        return self.night.wolf_order
-
-    def _wolves_done(self) -> bool:
-        return len(self.night.proposals) >= len(self.living("Werewolf"))
-
     # ---------------------------------------------------------------- what the rules wait for
     def pending(self) -> list[Ask]:
         if self.over:
             return []
+        if self.reactions:
+            return self.reactions[:1]
         if self.phase == "night":
-            return self._night_asks()
+            return [a for r in self._in_play for a in r.night_asks(self)]
         if self.phase == "day_speech" and self.preset.discussion == "parallel":  # the whole round at once
             return [Ask(s, "speak") for s in self.speech_queue[:self.round_size] if s not in self.held]
         if self.phase in ("day_speech", "last_words"):
@@ -205,39 +179,6 @@ class Game:
             return [Ask(s, "vote", tuple(c for c in self.vote_candidates if c != s))
                     for s in voters if s not in self.votes]
         return []
-
-    def _night_asks(self) -> list[Ask]:
-        asks: list[Ask] = []
-        n = self.night
-        guard, seer, witch, doctor = (self.living(r) for r in ("Guard", "Seer", "Witch", "Doctor"))
-        if doctor and not n.heal_done:
-            d = doctor[0]
-            barred = {d} if not self.preset.doctor_self_save else set()
-            if not self.preset.doctor_consecutive_saves and self.last_healed:
-                barred.add(self.last_healed)
-            asks.append(Ask(d, "protect", tuple(s for s in self.alive if s not in barred), can_pass=True))
-        if guard and not n.protect_done:
-            blocked = self.last_protected if self.preset.guard_no_repeat else None
-            asks.append(Ask(guard[0], "protect", tuple(s for s in self.alive if s != blocked), can_pass=True))
-        wolves = self.living("Werewolf")
-        if not self._wolves_done():
-            prey = tuple(s for s in self.alive if self.roles[s] != "Werewolf")
-            if self.preset.wolf_vote == "simultaneous":  # every wolf at once, none seeing another's choice
-                asks += [Ask(w, "hunt", prey) for w in wolves if w not in n.held_hunts]
-            else:
-                asks.append(Ask(self._wolf_order()[len(n.proposals)], "hunt", prey))
-        if seer and not n.verify_done:
-            asks.append(Ask(seer[0], "verify", tuple(s for s in self.alive if s != seer[0])))
-        if witch and self._wolves_done():
-            w = witch[0]
-            victim = self.victim()
-            can_save = (self.antidote and victim is not None
-                        and not (self.preset.witch_no_self_save and victim == w))
-            if not n.save_done and can_save:
-                asks.append(Ask(w, "save", (victim,), can_pass=True))
-            elif not n.poison_done and self.poison and not (n.saved and self.preset.witch_one_potion_per_night):
-                asks.append(Ask(w, "poison", tuple(s for s in self.alive if s != w), can_pass=True))
-        return asks
 
     # ---------------------------------------------------------------- taking a decision
     def apply(self, seat: str, action: str, target: str | None = None, text: str = "",
@@ -251,8 +192,15 @@ class Game:
             raise IllegalMove(f"{seat} must choose a target for {action}: one of {list(ask.choices)}")
         elif target is not None and target not in ask.choices:
             raise IllegalMove(f"{seat} cannot {action} {target}: legal targets are {list(ask.choices)}")
+        elif action == "vote":
+            self._vote(seat, target, fallback)
         else:
-            getattr(self, f"_{action}")(seat, target, fallback)
+            reaction = bool(self.reactions)
+            if reaction:
+                self.reactions.pop(0)
+            self.role(self.roles[seat]).act(self, seat, action, target, fallback)
+            if reaction and not self.reactions:
+                self._go_on()
         self._advance()
 
     def _speak(self, seat: str, text: str, fallback: bool) -> None:
@@ -269,62 +217,6 @@ class Game:
         # Stored as data: one capped line with no control/bidi characters and no quote delimiters (the raw
         # answer stays in the calls table), so no later prompt or transcript can be forged through it.
         self._emit("speech", seat, None, clean_speech(text), PUBLIC, fallback, phase=kind)
-
-    def _protect(self, seat: str, target: str | None, fallback: bool) -> None:
-        if self.roles[seat] == "Doctor":
-            self.night.heal, self.night.heal_done = target, True
-            self.last_healed = target
-            self._emit("heal", seat, target, f"You heal {target}." if target else "You heal nobody.",
-                       seat, fallback)
-            return
-        self.night.protect, self.night.protect_done = target, True
-        self.last_protected = target
-        self._emit("protect", seat, target, f"You protect {target}." if target else "You protect nobody.",
-                   seat, fallback)
-
-    def _hunt(self, seat: str, target: str | None, fallback: bool) -> None:
-        held = self.night.held_hunts
-        if self.preset.wolf_vote == "simultaneous":  # the proposals are shown together, in seat order
-            held[seat] = (target, fallback)
-            if len(held) < len(self.living("Werewolf")):
-                return
-            cast = [(w, *held[w]) for w in sorted(held, key=self.seats.index)]
-        else:
-            cast = [(seat, target, fallback)]
-        for wolf, prey, fell in cast:
-            self.night.proposals.append((wolf, prey))
-            self._emit("hunt_proposal", wolf, prey, f"{wolf} proposes to kill {prey}.", WOLVES, fell)
-        if self._wolves_done():
-            victim = self.victim()
-            self.night.victim, self.night.victim_drawn = victim, True
-            if victim is None:  # wolf_tie: none
-                self._emit("announcement", None, None, "The werewolves' votes are tied: nobody is attacked tonight.",
-                           WOLVES)
-                return
-            self._emit("kill", None, victim, f"The werewolves chose to kill {victim}.", WOLVES)
-            witch = self.living("Witch")
-            if witch and self.antidote:  # the witch is told the victim while she has the antidote
-                self._emit("announcement", None, victim, f"Tonight the werewolves attacked {victim}.", witch[0])
-
-    def _verify(self, seat: str, target: str | None, fallback: bool) -> None:
-        self.night.verify_done = True
-        result = "werewolf" if self.roles[target] == "Werewolf" else "good"
-        self.checks[target] = result
-        if self.preset.seer_learns == "role":
-            result = f"{self.roles[target]} ({side_of(self.roles[target])})"
-        self._emit("check", seat, target, f"{target} is {result}.", seat, fallback)
-
-    def _save(self, seat: str, target: str | None, fallback: bool) -> None:
-        self.night.save_done = True
-        if target is not None:
-            self.night.saved, self.antidote = True, False
-            self._emit("save", seat, target, f"You use your antidote on {target}.", seat, fallback)
-
-    def _poison(self, seat: str, target: str | None, fallback: bool) -> None:
-        self.night.poison_done = True
-        if target is not None:
-            self.night.poisoned, self.poison = target, False
-            self._emit("poison", seat, target, f"You poison {target}.", seat, fallback)
 
     def _vote(self, seat: str, target: str | None, fallback: bool) -> None:
         self.votes[seat] = target
@@ -347,35 +239,68 @@ class Game:
                 self._open_vote(tuple(self.alive), "day_vote")
 
     def _dawn(self) -> None:
-        n = self.night
-        victim = self.victim()
-        dead = set()
-        protected, saved = n.protect == victim or (n.heal is not None and n.heal == victim), n.saved
-        if protected and saved:  # both on the same night: the preset decides (many tournaments kill)
-            survives = self.preset.protect_and_save == "survive"
-        else:
-            survives = protected or saved
-        if victim is not None and not survives:
-            dead.add(victim)
-        if n.poisoned is not None:
-            dead.add(n.poisoned)
+        dead: dict[str, str] = {}  # seat → cause; a later role's kill names the cause (poison over the attack)
+        for role in self._in_play:
+            for kill in role.night_kills(self):
+                if not (kill.shieldable and self._shielded(kill.seat)):
+                    dead[kill.seat] = kill.cause
         dead_in_order = sorted(dead, key=self.seats.index)
         names = " and ".join(self.shown_name(s, "night") for s in dead_in_order)
         self._emit("announcement", None, None, f"Day {self.day} dawns. "
                    + (f"{names} died last night." if dead else "Nobody died last night."), PUBLIC, phase="dawn")
         for seat in dead_in_order:
-            self._kill(seat, "poison" if seat == n.poisoned else "werewolves")
+            self._kill(seat, dead[seat])
         self.phase = "day_speech"
-        self.night = Night()
+        self.night = self._new_night()
+        if self.reactions:  # a death called for a decision (a Hunter's shot): taken before the day goes on
+            self._wait("dawn")
+            return
         if self._check_win():
             return
         self._open_speeches()
 
+    def _shielded(self, seat: str) -> bool:
+        """Whether tonight's protections or saves keep ``seat`` alive: one is enough; a protection and a save
+        both on it go by ``protect_and_save``."""
+        kinds = {kind for role in self._in_play for target, kind in role.shields(self) if target == seat}
+        if {"protect", "save"} <= kinds:  # both on the same night: the preset decides (many tournaments kill)
+            return self.preset.protect_and_save == "survive"
+        return bool(kinds)
+
     def _kill(self, seat: str, cause: str) -> None:
-        self.alive.remove(seat)
-        self.deaths[seat] = (self.day, cause)
+        self._remove(seat, cause)
         # Public: who died. How is kept in ``deaths`` (the players table), never in a prompt.
         self._emit("death", None, seat, f"{self.shown_name(seat, 'night')} died.", PUBLIC, phase="dawn")
+        self._react(seat, cause)
+
+    def _remove(self, seat: str, cause: str) -> None:
+        self.alive.remove(seat)
+        self.deaths[seat] = (self.day, cause)
+
+    def _react(self, seat: str, cause: str) -> None:
+        self.reactions += self.role(self.roles[seat]).on_death(self, seat, cause)
+
+    def eliminate(self, seat: str, cause: str) -> None:
+        """A role's kill outside the night's (a Hunter's shot): ``seat`` dies now; its own death's decisions
+        are asked next. The role emits the event that says so."""
+        self._remove(seat, cause)
+        self._react(seat, cause)
+
+    def _wait(self, then: str, exiled: str | None = None) -> None:
+        """Hold the game while ``reactions`` are asked; ``_go_on`` resumes it (``then``: dawn or exile)."""
+        self._resume, self.phase = (then, exiled), "reaction"
+
+    def _go_on(self) -> None:
+        """The reactions are taken: the win is checked, then the game goes on where it was held."""
+        then, exiled = self._resume or ("dawn", None)
+        self._resume = None
+        self.phase = "day_speech" if then == "dawn" else "day_vote"
+        if self._check_win():
+            return
+        if then == "dawn":
+            self._open_speeches()
+        else:
+            self._after_exile(exiled)
 
     def _from(self, start: int) -> list[str]:
         """The living seats in seat order, from seat index ``start`` round the table."""
@@ -448,11 +373,16 @@ class Game:
         if out is None:
             self._emit("announcement", None, None, f"Votes ({tally}) are tied: nobody is eliminated.", PUBLIC)
             return self._end_day()
-        self.alive.remove(out)
-        self.deaths[out] = (self.day, "vote")
+        self._remove(out, "vote")
         self._emit("elimination", None, out, f"Votes: {tally}. {self.shown_name(out, 'exile')} is eliminated.", PUBLIC)
+        self._react(out, "vote")
+        if self.reactions:
+            return self._wait("exile", out)
         if self._check_win():
             return
+        self._after_exile(out)
+
+    def _after_exile(self, out: str) -> None:
         if self.preset.last_words:
             self.phase, self.speech_queue = "last_words", [out]
             return
@@ -467,18 +397,19 @@ class Game:
         self._emit("announcement", None, None, f"Night {self.day} falls.", PUBLIC)
 
     def _check_win(self) -> bool:
-        wolves = self.living("Werewolf")
-        rest = [s for s in self.alive if self.roles[s] != "Werewolf"]
+        wolves = [s for s in self.alive if side_of(self.roles[s]) == "werewolves"]
+        rest = [s for s in self.alive if s not in wolves]
         if not wolves:
             return self._finish("village", "all werewolves are dead")
         if self.preset.win_rule == "parity":
             if len(wolves) >= len(rest):
                 return self._finish("werewolves", "werewolves are as many as the rest")
         else:
-            if not any(self.roles[s] == "Villager" for s in rest) and self.preset.roles.get("Villager"):
+            village = [r for r in self._in_play if r.side == "village"]
+            plain, special = [r.name for r in village if not r.special], [r.name for r in village if r.special]
+            if plain and not any(self.roles[s] in plain for s in rest):
                 return self._finish("werewolves", "all villagers are dead")
-            if not any(self.roles[s] in SPECIAL_ROLES for s in rest) and any(
-                    self.preset.roles.get(r) for r in SPECIAL_ROLES):
+            if special and not any(self.roles[s] in special for s in rest):
                 return self._finish("werewolves", "all special roles are dead")
         return False
 
@@ -487,6 +418,11 @@ class Game:
         self.phase = "over"
         self._emit("announcement", None, None, f"Game over: {winner} win ({reason}).", PUBLIC)
         return True
+
+    def emit(self, kind: str, actor: str | None, target: str | None, text: str, visibility: str,
+             fallback: bool = False, phase: str | None = None) -> None:
+        """One events row (a role's decisions emit theirs through it)."""
+        self._emit(kind, actor, target, text, visibility, fallback, phase)
 
     def _emit(self, kind: str, actor: str | None, target: str | None, text: str, visibility: str,
               fallback: bool = False, phase: str | None = None) -> None:

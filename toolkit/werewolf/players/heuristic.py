@@ -1,7 +1,8 @@
 """Rule-based players: a real baseline opponent that reads the observation, never the prompt.
 
 Seer checks unknown players and reveals a found wolf; Witch saves on night 1 (and later a revealed Seer)
-and poisons a player a Seer called a werewolf; Guard protects a revealed Seer; wolves never target each
+and poisons a player a Seer called a werewolf; Guard protects a revealed Seer; an eliminated Hunter shoots
+the player it suspects most; wolves never target each
 other, follow their team's first proposal, go for a revealed Seer, rarely vote against a teammate (bus),
 and sometimes fake a Seer claim; villagers vote on claims and accusations. All randomness comes from
 the request's seed.
@@ -16,6 +17,7 @@ from collections import Counter
 from typing import Any
 
 from toolkit.llm import Backend, Completion, Provider, Request
+from toolkit.werewolf.engine.roles import REGISTRY
 
 FAKE_CLAIM_RATE = 0.3
 BUS_RATE = 0.05
@@ -47,7 +49,16 @@ def decide(obs: dict[str, Any], rng: random.Random) -> dict[str, Any]:
         return {"summary": f"Day {obs['day']}: I am {obs['role']}. My main suspect is {top or 'unclear'}.",
                 "beliefs": [{"about": s, "role": r, "confidence": c} for s, (r, c) in guesses.items()]}
     choices = list(obs["choices"])
-    return {"target": globals()[f"_{action}"](obs, choices, rng)}
+    play = globals().get(f"_{action}") or _role_play(action)
+    return {"target": play(obs, choices, rng)}
+
+
+def _role_play(action: str) -> Any:
+    """A registered role's own play for a decision this module has none for (``Role.heuristic``)."""
+    for role in REGISTRY.values():
+        if action in role.actions and role.heuristic is not None:
+            return lambda obs, choices, rng: role.heuristic(action, obs, choices, rng)
+    raise ValueError(f"the heuristic player has no play for {action!r} (nor does a registered role)")
 
 
 # ------------------------------------------------------------------ reading the table
@@ -233,6 +244,11 @@ def _hunt(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str:
     if claimed:
         return claimed[0]
     return rng.choice(choices)
+
+
+def _shoot(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str:
+    """The Hunter's shot: the seat this player suspects most (``suspicion``), among the living."""
+    return suspicion(obs, rng, choices) or rng.choice(choices)
 
 
 def _verify(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str:

@@ -27,6 +27,7 @@ _ROUND = re.compile(r"^- Day (\d+) (vote|revote among ([^:]+)): (.*?)(?: ⇒ (.*
 _DAWN = re.compile(r"^- Day (\d+) dawn: (.*) died last night\.$")
 _LAST = re.compile(r"^- Day (\d+) last words of (\S+): «(.*)»$")
 _SPEECH = re.compile(r"^- Day (\d+), (\S+): «(.*)»$")
+_ACT = re.compile(r"^- Day (\d+): (.+)$")  # a role's public act (a Hunter's shot), its event's text
 _NOW = re.compile(r"^- Now: (night|day) (\d+)\. Alive: ([^.]*)\.")
 _OMITTED = re.compile(r"(\d+) (?:earlier )?speech(?:es)? of days? ([\d–, ]+) omitted")
 
@@ -55,6 +56,7 @@ class Reading:
         self.rounds: dict[int, list[dict[str, Any]]] = defaultdict(list)
         self.dawns: dict[int, list[str]] = {}
         self.last_words: dict[tuple[int, str], str] = {}
+        self.acts: set[tuple[int, str]] = set()  # (day, text)
         self.speeches: Counter[tuple[int, str, str]] = Counter()
         self.omitted: list[tuple[int, set[int]]] = []
         self.role_claims: dict[str, set[str]] = defaultdict(set)
@@ -78,6 +80,8 @@ class Reading:
             self.dawns[int(m.group(1))] = [] if m.group(2) == "nobody" else m.group(2).split(" and ")
         elif m := _LAST.match(line):
             self.last_words[(int(m.group(1)), m.group(2))] = m.group(3)
+        elif m := _ACT.match(line):
+            self.acts.add((int(m.group(1)), m.group(2)))
         elif m := _SPEECH.match(line):
             self.speeches[(int(m.group(1)), m.group(2), m.group(3))] += 1
         elif m := _NOW.match(line):
@@ -196,6 +200,9 @@ def missing(prompt: str, events: list[Event], reveal_roles: bool = False, roles:
             if (r.now and r.now[1] == d and phase in ("day_speech", "day_vote", "day_revote")
                     and (r.order is None or e.text.rsplit("Speaking order: ", 1)[-1] not in r.order + ".")):
                 out.append(f"day {d} speaking order")
+        elif e.kind not in ("announcement", "speech"):  # a role's public act: its text, on its day
+            if (d, e.text) not in r.acts:
+                out.append(f"day {d}: {e.text}")
         else:
             out.append(f"unhandled public event kind {e.kind!r}: {e.text[:60]}")
         if e.kind == "speech":

@@ -1,5 +1,7 @@
-"""The werewolf actions (the seed's Speak, NighttimeWhispers: Hunt/Protect/Verify/Save/Poison, Reflect),
-each a ``prompting.structured_call.Action`` with its own template in ``prompts/werewolf/``. Targeted actions get an
+"""The werewolf actions (the seed's Speak, NighttimeWhispers: Hunt/Protect/Verify/Save/Poison, Reflect; the
+Hunter's Shoot), each a ``prompting.structured_call.Action`` with its own template in ``prompts/werewolf/``. A
+role's decision not listed here (``Role.actions``, e.g. a role registered outside the package) is a targeted
+decision with the template ``prompts/werewolf/<action>.j2``. Targeted actions get an
 output model whose ``target`` is an enum of the legal targets (``null`` where passing is legal); a
 reflection's beliefs are checked against the other living seats and the preset's roles.
 """
@@ -12,6 +14,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, create_model, model_validator
 
 from toolkit.prompting.structured_call import Action, with_choices
+from toolkit.werewolf.engine.roles import REGISTRY
 
 
 def _thought_first(schema: dict[str, Any]) -> None:
@@ -104,15 +107,25 @@ ACTIONS: dict[str, Action] = {
     "verify": Action("verify", "werewolf/verify.j2", Target),
     "save": Action("save", "werewolf/save.j2", Target),
     "poison": Action("poison", "werewolf/poison.j2", Target),
+    "shoot": Action("shoot", "werewolf/shoot.j2", Target),  # the Hunter's shot when eliminated
     "reflect": Action("reflect", "werewolf/reflect.j2", Reflection),
 }
+
+
+def decision(action: str) -> Action:
+    """The action of a decision: listed above, or a registered role's targeted decision."""
+    if action in ACTIONS:
+        return ACTIONS[action]
+    if any(action in role.actions for role in REGISTRY.values()):
+        return Action(action, f"werewolf/{action}.j2", Target)
+    raise KeyError(f"no decision {action!r}: not one of {', '.join(ACTIONS)} nor a registered role's")
 
 
 def output_model(action: str, choices: tuple[str, ...], can_pass: bool,
                  roles: tuple[str, ...] = ()) -> type[BaseModel]:
     """The output model for one request. For ``reflect``, ``choices`` are the other living seats and
     ``roles`` the preset's roles: given both, beliefs are validated against them."""
-    base = ACTIONS[action].output
+    base = decision(action).output
     if action == "reflect":
         return reflection_model(tuple(choices), tuple(roles)) if choices and roles else base
     if action == "speak":

@@ -2,7 +2,8 @@
 
 Only events visible to the seat are used (its own night actions, the wolves' channel for wolves, public
 events for all). The observation carries a game *record* that never loses a public fact: every night's
-deaths, every vote of every round (revotes marked) with its outcome (elimination or tie), last words,
+deaths, every vote of every round (revotes marked) with its outcome (elimination or tie), last words, every
+role's public act (a Hunter's shot, as its event's text),
 role reveals where the preset reveals them, and public claims. Only speech text is ever elided, and
 every elision is counted in a note. The record stays bounded however long a game runs: the last
 ``FULL_DAYS`` days are listed in full; older days are condensed without dropping a fact (deaths and
@@ -25,7 +26,6 @@ from toolkit.werewolf.engine.speech import clean_speech
 FULL_DAYS = 7  # days listed vote by vote; older days are condensed (see the module docstring)
 MAX_MESSAGE_CHARS = 400  # a speech longer than this is cut (with " […]") in the recent speeches
 SPEECH_BUDGET = 2400  # characters of recent speech text per prompt; earlier speeches are counted, not shown
-PRIVATE_NIGHTS = 3  # the guard's and the wolves' own past night actions shown (older ones are summarised)
 
 
 def observe(game: Game, seat: str, ask: Ask, recent: int = 12) -> dict[str, Any]:
@@ -45,23 +45,7 @@ def observe(game: Game, seat: str, ask: Ask, recent: int = 12) -> dict[str, Any]
         **recent_speeches(game, speeches, min(recent, len(game.alive))),
         "claims": [list(c) for c in dict.fromkeys(claims)],
     }
-    if role == "Werewolf":
-        obs["teammates"] = [s for s in game.seats if game.roles[s] == "Werewolf" and s != seat]
-        obs["proposals"] = [list(p) for p in game.night.proposals] if game.phase == "night" else []
-    if role == "Seer":
-        obs["checks"] = dict(game.checks)  # only the seer verifies, so these are this seat's own results
-        if game.preset.seer_learns == "role":  # what the check told: the role (``checks`` keeps the side)
-            obs["check_roles"] = {t: f"{game.roles[t]} ({side_of(game.roles[t])})" for t in game.checks}
-    if role == "Witch":
-        obs["antidote"], obs["poison"] = game.antidote, game.poison
-        if ask.action == "save":
-            obs["victim"] = ask.choices[0]
-        if ask.action == "poison":
-            obs["saved_tonight"] = game.night.saved
-    if role == "Guard":
-        obs["last_protected"] = game.last_protected
-    if role == "Doctor":
-        obs["last_protected"] = game.last_healed
+    obs.update(game.role(role).observe(game, seat, ask))  # what the role knows: checks, potions, teammates
     obs["private"] = private_record(game, seat, visible)
     return obs
 
@@ -74,7 +58,7 @@ def record(game: Game, public: list[Event]) -> dict[str, Any]:
     def day(n: int) -> dict[str, Any]:
         if n not in days:
             days[n] = {"day": n, "dawn": False, "night_deaths": [], "rounds": [], "outcome": None,
-                       "eliminated": None, "last_words": None, "order": []}
+                       "eliminated": None, "last_words": None, "order": [], "acts": []}
         return days[n]
 
     for e in public:
@@ -102,6 +86,8 @@ def record(game: Game, public: list[Event]) -> dict[str, Any]:
             d["eliminated"] = game.shown_name(e.target, "exile")
         elif e.kind == "speech" and e.phase == "last_words":
             d["last_words"] = [e.actor, clean_speech(e.text)]
+        elif e.kind not in ("announcement", "speech"):  # a role's public act (a Hunter's shot), as its text says:
+            d["acts"].append([e.text, "vote" if d["rounds"] else "dawn"])  # at dawn, or after the day's votes
     for d in days.values():
         for r in d["rounds"]:
             r["by_target"] = _by_target(r["votes"])
@@ -127,6 +113,7 @@ def _condense(old: list[dict[str, Any]]) -> dict[str, Any]:
         "quiet_nights": _ranges([d["day"] for d in old if d["dawn"] and not d["night_deaths"]]),
         "tie_days": _ranges([d["day"] for d in old if d["outcome"] == "tie"]),
         "last_words": [[d["day"], *d["last_words"]] for d in old if d["last_words"]],
+        "acts": [[d["day"], text] for d in old for text, _ in d["acts"]],
         "rounds": rounds, "revotes": revotes,
         "votes": [[v, t, n] for (v, t), n in sorted(votes.items(), key=lambda x: (_seat_no(x[0][0]),
                                                                                    _seat_no(x[0][1])))],
@@ -213,25 +200,4 @@ def recent_speeches(game: Game, speeches: list[Event], limit: int = 12) -> dict[
 # ---------------------------------------------------------------------------------------------- private
 def private_record(game: Game, seat: str, visible: list[Event]) -> list[str]:
     """This seat's own night knowledge as short lines (seer checks, potions and victims are separate)."""
-    role = game.roles[seat]
-    lines: list[str] = []
-    if role in ("Guard", "Doctor"):
-        done = [e for e in visible if e.kind in ("protect", "heal")]
-        shown = done[-PRIVATE_NIGHTS:]
-        if len(done) > len(shown):
-            lines.append(f"({len(done) - len(shown)} earlier nights' protections not shown)")
-        lines += [f"Night {e.day}: you {'healed' if e.kind == 'heal' else 'protected'} {e.target or 'nobody'}."
-                  for e in shown]
-    elif role == "Witch":
-        lines += [f"Night {e.day}: you saved {e.target}." for e in visible if e.kind == "save"]
-        lines += [f"Night {e.day}: you poisoned {e.target}." for e in visible if e.kind == "poison"]
-    elif role == "Werewolf":
-        kills = [e for e in visible if e.kind == "kill" and e.day < game.day or (e.kind == "kill" and
-                                                                                  game.phase != "night")]
-        shown = kills[-PRIVATE_NIGHTS:]
-        if len(kills) > len(shown):
-            lines.append(f"({len(kills) - len(shown)} earlier nights' attacks not shown)")
-        lines += [f"Night {e.day}: the werewolves attacked {e.target}"
-                  f" ({'died' if game.deaths.get(e.target) == (e.day, 'werewolves') else 'survived'})."
-                  for e in shown]
-    return lines
+    return game.role(game.roles[seat]).private_lines(game, seat, visible)

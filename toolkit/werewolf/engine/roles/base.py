@@ -1,0 +1,99 @@
+"""What a role is to the engine: a ``Role`` answers every question the rules ask about it, so that a new role
+is one module (and its prompt file), registered by name, and ``rules.Game`` has no branch on a role's name.
+
+The questions, in the order a game asks them:
+
+- ``side`` and ``special``: how it affects the win (``special``: one of the village roles whose loss ends a
+  ``side_kill`` game, the "gods" of the common rule);
+- ``night_order`` and ``night_asks``: whether it is asked at night, when (lower first: the order the asks are
+  listed and applied in), and for which decision (``actions``: the decisions it makes, each with a template
+  ``prompts/werewolf/<action>.j2``);
+- ``act``: taking one of its decisions (its private event, its state);
+- ``after_hunt``: what it is told once the wolves' victim is settled;
+- ``shields`` and ``night_kills``: how the night resolves at dawn (who it protects or saves, whom it kills);
+- ``on_death``: what happens when it dies (a decision the death calls for, asked before the game goes on);
+- ``observe`` and ``private_lines``: what it learns (its part of a seat's observation and private record);
+- its prompt file ``prompts/werewolf/roles/<name>.j2``: its clause of the rules paragraph (``night()``, or a
+  sentence ``death()``), where the clause stands (``text_order``), ``special`` as here (a test checks), and how
+  to play it (``play()``).
+
+Rules stay pure: a role reads and changes the game it is given and emits events through it, no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+PUBLIC, WOLVES = "public", "werewolves"
+PRIVATE_NIGHTS = 3  # the guard's and the wolves' own past night actions shown (older ones are summarised)
+
+
+@dataclass(frozen=True)
+class Ask:
+    seat: str
+    action: str  # hunt, protect, verify, save, poison, shoot, speak, vote
+    choices: tuple[str, ...] = ()
+    can_pass: bool = False
+
+
+@dataclass(frozen=True)
+class Kill:
+    """A death the night brings at dawn: ``shieldable`` if a protection or a save can prevent it."""
+
+    seat: str
+    cause: str
+    shieldable: bool = False
+
+
+class Role:
+    name = ""
+    side = "village"  # village | werewolves
+    special = False
+    night_order: int | None = None  # None: never asked at night
+    actions: tuple[str, ...] = ()
+    # Optional rule-based play for a decision ``players/heuristic.py`` has no play of its own for:
+    # (action, observation, choices, rng) -> target. A shipped role's play is in the heuristic player.
+    heuristic: Any = None
+
+    @property
+    def prompt(self) -> str:
+        return f"werewolf/roles/{self.name.lower()}.j2"
+
+    # ---------------------------------------------------------------- state
+    def new_state(self) -> Any:
+        """Its state for the whole game (potions left, the last protected player), or None."""
+        return None
+
+    def new_night(self) -> Any:
+        """Its state for one night (whom it chose tonight), or None."""
+        return None
+
+    # ---------------------------------------------------------------- the night
+    def night_asks(self, game: Any) -> list[Ask]:
+        return []
+
+    def act(self, game: Any, seat: str, action: str, target: str | None, fallback: bool) -> None:
+        raise NotImplementedError(f"{self.name} has no decision {action}")
+
+    def after_hunt(self, game: Any, victim: str) -> None:
+        """The wolves' victim is settled tonight."""
+
+    def shields(self, game: Any) -> list[tuple[str, str]]:
+        """(seat, "protect" | "save") for every seat it shields tonight."""
+        return []
+
+    def night_kills(self, game: Any) -> list[Kill]:
+        return []
+
+    # ---------------------------------------------------------------- death
+    def on_death(self, game: Any, seat: str, cause: str) -> list[Ask]:
+        """The decisions ``seat`` (of this role) must take now that it died of ``cause``."""
+        return []
+
+    # ---------------------------------------------------------------- what it learns
+    def observe(self, game: Any, seat: str, ask: Ask) -> dict[str, Any]:
+        return {}
+
+    def private_lines(self, game: Any, seat: str, visible: list[Any]) -> list[str]:
+        return []

@@ -1,0 +1,68 @@
+"""The Guard: protects one player a night from the wolves' attack (``guard_no_repeat``: not the same one two
+nights running); may protect themselves."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from toolkit.werewolf.engine.roles.base import PRIVATE_NIGHTS, Ask, Role
+
+
+@dataclass
+class Night:
+    protect: str | None = None
+    done: bool = False
+
+
+@dataclass
+class State:
+    last_protected: str | None = None
+
+
+class Guard(Role):
+    name = "Guard"
+    special = True
+    night_order = 20
+    actions = ("protect",)
+
+    def new_state(self) -> State:
+        return State()
+
+    def new_night(self) -> Night:
+        return Night()
+
+    def night_asks(self, game: Any) -> list[Ask]:
+        guard = game.living(self.name)
+        if not guard or game.tonight(self.name).done:
+            return []
+        blocked = game.state_of(self.name).last_protected if game.preset.guard_no_repeat else None
+        return [Ask(guard[0], "protect", tuple(s for s in game.alive if s != blocked), can_pass=True)]
+
+    def act(self, game: Any, seat: str, action: str, target: str | None, fallback: bool) -> None:
+        n = game.tonight(self.name)
+        n.protect, n.done = target, True
+        game.state_of(self.name).last_protected = target
+        game.emit("protect", seat, target, f"You protect {target}." if target else "You protect nobody.",
+                  seat, fallback)
+
+    def shields(self, game: Any) -> list[tuple[str, str]]:
+        target = game.tonight(self.name).protect
+        return [(target, "protect")] if target is not None else []
+
+    def observe(self, game: Any, seat: str, ask: Ask) -> dict[str, Any]:
+        return {"last_protected": game.state_of(self.name).last_protected}
+
+    def private_lines(self, game: Any, seat: str, visible: list[Any]) -> list[str]:
+        return protections(visible, "protect", "protected")
+
+
+def protections(visible: list[Any], kind: str, verb: str) -> list[str]:
+    """A protector's own last nights, older ones counted."""
+    done = [e for e in visible if e.kind == kind]
+    shown = done[-PRIVATE_NIGHTS:]
+    lines = [f"({len(done) - len(shown)} earlier nights' protections not shown)"] if len(done) > len(shown) else []
+    return lines + [f"Night {e.day}: you {verb} {e.target or 'nobody'}." for e in shown]
+
+
+ROLE = Guard()
