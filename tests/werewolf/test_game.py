@@ -46,7 +46,8 @@ def test_replay_reproduces_a_logged_game_exactly(tmp_path):
     # kaggle7/kaggle8: the rules' draws (random ties, a random first voter) and sequential votes replay too
     results, _ = run_games(tmp_path, [GameConfig(seed=21, model="chaos:0.3"), GameConfig(seed=22, model="random"),
                                       GameConfig(seed=23, preset="kaggle7", model="random"),
-                                      GameConfig(seed=24, preset="kaggle8", model="chaos:0.3")])
+                                      GameConfig(seed=24, preset="kaggle8", model="chaos:0.3"),
+                                      GameConfig(seed=25, preset="competitive12", model="random")])
     for original in results:
         replayed, recorded = asyncio.run(replay_game(tmp_path, original.game_id))
         assert [event_tuple(e) for e in replayed.events] == recorded
@@ -96,7 +97,7 @@ def test_heuristic_is_a_real_baseline_against_random(tmp_path):
 
 # ----------------------------------------------------------------------------- information hiding
 PRIVATE_MARKERS = {"Your fellow werewolves": "Werewolf", "Your checks so far": "Seer", "Potions left": "Witch",
-                   "you protected": "Guard"}
+                   "you protected": "Guard", "you, the Hunter, have been eliminated": "Hunter"}
 
 
 def leaks(prompt, seat, role, roles, private_texts, revealed=()):
@@ -115,6 +116,7 @@ def leaks(prompt, seat, role, roles, private_texts, revealed=()):
 def test_no_prompt_names_what_its_seat_may_not_know(tmp_path):
     configs = [GameConfig(preset=p, seed=s, reflection=True) for p in ("classic7", "standard9") for s in range(12)]
     configs += [GameConfig(preset=p, seed=s, reflection=True) for p in ("kaggle7", "kaggle8") for s in range(4)]
+    configs += [GameConfig(preset="competitive12", seed=s, reflection=True) for s in range(2)]  # a Hunter's shot
     results, tables = run_games(tmp_path, configs)
     checked = 0
     for r in results:

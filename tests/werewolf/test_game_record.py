@@ -10,7 +10,7 @@ import pytest
 
 from toolkit.prompting.structured_call import render
 from toolkit.werewolf.seat.completeness import check_games, missing, new_stats
-from toolkit.werewolf.game import GameConfig, GameRunner
+from toolkit.werewolf.game import play_games, GameConfig, GameRunner
 from toolkit.werewolf.seat.observation import FULL_DAYS, observe
 from toolkit.werewolf.engine.preset import load_preset
 from toolkit.werewolf.engine.rules import Game
@@ -45,6 +45,18 @@ def test_the_record_is_complete_under_other_rule_flags(preset, flags):
     asyncio.run(check_games([GameConfig(preset=rules, seed=s, model=m) for s in range(25)
                              for m in ("random", "heuristic")], stats))
     assert stats["calls"] > 1000 and stats["missing"] == 0, stats["examples"]
+
+
+def test_the_record_carries_every_hunter_shot():
+    """competitive12, the shot seat's role revealed as an exile's: the shots (at dawn and after a vote) are in
+    every later prompt, and at least one game has one."""
+    rules = load_preset("competitive12").model_copy(update={"exile_reveal": "role"})
+    configs = [GameConfig(preset=rules, seed=s, model=m) for s in range(6) for m in ("random", "heuristic")]
+    stats = new_stats()
+    asyncio.run(check_games(configs, stats))
+    assert stats["calls"] > 500 and stats["missing"] == 0, stats["examples"]
+    played = asyncio.run(play_games(configs))  # the same games again (seeded), to see the shots they had
+    assert sum(e.kind == "shot" for r in played for e in r.events) >= 3
 
 
 def test_the_checker_notices_a_missing_fact():
