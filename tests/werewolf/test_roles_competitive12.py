@@ -8,6 +8,7 @@ seat's real observation, as its backend does, without prompts or tables): 200 ga
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections import Counter
 
@@ -57,3 +58,25 @@ def test_the_same_seed_plays_the_same_competitive12_game():
     a, b = play(7), play(7)
     assert a.events == b.events and a.roles == b.roles and a.deaths == b.deaths
     assert play(8).events != a.events
+
+
+def test_the_report_measures_the_hunters_shot_and_keeps_every_role(tmp_path):
+    """Recorded competitive12 games: the night-actions table has the shots (k of n on a wolf, with chance), key-role
+    survival lists the Hunter, and a preset without a Hunter gets no shot row."""
+    from toolkit.analysis.metrics import key_role_survival, night_actions
+    from toolkit.record.load import load
+    from toolkit.record.run_log import Run
+    from toolkit.werewolf.game import GameConfig, play_games
+
+    with Run(tmp_path / "c12", experiment="c12") as run:
+        results = asyncio.run(play_games([GameConfig(preset="competitive12", seed=s) for s in range(4)], run))
+    t = load(tmp_path / "c12")
+    shots = [(r, e) for r in results for e in r.events if e.kind == "shot"]
+    row = night_actions(t.events, t.players, None, t.games).set_index("metric").loc["hunter_shot_on_wolf"]
+    assert row["n"] == len(shots) > 0 and row["k"] == sum(r.roles[e.target] == "Werewolf" for r, e in shots)
+    assert 0 < row["chance"] < 1
+    assert set(key_role_survival(t.players)["role"]) == {"Guard", "Witch", "Seer", "Hunter"}
+    with Run(tmp_path / "c7", experiment="c7") as run:
+        asyncio.run(play_games([GameConfig(preset="classic7", seed=0)], run))
+    t7 = load(tmp_path / "c7")
+    assert "hunter_shot_on_wolf" not in set(night_actions(t7.events, t7.players, None, t7.games)["metric"])

@@ -426,6 +426,8 @@ def night_actions(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | N
     - ``witch_poison_on_wolf``: poisons on a werewolf; chance = living wolves / (living − 1).
     - ``witch_save_night`` / ``witch_poison_night``: the mean night a potion was used (timing; lower is
       earlier), reported as a mean, not a rate.
+    - ``hunter_shot_on_wolf``: a Hunter's shots (events ``shot``, at dawn or by day) on a werewolf; chance =
+      living wolves / living (the dead Hunter picks among all the living); listed where a game had a shot.
 
     (The old ``witch_save_correct`` could not fail: wolves can only target the village side.)"""
     ev = annotate(events, players)
@@ -446,6 +448,12 @@ def night_actions(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | N
     poisons["hit"] = (poisons["target_role"] == "Werewolf").astype(int)
     poisons["chance"] = (poisons["wolves_alive"]) / (poisons["alive"] - 1).clip(lower=1)
     rows += _rate_rows(poisons, by, chance="chance", metric="witch_poison_on_wolf")
+
+    shots = ev[ev["kind"] == "shot"].copy()
+    shots["hit"] = (shots["target_role"] == "Werewolf").astype(int)
+    shots["chance"] = shots["wolves_alive"] / shots["alive"].clip(lower=1)
+    if len(shots):  # only games with a shot (a preset without a Hunter gets no empty row)
+        rows += _rate_rows(shots, by, chance="chance", metric="hunter_shot_on_wolf")
     table = pd.DataFrame(rows)
     timing = []
     for kind in ("save", "poison"):
