@@ -61,13 +61,14 @@ class Role:
         return f"werewolf/roles/{self.name.lower()}.j2"
 
     # ---------------------------------------------------------------- state
+    State: Any = None  # a class: its state for the whole game (potions left, the last protected player)
+    Night: Any = None  # a class: its state for one night (whom it chose tonight)
+
     def new_state(self) -> Any:
-        """Its state for the whole game (potions left, the last protected player), or None."""
-        return None
+        return self.State() if self.State is not None else None
 
     def new_night(self) -> Any:
-        """Its state for one night (whom it chose tonight), or None."""
-        return None
+        return self.Night() if self.Night is not None else None
 
     # ---------------------------------------------------------------- the night
     def night_asks(self, game: Any) -> list[Ask]:

@@ -26,12 +26,8 @@ class Doctor(Role):
     special = True
     night_order = 10
     actions = ("protect",)
-
-    def new_state(self) -> State:
-        return State()
-
-    def new_night(self) -> Night:
-        return Night()
+    Night = Night
+    State = State
 
     def night_asks(self, game: Any) -> list[Ask]:
         doctor = game.living(self.name)

@@ -25,12 +25,8 @@ class Guard(Role):
     special = True
     night_order = 20
     actions = ("protect",)
-
-    def new_state(self) -> State:
-        return State()
-
-    def new_night(self) -> Night:
-        return Night()
+    Night = Night
+    State = State
 
     def night_asks(self, game: Any) -> list[Ask]:
         guard = game.living(self.name)

@@ -23,12 +23,8 @@ class Seer(Role):
     special = True
     night_order = 40
     actions = ("verify",)
-
-    def new_state(self) -> State:
-        return State()
-
-    def new_night(self) -> Night:
-        return Night()
+    Night = Night
+    State = State
 
     def night_asks(self, game: Any) -> list[Ask]:
         seer = game.living(self.name)

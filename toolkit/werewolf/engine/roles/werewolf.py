@@ -29,12 +29,8 @@ class Werewolf(Role):
     side = "werewolves"
     night_order = 30
     actions = ("hunt",)
-
-    def new_state(self) -> State:
-        return State()
-
-    def new_night(self) -> Night:
-        return Night()
+    Night = Night
+    State = State
 
     def done(self, game: Any) -> bool:
         return len(game.tonight(self.name).proposals) >= len(game.living(self.name))

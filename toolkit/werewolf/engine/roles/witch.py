@@ -29,12 +29,8 @@ class Witch(Role):
     special = True
     night_order = 50
     actions = ("save", "poison")
-
-    def new_state(self) -> State:
-        return State()
-
-    def new_night(self) -> Night:
-        return Night()
+    Night = Night
+    State = State
 
     def night_asks(self, game: Any) -> list[Ask]:
         witch, wolves = game.living(self.name), game.role("Werewolf")
