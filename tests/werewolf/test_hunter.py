@@ -190,3 +190,27 @@ def test_the_heuristic_hunter_shoots_its_most_suspected_seat():
     vote_out(g, "Player11")
     ask = g.pending()[0]
     assert heuristic.decide(observe(g, ask.seat, ask), random.Random(0)) == {"target": "Player3"}
+
+
+def test_a_shot_stays_in_the_record_once_its_day_is_condensed():
+    """Day 1: the Hunter is voted out and shoots; then nine quiet days (the Guard protects the victim, the votes
+    tie): on day 10 day 1 is condensed, and the shot is still a line of the record."""
+    g = game(guard_no_repeat=False, vote_tie="none", last_words=False)
+    night(g, hunt="Player5", protect="Player5")
+    talk(g)
+    vote_out(g, "Player11")
+    g.apply("Player11", "shoot", "Player8")
+    while g.day < 10:
+        night(g, hunt="Player6", protect="Player6")
+        talk(g)
+        living = [s for s in g.alive]
+        for i, ask in enumerate(g.pending()):  # half for one, half for another: a tie
+            target = living[0] if i % 2 else living[1]
+            g.apply(ask.seat, "vote", target if target != ask.seat else living[2])
+    night(g, hunt="Player6", protect="Player6")
+    ask = g.pending()[0]
+    preset = {**g.preset.model_dump(), "n_players": g.preset.n_players}
+    shown = render("werewolf/speak.j2", obs=observe(g, ask.seat, ask), preset=preset,
+                   rules=render("werewolf/rules.j2", preset=preset), reflection="", experiences=[], strategy="default")
+    assert "(condensed;" in shown and "- Day 1: The Hunter Player11 shoots Player8." in shown
+    assert missing(shown, g.events, roles=g.roles, phase=g.phase, shown_name=g.shown_name) == []

@@ -63,7 +63,7 @@ def test_the_same_seed_plays_the_same_competitive12_game():
 def test_the_report_measures_the_hunters_shot_and_keeps_every_role(tmp_path):
     """Recorded competitive12 games: the night-actions table has the shots (k of n on a wolf, with chance), key-role
     survival lists the Hunter, and a preset without a Hunter gets no shot row."""
-    from toolkit.analysis.metrics import key_role_survival, night_actions
+    from toolkit.analysis.metrics import key_role_survival, night_actions, votes
     from toolkit.record.load import load
     from toolkit.record.run_log import Run
     from toolkit.werewolf.game import GameConfig, play_games
@@ -76,6 +76,12 @@ def test_the_report_measures_the_hunters_shot_and_keeps_every_role(tmp_path):
     assert row["n"] == len(shots) > 0 and row["k"] == sum(r.roles[e.target] == "Werewolf" for r, e in shots)
     assert 0 < row["chance"] < 1
     assert set(key_role_survival(t.players)["role"]) == {"Guard", "Witch", "Seer", "Hunter"}
+    # the living the vote metrics count (their chance) know a shot seat is dead: every living seat votes in a
+    # first round, so the voters of a day's first round are the living
+    v = votes(t.events, t.players)
+    first = v[v["round"] == "first"]
+    voters = first.groupby(["game_id", "day"])["actor"].nunique()
+    assert (first.groupby(["game_id", "day"])["alive"].first() == voters).all()
     with Run(tmp_path / "c7", experiment="c7") as run:
         asyncio.run(play_games([GameConfig(preset="classic7", seed=0)], run))
     t7 = load(tmp_path / "c7")
