@@ -45,8 +45,12 @@ test-deps: $(LOCAL_STAMP)
 play: $(STAMP)
 	$(PY) -m toolkit play $(ARGS)
 
+# Two pytest workers (pytest-xdist), a test file each at a time (module fixtures are built once); TEST_WORKERS=0
+# runs the suite in one process.
+TEST_WORKERS ?= 2
 test: test-deps
-	PHOENIX_PYTHON=$${PHOENIX_PYTHON:-$(abspath $(VENV))-phoenix/bin/python} $(PY) -m pytest -q $(ARGS)
+	PHOENIX_PYTHON=$${PHOENIX_PYTHON:-$(abspath $(VENV))-phoenix/bin/python} $(PY) -m pytest -q \
+	  -n $(TEST_WORKERS) --dist loadfile $(ARGS)
 
 bench: $(STAMP)
 	for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -35,13 +35,16 @@ def no_configured_server():
     yield
 
 
-def test_a_full_classic7_game_with_every_seat_local(tmp_path):
+def test_a_classic7_night_and_day_with_every_seat_local(tmp_path):
+    """Every decision kind (hunt, protect, potions, verify, speak, vote) once through the real model; one day is
+    enough for that (four days took 98 s of the suite on CI, one takes about half)."""
     with Run(tmp_path, "local") as run:
-        result = asyncio.run(play_game(GameConfig(seed=1, model="local", max_days=4), run))
+        result = asyncio.run(play_game(GameConfig(seed=1, model="local", max_days=1), run))
     assert result.winner in ("village", "werewolves", "draw")
     tables = load(tmp_path)
     calls = tables.calls
     assert len(calls) >= 15  # a first night (5 decisions) and a first day (6 speeches, 6 votes) at least
+    assert {"hunt", "protect", "verify", "speak", "vote"} <= set(calls["action"]), calls["action"].unique()
     assert (~calls["usage_estimated"].astype(bool)).all() and (calls["prompt_tokens"] > 100).all()
     assert (calls["completion_tokens"] > 0).all() and calls["ok"].all()
     assert calls["fallback"].sum() == 0 and tables.games.iloc[0]["n_fallbacks"] == 0
