@@ -162,3 +162,11 @@ def test_every_shipped_role_has_its_module_prompt_file_and_decision_templates():
     assert registry.special_roles() == ("Guard", "Witch", "Seer", "Doctor", "Hunter")
     with pytest.raises(KeyError, match="unknown role 'Jester'"):
         registry.get("Jester")
+
+
+def test_the_engine_and_the_observation_name_no_role_but_the_werewolf():
+    """rules.py (the engine), the observation and the completeness reader ask the roles; the one role they name
+    is the Werewolf (every game has its victim)."""
+    for path in ("toolkit/werewolf/engine/rules.py", "toolkit/werewolf/seat/observation.py",
+                 "toolkit/werewolf/seat/completeness.py"):
+        assert _literals(ROOT / path) & set(registry.REGISTRY) <= {"Werewolf"}, path
