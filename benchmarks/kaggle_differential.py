@@ -1,5 +1,6 @@
 """The differential run at scale: N seeded games played by Kaggle's werewolf engine (kaggle-environments 1.33.2)
-with its random agent, cycling through the rule settings of toolkit/werewolf/kaggle/harness.py (CONFIGS), each
+with its random agent (or the harness's abstaining agent), cycling through the rule settings of
+toolkit/werewolf/kaggle/harness.py (CONFIGS), each
 one's decisions played through this engine with the preset its configuration means; prints the count of games
 with identical eliminations, winner and final day, and every divergence or unsupported game. The suite's
 tests/werewolf/test_kaggle_differential.py does the same on 200 games; docs/werewolf.md ("The rules card")

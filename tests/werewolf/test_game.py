@@ -117,6 +117,12 @@ def test_no_prompt_names_what_its_seat_may_not_know(tmp_path):
     configs = [GameConfig(preset=p, seed=s, reflection=True) for p in ("classic7", "standard9") for s in range(12)]
     configs += [GameConfig(preset=p, seed=s, reflection=True) for p in ("kaggle7", "kaggle8") for s in range(4)]
     configs += [GameConfig(preset="competitive12", seed=s, reflection=True) for s in range(2)]  # a Hunter's shot
+    # the bidding discussions with their results kept private: a bid is its bidder's alone
+    kaggle = load_preset("kaggle7")
+    configs += [GameConfig(preset=kaggle.model_copy(update={"discussion": d, "bid_result": "private", "bid_tie": t}),
+                           seed=s, reflection=True, model=m)
+                for d, t in (("bid_turn", "urgency"), ("bid_round", "name"))
+                for s, m in ((0, "heuristic"), (1, "random"))]
     results, tables = run_games(tmp_path, configs)
     checked = 0
     for r in results:

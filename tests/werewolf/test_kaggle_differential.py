@@ -1,15 +1,16 @@
 """The reference harness against this engine: seeded games played by Kaggle's own werewolf engine
-(kaggle-environments 1.33.2) with its ``random`` agent, across five rule settings (its 7-seat default, the Game
-Arena's 8 seats, 6 seats with three rounds of talk, simultaneous votes, team/no reveal and self-healing, a
-parallel discussion of two rounds, 10 seats with a random first speaker and no-exile ties), each one's decisions
-played through this engine with the preset its configuration means (toolkit.werewolf.kaggle): identical
-eliminations (seat, day, night or day), winner and final
-day, in every game.
+(kaggle-environments 1.33.2) with its ``random`` agent (or, in four settings, harness.abstaining_agent: day
+abstentions, NoOps, votes for oneself and bids of 0, which Kaggle's rules allow and its random agent never does),
+across eight rule settings (toolkit/werewolf/kaggle/harness.py CONFIGS: its 7-seat default, the Game Arena's 8
+seats, 6 seats with three rounds of talk and simultaneous votes, a parallel discussion, 10 seats with a random first
+speaker and no-exile ties, and three bidding discussions, played as their rules say: harness._fixed_bidding), each
+one's decisions played through this engine with the preset its configuration means (toolkit.werewolf.kaggle):
+identical eliminations (seat, day, night or day), winner and final day, in every game.
 
 Cost: the 200 Kaggle games are played once per session (the ``kaggle_games`` fixture of conftest.py, 2 worker
-processes): a Kaggle game is ~0.4 s of CPU with its schema re-checks skipped (harness.py: the same validation,
-the same replay; the last test checks that on a game), about 80 s of CPU for the 200, ~45 s on 2 free cores;
-replaying them here takes ~2 s. docs/rules.md has the 2,000-game count from scripts/kaggle_differential.py."""
+processes): ~125 s of CPU; replaying them here takes a few seconds. The last two tests play three more games in a
+fresh process (Kaggle as shipped, its runner's checks on): they need a process without the harness's changes.
+docs/werewolf.md has the count from benchmarks/kaggle_differential.py."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from toolkit.werewolf.kaggle import differential, harness, replay  # noqa: E402
 
 def test_every_kaggle_game_replays_here_to_the_same_eliminations_winner_and_final_day(kaggle_games):
     assert len(kaggle_games) >= 200
-    diverged, splits = [], Counter()
+    diverged, splits, ballots = [], Counter(), Counter()
     for (name, seed), rep in kaggle_games:
         kg = replay.read(rep)
         assert kg.winner in ("village", "werewolves"), f"{name} seed {seed} did not finish"
@@ -40,7 +41,16 @@ def test_every_kaggle_game_replays_here_to_the_same_eliminations_winner_and_fina
             continue
         splits[name] += sum(e.text.startswith("The werewolves' votes are tied") for e in game.events)
         splits[name] += sum(key.startswith("wolf_tie") for key in game.drawn)
+        for e in game.events:
+            if e.kind == "vote":
+                ballots["abstain" if e.target is None else "self" if e.target == e.actor else "other"] += 1
+        ballots["bid"] += sum(e.kind == "bid" for e in game.events)
+        ballots["bid ties"] += sum(" wins the bid" in e.text and e.text.count(": 4") > 1 for e in game.events)
+        ballots["talk ended"] += sum(e.text == "Everyone bid 0: the talk ends." for e in game.events)
     assert diverged == [], "\n".join(diverged[:5])
+    assert ballots["bid"] > 1000 and ballots["bid ties"] > 50
+    # the abstaining agent's abstentions (-1, and a NoOp counted as one) and votes for oneself came up and played
+    assert ballots["abstain"] > 100 and ballots["self"] > 30
     # the split wolf votes, where the engines once parted, came up under both tie rules
     assert splits["default7"] > 0 and splits["arena8"] > 0 and splits["random10"] > 0
 
@@ -58,7 +68,11 @@ def test_the_settings_cover_every_value_of_the_kaggle_options_played(kaggle_game
     assert seen["doctor_self_save"] == seen["doctor_consecutive_saves"] == {True, False}
     assert {p.n_players for p in presets.values()} == {6, 7, 8, 10}
     assert {p.speech_rounds for p in presets.values()} == {1, 2, 3}
-    assert {p.discussion for p in presets.values()} == {"round_robin", "parallel"}
+    assert {p.discussion for p in presets.values()} == {"round_robin", "parallel", "bid_turn", "bid_round"}
+    bidding = [p for p in presets.values() if p.discussion.startswith("bid")]
+    assert {p.bid_result for p in bidding} == {"public", "private"}
+    assert {p.bid_tie for p in bidding if p.discussion == "bid_turn"} == {"name", "urgency"}
+    assert all(p.vote_abstain and p.self_vote for p in presets.values())
     assert {p.wolf_vote for p in presets.values()} == {"sequential", "simultaneous"}
 
 
@@ -116,3 +130,18 @@ def test_skipping_the_schema_re_checks_gives_the_same_kaggle_game():
     assert log(slow) == log(fast) and len(log(fast)) > 50
     assert slow["info"]["GAME_END"] == fast["info"]["GAME_END"]
     assert slow["rewards"] == fast["rewards"] and len(slow["steps"]) == len(fast["steps"])
+
+
+def test_kaggle_as_shipped_never_hears_a_turn_by_turn_bid_winner_and_gives_round_by_round_bids_of_0():
+    """The two bugs harness._fixed_bidding mends, in a fresh process without the fix: a TurnByTurnBidding
+    replay (no speech at all) is refused as Kaggle's bug, named; a RoundByRoundBidding one (every bid 0, never
+    asked) replays here identically, as the bids it records."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        turn = pool.apply(harness.play, ("bidturn7", 0, True, False))
+        rounds = pool.apply(harness.play, ("bidround6", 0, True, False))
+    assert not any(e["data_type"] == "ChatDataEntry" for e in replay.moderator_log(turn))
+    with pytest.raises(replay.Unsupported, match="never asked to speak"):
+        replay.read(turn)
+    kg = replay.read(rounds)
+    assert {d.bid for d in kg.decisions if d.action == "bid"} == {0}
+    differential.compare(kg)

@@ -163,16 +163,16 @@ def test_a_bad_replay_folder_is_one_line_exit_2_and_nothing_written(case, few_ga
     elif case == "fifo":  # reading it would block forever
         os.mkfifo(replays / "a.json")
     elif case == "unsupported":
-        bidding = dict(rep, configuration=dict(rep["configuration"], discussion_protocol={
-            "name": "TurnByTurnBiddingDiscussion", "params": {}}))
+        shuffled = dict(rep, configuration=dict(rep["configuration"], discussion_protocol={
+            "name": "RandomOrderDiscussion", "params": {}}))  # Kaggle's, not played here
         (replays / "good.json").write_text(json.dumps(rep))
-        (replays / "z.json").write_text(json.dumps(bidding))
+        (replays / "z.json").write_text(json.dumps(shuffled))
     done = import_kaggle(replays, "--out", tmp_path / "results")
     assert done.returncode == 2, (done.stdout, done.stderr)
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
     assert {"no folder": "no such folder", "empty": "no Kaggle replay", "not json": "not JSON",
-            "not a replay": "not a Kaggle replay", "unsupported": "TurnByTurnBiddingDiscussion",
+            "not a replay": "not a Kaggle replay", "unsupported": "RandomOrderDiscussion",
             "fifo": "not a regular file"}[case] in lines[0]
     assert not (tmp_path / "results").exists()
 

@@ -124,3 +124,17 @@ def test_a_replay_keeps_each_seats_strategy(tmp_path):
     replay(tmp_path / "a", original.game_id, out=tmp_path / "b")
     players = load(tmp_path / "b").players.set_index("seat")
     assert players.loc["Player1", "strategy"] == "honest"
+
+
+@pytest.mark.parametrize("discussion", ["round_robin", "parallel", "bid_turn", "bid_round"])
+def test_every_discussion_protocol_replays_exactly_and_forks_at_zero_into_the_same_game(tmp_path, discussion):
+    """Replay and fork for each discussion protocol (the bids of a bidding discussion are calls too)."""
+    preset = load_preset("kaggle7").model_copy(update={"discussion": discussion, "speech_turns": 4,
+                                                       "bid_tie": "urgency", "speech_rounds": 2})
+    (original,) = record(tmp_path / "a", [GameConfig(seed=4, model="random", preset=preset)])
+    assert any(e.kind == "bid" for e in original.events) == discussion.startswith("bid")
+    result, recorded = replay(tmp_path / "a", original.game_id, out=tmp_path / "b")
+    assert [event_tuple(e) for e in result.events] == recorded == [event_tuple(e) for e in original.events]
+    (heuristic,) = record(tmp_path / "c", [GameConfig(seed=4, model="heuristic", preset=preset)])
+    forked, recorded = replay(tmp_path / "c", heuristic.game_id, fork_at=0, model="heuristic")
+    assert [event_tuple(e) for e in forked.events] == recorded

@@ -325,3 +325,217 @@ def test_wolf_order_rotate_moves_the_first_wolf_one_seat_on_each_night_and_rando
     r.apply("Player4", "protect", None)
     assert ask_of(r, "hunt").seat == "Player2"
     assert "from a seat drawn at random each night" in rules_text(wolf_order="random")
+
+
+# ---------------------------------------------------------------- vote_abstain, self_vote
+def test_vote_abstain_an_abstention_is_public_and_not_counted():
+    """The card: a voter may abstain (so does one who gives no answer), and abstentions are not counted."""
+    g = game(day_vote="simultaneous", vote_tie="none", vote_abstain=True, self_vote=False)
+    night(g, ["Player7", "Player7"])
+    talk(g)
+    ask = ask_of(g, "vote", "Player1")
+    assert ask.can_pass and "Player1" not in ask.choices
+    vote(g, {"Player1": None, "Player2": None, "Player3": None, "Player4": "Player5", "Player5": "Player6",
+             "Player6": "Player5"})  # 2 votes for Player5, 1 for Player6, 3 abstentions
+    assert g.deaths == {"Player7": (1, "werewolves"), "Player5": (1, "vote")}
+    assert [e.text for e in g.events if e.kind == "vote"][:3] == [
+        "Player1 abstains.", "Player2 abstains.", "Player3 abstains."]
+    assert "Votes: Player5: 2, Player6: 1. Player5 (Villager) is eliminated." in [e.text for e in g.events]
+    text = rules_text(vote_abstain=True, vote_tie="none")
+    assert ("a voter may abstain (so does one who gives no answer), and abstentions are not counted: if every "
+            "voter abstains, nobody is eliminated") in text
+    assert "may abstain" not in rules_text(vote_abstain=False)
+
+
+def test_vote_abstain_without_it_a_voter_must_name_a_target():
+    g = game(day_vote="simultaneous", vote_abstain=False, self_vote=False)
+    night(g, ["Player7", "Player7"])
+    talk(g)
+    assert not ask_of(g, "vote", "Player1").can_pass
+    with pytest.raises(IllegalMove):
+        g.apply("Player1", "vote", None)
+
+
+@pytest.mark.parametrize("tie, drawn", [("none", None), ("random", "Player3"), ("revote", None)])
+def test_every_voter_abstaining_eliminates_nobody_or_a_living_player_drawn_at_random(tie, drawn):
+    """Kaggle's rule: with no vote counted, tie_break random draws among every candidate; no_elected exiles
+    nobody (and a revote has nothing to revote among)."""
+    g = game({"vote_tie:1": "Player3"}, day_vote="sequential", vote_order="fixed", vote_tie=tie, vote_abstain=True)
+    night(g, ["Player7", "Player7"])
+    talk(g)
+    vote(g, {s: None for s in g.alive})
+    out = {s for s, (d, cause) in g.deaths.items() if cause == "vote"}
+    assert out == ({drawn} if drawn else set())
+    if not drawn:
+        assert "Every voter abstained: nobody is eliminated." in [e.text for e in g.events]
+        assert g.phase == "night" and g.day == 2
+        record = prompt(g, ask_of(g, "hunt"))
+        assert "- Day 1 vote: abstained: Player1, Player2, Player3, Player4, Player5, Player6 ⇒ nobody eliminated." \
+            in record
+    assert ("if every voter abstains, one of the living is eliminated at random" in rules_text(vote_tie="random",
+                                                                                               vote_abstain=True))
+
+
+def test_self_vote_a_voter_may_vote_for_themselves_and_it_counts():
+    g = game(day_vote="simultaneous", vote_tie="none", self_vote=True)
+    night(g, ["Player7", "Player7"])
+    talk(g)
+    assert "Player5" in ask_of(g, "vote", "Player5").choices
+    vote(g, {"Player1": "Player5", "Player2": "Player6", "Player3": "Player6", "Player4": "Player5",
+             "Player5": "Player5", "Player6": "Player1"})
+    assert g.deaths["Player5"] == (1, "vote")
+    assert "a voter may vote for themselves" in rules_text(self_vote=True)
+    assert "for themselves" not in rules_text(self_vote=False)
+    h = game(day_vote="simultaneous", self_vote=True, vote_abstain=True)
+    night(h, ["Player7", "Player7"])
+    talk(h)
+    shown = prompt(h, ask_of(h, "vote", "Player5"))
+    assert "You may vote for yourself." in shown and "You may abstain (target null)" in shown
+    strict = game(day_vote="simultaneous", self_vote=False, vote_abstain=False)
+    night(strict, ["Player7", "Player7"])
+    talk(strict)
+    assert "Player5" not in ask_of(strict, "vote", "Player5").choices
+    shown = prompt(strict, ask_of(strict, "vote", "Player5"))
+    assert "for yourself" not in shown and "abstain" not in shown
+
+
+def test_the_heuristic_player_neither_votes_for_itself_nor_abstains():
+    import asyncio
+
+    from toolkit.werewolf.game import GameConfig, play_game
+
+    for seed in range(3):
+        result = asyncio.run(play_game(GameConfig(preset="kaggle7", seed=seed, model="heuristic")))
+        votes = [e for e in result.events if e.kind == "vote"]
+        assert votes and all(e.target is not None and e.target != e.actor for e in votes)
+
+
+# ---------------------------------------------------------------- discussion: bid_turn, bid_round
+def bids(g, amounts):
+    """Every pending bid, ``amounts[seat]`` each (0 where not given)."""
+    for ask in g.pending():
+        assert ask.action == "bid"
+        g.apply(ask.seat, "bid", bid=amounts.get(ask.seat, 0))
+
+
+def day_one(**flags):
+    g = game(**flags)
+    night(g, ["Player7", "Player7"])
+    return g
+
+
+def test_bid_turn_everyone_bids_at_once_and_the_highest_bid_speaks_next():
+    """The card: the players bid (0 to 4) for each speech, the highest bid speaks next."""
+    g = day_one(discussion="bid_turn", speech_turns=2)
+    assert {a.seat for a in g.pending()} == set(g.alive) and {a.action for a in g.pending()} == {"bid"}
+    bids(g, {"Player5": 3, "Player2": 1})
+    assert [(a.seat, a.action) for a in g.pending()] == [("Player5", "speak")]
+    g.apply("Player5", "speak", text="I suspect Player2.")
+    bids(g, {"Player2": 4, "Player6": 2})
+    assert [(a.seat, a.action) for a in g.pending()] == [("Player2", "speak")]
+    g.apply("Player2", "speak", text="Not me.")
+    assert g.phase == "day_vote"  # speech_turns: 2 speeches at most
+    assert "the players bid (0 to 4) for each speech, at most 2 speeches: the highest bid speaks next" in \
+        rules_text(discussion="bid_turn", speech_turns=2)
+
+
+def test_bid_turn_a_tie_goes_to_the_first_by_name():
+    g = day_one(discussion="bid_turn", bid_tie="name")
+    bids(g, {"Player6": 2, "Player3": 2, "Player5": 1})
+    assert g.pending()[0].seat == "Player3"
+    assert "a tie goes to the first by name, A–Z" in rules_text(discussion="bid_turn", bid_tie="name")
+
+
+def test_by_name_is_a_to_z_on_the_names_so_player10_comes_before_player2():
+    from toolkit.werewolf.engine import bidding
+
+    assert bidding.turn_winner({"Player2": 3, "Player10": 3}, "name", ["Player2", "Player10"], [], {}) == "Player10"
+    assert bidding.round_order({"Player2": 1, "Player10": 1, "Player3": 4}) == ["Player3", "Player10", "Player2"]
+    assert bidding.mentioned("Ask Player10, then Player1.", ["Player1", "Player10"]) == ["Player10", "Player1"]
+    assert bidding.mentioned("Player12 spoke", ["Player1"]) == []
+
+
+def test_bid_turn_urgency_a_tie_goes_to_one_named_in_the_last_speech_then_the_least_spoken_then_seat_order():
+    g = day_one(discussion="bid_turn", bid_tie="urgency", speech_turns=4)
+    bids(g, {"Player3": 2, "Player6": 2})  # nobody named yet, nobody has spoken: seat order
+    assert g.pending()[0].seat == "Player3"
+    g.apply("Player3", "speak", text="Player6 and Player5 are quiet.")
+    bids(g, {"Player3": 4, "Player5": 4, "Player6": 4})  # named last: Player5, Player6; neither has spoken: seat order
+    assert g.pending()[0].seat == "Player5"
+    g.apply("Player5", "speak", text="Nothing to say.")
+    bids(g, {"Player3": 3, "Player5": 3})  # nobody named; Player3 and Player5 spoke once each: seat order
+    assert g.pending()[0].seat == "Player3"
+    g.apply("Player3", "speak", text="Still Player6.")
+    bids(g, {"Player3": 1, "Player5": 1, "Player1": 1})  # not named; Player1 has spoken least
+    assert g.pending()[0].seat == "Player1"
+    text = rules_text(discussion="bid_turn", bid_tie="urgency")
+    assert "a tie goes to a player named in the last speech, then to the one who has spoken least, then by seat order" \
+        in text
+
+
+def test_bid_turn_everyone_bidding_0_ends_the_talk():
+    g = day_one(discussion="bid_turn")
+    bids(g, {})
+    assert g.phase == "day_vote" and "Everyone bid 0: the talk ends." in [e.text for e in g.events]
+    assert not any(e.kind == "speech" and e.day == 1 for e in g.events)
+    assert "if everyone bids 0 the talk ends" in rules_text(discussion="bid_turn")
+
+
+def test_bid_round_each_round_speaks_in_the_order_bid_for_at_its_start():
+    """The card: everyone speaks once in each round, in an order bid for at its start (highest first, a tie by
+    name)."""
+    g = day_one(discussion="bid_round", speech_rounds=2)
+    bids(g, {"Player6": 4, "Player2": 2, "Player5": 2})
+    order = []
+    while g.pending()[0].action == "speak":
+        order.append(g.pending()[0].seat)
+        g.apply(order[-1], "speak", text="Hello.")
+    assert order == ["Player6", "Player2", "Player5", "Player1", "Player3", "Player4"]
+    bids(g, {"Player1": 1})
+    second = []
+    while g.phase == "day_speech":
+        second.append(g.pending()[0].seat)
+        g.apply(second[-1], "speak", text="Again.")
+    assert second == ["Player1", "Player2", "Player3", "Player4", "Player5", "Player6"]
+    assert any(e.text == "Round 1 speaking order, by bid: Player6 (4), Player2 (2), Player5 (2), Player1 (0), "
+               "Player3 (0), Player4 (0)." for e in g.events)
+    assert ("everyone speaks once in each of 2 rounds, in an order bid for at its start (0 to 4, highest first, a "
+            "tie by name, A–Z") in rules_text(discussion="bid_round", speech_rounds=2)
+
+
+@pytest.mark.parametrize("discussion", ["bid_turn", "bid_round"])
+def test_a_bid_is_seen_by_its_bidder_alone_and_the_result_by_all_or_by_nobody(discussion):
+    for shown in ("public", "private"):
+        g = day_one(discussion=discussion, bid_result=shown)
+        bids(g, {"Player5": 3, "Player6": 1})
+        own = [e for e in g.events if e.kind == "bid"]
+        assert len(own) == 6 and all(e.visibility == e.actor for e in own)
+        result = next(e for e in g.events if "wins the bid" in e.text or "speaking order, by bid" in e.text)
+        assert result.visibility == ("public" if shown == "public" else "moderator")
+        speaker = g.pending()[0]
+        text = prompt(g, speaker)
+        assert "Player6 bids 1." not in text  # another seat's bid
+        assert ("bids: Player1: 0" in text or "by bid: Player5 (3)" in text) == (shown == "public")
+        rules = rules_text(discussion=discussion, bid_result=shown)
+        assert "a bid is seen by its bidder alone" in rules
+        assert ("shown once everyone has bid" in rules) == (shown == "public")
+
+
+def test_the_bid_prompt_says_what_the_bid_does():
+    g = day_one(discussion="bid_turn", bid_tie="urgency", speech_turns=3)
+    bids(g, {"Player3": 2})
+    g.apply("Player3", "speak", text="Player6 is odd.")
+    text = prompt(g, ask_of(g, "bid", "Player5"))
+    assert "bid for the next speech (1 of at most 3 spoken today)" in text
+    assert "a tie goes to a player named in the last speech (Player6)" in text
+    assert "4: I must respond." in text and '"bid", a whole number from 0 to 4' in text
+    r = day_one(discussion="bid_round", speech_rounds=2)
+    assert "bid for your place in round 1 of 2" in prompt(r, ask_of(r, "bid", "Player5"))
+
+
+def test_a_bid_outside_0_to_4_is_refused():
+    g = day_one(discussion="bid_turn")
+    for bad in (5, -1, None, 2.5, True):
+        with pytest.raises(IllegalMove):
+            g.apply("Player5", "bid", bid=bad)
+    assert not any(e.kind == "bid" for e in g.events)

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from toolkit.werewolf.players import heuristic
 from toolkit.werewolf.seat.observation import observe
 from toolkit.werewolf.engine.preset import SPECIAL_ROLES, Preset, load_preset
-from toolkit.werewolf.engine.rules import PUBLIC, WOLVES, Game, IllegalMove
+from toolkit.werewolf.engine.rules import MODERATOR, PUBLIC, WOLVES, Game, IllegalMove
 from toolkit.werewolf.engine.speech import clean_speech
 
 SETTINGS = settings(derandomize=True, database=None, deadline=None, max_examples=150)
@@ -47,7 +47,10 @@ def presets(draw):
         wolf_vote=draw(st.sampled_from(["sequential", "simultaneous"])),
         wolf_order=draw(st.sampled_from(["fixed", "rotate", "random"])),
         speech_order=draw(st.sampled_from(["rotate", "fixed", "random"])), speech_rounds=draw(st.integers(1, 3)),
-        discussion=draw(st.sampled_from(["round_robin", "parallel"])),
+        discussion=draw(st.sampled_from(["round_robin", "parallel", "bid_turn", "bid_round"])),
+        speech_turns=draw(st.integers(1, 4)), bid_result=draw(st.sampled_from(["public", "private"])),
+        bid_tie=draw(st.sampled_from(["name", "urgency"])),
+        vote_abstain=draw(st.booleans()), self_vote=draw(st.booleans()),
         day_vote=draw(st.sampled_from(["simultaneous", "sequential"])),
         vote_order=draw(st.sampled_from(["fixed", "rotate", "random"])),
         vote_tie=draw(st.sampled_from(["none", "revote", "random"])), last_words=draw(st.booleans()),
@@ -88,7 +91,7 @@ def check_asks(game: Game) -> None:
         assert set(ask.choices) <= set(game.alive), (ask, game.alive)
         assert len(set(ask.choices)) == len(ask.choices)
         role = game.roles[ask.seat]
-        if ask.action in ("verify", "poison", "vote"):
+        if ask.action in ("verify", "poison") or ask.action == "vote" and not game.preset.self_vote:
             assert ask.seat not in ask.choices
         if ask.action == "hunt":
             assert role == "Werewolf" and ask.choices
@@ -114,9 +117,12 @@ def check_asks(game: Game) -> None:
         if ask.action == "verify":
             assert role == "Seer"
         if ask.action == "vote":
-            assert game.phase in ("day_vote", "day_revote") and not ask.can_pass
+            assert game.phase in ("day_vote", "day_revote") and ask.can_pass == game.preset.vote_abstain
             assert len(asks) == 1 or game.preset.day_vote == "simultaneous"
-            assert set(ask.choices) == set(game.vote_candidates) - {ask.seat}
+            assert set(ask.choices) == set(game.vote_candidates) - (set() if game.preset.self_vote else {ask.seat})
+        if ask.action == "bid":  # every living seat at once, and nothing else meanwhile
+            assert game.phase == "day_speech" and game.preset.discussion in ("bid_turn", "bid_round")
+            assert {a.seat for a in asks} <= set(game.alive) and {a.action for a in asks} == {"bid"}
         if ask.action == "speak":
             assert game.phase in ("day_speech", "last_words")
             assert len(asks) == 1 or game.preset.discussion == "parallel" and game.phase == "day_speech"
@@ -160,13 +166,16 @@ def play_random(preset: Preset, seed: int, decision_seed: int, probe: bool = Tru
         if probe and rng.random() < 0.2:
             try_illegal(game, rng)
         ask = rng.choice(game.pending())
+        bid = None
         if ask.action == "speak":
             target, text = None, rng.choice(["I am the Seer. Player2 is a werewolf.", "Hello\nthere", ""])
+        elif ask.action == "bid":
+            target, text, bid = None, "", rng.choice([0, 0, 1, 2, 3, 4])
         else:
             options = list(ask.choices) + ([None] if ask.can_pass else [])
             target, text = rng.choice(options), ""
-        decisions.append((ask.seat, ask.action, target, text))
-        game.apply(ask.seat, ask.action, target, text)
+        decisions.append((ask.seat, ask.action, target, text, bid))
+        game.apply(ask.seat, ask.action, target, text, bid=bid)
         steps += 1
         assert steps < 2000
     return game, decisions
@@ -174,8 +183,8 @@ def play_random(preset: Preset, seed: int, decision_seed: int, probe: bool = Tru
 
 def replay_decisions(preset, seed, decisions):
     game = Game(preset, seed)
-    for seat, action, target, text in decisions:
-        game.apply(seat, action, target, text)
+    for seat, action, target, text, bid in decisions:
+        game.apply(seat, action, target, text, bid=bid)
     return game
 
 
@@ -202,7 +211,7 @@ def test_random_legal_games_keep_every_invariant(preset, seed, decision_seed):
     # event seqs are contiguous from 0, days never go back
     assert [e.seq for e in events] == list(range(len(events)))
     assert all(a.day <= b.day for a, b in zip(events, events[1:]))
-    assert all(e.visibility in (PUBLIC, WOLVES) or e.visibility in game.seats for e in events)
+    assert all(e.visibility in (PUBLIC, WOLVES, MODERATOR) or e.visibility in game.seats for e in events)
 
     # exactly one winner, one game-over line, and it is the last event
     assert game.over and game.winner in ("village", "werewolves", "draw") and game.pending() == []
@@ -272,12 +281,20 @@ def test_random_legal_games_keep_every_invariant(preset, seed, decision_seed):
         night_only = {"protect", "heal", "hunt_proposal", "kill", "check", "save", "poison"}
         assert not any(e.kind in night_only and e.phase != "night" for e in events)
 
-    # every living player speaks once a day; every living player votes once a round, never for themselves
+    # every living player speaks speech_rounds times a day (bid_turn: at most speech_turns speeches in all, each
+    # after a bid of every living seat); every living player votes once a round, for themselves only under
+    # self_vote, abstaining only under vote_abstain
     for day in range(1, game.day + 1):
-        speakers = [e.actor for e in events if e.kind == "speech" and e.day == day and e.phase == "day_speech"]
-        assert all(n == preset.speech_rounds for n in Counter(speakers).values())
+        speakers = [e.actor for e in events if e.kind == "speech" and e.day == day and e.phase == "speech"]
+        if preset.discussion == "bid_turn":
+            assert len(speakers) <= preset.speech_turns
+            day_bids = [e for e in events if e.kind == "bid" and e.day == day]
+            assert len(day_bids) >= len(speakers) and all(e.visibility == e.actor for e in day_bids)
+        else:
+            assert all(n == preset.speech_rounds for n in Counter(speakers).values())
         votes = [e for e in events if e.kind == "vote" and e.day == day]
-        assert all(v.actor != v.target for v in votes)
+        assert preset.self_vote or all(v.actor != v.target for v in votes)
+        assert preset.vote_abstain or all(v.target is not None for v in votes)
 
     # determinism: the same seed and the same decisions give the same events
     again = replay_decisions(preset, seed, decisions)
@@ -313,14 +330,16 @@ def test_a_different_decision_changes_the_record_only_from_that_point(preset, se
     i = rng.choice(speaks)
     before = replay_decisions(preset, seed, decisions[:i])
     n = len(before.events)
-    seat, action, target, _ = decisions[i]
-    before.apply(seat, action, target, "A different speech.")
-    for d in decisions[i + 1:]:  # a speech's words change no rule: the rest stays legal
-        before.apply(*d)
+    seat, action, target, text, _ = decisions[i]
+    # the same seats named (an urgency bid tie goes to a seat the last speech named), other words
+    new = clean_speech(f"{text} A different speech.")
+    before.apply(seat, action, target, new)
+    for s, a, t, x, b in decisions[i + 1:]:  # a speech's words change no rule: the rest stays legal
+        before.apply(s, a, t, x, bid=b)
     assert before.events[:n] == game.events[:n]
     # the first difference is that speech (at once, or when its parallel round is shown)
     changed = [k for k, (a, b) in enumerate(zip(before.events, game.events)) if a != b]
-    assert changed and changed[0] >= n and before.events[changed[0]].text == "A different speech."
+    assert changed and changed[0] >= n and before.events[changed[0]].text == new
 
 
 # ---------------------------------------------------------------- the rule-based player on random rule sets
@@ -341,6 +360,10 @@ def test_the_heuristic_player_answers_legally_under_any_preset(preset, seed):
                 assert isinstance(answer["speech"], str) and answer["speech"]
                 game.apply(ask.seat, "speak", text=answer["speech"])
                 continue
+            if ask.action == "bid":
+                assert answer["bid"] in range(5)
+                game.apply(ask.seat, "bid", bid=answer["bid"])
+                continue
             target = answer["target"]
             assert target in ask.choices or (target is None and ask.can_pass), (ask, target)
             if ask.action == "verify":
@@ -348,6 +371,8 @@ def test_the_heuristic_player_answers_legally_under_any_preset(preset, seed):
                 assert not unchecked or target in unchecked
             if ask.action == "save" and game.day == 1:
                 assert target == ask.choices[0]
+            if ask.action == "vote":
+                assert target is not None and target != ask.seat  # the heuristic never abstains nor votes itself
             if ask.action == "vote" and game.roles[ask.seat] == "Werewolf" and game.roles[target] == "Werewolf":
                 assert any(kind == "accuse" and value == target for _, kind, value in obs["claims"])
             game.apply(ask.seat, ask.action, target)

@@ -284,9 +284,12 @@ class ScriptedDecision(BaseModel):
     thought: str | None = None
     summary: str | None = Field(None, validation_alias=AliasChoices("summary", "reflection"))
     beliefs: list[dict[str, Any]] | None = None
+    bid: int | None = Field(None, ge=0, le=4)  # a bidding discussion's bid (0-4)
 
     @model_validator(mode="after")
     def _answer_fits_action(self) -> "ScriptedDecision":
+        if self.action == "bid" and self.bid is None:
+            raise ValueError("a bid decision needs bid: 0-4")
         if self.action == "speak" and self.speech is None:
             raise ValueError("a speak decision needs speech: \"...\"")
         if self.action in TARGETED_ACTIONS and "target" not in self.model_fields_set:

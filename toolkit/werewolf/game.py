@@ -25,7 +25,7 @@ from toolkit.prompting.structured_call import ActionResult, render
 from toolkit.llm import Model, Request, Sampling, get_model
 from toolkit.record.run_log import CallLog, Run
 from toolkit.werewolf.recorder import GameRecorder
-from toolkit.werewolf.seat.decisions import Reflection, Speech, decision, output_model
+from toolkit.werewolf.seat.decisions import Bid, Reflection, Speech, decision, output_model
 from toolkit.werewolf.experience import ExperiencePool, situation_query
 from toolkit.werewolf.seat.observation import observe
 from toolkit.werewolf.engine.preset import Preset, load_preset
@@ -258,9 +258,9 @@ class GameRunner:
         for a, d in zip(asks, decisions):
             try:
                 g.apply(a.seat, a.action, getattr(d.value, "target", None), getattr(d.value, "speech", ""),
-                        d.fallback)
+                        d.fallback, bid=getattr(d.value, "bid", None))
             except IllegalMove:  # cannot happen through validated output models; kept as a guard
-                g.apply(a.seat, a.action, None if a.can_pass else a.choices[0], "", True)
+                g.apply(a.seat, a.action, None if a.can_pass or not a.choices else a.choices[0], "", True, bid=0)
         self.write_events()
         if g.over:
             self.finish(g.winner, g.win_reason)
@@ -364,6 +364,8 @@ def _fallback(ask: Ask, key: str, seed: int) -> BaseModel:
     """A legal decision when the model gave none: seeded, so a replay falls back the same way."""
     if ask.action == "speak":
         return Speech(speech="I have nothing to add.")
+    if ask.action == "bid":  # no answer bids 0, as Kaggle counts a missing bid
+        return Bid(bid=0)
     if ask.action == "reflect":
         return Reflection(reflection="")
     rng = random.Random(f"{seed}:fallback:{key}")

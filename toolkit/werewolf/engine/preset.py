@@ -43,10 +43,21 @@ class Preset(BaseModel):
     speech_rounds: int = Field(1, ge=1, le=5)  # Kaggle: RoundRobinDiscussion max_rounds, ParallelDiscussion ticks
     # round_robin: one speaker at a time, each hears the earlier ones; parallel: every living seat speaks at once
     # in each round, the round's speeches shown together (Kaggle: RoundRobinDiscussion | ParallelDiscussion)
-    discussion: Literal["round_robin", "parallel"] = "round_robin"
+    # bid_turn: everyone bids 0-4 for each speech, the highest speaks, at most speech_turns speeches (all 0 ends the
+    # talk); bid_round: speech_rounds rounds, each round's order by bid (Kaggle: TurnByTurnBiddingDiscussion |
+    # RoundByRoundBiddingDiscussion)
+    discussion: Literal["round_robin", "parallel", "bid_turn", "bid_round"] = "round_robin"
+    speech_turns: int = Field(8, ge=1, le=50)  # bid_turn: at most this many speeches a day (Kaggle: max_turns)
+    bid_result: Literal["public", "private"] = "public"  # the bids and who won shown to all (bid_result_public)
+    # a bid_turn tie: the first by name (A-Z; Kaggle SimpleBiddingProtocol) | urgency (UrgencyBiddingProtocol: a
+    # seat named in the last speech, then the one who has spoken least, then seat order)
+    bid_tie: Literal["name", "urgency"] = "name"
     day_vote: Literal["simultaneous", "sequential"] = "simultaneous"  # Kaggle: SimultaneousMajority | SequentialVoting
     vote_order: Literal["fixed", "rotate", "random"] = "fixed"  # Kaggle: first_to_vote (sequential day votes only)
     vote_tie: Literal["none", "revote", "random"] = "none"
+    # a day voter may abstain (Kaggle's vote -1; a missing answer counts as one): abstentions are not counted
+    vote_abstain: bool = False
+    self_vote: bool = False  # a day voter may vote for themselves (Kaggle: the day's targets are all the living)
     last_words: bool = False
     win_rule: Literal["side_kill", "parity"] = "side_kill"
     protect_and_save: Literal["survive", "die"] = "survive"  # victim both protected and saved on one night

@@ -24,12 +24,15 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from toolkit.werewolf.engine import bidding
 from toolkit.werewolf.engine import roles as role_registry
 from toolkit.werewolf.engine.preset import Preset
 from toolkit.werewolf.engine.roles import PUBLIC, WOLVES, Ask, Role
 from toolkit.werewolf.engine.speech import clean_speech
 
-__all__ = ["PUBLIC", "WOLVES", "Ask", "Event", "Game", "IllegalMove", "side_of"]
+__all__ = ["MODERATOR", "PUBLIC", "WOLVES", "Ask", "Event", "Game", "IllegalMove", "side_of"]
+MODERATOR = "moderator"  # an event no seat is shown (a bidding result kept private: Kaggle bid_result_public false)
+BIDDING = ("bid_turn", "bid_round")
 
 
 class IllegalMove(ValueError):
@@ -51,6 +54,10 @@ class Event:
     def visible_to(self, seat: str, role: str) -> bool:
         return (self.visibility == PUBLIC or self.visibility == seat
                 or (self.visibility == WOLVES and side_of(role) == "werewolves"))
+
+
+def _ballot(voter: str, target: str | None) -> str:
+    return f"{voter} votes for {target}." if target is not None else f"{voter} abstains."
 
 
 def side_of(role: str) -> str:
@@ -83,6 +90,9 @@ class Game:
         self.vote_queue_first: str | None = None
         self.round_size = 0  # parallel discussion: the seats of one round, and the speeches held until it ends
         self.held: dict[str, tuple[str, bool]] = {}
+        self.bidding = False  # a bidding discussion waits for the bids (of one turn or one round)
+        self.bids: dict[str, int] = {}
+        self.bid_done = 0  # speeches (bid_turn) or rounds (bid_round) done today
         self.speech_queue: list[str] = []
         self.first_speaker: str | None = None  # who opened the last day's speeches
         self.votes: dict[str, str] = {}
@@ -167,27 +177,36 @@ class Game:
         if self.over:
             return []
         if self.reactions:
-            return self.reactions[:1]
+            # its choices among the living now: a death later in the same dawn (a poisoned seat) is out too
+            first = self.reactions[0]
+            return [Ask(first.seat, first.action, tuple(c for c in first.choices if c in self.alive), first.can_pass)]
         if self.phase == "night":
             return [a for r in self._in_play for a in r.night_asks(self)]
         if self.phase == "day_speech" and self.preset.discussion == "parallel":  # the whole round at once
             return [Ask(s, "speak") for s in self.speech_queue[:self.round_size] if s not in self.held]
+        if self.phase == "day_speech" and self.bidding:  # every living seat bids at once
+            return [Ask(s, "bid") for s in self.alive if s not in self.bids]
         if self.phase in ("day_speech", "last_words"):
             return [Ask(self.speech_queue[0], "speak")] if self.speech_queue else []
         if self.phase in ("day_vote", "day_revote"):
             voters = self.vote_queue[:1] if self.preset.day_vote == "sequential" else self.alive
-            return [Ask(s, "vote", tuple(c for c in self.vote_candidates if c != s))
+            mine = self.preset.self_vote
+            return [Ask(s, "vote", tuple(c for c in self.vote_candidates if mine or c != s), self.preset.vote_abstain)
                     for s in voters if s not in self.votes]
         return []
 
     # ---------------------------------------------------------------- taking a decision
     def apply(self, seat: str, action: str, target: str | None = None, text: str = "",
-              fallback: bool = False) -> None:
+              fallback: bool = False, bid: int | None = None) -> None:
         ask = next((a for a in self.pending() if a.seat == seat and a.action == action), None)
         if ask is None:
             raise IllegalMove(f"{seat} may not {action} now (phase {self.phase}, day {self.day})")
         if action == "speak":
             self._speak(seat, text, fallback)
+        elif action == "bid":
+            if isinstance(bid, bool) or not isinstance(bid, int) or not 0 <= bid <= bidding.MAX_BID:
+                raise IllegalMove(f"{seat} must bid a whole number from 0 to {bidding.MAX_BID}, not {bid!r}")
+            self._bid(seat, bid, fallback)
         elif target is None and not ask.can_pass:
             raise IllegalMove(f"{seat} must choose a target for {action}: one of {list(ask.choices)}")
         elif target is not None and target not in ask.choices:
@@ -217,6 +236,36 @@ class Game:
         # Stored as data: one capped line with no control/bidi characters and no quote delimiters (the raw
         # answer stays in the calls table), so no later prompt or transcript can be forged through it.
         self._emit("speech", seat, None, clean_speech(text), PUBLIC, fallback, phase=kind)
+        if kind == "speech" and self.preset.discussion in BIDDING and not self.speech_queue:
+            self.bid_done += 1  # a turn's speech, or a round's last one: bid again while turns or rounds remain
+            limit = self.preset.speech_turns if self.preset.discussion == "bid_turn" else self.preset.speech_rounds
+            self.bidding = self.bid_done < limit
+
+    def _bid(self, seat: str, amount: int, fallback: bool) -> None:
+        """One seat's bid (private: the bidder alone sees it). Once every living seat has bid, the outcome:
+        ``bid_turn`` the next speaker (everyone at 0 ends the talk), ``bid_round`` the round's speaking order;
+        shown to all, or to nobody (``bid_result: private``)."""
+        self.bids[seat] = amount
+        self._emit("bid", seat, None, f"{seat} bids {amount}.", seat, fallback)
+        if len(self.bids) < len(self.alive):
+            return
+        shown = PUBLIC if self.preset.bid_result == "public" else MODERATOR
+        bids, self.bids, self.bidding = self.bids, {}, False
+        if self.preset.discussion == "bid_round":
+            self.speech_queue = bidding.round_order(bids)
+            order = ", ".join(f"{s} ({bids[s]})" for s in self.speech_queue)
+            self._emit("announcement", None, None, f"Round {self.bid_done + 1} speaking order, by bid: {order}.",
+                       shown)
+            return
+        if not any(bids.values()):
+            self._emit("announcement", None, None, "Everyone bid 0: the talk ends.", PUBLIC)
+            return
+        said = [e for e in self.events if e.kind == "speech" and e.phase == "speech"]
+        named = bidding.mentioned(said[-1].text, self.seats) if said else []
+        winner = bidding.turn_winner(bids, self.preset.bid_tie, self.seats, named, Counter(e.actor for e in said))
+        overview = ", ".join(f"{s}: {bids[s]}" for s in self.alive)
+        self._emit("announcement", None, winner, f"{winner} wins the bid and speaks next (bids: {overview}).", shown)
+        self.speech_queue = [winner]
 
     def _vote(self, seat: str, target: str | None, fallback: bool) -> None:
         self.votes[seat] = target
@@ -224,7 +273,7 @@ class Game:
             self._vote_fallbacks.add(seat)
         if self.preset.day_vote == "sequential":  # each vote is public at once: the next voter sees it
             self.vote_queue.pop(0)
-            self._emit("vote", seat, target, f"{seat} votes for {target}.", PUBLIC, fallback)
+            self._emit("vote", seat, target, _ballot(seat, target), PUBLIC, fallback)
 
     # ---------------------------------------------------------------- phases without decisions
     def _advance(self) -> None:
@@ -307,6 +356,14 @@ class Game:
         return [s for s in self.seats[start:] + self.seats[:start] if s in self.alive]
 
     def _open_speeches(self) -> None:
+        if self.preset.discussion in BIDDING:  # nobody's turn yet: the bids decide
+            self.speech_queue, self.bids, self.bidding, self.bid_done = [], {}, True, 0
+            n = self.preset.speech_turns if self.preset.discussion == "bid_turn" else self.preset.speech_rounds
+            how = (f"Everyone bids for each speech, at most {n}." if self.preset.discussion == "bid_turn" else
+                   f"{n} round{'s' if n > 1 else ''}; everyone bids at the start of each for its speaking order.")
+            self._emit("announcement", None, None,
+                       f"Day {self.day}: the living players are {', '.join(self.alive)}. {how}", PUBLIC)
+            return
         order = [s for s in self.seats if s in self.alive]
         if self.preset.discussion == "parallel":
             pass  # every seat at once: a round's speeches are listed in seat order
@@ -357,21 +414,23 @@ class Game:
         if self.preset.day_vote == "simultaneous":  # revealed together, once every vote is in
             for voter in sorted(self.votes, key=self.seats.index):
                 target = self.votes[voter]
-                self._emit("vote", voter, target, f"{voter} votes for {target}.", PUBLIC,
-                           voter in self._vote_fallbacks)
-        counts = Counter(self.votes.values())
-        top = max(counts.values())
-        leaders = tuple(sorted((s for s, c in counts.items() if c == top), key=self.seats.index))
-        tally = ", ".join(f"{s}: {counts[s]}" for s in sorted(counts, key=self.seats.index))
+                self._emit("vote", voter, target, _ballot(voter, target), PUBLIC, voter in self._vote_fallbacks)
+        counts = Counter(t for t in self.votes.values() if t is not None)  # an abstention is not counted
+        top = max(counts.values(), default=0)
+        # no vote counted: every candidate is tied (vote_tie random draws among them, as Kaggle does)
+        leaders = tuple(sorted((s for s, c in counts.items() if c == top), key=self.seats.index)) if counts \
+            else self.vote_candidates
+        tally = ", ".join(f"{s}: {counts[s]}" for s in sorted(counts, key=self.seats.index)) or "none counted"
         out = None
         if len(leaders) == 1:
             out = leaders[0]
-        elif self.preset.vote_tie == "revote" and self.phase == "day_vote":
+        elif self.preset.vote_tie == "revote" and self.phase == "day_vote" and counts:
             return self._open_vote(leaders, "day_revote")
         elif self.preset.vote_tie == "random":
             out = self.draw("vote_tie", list(leaders), f"{self.seed}:tie:{self.day}")
         if out is None:
-            self._emit("announcement", None, None, f"Votes ({tally}) are tied: nobody is eliminated.", PUBLIC)
+            self._emit("announcement", None, None, f"Votes ({tally}) are tied: nobody is eliminated." if counts
+                       else "Every voter abstained: nobody is eliminated.", PUBLIC)
             return self._end_day()
         self._remove(out, "vote")
         self._emit("elimination", None, out, f"Votes: {tally}. {self.shown_name(out, 'exile')} is eliminated.", PUBLIC)

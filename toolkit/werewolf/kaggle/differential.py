@@ -38,7 +38,7 @@ def play(kg: KaggleGame) -> Game:
                                  "the Kaggle game has no such decision left")
             d = queue.popleft()
             try:
-                game.apply(ask.seat, ask.action, d.target, d.text)
+                game.apply(ask.seat, ask.action, d.target, d.text, bid=d.bid)
             except IllegalMove as err:
                 raise Divergence(f"day {game.day}: Kaggle's {d} is illegal here: {err}") from err
     left = [d for q in queues.values() for d in q]

@@ -21,6 +21,7 @@ from typing import Any
 CONFIGS: dict[str, dict[str, Any]] = {
     "default7": {"roles": ["Werewolf", "Werewolf", "Seer", "Doctor", "Villager", "Villager", "Villager"]},
     "arena8": {
+        "agent": "abstaining",
         "roles": ["Werewolf", "Werewolf", "Doctor", "Seer", "Villager", "Villager", "Villager", "Villager"],
         "role_params": {"Doctor": {"allow_self_save": False, "allow_consecutive_saves": False}},
         "discussion_protocol": {"name": "RoundRobinDiscussion",
@@ -30,6 +31,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "werewolf_night_vote_protocol": {"name": "SequentialVoting", "params": {"first_to_vote": "rotate",
                                                                                 "tie_break": "no_elected"}}},
     "simultaneous6": {
+        "agent": "abstaining",
         "roles": ["Werewolf", "Werewolf", "Seer", "Doctor", "Villager", "Villager"],
         "role_params": {"Doctor": {"allow_self_save": True}, "Seer": {"reveal_level": "team"}},
         "night_elimination_reveal_level": "team", "day_exile_reveal_level": "no_reveal",
@@ -45,6 +47,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "day_voting_protocol": {"name": "SequentialVoting", "params": {"first_to_vote": "fixed",
                                                                        "tie_break": "random"}}},
     "random10": {
+        "agent": "abstaining",
         "roles": ["Werewolf", "Werewolf", "Werewolf", "Seer", "Doctor"] + ["Villager"] * 5,
         "role_params": {"Doctor": {"allow_self_save": True, "allow_consecutive_saves": False}},
         "night_elimination_reveal_level": "no_reveal", "day_exile_reveal_level": "team",
@@ -54,12 +57,65 @@ CONFIGS: dict[str, dict[str, Any]] = {
                                                                        "tie_break": "no_elected"}},
         "werewolf_night_vote_protocol": {"name": "SequentialVoting", "params": {"first_to_vote": "fixed",
                                                                                 "tie_break": "random"}}},
+    # the bidding discussions (played as their rules say: _fixed_bidding): turn by turn with Kaggle's urgency
+    # tie-break and the bids kept private; turn by turn with its name tie-break, bids of 0 and abstentions; round
+    # by round. Few turns and seats: a Kaggle game's cost grows with its steps (every bidding is one)
+    "bidturn7": {
+        "roles": ["Werewolf", "Werewolf", "Seer", "Doctor", "Villager", "Villager", "Villager"],
+        "discussion_protocol": {"name": "TurnByTurnBiddingDiscussion", "params": {
+            "max_turns": 4, "bid_result_public": False, "bidding": {"name": "UrgencyBiddingProtocol"}}}},
+    "bidname6": {
+        "agent": "abstaining",
+        "roles": ["Werewolf", "Werewolf", "Seer", "Doctor", "Villager", "Villager"],
+        "discussion_protocol": {"name": "TurnByTurnBiddingDiscussion", "params": {"max_turns": 3}},
+        "day_voting_protocol": {"name": "SequentialVoting", "params": {"first_to_vote": "rotate",
+                                                                       "tie_break": "no_elected"}}},
+    "bidround6": {
+        "agent": "abstaining",
+        "roles": ["Werewolf", "Werewolf", "Seer", "Doctor", "Villager", "Villager"],
+        "discussion_protocol": {"name": "RoundByRoundBiddingDiscussion", "params": {
+            "max_rounds": 2, "bid_result_public": True, "bidding": {"name": "SimpleBiddingProtocol"}}}},
 }
+
+
+ABSTAIN_RATE, SELF_RATE, NOOP_RATE = 0.2, 0.1, 0.1  # the abstaining agent's day votes (the rest: random's)
+ZERO_BID_RATE = 0.4  # and its bids of 0 (Kaggle's random agent bids 1-4)
+
+
+def abstaining_agent(obs: Any) -> dict[str, Any]:
+    """Kaggle's ``random`` agent, but a day vote is an abstention (``-1``) at ``ABSTAIN_RATE``, a vote for itself
+    at ``SELF_RATE`` and no vote at all (a NoOp, counted as an abstention) at ``NOOP_RATE``: Kaggle's random agent
+    never does any of these, which its rules allow. Its draws come from the same global ``random``."""
+    from kaggle_environments.envs.werewolf.game.consts import DetailedPhase
+    from kaggle_environments.envs.werewolf.game.records import get_raw_observation
+    from kaggle_environments.envs.werewolf.werewolf import random_agent
+
+    action = random_agent(obs)
+    raw = get_raw_observation(obs)
+    if action["action_type"] == "BidAction":
+        if random.random() < ZERO_BID_RATE:
+            action["kwargs"]["amount"] = 0
+        return action
+    if action["action_type"] != "VoteAction" or DetailedPhase(raw.detailed_phase) != DetailedPhase.DAY_VOTING_AWAIT:
+        return action
+    draw = random.random()
+    if draw < ABSTAIN_RATE:
+        action["kwargs"]["target_id"] = "-1"
+    elif draw < ABSTAIN_RATE + SELF_RATE:
+        action["kwargs"]["target_id"] = raw.player_id
+    elif draw < ABSTAIN_RATE + SELF_RATE + NOOP_RATE:
+        kwargs = action["kwargs"]
+        return {"action_type": "NoOpAction", "kwargs": {k: kwargs[k] for k in ("day", "phase", "actor_id")}}
+    return action
+
+
+AGENTS = {"random": "random", "abstaining": abstaining_agent}
 
 
 def configuration(name: str, seed: int) -> dict[str, Any]:
     """Kaggle's ``configuration`` for the named setting, roles shuffled by ``seed``."""
     spec = deepcopy(CONFIGS[name])
+    spec.pop("agent", None)
     params = spec.pop("role_params", {})
     agents = [{"id": f"Player {i + 1}", "role": role, "agent_id": "random", "role_params": dict(params.get(role, {}))}
               for i, role in enumerate(spec.pop("roles"))]
@@ -97,10 +153,54 @@ def _fast_schemas() -> None:
     core.Environment._Environment__get_shared_state = get_shared_state  # type: ignore[attr-defined]
 
 
-def play(name: str, seed: int, fast: bool = True) -> dict[str, Any]:
-    """One Kaggle game with its random agent in every seat; its replay (``env.toJSON()``)."""
+def _fixed_bidding() -> None:
+    """Kaggle's two bidding discussions as their rules say (kaggle-environments 1.33.2 plays neither so): its
+    moderator runs the phase after a bidding with no actions before anyone is asked, so in TurnByTurnBidding the
+    bid's winner is never asked to speak (the protocol counts the turn as spoken; a day is ``max_turns`` biddings
+    and no speech), and in RoundByRoundBidding every seat is given a bid of 0 before anyone is asked (the order
+    is always by player id). Here a bidding phase nobody has been asked in yet asks for the bids, and a speaking
+    phase whose speaker has not been asked yet asks them: the protocols' own code does the rest."""
+    from kaggle_environments.envs.werewolf.game import engine
+    from kaggle_environments.envs.werewolf.game.actions import BidAction, ChatAction
+    from kaggle_environments.envs.werewolf.game.consts import DetailedPhase
+    from kaggle_environments.envs.werewolf.game.protocols.chat import BiddingDiscussion
+
+    moderator = engine.Moderator
+    if getattr(moderator, "bidding_fixed", False):
+        return
+    bidding_await, chat_await = moderator._handle_day_bidding_await, moderator._handle_day_chat_await
+
+    def ask(self: Any, action: Any, phase: Any) -> Any:
+        actors = self.discussion.speakers_for_tick(self.state)
+        self._action_queue.extend(action, actors)
+        self.discussion.prompt_speakers_for_tick(self.state, actors)
+        return phase
+
+    def handle_bidding(self: Any, player_actions: Any) -> Any:
+        if not self._action_queue.get(BidAction):  # nobody asked to bid yet
+            return ask(self, BidAction, DetailedPhase.DAY_BIDDING_AWAIT)
+        return bidding_await(self, player_actions)
+
+    def handle_chat(self: Any, player_actions: Any) -> Any:
+        if (isinstance(self.discussion, BiddingDiscussion) and self.discussion.is_speaking_phase()
+                and not self._action_queue.get(ChatAction)):  # the speaker the bids chose, not asked yet
+            return ask(self, ChatAction, DetailedPhase.DAY_CHAT_AWAIT)
+        return chat_await(self, player_actions)
+
+    handle_bidding._phase_handler_for = DetailedPhase.DAY_BIDDING_AWAIT  # type: ignore[attr-defined]
+    handle_chat._phase_handler_for = DetailedPhase.DAY_CHAT_AWAIT  # type: ignore[attr-defined]
+    moderator._handle_day_bidding_await, moderator._handle_day_chat_await = handle_bidding, handle_chat
+    moderator.bidding_fixed = True
+
+
+def play(name: str, seed: int, fast: bool = True, fixed: bool = True) -> dict[str, Any]:
+    """One Kaggle game with its random agent in every seat; its replay (``env.toJSON()``). The bidding
+    discussions are played as their rules say (``_fixed_bidding``; ``fixed=False`` in a fresh process plays
+    them as kaggle-environments does)."""
     import logging
 
+    if fixed:
+        _fixed_bidding()
     if fast:
         _fast_schemas()
     from kaggle_environments import make
@@ -109,7 +209,7 @@ def play(name: str, seed: int, fast: bool = True) -> dict[str, Any]:
     config = configuration(name, seed)
     env = make("werewolf", configuration=config)
     random.seed(seed)  # after make: the first make of a process loads modules that may draw from random
-    env.run(["random"] * len(config["agents"]))
+    env.run([AGENTS[CONFIGS[name].get("agent", "random")]] * len(config["agents"]))
     return env.toJSON()
 
 

@@ -10,6 +10,7 @@ chat → speak, day exile vote → vote. No kaggle-environments import: a replay
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,9 @@ from typing import Any
 from toolkit.werewolf.engine.preset import Preset
 
 ABSTAIN = "-1"  # Kaggle's abstain vote
+DISCUSSIONS = {"RoundRobinDiscussion": "round_robin", "ParallelDiscussion": "parallel",
+               "TurnByTurnBiddingDiscussion": "bid_turn", "RoundByRoundBiddingDiscussion": "bid_round"}
+BIDDERS = {"SimpleBiddingProtocol": "name", "UrgencyBiddingProtocol": "urgency"}
 KAGGLE_SIDES = {"Villagers": "village", "Werewolves": "werewolves"}
 
 
@@ -33,6 +37,7 @@ class Decision:
     target: str | None = None
     text: str = ""
     reasoning: str = ""
+    bid: int | None = None
 
 
 @dataclass
@@ -72,10 +77,12 @@ def _protocol(config: dict[str, Any], key: str, default: str) -> tuple[str, dict
 def preset_from_config(config: dict[str, Any], roles: dict[str, str], name: str = "kaggle") -> Preset:
     """The preset a Kaggle configuration plays (Kaggle's class defaults where a parameter is not given)."""
     discussion, dparams = _protocol(config, "discussion_protocol", "RoundRobinDiscussion")
-    if discussion not in ("RoundRobinDiscussion", "ParallelDiscussion"):
-        raise Unsupported(f"discussion protocol {discussion} (this engine plays RoundRobinDiscussion and "
-                          "ParallelDiscussion)")
+    if discussion not in DISCUSSIONS:
+        raise Unsupported(f"discussion protocol {discussion} (this engine plays {', '.join(DISCUSSIONS)})")
     parallel = discussion == "ParallelDiscussion"
+    bidder = (dparams.get("bidding") or {}).get("name", "SimpleBiddingProtocol")
+    if bidder not in BIDDERS:
+        raise Unsupported(f"bidding protocol {bidder}")
     day_vote, vparams = _protocol(config, "day_voting_protocol", "SimultaneousMajority")
     night_vote, nparams = _protocol(config, "werewolf_night_vote_protocol", "SimultaneousMajority")
     for proto in (day_vote, night_vote):
@@ -98,12 +105,18 @@ def preset_from_config(config: dict[str, Any], roles: dict[str, str], name: str 
         wolf_tie=ties[nparams.get("tie_break", "random")],
         wolf_vote="sequential" if night_vote == "SequentialVoting" else "simultaneous",
         wolf_order=nparams.get("first_to_vote", "rotate") if night_vote == "SequentialVoting" else "fixed",
-        discussion="parallel" if parallel else "round_robin",
-        speech_order="fixed" if parallel else dparams.get("first_to_speak", "rotate"),
-        speech_rounds=int(dparams.get("ticks", 3)) if parallel else int(dparams.get("max_rounds", 1)),
+        discussion=DISCUSSIONS[discussion],
+        speech_order=dparams.get("first_to_speak", "rotate") if discussion == "RoundRobinDiscussion" else "fixed",
+        # Kaggle's defaults (its protocol registry's): 3 ticks, 1 round-robin round, 2 bidding rounds, 8 turns
+        speech_rounds=int(dparams.get("ticks", 3)) if parallel else int(dparams.get(
+            "max_rounds", 2 if discussion == "RoundByRoundBiddingDiscussion" else 1)),
+        speech_turns=int(dparams.get("max_turns", 8)),
+        bid_result="public" if dparams.get("bid_result_public", True) else "private",
+        bid_tie=BIDDERS[bidder] if discussion == "TurnByTurnBiddingDiscussion" else "name",
         day_vote="sequential" if day_vote == "SequentialVoting" else "simultaneous",
         vote_order=vparams.get("first_to_vote", "rotate") if day_vote == "SequentialVoting" else "fixed",
         vote_tie=ties[vparams.get("tie_break", "random")],
+        vote_abstain=True, self_vote=True,  # Kaggle: a day vote may be -1 (abstain); its targets are all the living
         last_words=False, win_rule="parity", max_days=50)  # Kaggle has no day limit; 50 as the kaggle presets
 
 
@@ -120,31 +133,59 @@ def read(replay: dict[str, Any], name: str = "kaggle") -> KaggleGame:
     def day_of(e: dict[str, Any]) -> int:  # Kaggle's night d is this engine's night of day d + 1
         return e["day"] + 1 if e["phase"] == "Night" else e["day"]
 
+    if preset.discussion in ("bid_turn", "bid_round") and [seat[i] for i in sorted(ids)] != sorted(seat.values()):
+        raise Unsupported("Kaggle breaks bid ties by player id (A-Z); these ids sort otherwise than the seats here")
+    # a speech names Kaggle's ids: as this engine's seats (whole words, longest first, as Kaggle finds mentions)
+    names = re.compile(r"\b(" + "|".join(re.escape(i) for i in sorted(ids, key=len, reverse=True)) + r")\b")
     decisions: list[Decision] = []
     draws: dict[str, str] = {}
+    unspoken = None  # TurnByTurnBidding: a bid's winner not yet heard
     for e in log:
         kind, data = e["data_type"], e.get("data") or {}
+        if kind == "BidResultDataEntry" or (kind in ("BidDataEntry", "DayExileVoteDataEntry") and unspoken):
+            if unspoken:
+                raise Unsupported(f"day {day_of(e)}: {unspoken} won the bid and was never asked to speak "
+                                  "(kaggle-environments 1.33.2's TurnByTurnBiddingDiscussion, docs/werewolf.md)")
+            unspoken = seat[data["winner_player_ids"][0]] if preset.discussion == "bid_turn" else None
+        if kind == "ChatDataEntry":
+            unspoken = None
+        if kind == "BidDataEntry":
+            decisions.append(Decision(day_of(e), "bid", seat[data["actor_id"]], bid=int(data["bid_amount"]),
+                                      reasoning=data.get("reasoning") or ""))
+            continue
+        if e["event_name"] == "error" and "submitted an invalid bid amount" in (e.get("description") or ""):
+            decisions.append(Decision(day_of(e), "bid", seat[e["visible_to"][0]], bid=0))  # Urgency: counted 0
+            continue
         if kind in ("DoctorHealActionDataEntry", "SeerInspectActionDataEntry", "WerewolfNightVoteDataEntry",
                     "DayExileVoteDataEntry", "ChatDataEntry"):
             action = {"DoctorHealActionDataEntry": "protect", "SeerInspectActionDataEntry": "verify",
                       "WerewolfNightVoteDataEntry": "hunt", "DayExileVoteDataEntry": "vote",
                       "ChatDataEntry": "speak"}[kind]
             target = data.get("target_id")
-            if target == ABSTAIN:
-                raise Unsupported(f"{seat[data['actor_id']]} abstains ({action}, day {day_of(e)})")
-            decisions.append(Decision(day_of(e), action, seat[data["actor_id"]], seat.get(target),
-                                      data.get("message") or "", data.get("reasoning") or ""))
+            if action == "vote" and e["event_name"] == "error":  # an invalid day target: Kaggle counts an abstention
+                target = ABSTAIN
+            if target == ABSTAIN and action != "vote":
+                raise Unsupported(f"{seat[data['actor_id']]} abstains ({action}, day {day_of(e)}): this engine's "
+                                  "night actions cannot abstain")
+            text = names.sub(lambda m: seat[m.group(1)], data.get("message") or "")
+            decisions.append(Decision(day_of(e), action, seat[data["actor_id"]], seat.get(target), text,
+                                      data.get("reasoning") or ""))
         elif kind == "VoteOrderDataEntry":
             draws[f"{'vote' if e['phase'] == 'Day' else 'wolf'}_start:{day_of(e)}"] = \
                 seat[data["vote_order_of_player_ids"][0]]
-        elif kind == "DiscussionOrderDataEntry":
+        elif kind == "DiscussionOrderDataEntry" and preset.discussion == "round_robin":
             draws[f"speech_start:{day_of(e)}"] = seat[data["chat_order_of_player_ids"][0]]
         elif kind == "WerewolfNightEliminationElectedDataEntry" and data.get("elected_target_player_id"):
             draws[f"wolf_tie:{day_of(e)}"] = seat[data["elected_target_player_id"]]
         elif kind == "DayExileElectedDataEntry":
             draws[f"vote_tie:{day_of(e)}"] = seat[data["elected_player_id"]]
         elif e["event_name"] == "vote_action" and kind == "NoneType":  # a NoOp counted as an abstention
-            raise Unsupported(f"an abstention: {e.get('description', '')[:80]}")
+            if e["phase"] != "Day":
+                raise Unsupported(f"a night abstention: {e.get('description', '')[:80]}")
+            decisions.append(Decision(day_of(e), "vote", seat[e["source"]]))
+        elif e["event_name"] == "error" and e["phase"] == "Day" and "Not a VoteAction" in (e.get("description") or ""):
+            # SimultaneousMajority: an answer that is not a vote, counted as an abstention
+            decisions.append(Decision(day_of(e), "vote", seat[e["description"].split('"')[1]]))
     end = (replay.get("info") or {}).get("GAME_END") or {}
     eliminations: dict[str, tuple[int, str]] = {}
     for row in end.get("elimination_info") or []:
@@ -164,6 +205,8 @@ def to_scripted(kg: KaggleGame) -> dict[str, Any]:
         row: dict[str, Any] = {"day": d.day, "action": d.action, "seat": d.seat}
         if d.action == "speak":
             row["speech"] = d.text
+        elif d.action == "bid":
+            row["bid"] = d.bid
         else:
             row["target"] = d.target
         if d.reasoning:

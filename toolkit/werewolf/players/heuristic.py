@@ -43,6 +43,8 @@ def decide(obs: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     action = obs["action"]
     if action == "speak":
         return {"speech": speak(obs, rng)}
+    if action == "bid":
+        return {"bid": bid(obs, rng)}
     if action == "reflect":
         guesses = beliefs(obs)
         top = max((s for s in guesses if guesses[s][0] == "Werewolf"), key=lambda s: guesses[s][1], default=None)
@@ -275,6 +277,7 @@ def _poison(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str 
 
 # ------------------------------------------------------------------ day
 def _vote(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str:
+    choices = [c for c in choices if c != obs["seat"]] or choices  # never itself (self_vote), never abstains
     if obs["role"] == "Werewolf":
         mates = set(obs.get("teammates", []))
         accused = Counter(v for s, k, v in obs["claims"] if k == "accuse" and v in choices)
@@ -285,6 +288,20 @@ def _vote(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str:
         claimed = [p for p in seer_claims(obs) if p in village]
         return claimed[0] if claimed else (suspicion(obs, rng, village) or rng.choice(choices))
     return suspicion(obs, rng, choices) or rng.choice(choices)
+
+
+def bid(obs: dict[str, Any], rng: random.Random) -> int:
+    """A bidding discussion's urgency (0-4): a Seer with a living wolf found must speak (4), a seat accused
+    today or named in the last speech needs to answer (3), a seat that has not spoken today has something to
+    say (1-2); one that has spoken listens more (0-1)."""
+    seat = obs["seat"]
+    if obs["role"] == "Seer" and any(r == "werewolf" and p in obs["alive"] for p, r in obs.get("checks", {}).items()):
+        return 4
+    today = [m for m in obs["speeches"] if m["day"] == obs["day"]]
+    if seat in obs.get("bidding", {}).get("named", []) or any(k == "accuse" and v == seat for _, k, v in obs["claims"]):
+        return 3
+    spoken = sum(m["actor"] == seat for m in today)
+    return rng.randint(1, 2) if not spoken else rng.randint(0, 1)
 
 
 def speak(obs: dict[str, Any], rng: random.Random) -> str:

@@ -32,6 +32,15 @@ class Speech(BaseModel):
     speech: str = Field(..., max_length=600, description="what you say to everyone")
 
 
+class Bid(BaseModel):
+    """A bidding discussion's bid: how urgently this seat wants to speak next (Kaggle's BidAction amount)."""
+
+    model_config = ConfigDict(json_schema_extra=_thought_first)
+
+    thought: str = Field("", max_length=300, description="private reasoning, never shown to other players")
+    bid: int = Field(..., ge=0, le=4, description="0 (listen) to 4 (must speak now)")
+
+
 class Target(BaseModel):
     model_config = ConfigDict(json_schema_extra=_thought_first)
 
@@ -101,6 +110,7 @@ def reflection_model(about: tuple[str, ...], roles: tuple[str, ...]) -> type[Ref
 
 ACTIONS: dict[str, Action] = {
     "speak": Action("speak", "werewolf/speak.j2", Speech),
+    "bid": Action("bid", "werewolf/bid.j2", Bid),
     "vote": Action("vote", "werewolf/vote.j2", Target),
     "hunt": Action("hunt", "werewolf/hunt.j2", Target),
     "protect": Action("protect", "werewolf/protect.j2", Target),
@@ -128,6 +138,6 @@ def output_model(action: str, choices: tuple[str, ...], can_pass: bool,
     base = decision(action).output
     if action == "reflect":
         return reflection_model(tuple(choices), tuple(roles)) if choices and roles else base
-    if action == "speak":
+    if action in ("speak", "bid"):
         return base
     return with_choices(base, "target", choices, can_pass)

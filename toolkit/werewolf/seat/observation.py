@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from toolkit.werewolf.engine import bidding
 from toolkit.werewolf.engine import claims as claims_mod
 from toolkit.werewolf.engine.rules import PUBLIC, Ask, Event, Game, side_of
 from toolkit.werewolf.engine.speech import clean_speech
@@ -46,6 +47,10 @@ def observe(game: Game, seat: str, ask: Ask, recent: int = 12) -> dict[str, Any]
         "claims": [list(c) for c in dict.fromkeys(claims)],
     }
     obs.update(game.role(role).observe(game, seat, ask))  # what the role knows: checks, potions, teammates
+    if ask.action == "bid":  # how far the day's bidding is, and (urgency ties) who the last speech named
+        said = [e for e in speeches if e.phase == "speech"]
+        obs["bidding"] = {"done": game.bid_done, "scale": list(bidding.URGENCY),
+                          "named": bidding.mentioned(said[-1].text, game.seats) if said else []}
     obs["private"] = private_record(game, seat, visible)
     return obs
 
@@ -68,7 +73,11 @@ def record(game: Game, public: list[Event]) -> dict[str, Any]:
         elif e.kind == "death":
             d["night_deaths"].append(game.shown_name(e.target, "night"))
         elif e.kind == "announcement" and e.text.startswith(f"Day {e.day}: the living players"):
-            d["order"] = e.text.rsplit("Speaking order: ", 1)[-1].rstrip(".").split(", ")
+            if "Speaking order: " in e.text:  # (a bidding discussion has none: the bids decide)
+                d["order"] = e.text.rsplit("Speaking order: ", 1)[-1].rstrip(".").split(", ")
+        elif e.kind == "announcement" and (" wins the bid and speaks next" in e.text
+                                           or " speaking order, by bid: " in e.text):
+            d.setdefault("bids", []).append(e.text)
         elif e.kind == "announcement" and "Vote again among them" in e.text:
             d["rounds"][-1]["outcome"] = "revote"
             candidates = e.text.split("tied between ", 1)[1].split(". Vote again")[0].split(", ")
@@ -78,7 +87,7 @@ def record(game: Game, public: list[Event]) -> dict[str, Any]:
                 d["rounds"].append({"revote": False, "candidates": [], "votes": [], "outcome": None})
             d["rounds"][-1]["votes"].append([e.actor, e.target])
         elif e.kind == "announcement" and "nobody is eliminated" in e.text:
-            d["rounds"][-1]["outcome"] = "tie"
+            d["rounds"][-1]["outcome"] = "abstained" if e.text.startswith("Every voter abstained") else "tie"
             d["outcome"] = "tie"
         elif e.kind == "elimination":
             d["rounds"][-1]["outcome"] = game.shown_name(e.target, "exile")
@@ -90,7 +99,10 @@ def record(game: Game, public: list[Event]) -> dict[str, Any]:
             d["acts"].append([e.text, "vote" if d["rounds"] else "dawn"])  # at dawn, or after the day's votes
     for d in days.values():
         for r in d["rounds"]:
-            r["by_target"] = _by_target(r["votes"])
+            r["by_target"] = _by_target([v for v in r["votes"] if v[1] is not None])
+            abstained = [voter for voter, target in r["votes"] if target is None]
+            if abstained:  # (the key only where someone abstained: an observation is otherwise as before)
+                r["abstained"] = abstained
     first_full = max(1, game.day - FULL_DAYS + 1)
     full = [days[n] for n in sorted(days) if n >= first_full]
     old = [days[n] for n in sorted(days) if n < first_full]
@@ -105,7 +117,7 @@ def _condense(old: list[dict[str, Any]]) -> dict[str, Any]:
         for r in d["rounds"]:
             rounds += 1
             revotes += r["revote"]
-            votes.update((v, t) for v, t in r["votes"])
+            votes.update((v, t or "abstain") for v, t in r["votes"])
     return {
         "first": old[0]["day"], "last": old[-1]["day"],
         "deaths": [[d["day"], s] for d in old for s in d["night_deaths"]],
