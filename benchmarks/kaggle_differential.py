@@ -7,6 +7,7 @@ tests/werewolf/test_kaggle_differential.py does the same on 200 games; docs/were
 quotes this script's count.
 
     python benchmarks/kaggle_differential.py [--games 2000] [--processes 2] [--first-seed 0] [--save DIR]
+        [--settings bidturn7,bidname6,...]
 """
 
 from __future__ import annotations
@@ -35,8 +36,13 @@ def main() -> int:
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--save", type=Path, help="write each diverging replay here")
+    parser.add_argument("--settings", help="comma-separated names of harness.CONFIGS to cycle (default: all)")
     args = parser.parse_args()
-    names = list(harness.CONFIGS)
+    names = args.settings.split(",") if args.settings else list(harness.CONFIGS)
+    unknown = [n for n in names if n not in harness.CONFIGS]
+    if unknown:
+        print(f"error: no setting {', '.join(unknown)}; settings are {', '.join(harness.CONFIGS)}", file=sys.stderr)
+        return 2
     jobs = [(names[i % len(names)], args.first_seed + i // len(names)) for i in range(args.games)]
     counts: Counter[str] = Counter()
     per_setting: Counter[tuple[str, str]] = Counter()

@@ -88,15 +88,16 @@ def import_kaggle(*args):
 
 @pytest.fixture(scope="module")
 def few_games():
-    """Three Kaggle games of their own (a few seconds; the 200 of the differential test are not needed here)."""
+    """Four Kaggle games of their own (a few seconds; the 200 of the differential test are not needed here)."""
     from toolkit.werewolf.kaggle import harness
 
-    return [((name, 1), harness.play(name, 1)) for name in ("default7", "arena8", "random10")]
+    return [((name, 1), harness.play(name, 1)) for name in ("default7", "arena8", "random10", "bidturn7")]
 
 
 @pytest.fixture(scope="module")
 def imported(few_games, tmp_path_factory):
-    """Three Kaggle games (7 and 8 seats, and 10 seats with a random first speaker) imported into one run."""
+    """Four Kaggle games (7 and 8 seats, 10 seats with a random first speaker and abstentions, and a turn-by-turn
+    bidding discussion) imported into one run."""
     root = tmp_path_factory.mktemp("kaggle")
     replays = root / "replays"
     replays.mkdir()
@@ -106,7 +107,7 @@ def imported(few_games, tmp_path_factory):
         chosen[f"kaggle-{rep.get('id') or f'{name}-{seed}'}"] = replay.read(rep)
     done = import_kaggle(replays, "--out", root / "results")
     assert done.returncode == 0, done.stderr
-    assert "imported 3 games" in done.stdout
+    assert "imported 4 games" in done.stdout
     (run,) = (root / "results").iterdir()
     return root, run, chosen
 
@@ -129,6 +130,8 @@ def test_the_imported_tables_are_the_kaggle_games(imported):
         assert deaths == kg.eliminations
         speeches = events[(events.game_id == game_id) & (events.kind == "speech")]
         assert list(speeches.text) == [d.text for d in kg.decisions if d.action == "speak"]
+        bids = events[(events.game_id == game_id) & (events.kind == "bid")]
+        assert list(bids.text) == [f"{d.seat} bids {d.bid}." for d in kg.decisions if d.action == "bid"]
         assert (calls.game_id == game_id).sum() == len(kg.decisions)  # one call per Kaggle decision
         assert set(calls[calls.game_id == game_id].spec) == {"kaggle-decisions"}
     assert set(games.preset) == {"kaggle7", "kaggle8", "kaggle"}
@@ -147,7 +150,7 @@ def test_the_report_runs_on_an_imported_folder(imported):
     done = toolkit("report", run, "--out", root / "report")
     assert done.returncode == 0, done.stderr
     summary = (root / "report" / "summary.md").read_text()
-    assert "3" in summary and ("village" in summary or "werewolves" in summary)
+    assert "4" in summary and ("village" in summary or "werewolves" in summary)
 
 
 @pytest.mark.parametrize("case", ["no folder", "empty", "not json", "not a replay", "unsupported", "fifo"])
