@@ -256,6 +256,7 @@ def test_the_kaggle_presets_read_as_the_card_says():
     assert (k8.wolf_tie, k8.vote_tie, k8.vote_order, k8.speech_rounds) == ("none", "none", "rotate", 2)
     assert (k8.doctor_self_save, k8.doctor_consecutive_saves) == (False, False)
     assert all(p.win_rule == "parity" and p.night_reveal == p.exile_reveal == "role" == p.seer_learns for p in (k7, k8))
+    assert all(p.vote_abstain and p.self_vote and p.discussion == "round_robin" for p in (k7, k8))
 
 
 # ---------------------------------------------------------------- discussion: parallel
