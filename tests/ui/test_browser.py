@@ -60,7 +60,9 @@ def test_werewolf_session_human_seat_stop_and_transcript(lab):
             "() => [...document.querySelectorAll('.jupyter-widgets button')].some(b => ['Submit', 'Say']"
             ".includes(b.innerText.trim())) || /day 2|winner/.test(document.body.innerText)", timeout=60_000)
         if lab.button("Submit").count() or lab.button("Say").count():
-            assert "your turn" in status.inner_text()
+            # the status says so (its update is sent before the question's; the page applies them in turn)
+            page.wait_for_function("() => document.querySelector('.toolkit-status').innerText.includes('your turn')",
+                                   timeout=10_000)
             if answered == 0:
                 lab.shot("werewolf_human_question")
             before = status.inner_text()

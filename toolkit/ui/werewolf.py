@@ -176,8 +176,8 @@ class WerewolfSession(W.VBox):
             submit = W.Button(description="Submit", button_style="primary")
             submit.on_click(lambda _: self.kernel.resolve(
                 future, {"target": None if field.value == "(pass)" else field.value}))
+        self._render()  # the status says whose turn it is before the question shows (updates reach the page in order)
         self.human_box.children = [head, W.HBox([field, submit])]
-        self._render()  # the status says whose turn it is
         self.human_field, self.human_submit = field, submit
         try:
             return await future
