@@ -83,6 +83,19 @@ def test_vote_chance_counts_living_wolves_and_revote_candidates():
     assert table.loc["first", "n"] == 4 and table.loc["revote", "n"] == 1  # P3's forced ballot left out
 
 
+def test_an_abstention_is_no_ballot_for_vote_accuracy_and_a_miss_for_irp_as_kaggle_counts_it():
+    events = pd.DataFrame([
+        ev(2, 1, "vote", "P3", "P1", "day_vote"), ev(3, 1, "vote", "P4", None, "day_vote"),  # P4 abstains
+        ev(4, 1, "vote", "P5", "P3", "day_vote"), ev(5, 1, "vote", "P6", None, "day_vote"),  # so does P6
+    ])
+    v = A.votes(events, players()).set_index("actor")
+    assert v["abstain"].to_dict() == {"P3": False, "P4": True, "P5": False, "P6": True}
+    ours = A.vote_accuracy(events, players()).iloc[0]
+    assert (ours["k"], ours["n"]) == (1, 2)  # P3's hit, P5's miss; the two abstentions are no ballots
+    kaggle = A.irp(events, players()).iloc[0]
+    assert (kaggle["k"], kaggle["n"]) == (1, 4)  # the harness: every vote event, an abstention a miss
+
+
 def test_guard_chance_counts_passing_self_protection_and_no_repeat():
     events = pd.DataFrame([
         ev(1, 1, "protect", "P6", "P4", "night"), ev(2, 1, "kill", "P1", "P3", "night"),

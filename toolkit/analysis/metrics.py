@@ -174,7 +174,8 @@ def votes(events: pd.DataFrame, players: pd.DataFrame) -> pd.DataFrame:
     (the target is a werewolf), ``chance`` (the share of werewolves among the candidates this voter
     could pick: every other living player in a first round, the tied players other than the voter in a
     revote), ``choices`` (how many candidates) and ``forced`` (one legal choice: a tied voter in a two-way
-    revote — not a decision, so the accuracy metrics leave it out)."""
+    revote — not a decision, so the accuracy metrics leave it out) and ``abstain`` (no target: a preset with
+    ``vote_abstain``; not a ballot on anyone, so ``vote_accuracy`` leaves it out)."""
     ev = annotate(events, players)
     v = ev[ev["kind"] == "vote"].copy()
     v["round"] = np.where(v["phase"].astype(str) == "day_revote", "revote", "first")
@@ -201,23 +202,26 @@ def votes(events: pd.DataFrame, players: pd.DataFrame) -> pd.DataFrame:
     v["choices"] = v["choices"] if "choices" in v.columns else np.nan
     v["choices"] = v["choices"].fillna(v["alive"] - 1)
     v["forced"] = v["choices"] <= 1
+    v["abstain"] = v["target"].isna()
     return v[["game_id", "seq", "day", "round", "actor", "spec", "role", "side", "target", "target_role",
-              "hit", "chance", "choices", "forced", "alive", "wolves_alive"]].reset_index(drop=True)
+              "hit", "chance", "choices", "forced", "abstain", "alive", "wolves_alive"]].reset_index(drop=True)
 
 
 def vote_accuracy(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None,
-                  side: str | None = "village", forced: bool = False) -> pd.DataFrame:
+                  side: str | None = "village", forced: bool = False, abstentions: bool = False) -> pd.DataFrame:
     """Share of ballots cast on a werewolf by ``side``'s voters (default the village), with its chance
     level, the lift over chance and cluster-bootstrap intervals for both (resampling games).
 
     Formula: rate = Σ hits / Σ ballots; chance = Σ_b (wolves among ballot b's candidates / candidates) /
     Σ ballots; lift = rate − chance. With ``by=["round"]`` first-round and revote ballots are separate.
-    Forced ballots (one legal choice) are left out unless ``forced`` (as the Kaggle harness counts them).
+    Forced ballots (one legal choice) are left out unless ``forced``, and abstentions (no target) unless
+    ``abstentions`` (the Kaggle harness counts both, an abstention as a miss).
     Per voter over every day this is the Kaggle Game Arena harness's IRP (kaggle-environments,
     ``envs/werewolf/eval/loaders.py``, ``GameResult.iterate_voting_mini_game``: 1 when a villager-team
     vote targets a werewolf)."""
     v = votes(events, players)
     v = v if forced else v[~v["forced"]]
+    v = v if abstentions else v[~v["abstain"]]
     if side:
         v = v[v["side"] == side]
     return pd.DataFrame(_rate_rows(v, by, chance="chance"))
@@ -226,8 +230,9 @@ def vote_accuracy(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | N
 def irp(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
     """IRP, identification precision (Kaggle Game Arena werewolf harness): over every day ballot of a
     village-side voter, the share that targets a werewolf; per ``spec`` by default, with chance and lift.
-    Every ballot counts, forced ones included, as the harness counts them (``vote_accuracy`` leaves them out)."""
-    return vote_accuracy(events, players, by or ["spec"], forced=True)
+    Every ballot counts, forced ones and abstentions (a miss) included, as the harness counts them
+    (``vote_accuracy`` leaves both out)."""
+    return vote_accuracy(events, players, by or ["spec"], forced=True, abstentions=True)
 
 
 EXILE_DRAWS = 5_000  # simulated votes per kind of voting day (``_day_key``) for the exile chance levels
