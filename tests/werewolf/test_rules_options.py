@@ -1,4 +1,4 @@
-"""The rule options of docs/rules.md (the rules card), each played by direct ``Game.apply()`` calls with fixed
+"""The rule options of docs/werewolf.md (the rules card), each played by direct ``Game.apply()`` calls with fixed
 roles and checked against the card's sentence for it; and for each option, the text a seat is shown (the
 rules paragraph, the action's prompt) says what the engine does. Kaggle's names for each option are in the card.
 

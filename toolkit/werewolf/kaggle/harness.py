@@ -38,7 +38,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "discussion_protocol": {"name": "RoundRobinDiscussion",
                                 "params": {"max_rounds": 3, "first_to_speak": "fixed"}},
         # no tie_break given: Kaggle's SimultaneousMajority refuses any on Python 3.11 (`str in EnumType` raises
-        # TypeError in vote.py), so only its default (random) runs here; docs/rules.md names the bug
+        # TypeError in vote.py), so only its default (random) runs here; docs/werewolf.md names the bug
         "day_voting_protocol": {"name": "SimultaneousMajority", "params": {}},
         "werewolf_night_vote_protocol": {"name": "SimultaneousMajority", "params": {}}},
     "parallel7": {
