@@ -357,9 +357,10 @@ class IOV(ctypes.Structure):
     _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
 src, dst = ctypes.create_string_buffer(b"x" * 8), ctypes.create_string_buffer(8)
 mine, theirs = IOV(ctypes.addressof(dst), 8), IOV(ctypes.addressof(src), 8)
+SELF = object()  # the calling child's own pid, read in the child (a child may not read its parent's memory)
 CALLS = {  # arguments that work unfiltered for an unprivileged user, or fail with another error than EPERM
     "keyctl": (0, L(-3), 1), "add_key": (b"user", b"probe", b"v", 1, L(-3)), "ptrace": (0,),
-    "process_vm_readv": (os.getpid(), ctypes.byref(mine), 1, ctypes.byref(theirs), 1, 0),
+    "process_vm_readv": (SELF, ctypes.byref(mine), 1, ctypes.byref(theirs), 1, 0),
     "unshare": (0x10000000,), "clone": (0x10000000 | 17, 0, 0, 0, 0), "clone3": (0, 0),
     "io_uring_setup": (1, buf), "userfaultfd": (1,), "perf_event_open": (buf, 0, -1, -1, 0), "bpf": (0, buf, 0),
     "mount": (b"none", b"/tmp", b"tmpfs", 0, 0), "init_module": (0, 0, b""), "finit_module": (-1, b"", 0),
@@ -368,8 +369,9 @@ CALLS = {  # arguments that work unfiltered for an unprivileged user, or fail wi
 out = {}
 for name, args in CALLS.items():
     pid = os.fork()  # each call in a child of its own (unshare, ptrace and clone change the caller)
-    if pid == 0:
-        r = libc.syscall(L(nr[name]), *args)
+    if pid == 0:  # every integer as a full register: a bare int is a 32-bit vararg whose upper half is garbage
+        r = libc.syscall(L(nr[name]), *(L(os.getpid() if a is SELF else a) if a is SELF or isinstance(a, int)
+                                        else a for a in args))
         os._exit(0 if r >= 0 else min(ctypes.get_errno(), 255))
     out[name] = os.strerror(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
 pid = os.fork()
