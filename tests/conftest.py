@@ -1,3 +1,8 @@
+import os
+import sys
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from toolkit.testing.loopback_server import FakeOpenAIServer
@@ -21,18 +26,35 @@ def _no_real_endpoint(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-0123456789")
 
 
-def _results_listing(root):
-    folder = root / "results"
-    return {str(p.relative_to(root)) for p in folder.rglob("*")} if folder.is_dir() else set()
+GUARD = Path(__file__).resolve().parent / "write_guard"
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _repository_results_untouched():
-    """Tests write only to temporary folders: the repository's results/ ends the session as it began."""
-    from pathlib import Path
+def pytest_configure(config):
+    """Tests write only to temporary folders. Every Python process of the suite (this one, the xdist workers,
+    the subprocesses and kernels the tests start) loads tests/write_guard/sitecustomize.py, whose audit hook
+    notes a write under the repository's results/ with the test that made it; that test then fails."""
+    if "TOOLKIT_WRITE_GUARD_REPORT" not in os.environ:  # the controller; xdist workers inherit what it sets
+        os.environ["TOOLKIT_WRITE_GUARD"] = str(GUARD.parents[1] / "results")
+        fd, os.environ["TOOLKIT_WRITE_GUARD_REPORT"] = tempfile.mkstemp(prefix="toolkit-write-guard-")
+        os.close(fd)
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(GUARD), os.environ.get("PYTHONPATH")]))
+    sys.path.insert(0, str(GUARD))
+    import sitecustomize  # noqa: F401  (installs the hook in this process; a no-op where it is installed)
+    sys.path.remove(str(GUARD))
 
-    root = Path(__file__).resolve().parents[1]
-    before = _results_listing(root)
+
+def pytest_unconfigure(config):
+    if not hasattr(config, "workerinput"):  # the controller made the report file
+        Path(os.environ.pop("TOOLKIT_WRITE_GUARD_REPORT", "/nonexistent")).unlink(missing_ok=True)
+
+
+def _guard_lines(test):
+    with open(os.environ["TOOLKIT_WRITE_GUARD_REPORT"]) as report:
+        return sorted({line.split("\t", 1)[1].strip() for line in report if line.split("\t", 1)[0] == test})
+
+
+@pytest.fixture(autouse=True)
+def _writes_only_to_temporary_folders(request):
     yield
-    new = sorted(_results_listing(root) - before)
-    assert not new, f"tests wrote into the repository's results/: {new[:5]}"
+    written = _guard_lines(request.node.nodeid)
+    assert not written, f"this test wrote into the repository's results/: {written[:5]}"
