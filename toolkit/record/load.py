@@ -13,7 +13,7 @@ import pandas as pd
 
 from toolkit.llm import Provider
 from toolkit.llm.offline import ReplayBackend
-from toolkit.record.run_log import read_jsonl
+from toolkit.record.compact import read_jsonl
 from toolkit.record.tables import RENAMED, TABLES
 
 

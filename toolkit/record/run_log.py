@@ -10,17 +10,11 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import json
-import os
 import subprocess
 import uuid
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import pandas as pd
-import pyarrow.json as pa_json
-import pyarrow.parquet as pq
 
 import toolkit
 from toolkit.core import data
@@ -28,9 +22,9 @@ from toolkit.core.files import file_name
 from toolkit.llm import Call
 from toolkit.llm.model import now
 from toolkit.core.secrets import Redactor, redact_obj
+from toolkit.record.compact import DamagedLines, compact, read_jsonl  # noqa: F401  (read here by load and tests)
 from toolkit.record.rows import COLUMNS, AttemptRow, CallRow, Row, RunRow
 from toolkit.record.spans import live_tracer
-from toolkit.record.tables import TABLES
 
 
 def redact(text: str, key: str | None = None) -> str:
@@ -163,88 +157,3 @@ class CallLog:
             self.run.write(CallRow.of(call.row(self.run.run_id)))
             for row in call.attempt_rows():
                 self.run.write(AttemptRow.of(row))
-
-
-class DamagedLines(UserWarning):
-    """Rows of a JSONL file that could not be parsed and were left out."""
-
-
-def read_jsonl(path: Path, strict: bool = False) -> list[dict[str, Any]]:
-    """Rows of a JSONL file. A torn last line (the process died mid-write) is skipped quietly; a damaged
-    line anywhere else is left out with a ``DamagedLines`` warning naming the file and line numbers
-    (``strict=True`` raises ``ValueError`` instead)."""
-    rows: list[dict[str, Any]] = []
-    damaged: list[int] = []
-    last = 0
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            last = number
-            try:
-                row = json.loads(line)
-            except ValueError:
-                damaged.append(number)
-                continue
-            if isinstance(row, dict):
-                rows.append(row)
-            else:
-                damaged.append(number)
-    if damaged and damaged[-1] == last:
-        damaged.pop()  # the row being written when the process died
-    if damaged:
-        shown = ", ".join(map(str, damaged[:10])) + (", …" if len(damaged) > 10 else "")
-        message = (f"{path}: {len(damaged)} damaged line{'s' if len(damaged) > 1 else ''} left out "
-                   f"(line{'s' if len(damaged) > 1 else ''} {shown}); {len(rows)} rows read")
-        if strict:
-            raise ValueError(message)
-
-        warnings.warn(message, DamagedLines, stacklevel=2)
-    return rows
-
-
-def frame(table: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
-    df = pd.DataFrame(rows)
-    for column in TABLES[table]:
-        if column not in df.columns:
-            df[column] = pd.Series(dtype="object")
-    return df
-
-
-def _typed(df: pd.DataFrame) -> pd.DataFrame:
-    """A column of mixed types (1 and "Player1") cannot go to Parquet as it is: its non-text values become
-    JSON text, so the value survives and the column is one type."""
-    for column in df.columns:
-        values = df[column].dropna()
-        if df[column].dtype == object and len({type(v) for v in values}) > 1:
-            df[column] = df[column].map(lambda v: v if v is None or isinstance(v, str) or v != v
-                                        else json.dumps(v, default=str))
-    return df
-
-
-def compact(folder: Path, table: str) -> None:
-    """JSONL → Parquet, parsed by Arrow in blocks (no Python object per row: a big calls table stays small
-    in memory). The JSONL is removed only once its Parquet is safely in place; a JSONL with damaged lines
-    is kept as ``<table>.jsonl.damaged`` beside it (the warning names the lines)."""
-    source = folder / f"{table}.jsonl"
-    if not source.exists():
-        return
-    target = folder / f"{table}.parquet"
-    tmp = target.with_suffix(".parquet.tmp")
-    damaged = False
-    try:
-        arrow = pa_json.read_json(source, read_options=pa_json.ReadOptions(block_size=1 << 24))
-        pq.write_table(arrow, tmp)
-    except Exception:  # a row Arrow cannot type consistently, or a damaged line: pandas, row by row
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", DamagedLines)
-            rows = read_jsonl(source)
-        for w in caught:
-            damaged |= issubclass(w.category, DamagedLines)
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        _typed(frame(table, rows)).to_parquet(tmp, index=False)
-    os.replace(tmp, target)
-    if damaged:
-        os.replace(source, source.with_name(source.name + ".damaged"))
-    else:
-        source.unlink()
