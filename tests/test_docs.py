@@ -133,3 +133,13 @@ def test_the_readme_names_every_command():
     readme = (REPO / "README.md").read_text()
     missing = [name for name in HELPS if f"`{name}`" not in readme]
     assert not missing, f"commands the README does not name: {missing}"
+
+
+def test_the_local_model_page_gives_the_sampler_chains_default_as_the_code_has_it(monkeypatch):
+    from toolkit.llm.local import samplers
+
+    row = next(line for line in (REPO / "docs" / "local-model.md").read_text().splitlines()
+               if line.startswith("| `TOOLKIT_LOCAL_SAMPLERS` |"))
+    documented = row.split("|")[2].strip().strip("`")
+    monkeypatch.delenv("TOOLKIT_LOCAL_SAMPLERS", raising=False)
+    assert documented == "default" and samplers() is None  # unset: the server's own chain, as the page says

@@ -73,7 +73,7 @@ def test_echoes_needs_a_placeholder_or_a_long_copy():
 
 def test_the_play_summary_line_names_every_check():
     line = summary_line(tables())
-    assert line.startswith("degeneracy checks (5 flagged): ")
+    assert line.startswith("degeneracy checks: 5 flagged (")
     assert "template echo 2/5" in line and "identical speech 1/4" in line and "wolf votes wolf 1/2" in line
     assert "contradicting potions 1/2" in line
 
@@ -93,8 +93,9 @@ def test_play_prints_the_checks_in_its_summary_line(tmp_path, capsys):
     from toolkit.cli import main
 
     assert main(["play", "--seed", "2", "--model", "random", "--out", str(tmp_path), "--quiet"]) == 0
-    last = capsys.readouterr().out.strip().splitlines()[-1]
-    assert last.startswith("tables: ") and "fallbacks; degeneracy checks (" in last and "identical speech" in last
+    tables_line, last = capsys.readouterr().out.strip().splitlines()[-2:]
+    assert tables_line.startswith("tables: ") and tables_line.endswith("fallbacks)")
+    assert last.startswith("degeneracy checks: ") and "identical speech" in last
 
 
 def test_the_report_has_a_degeneracy_section_per_model(tmp_path):
@@ -114,6 +115,6 @@ def test_the_summary_line_says_when_every_flag_is_a_scripted_players(tmp_path):
     with Run(tmp_path, "x") as run:
         asyncio.run(play_games([GameConfig(seed=0, model="heuristic")], run))
     line = summary_line(load(tmp_path))
-    assert "flagged" in line and "none flagged" not in line
-    assert line.endswith("every flag is a scripted player's, which repeats fixed sentences by design")
+    assert line.startswith("degeneracy checks: only the scripted players' fixed sentences repeat, as designed (")
+    assert "identical speech" in line and "flagged" not in line and len(line) < 160
     assert "scripted" not in summary_line(tables())  # a model's flags get no such note

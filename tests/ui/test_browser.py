@@ -47,13 +47,16 @@ def test_werewolf_session_human_seat_stop_and_transcript(lab):
     lab.run_all()
     lab.button("Step").wait_for(timeout=120_000)
     lab.wait_idle()
-    seat = page.locator(".widget-inline-hbox:has(label:text-is('Player1')) input").first
+    # seed 0 of classic7 makes Player7 the Seer: the human plays it and its panel shows what it learns
+    seat = page.locator(".widget-inline-hbox:has(label:text-is('Player7')) input").first
     seat.fill("human")
     seat.press("Enter")
     lab.button("Start").click()
     lab.has_text(STATUS, "day 1, phase night")
     status = page.locator(STATUS).first
-    answered, speech = 0, "I am Player1 and I watched Player3 closely."
+    answered, speech = 0, "I am Player7 and I watched Player3 closely."
+    panel = page.locator(".toolkit-seat-panel").first
+    panels = []
     lab.button("Run to end").click()
     while not re.search(r"day 2|winner", status.inner_text()):
         page.wait_for_function(
@@ -63,7 +66,9 @@ def test_werewolf_session_human_seat_stop_and_transcript(lab):
             # the status says so (its update is sent before the question's; the page applies them in turn)
             page.wait_for_function("() => document.querySelector('.toolkit-status').innerText.includes('your turn')",
                                    timeout=10_000)
-            if answered == 0:
+            panel.wait_for(timeout=10_000)
+            panels.append(panel.inner_text())
+            if answered == 1:
                 lab.shot("werewolf_human_question")
             before = status.inner_text()
             answer_human(lab, speech)
@@ -75,7 +80,13 @@ def test_werewolf_session_human_seat_stop_and_transcript(lab):
     lab.shot("werewolf_after_day_1")
     assert answered >= 2  # at least the night action (or first speech) and the day's vote
     transcript = page.locator(".toolkit-transcript").first
-    assert speech in transcript.inner_text() or "Player1" in transcript.inner_text()
+    assert speech in transcript.inner_text() or "Player7" in transcript.inner_text()
+    # the Seer's panel: its role, then its check's result from the next question on; nobody else's role
+    assert all("You are Player7: Seer" in p for p in panels), panels
+    assert "Your checks: none yet." in panels[0] and "Your checks: Player1 is " in panels[1], panels
+    assert "private to Player7" in transcript.inner_text()  # the check's line, as it happened
+    assert not re.search(r"Player\d+ \((Werewolf|Witch|Guard|Villager)\)", transcript.inner_text())
+    assert "fellow werewolves" not in " ".join(panels) and "Potions" not in " ".join(panels)
     # the transcript box follows the newest line: the last line is inside the visible box
     inside = transcript.evaluate("""box => { const last = box.firstElementChild.lastElementChild;
         const b = box.getBoundingClientRect(), l = last.getBoundingClientRect();

@@ -341,3 +341,14 @@ async def test_a_failing_tool_is_marked_and_stop_before_any_step_does_nothing(tm
     assert e.session is None and e.task is None and e.ended_by is None and not (tmp_path / "res").exists()
     await e.run_all()
     assert "✘" in e.tool_table.value and e.ended_by == "end" and e.run.closed
+
+
+async def test_the_widget_names_each_death_once(tmp_path):
+    s = WerewolfSession(results_dir=str(tmp_path), seed=3)
+    s.buttons["Start"].click()
+    s.buttons["Run to end"].click()
+    await s.task
+    dead = [e.target for e in s.events if e.kind == "death"]
+    assert dead
+    for seat in dead:  # the dawn announcement names it; the death event's own line is not repeated under it
+        assert sum(f"{seat} died" in line for line in s.transcript_lines()) == 1

@@ -119,7 +119,9 @@ def degeneracy(tables, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
 
 
 def summary_line(tables) -> str:
-    """One line for ``toolkit play``: every check's k/n for the game (all seats together)."""
+    """One line for ``toolkit play``: every check's k/n for the game (all seats together). Scripted players'
+    fixed sentences repeat by design: when every flag is theirs the line says so first and reads as a note, not
+    as a fault."""
     units = _unit_rows(tables)
     if units.empty:
         return "degeneracy checks: nothing to check"
@@ -129,11 +131,11 @@ def summary_line(tables) -> str:
         if len(u):
             parts.append(f"{check} {int(u['hit'].sum())}/{len(u)}")
     flagged = int(units["hit"].sum())
-    verdict = "none flagged" if not flagged else f"{flagged} flagged"
-    scripted = units["spec"].astype(str).str.split(":").str[0].isin(SCRIPTED)
-    note = ""
-    if flagged and units.loc[units["hit"].astype(bool), "spec"].astype(str).str.split(":").str[0].isin(
-            SCRIPTED).all():
-        note = ("; every flag is a scripted player's" + ("" if scripted.all() else " (the models' answers: none)")
-                + ", which repeats fixed sentences by design")
-    return f"degeneracy checks ({verdict}): " + ", ".join(parts) + note
+    family = units["spec"].astype(str).str.split(":").str[0]
+    if not flagged:
+        return "degeneracy checks: none flagged (" + ", ".join(parts) + ")"
+    if family[units["hit"].astype(bool)].isin(SCRIPTED).all():
+        models = "" if family.isin(SCRIPTED).all() else "; the models' answers: none flagged"
+        return (f"degeneracy checks: only the scripted players' fixed sentences repeat, as designed{models} "
+                f"({', '.join(parts)})")
+    return f"degeneracy checks: {flagged} flagged (" + ", ".join(parts) + ")"

@@ -111,5 +111,6 @@ def run(args: argparse.Namespace) -> int:
     from toolkit.record.load import load
 
     print(f"tables: {run.folder}  (game {result.game_id}, {plural(result.log.calls, 'call')}, "
-          f"{plural(result.log.fallbacks, 'fallback')}; {summary_line(load(run.folder, complete_games=False))})")
+          f"{plural(result.log.fallbacks, 'fallback')})")
+    print(summary_line(load(run.folder, complete_games=False)))
     return 0 if result.winner != "error" else 1

@@ -41,20 +41,24 @@ def event_text(e: Event, last_announcement: str = "") -> str | None:
     return e.text
 
 
-def line(e: Event, roles: dict[str, str], god: bool = True, last_announcement: str = "") -> Line | None:
-    """What a viewer sees of one event: None for a private event outside god view, or one already said."""
+def line(e: Event, roles: dict[str, str], god: bool = True, last_announcement: str = "",
+         viewers: tuple[str, ...] = ()) -> Line | None:
+    """What a viewer sees of one event: None for one already said, or for a private event outside god view
+    that none of ``viewers`` (the seats played by the person watching) may see. Roles show in god view only."""
     text = event_text(e, last_announcement)
-    if text is None or (e.visibility != PUBLIC and not god):
+    if text is None or (e.visibility != PUBLIC and not god
+                        and not any(e.visible_to(v, roles.get(v, "")) for v in viewers)):
         return None
     return Line(e.day, e.phase, text, e.actor, roles.get(e.actor) if (god and e.actor) else None,
                 None if e.visibility == PUBLIC else e.visibility, e.visibility == PUBLIC and e.kind in EMPHASISED,
                 bool(e.fallback))
 
 
-def lines(events: list[Event], roles: dict[str, str], god: bool = True) -> list[Line]:
+def lines(events: list[Event], roles: dict[str, str], god: bool = True,
+          viewers: tuple[str, ...] = ()) -> list[Line]:
     out, last = [], ""
     for e in events:
-        x = line(e, roles, god, last)
+        x = line(e, roles, god, last, viewers)
         if e.kind == "announcement" and e.visibility == PUBLIC:
             last = e.text
         if x is not None:

@@ -1,7 +1,9 @@
 """The werewolf widget: pick models per seat, then Start, Step (one phase), Run to end, Stop; a god view,
 an alive chart and a call inspector. It drives ``GameRunner`` (``step_phase``/``play``/``stop``), the same
 runner as ``toolkit play``. A seat whose spec is ``human`` is played through input widgets that offer only
-the legal choices."""
+the legal choices, beside a panel of what that seat knows (``seat_panel``: its role and private record, from the
+observation a model seat would get); the transcript shows the human seats' private events as they happen. Only
+god view shows the other seats' roles and private events."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import ipywidgets as W
 
 from toolkit.llm import Backend, Completion, Model, Request, known_specs
 from toolkit.record.run_log import Run
-from toolkit.ui import transcript
+from toolkit.ui import seat_panel, transcript
 from toolkit.ui.kernel_loop import KernelLoop
 from toolkit.ui.style import WRAP
 from toolkit.werewolf.game import GameConfig, GameRunner, SeatConfig
@@ -57,6 +59,8 @@ class WerewolfSession(W.VBox):
         self.call_picker = W.Dropdown(options=[], description="call")
         self.call_view = W.HTML()
         self.human_box = W.VBox()
+        self.seat_view = W.HTML()  # what the human seat last asked knows (seat_panel), kept between questions
+        self.humans: tuple[str, ...] = ()
         self.runner: GameRunner | None = None
         self.run: Run | None = None
         self.task: asyncio.Task | None = None
@@ -80,7 +84,7 @@ class WerewolfSession(W.VBox):
             W.HTML(f"<b>Models per seat</b> ({html.escape(known_specs())}; <code>human</code> = you)"),
             self.seat_box, W.HBox(list(self.buttons.values()) + [self.god_view]), self.status,
             W.HBox([self.transcript, self.chart], layout=W.Layout(align_items="flex-start")),
-            self.human_box, W.HTML("<b>Call inspector</b>"), self.call_picker, self.call_view])
+            W.HBox([self.human_box, self.seat_view]), W.HTML("<b>Call inspector</b>"), self.call_picker, self.call_view])
         self._render()
 
     # ------------------------------------------------------------------ set-up
@@ -98,6 +102,7 @@ class WerewolfSession(W.VBox):
         seats = {s: SeatConfig(spec=spec, reflection=self.reflection.value, experience=self.experience.value)
                  for s, spec in specs.items()}
         humans = {s: Model("human", HumanBackend(self)) for s, spec in specs.items() if spec == "human"}
+        self.humans = tuple(humans)
         config = GameConfig(preset=self.preset.value, seed=self.seed.value, seats=seats)
         self.run = Run(self.results_dir, "session", config={"preset": self.preset.value, "seed": self.seed.value,
                                                             "seats": specs})
@@ -121,6 +126,8 @@ class WerewolfSession(W.VBox):
         self.runner, self.run, self.task, self.running, self.stopped = None, None, None, False, False
         self.events, self.calls = [], []
         self.human_box.children = []
+        self.seat_view.value = ""
+        self.humans = ()
         self.call_picker.options = []
         self._render()
 
@@ -165,11 +172,17 @@ class WerewolfSession(W.VBox):
         self._pending_human = future = loop.create_future()
         head = W.HTML(f"<b>{obs.get('seat')} ({obs.get('role')})</b>: day {obs.get('day')}, "
                       f"<b>{obs.get('action')}</b>")
+        self.seat_view.value = seat_panel.panel(obs)
         if obs.get("action") in ("speak", "reflect"):
             field = W.Textarea(placeholder="what you say", layout=W.Layout(width="500px"))
             submit = W.Button(description="Say", button_style="primary")
             key = "speech" if obs.get("action") == "speak" else "reflection"
             submit.on_click(lambda _: self.kernel.resolve(future, {key: field.value or "..."}))
+        elif obs.get("action") == "bid":  # how urgently to speak: 0 (listen) to 4 (must speak now)
+            scale = list((obs.get("bidding") or {}).get("scale") or range(5))
+            field = W.Dropdown(options=[(str(label), i) for i, label in enumerate(scale)], description="bid")
+            submit = W.Button(description="Submit", button_style="primary")
+            submit.on_click(lambda _: self.kernel.resolve(future, {"bid": field.value}))
         else:
             options = list(obs.get("choices", [])) + (["(pass)"] if obs.get("can_pass") else [])
             field = W.Dropdown(options=options, description="choose")
@@ -217,9 +230,10 @@ class WerewolfSession(W.VBox):
                                 f"<b>parsed</b><pre style='{WRAP}'>{html.escape(str(c['parsed']))}</pre></div>")
 
     def transcript_lines(self) -> list[str]:
+        """The transcript as HTML lines: public events, the human seats' own private ones, and in god view every
+        event with every actor's role; a death the dawn announcement named is not repeated."""
         roles = self.runner.game.roles if self.runner else {}
-        shown = (transcript.line(e, roles, self.god_view.value) for e in self.events)
-        return [transcript.html(x) for x in shown if x is not None]
+        return [transcript.html(x) for x in transcript.lines(self.events, roles, self.god_view.value, self.humans)]
 
     def _render(self) -> None:
         body = "".join(self.transcript_lines()) or "<i>Press Start, then Step or Run to end.</i>"
