@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+
 def facts(obs: dict[str, Any]) -> list[str]:
     """The seat's private knowledge as plain lines, in the order the prompt gives it."""
     out = []

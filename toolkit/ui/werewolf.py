@@ -84,7 +84,8 @@ class WerewolfSession(W.VBox):
             W.HTML(f"<b>Models per seat</b> ({html.escape(known_specs())}; <code>human</code> = you)"),
             self.seat_box, W.HBox(list(self.buttons.values()) + [self.god_view]), self.status,
             W.HBox([self.transcript, self.chart], layout=W.Layout(align_items="flex-start")),
-            W.HBox([self.human_box, self.seat_view]), W.HTML("<b>Call inspector</b>"), self.call_picker, self.call_view])
+            W.HBox([self.human_box, self.seat_view]),
+            W.HTML("<b>Call inspector</b>"), self.call_picker, self.call_view])
         self._render()
 
     # ------------------------------------------------------------------ set-up
