@@ -143,3 +143,21 @@ def test_the_local_model_page_gives_the_sampler_chains_default_as_the_code_has_i
     documented = row.split("|")[2].strip().strip("`")
     monkeypatch.delenv("TOOLKIT_LOCAL_SAMPLERS", raising=False)
     assert documented == "default" and samplers() is None  # unset: the server's own chain, as the page says
+
+
+def test_the_docs_tables_of_plug_ins_equal_their_registries(tmp_path):
+    """Each table of plug-ins in the docs is what its registry says now (``python -m toolkit.cli.registries``
+    rewrites them); a page whose table went stale is named, and rewriting it fixes it."""
+    import shutil
+
+    from toolkit.cli import registries
+
+    stale = [name for name, (held, now) in registries.current().items() if held != now]
+    assert not stale, f"stale tables (run python -m toolkit.cli.registries): {stale}"
+    docs = tmp_path / "docs"
+    shutil.copytree(REPO / "docs", docs)
+    page, _ = registries.TABLES["event-kinds"]
+    (docs / page).write_text((docs / page).read_text().replace("| `heal` |", "| `healing` |"))
+    assert registries.current(docs)["event-kinds"][0] != registries.current(docs)["event-kinds"][1]
+    assert registries.write(docs) == ["event-kinds"] and registries.write(docs) == []
+    assert (docs / page).read_text() == (REPO / "docs" / page).read_text()

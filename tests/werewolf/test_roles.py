@@ -21,7 +21,7 @@ from toolkit.record.load import load
 from toolkit.record.run_log import Run
 from toolkit.werewolf.engine import roles as registry
 from toolkit.werewolf.engine.preset import Preset
-from toolkit.werewolf.engine.roles import Ask, Role
+from toolkit.werewolf.engine.roles import Ask, EventKind, Role
 from toolkit.werewolf.game import GameConfig, play_game
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,6 +42,7 @@ class Knight(Role):
     special = True
     night_order = 45
     actions = ("bless",)
+    events = (EventKind("bless", decision="bless"),)  # a private row; Kaggle has no entry for it
 
     @staticmethod
     def heuristic(action, obs, choices, rng):

@@ -20,8 +20,8 @@ import pandas as pd
 
 from toolkit.analysis.intervals import cluster_draws, cluster_mean, cluster_rate, groups
 from toolkit.analysis.metrics import N_BOOT, _rate_rows, annotate, votes
-from toolkit.core.werewolf_names import DEATH_KINDS
 from toolkit.werewolf.engine.claims import extract
+from toolkit.werewolf.engine.roles import removing_kinds
 
 BELIEF_COLUMNS = ("game_id", "seq", "day", "phase", "seat", "about", "guessed_role", "confidence", "call_id")
 
@@ -284,7 +284,7 @@ def vote_swing(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None
     teammate = voter_wolf & (j["side"] == "werewolves").to_numpy()  # a wolf hearing a wolf knows its ally
     j = j[(j["voter"] != j["speaker"]) & (j["voter"] != j["named"]) & ~teammate]
     j["hit"] = (j["target"] == j["named"]).astype(int)
-    dead = ev[ev["kind"].isin(DEATH_KINDS)][["game_id", "seq", "target"]].rename(
+    dead = ev[ev["kind"].isin(removing_kinds())][["game_id", "seq", "target"]].rename(
         columns={"seq": "death_seq", "target": "named"})
     gone = j[["game_id", "named", "vote_seq"]].reset_index().merge(dead, on=["game_id", "named"])
     gone = set(gone.loc[gone["death_seq"] < gone["vote_seq"], "index"])

@@ -17,8 +17,7 @@ import numpy as np
 import pandas as pd
 
 from toolkit.analysis.intervals import bootstrap_ci, cluster_mean, cluster_rate, groups, proportion
-from toolkit.core.werewolf_names import DEATH_KINDS
-from toolkit.werewolf.engine.roles import special_roles
+from toolkit.werewolf.engine.roles import removing_kinds, special_roles
 
 SPECIAL = special_roles()  # every registered special role (Guard, Witch, Seer, Doctor, Hunter, ...)
 N_BOOT = 2000
@@ -156,7 +155,7 @@ def annotate(events: pd.DataFrame, players: pd.DataFrame) -> pd.DataFrame:
                   on=["game_id", "target"], how="left")
     ev["side"] = np.where(ev["role"].isna(), None, _side(ev["role"]))
     ev["target_side"] = np.where(ev["target_role"].isna(), None, _side(ev["target_role"]))
-    died = ev["kind"].isin(DEATH_KINDS).astype(int)
+    died = ev["kind"].isin(removing_kinds()).astype(int)
     wolf_died = died * (ev["target_role"] == "Werewolf").astype(int)
     ev["_d"], ev["_w"] = died, wolf_died
     dead_before = ev.groupby("game_id")["_d"].cumsum() - died

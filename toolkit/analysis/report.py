@@ -21,6 +21,7 @@ from toolkit.llm import parse_spec
 from toolkit.analysis.prompt_cache import cached_share
 from toolkit.core.files import inside
 from toolkit.record.load import Results, games_with_params, load
+from toolkit.werewolf.engine.roles import event_kinds
 
 
 INTERVAL_COLUMNS = ("ci_low", "ci_high", "lift_ci_low", "lift_ci_high", "lift_baseline_ci_low",
@@ -95,8 +96,8 @@ def outcomes_table(games: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 def fallback_rates(t: Results) -> pd.DataFrame:
     """Per model: the share of its decisions that fell back (an answer the model did not give), with a
     cluster interval over games, beside its win rate on each side."""
-    ev = t.events[t.events["kind"].isin(["vote", "protect", "check", "kill", "save", "poison", "hunt_proposal",
-                                         "speech"]) & t.events["actor"].notna()]
+    decisions = [name for name, kind in event_kinds().items() if kind.decision]  # every role's, declared once
+    ev = t.events[t.events["kind"].isin(decisions) & t.events["actor"].notna()]
     ev = ev.merge(t.players[["game_id", "seat", "spec"]].rename(columns={"seat": "actor"}), on=["game_id", "actor"])
     if "fallback" not in ev.columns:
         return pd.DataFrame()

@@ -8,6 +8,3 @@ at the bottom."""
 ROLES = ("Werewolf", "Villager", "Guard", "Witch", "Seer", "Doctor", "Hunter")
 TARGETED_ACTIONS = ("hunt", "protect", "verify", "save", "poison", "vote", "shoot")  # each names a seat (or passes)
 ACTIONS = (*TARGETED_ACTIONS, "speak", "bid", "reflect")  # every decision a seat is asked for
-# the events rows that remove a seat from the game: a night death, a day exile, a Hunter's shot (analyses count the
-# living from them; a role whose act kills adds its kind here)
-DEATH_KINDS = ("death", "elimination", "shot")

@@ -23,14 +23,13 @@ from typing import Any
 import jinja2
 
 from toolkit.core.secrets import Redactor
-from toolkit.core.werewolf_names import DEATH_KINDS
 from toolkit.export.common import OMITTED, by_key, parse_json, records
 from toolkit.export.edits import session_diffs
 from toolkit.export.kaggle import seat_order
+from toolkit.werewolf.engine.events import EventKind
+from toolkit.werewolf.engine.roles import event_kinds
 
 TEMPLATES = Path(__file__).with_name("templates")
-ACTION_OF = {"speech": "speak", "vote": "vote", "hunt_proposal": "hunt", "check": "verify", "protect": "protect",
-             "save": "save", "poison": "poison"}
 PHASE_NAMES = {"night": "Night", "dawn": "Dawn", "day_speech": "Day", "speech": "Speeches", "day_vote": "Vote",
                "day_revote": "Revote", "last_words": "Last words", "over": "Game over"}
 
@@ -74,6 +73,7 @@ def game_context(results, game_id: str, content: bool = True) -> dict[str, Any]:
     for c in sorted(records(pick["calls"]), key=lambda c: (c.get("seq") or 0, str(c.get("call_id")))):
         calls_at.setdefault(f"{c.get('day')}/{c.get('phase')}", []).append(c)
     blocks: list[dict] = []
+    kinds = event_kinds()  # how each kind of row is shown (declared with the kind: toolkit.werewolf.engine.events)
     dead: set[str] = set()
     alive_at_dawn: dict[int, list[str]] = {}
     for e in events:
@@ -82,13 +82,14 @@ def game_context(results, game_id: str, content: bool = True) -> dict[str, Any]:
             block_calls = [call_view(c, content) for c in calls_at.get(f"{day}/{phase}", [])]
             blocks.append({"day": day, "phase": phase, "name": f"{PHASE_NAMES.get(phase, phase)} {day}",
                            "events": [], "calls": block_calls})
-        if e["kind"] in DEATH_KINDS and e["target"]:
+        kind = kinds.get(e["kind"]) or EventKind(e["kind"])
+        if kind.removes and e["target"]:
             dead.add(e["target"])
         if phase in ("day_speech", "speech") and day not in alive_at_dawn:
             alive_at_dawn[day] = [s["seat"] for s in seats if s["seat"] not in dead]
-        text = e["text"] if content or e["kind"] not in ("speech",) else OMITTED
-        blocks[-1]["events"].append({**e, "text": text, "public": e["visibility"] == "public",
-                                     "died": e["kind"] in DEATH_KINDS})
+        text = e["text"] if content or kind.view != "speech" else OMITTED
+        blocks[-1]["events"].append({**e, "text": text, "public": e["visibility"] == "public", "view": kind.view,
+                                     "died": kind.removes})
     # calls of a (day, phase) with no event (a reflection at the end of a day) get a block of their own
     shown = {f"{b['day']}/{b['phase']}" for b in blocks}
     for key, rows in calls_at.items():
@@ -98,15 +99,17 @@ def game_context(results, game_id: str, content: bool = True) -> dict[str, Any]:
                            "name": f"{PHASE_NAMES.get(phase, phase)} {day}", "events": [],
                            "calls": [call_view(c, content) for c in rows]})
     days = sorted({b["day"] for b in blocks})
+    views = {name: kind.view for name, kind in kinds.items()}
     votes = []
     for day in days:
-        ballots = [e for e in events if e["kind"] == "vote" and int(e["day"]) == day]
+        ballots = [e for e in events if views.get(e["kind"]) == "vote" and int(e["day"]) == day]
         if not ballots:
             continue
         voters = [s["seat"] for s in seats if any(b["actor"] == s["seat"] for b in ballots)]
         targets = [s["seat"] for s in seats if any(b["target"] == s["seat"] for b in ballots)]
         cells = {(b["actor"], b["target"], b["phase"]) for b in ballots}
-        exiled = next((e["target"] for e in events if e["kind"] == "elimination" and int(e["day"]) == day), None)
+        exiled = next((e["target"] for e in events if views.get(e["kind"]) == "exile" and int(e["day"]) == day),
+                      None)
         votes.append({"day": day, "voters": voters, "targets": targets, "exiled": exiled,
                       "rows": [[("first" if (v, t, "day_vote") in cells else "") +
                                 (" revote" if (v, t, "day_revote") in cells else "") for t in targets]

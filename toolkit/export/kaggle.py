@@ -8,7 +8,9 @@ per game, in the shape its own loader (``envs/werewolf/eval/loaders.py``, ``Game
 - ``info.MODERATOR_OBSERVATION``: one list per phase of the moderator's events, each ``{data_type,
   json_str}`` as its ``Event.serialize`` writes them: day ballots as ``DayExileVoteDataEntry``, exiles as
   ``DayExileElectedDataEntry``, night deaths as ``WerewolfNightEliminationDataEntry``, speeches as
-  ``ChatDataEntry``, and so on; events Kaggle's game has no type for (the witch's potions) as ``dict``.
+  ``ChatDataEntry``, Doctor heals as ``DoctorHealActionDataEntry``, and so on (each kind of row declares its
+  entry: ``toolkit.werewolf.engine.events``); events Kaggle's game has no type for (the witch's potions, the
+  Hunter's shot) as ``dict``.
 
 Kaggle numbers the first night day 0 and a night after day N night N; this toolkit calls that night N + 1.
 Its ``ROLE_TO_TEAM`` knows Villager, Werewolf, Seer and Doctor only: a reader must add Guard and Witch to the
@@ -26,22 +28,13 @@ import pandas as pd
 from toolkit.core.files import inside
 from toolkit.core.secrets import Redactor
 from toolkit.export.common import OMITTED, by_key, parse_json, records, write_json
+from toolkit.werewolf.engine.events import MODERATOR, EventKind
+from toolkit.werewolf.engine.roles import event_kinds
 
 TEAM = {"village": "Villagers", "werewolves": "Werewolves"}
-NIGHT_PHASES = {"night", "dawn"}
 DETAILED = {"night": "NIGHT_AWAIT_ACTIONS", "dawn": "DAY_START", "day_speech": "DAY_CHAT_AWAIT",
             "speech": "DAY_CHAT_AWAIT", "day_vote": "DAY_VOTING_AWAIT", "day_revote": "DAY_VOTING_AWAIT",
             "last_words": "DAY_CHAT_AWAIT", "over": "GAME_OVER"}
-# toolkit event kind -> (Kaggle data entry type, Kaggle event name)
-ENTRY = {"vote": ("DayExileVoteDataEntry", "vote_action"),
-         "elimination": ("DayExileElectedDataEntry", "elimination"),
-         "death": ("WerewolfNightEliminationDataEntry", "elimination"),
-         "speech": ("ChatDataEntry", "discussion"),
-         "hunt_proposal": ("WerewolfNightVoteDataEntry", "vote_action"),
-         "kill": ("WerewolfNightEliminationElectedDataEntry", "vote_result"),
-         "check": ("SeerInspectActionDataEntry", "inspect_action"),
-         "protect": ("DoctorHealActionDataEntry", "heal_action"),
-         "announcement": ("dict", "moderator_announcement")}
 
 
 def kaggle_day(day: int, phase: str) -> int:
@@ -53,24 +46,41 @@ def kaggle_phase(phase: str) -> str:
     return "Game Over" if phase == "over" else "Night" if phase == "night" else "Day"
 
 
-def _data(e: dict, roles: dict[str, str], sides: dict[str, str], content: bool) -> dict[str, Any]:
-    kind, actor, target = e["kind"], e["actor"], e["target"]
-    text = e["text"] if content else OMITTED
-    if kind in ("vote", "hunt_proposal", "check", "protect"):
-        return {"actor_id": actor, "target_id": target, "reasoning": None, "perceived_threat_level": "SAFE",
-                "action": None}
-    if kind == "elimination":
-        return {"elected_player_id": target, "elected_player_role_name": roles.get(target),
-                "elected_player_team_name": TEAM.get(sides.get(target, ""))}
-    if kind == "death":
-        return {"eliminated_player_id": target, "eliminated_player_role_name": roles.get(target),
-                "eliminated_player_team_name": TEAM.get(sides.get(target, ""))}
-    if kind == "kill":
-        return {"elected_target_player_id": target}
-    if kind == "speech":
-        return {"actor_id": actor, "reasoning": None, "perceived_threat_level": "SAFE", "action": None,
-                "message": text, "mentioned_player_ids": [s for s in roles if content and s in (text or "")]}
-    return {"kind": kind, "actor_id": actor, "target_id": target}
+def _targeted(e: dict, roles: dict, sides: dict, text: str) -> dict[str, Any]:
+    return {"actor_id": e["actor"], "target_id": e["target"], "reasoning": None, "perceived_threat_level": "SAFE",
+            "action": None}
+
+
+def _exiled(e: dict, roles: dict, sides: dict, text: str) -> dict[str, Any]:
+    target = e["target"]
+    return {"elected_player_id": target, "elected_player_role_name": roles.get(target),
+            "elected_player_team_name": TEAM.get(sides.get(target, ""))}
+
+
+def _died(e: dict, roles: dict, sides: dict, text: str) -> dict[str, Any]:
+    target = e["target"]
+    return {"eliminated_player_id": target, "eliminated_player_role_name": roles.get(target),
+            "eliminated_player_team_name": TEAM.get(sides.get(target, ""))}
+
+
+def _chat(e: dict, roles: dict, sides: dict, text: str) -> dict[str, Any]:
+    return {"actor_id": e["actor"], "reasoning": None, "perceived_threat_level": "SAFE", "action": None,
+            "message": text, "mentioned_player_ids": [s for s in roles if text != OMITTED and s in (text or "")]}
+
+
+# Kaggle's data entry type (kaggle-environments' envs/werewolf/game/records.py) -> its fields from a toolkit row.
+# Which kind of row is which entry is declared with the kind (toolkit.werewolf.engine.events, Role.events).
+DATA = {"DoctorHealActionDataEntry": _targeted, "SeerInspectActionDataEntry": _targeted,
+        "WerewolfNightVoteDataEntry": _targeted, "DayExileVoteDataEntry": _targeted,
+        "DayExileElectedDataEntry": _exiled, "WerewolfNightEliminationDataEntry": _died,
+        "WerewolfNightEliminationElectedDataEntry": lambda e, roles, sides, text: {
+            "elected_target_player_id": e["target"]},
+        "ChatDataEntry": _chat,
+        MODERATOR[0]: lambda e, roles, sides, text: {"kind": e["kind"], "actor_id": e["actor"],
+                                                     "target_id": e["target"]}}
+# Kaggle's night actions have no pass: a pass (the Doctor or the Guard protecting nobody) is a moderator entry.
+# A day ballot without a target stays a ballot: Kaggle's abstention, which its GameResult counts.
+NEEDS_TARGET = {"DoctorHealActionDataEntry", "SeerInspectActionDataEntry", "WerewolfNightVoteDataEntry"}
 
 
 def moderator_observation(events: list[dict], roles: dict[str, str], sides: dict[str, str],
@@ -80,19 +90,23 @@ def moderator_observation(events: list[dict], roles: dict[str, str], sides: dict
 
     steps: list[list[dict]] = []
     last = None
+    kinds = event_kinds()
     for e in sorted(events, key=lambda e: e["seq"]):
         day, phase = int(e["day"]), str(e["phase"])
         block = (day, phase)
         if block != last:
             steps.append([])
             last = block
-        data_type, name = ENTRY.get(e["kind"], ("dict", "moderator_announcement"))
+        data_type, name = kinds.get(e["kind"], EventKind(e["kind"])).kaggle
+        if data_type in NEEDS_TARGET and not e["target"]:
+            data_type, name = MODERATOR
         public = e["visibility"] == "public"
         visible = sorted(roles) if public else [s for s in roles if s == e["visibility"] or
                                                 (e["visibility"] == "werewolves" and roles[s] == "Werewolf")]
         event = {"day": kaggle_day(day, phase), "phase": kaggle_phase(phase), "detailed_phase": DETAILED.get(
                  phase, "DAY_START"), "event_name": name, "description": e["text"] if content else OMITTED,
-                 "public": public, "visible_to": visible, "data": _data(e, roles, sides, content),
+                 "public": public, "visible_to": visible,
+                 "data": DATA[data_type](e, roles, sides, e["text"] if content else OMITTED),
                  "source": "MODERATOR", "created_at": "", "visible_in_ui": True}
         steps[-1].append({"data_type": data_type, "json_str": dumps(event, ensure_ascii=False)})
     return steps

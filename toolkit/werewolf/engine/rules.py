@@ -101,6 +101,7 @@ class Game:
         self.reactions: list[Ask] = []  # decisions a death calls for (a Hunter's shot), asked before all else
         self._resume: tuple[str, str | None] | None = None  # where the game goes on once they are taken
         self._vote_fallbacks: set[str] = set()
+        self._kinds = role_registry.event_kinds()
         self.winner: str | None = None
         self.win_reason: str | None = None
         self._emit("announcement", None, None, f"Night 1 falls. Seats: {', '.join(self.seats)}.", PUBLIC)
@@ -480,7 +481,10 @@ class Game:
 
     def emit(self, kind: str, actor: str | None, target: str | None, text: str, visibility: str,
              fallback: bool = False, phase: str | None = None) -> None:
-        """One events row (a role's decisions emit theirs through it)."""
+        """One events row (a role's decisions emit theirs through it), of a kind the engine or a role declares."""
+        if kind not in self._kinds:
+            raise ValueError(f"no role declares the event kind {kind!r}: add it to the role's events "
+                             "(toolkit.werewolf.engine.events.EventKind)")
         self._emit(kind, actor, target, text, visibility, fallback, phase)
 
     def _emit(self, kind: str, actor: str | None, target: str | None, text: str, visibility: str,

@@ -20,18 +20,30 @@ from typing import Any
 
 from toolkit.core.secrets import Redactor
 from toolkit.record.rows import CallRow
+from toolkit.werewolf.engine import roles
+from toolkit.werewolf.engine.roles import event_kinds
 from toolkit.werewolf.kaggle.replay import KaggleGame
 
 # Kaggle's Action caps its reasoning at 1,000,000 characters (game/actions.py); a prompt or completion longer
 # than that is not one its harness wrote, and a few of them would fill memory when the tables are read.
 MAX_CHARS = 1_000_000
-ACTIONS = {"HealAction": "protect", "InspectAction": "verify", "EliminateProposalAction": "hunt",
-           "ChatAction": "speak", "VoteAction": "vote", "BidAction": "bid"}
-PHASES = {"protect": "night", "verify": "night", "hunt": "night", "speak": "day_speech", "vote": "day_vote",
-          "bid": "day_speech"}
+DAY_PHASES = {"speak": "day_speech", "vote": "day_vote", "bid": "day_speech"}  # this engine's phase of a day call
 # a NoOp (the harness's fallback after unparsable answers) is named by the phase the seat was asked in
 AWAITED = {"DAY_CHAT_AWAIT": "speak", "DAY_VOTING_AWAIT": "vote", "DAY_BIDDING_AWAIT": "bid"}
-NIGHT_ROLES = {"Werewolf": "hunt", "Seer": "verify", "Doctor": "protect"}
+
+
+def actions() -> dict[str, str]:
+    """Kaggle's action class → the decision it answers, as each kind of events row declares it
+    (``EventKind.kaggle_action``: the engine's and every role's)."""
+    return {k.kaggle_action: k.decision for k in event_kinds().values() if k.kaggle_action and k.decision}
+
+
+def night_decision(role: str) -> str | None:
+    """The decision a role is asked at night that Kaggle's harness answers (the Doctor's heal, the Seer's
+    inspection, the wolves' vote); None for a role Kaggle asks nothing at night."""
+    known = set(actions().values())
+    r = roles.REGISTRY.get(role)
+    return next((a for a in r.actions if a in known), None) if r is not None and r.night_order is not None else None
 
 
 class BadCall(ValueError):
@@ -96,12 +108,13 @@ def _awaited(steps: list[Any], k: int, i: int, role: str) -> str | None:
         phase = steps[k - 1][i]["observation"]["raw_observation"]["detailed_phase"]
     except (IndexError, KeyError, TypeError):
         return None
-    return NIGHT_ROLES.get(role) if phase == "NIGHT_AWAIT_ACTIONS" else AWAITED.get(phase)
+    return night_decision(role) if phase == "NIGHT_AWAIT_ACTIONS" else AWAITED.get(phase)
 
 
 def read(replay: dict[str, Any], kg: KaggleGame) -> list[KaggleCall]:
     """The replay's model calls in the order they were asked (steps, then seats); ``BadCall`` names a bad one."""
     seat_of = {pid: f"Player{n + 1}" for n, pid in enumerate(kg.ids)}
+    kaggle_actions = actions()
     steps = replay.get("steps") or []
     if not isinstance(steps, list):
         raise BadCall(f"steps is {type(steps).__name__}, not a list")
@@ -133,13 +146,13 @@ def read(replay: dict[str, Any], kg: KaggleGame) -> list[KaggleCall]:
             if role is None:
                 raise BadCall(f"{where}: {actor} has no role in the moderator's log")
             kind = action.get("action_type")
-            name = ACTIONS.get(kind) if kind != "NoOpAction" else _awaited(steps, k, i, role)
+            name = kaggle_actions.get(kind) if kind != "NoOpAction" else _awaited(steps, k, i, role)
             if kind != "NoOpAction" and name is None:
                 raise BadCall(f"{where}: action_type {kind!r:.40} is not one of Kaggle's werewolf actions")
             texts = {f: _text(kwargs, f, where) for f in ("target_id", "message", "reasoning", "error")}
             out.append(KaggleCall(
                 step=k, seat=seat, role=role, day=day + 1 if phase == "Night" else day,
-                phase="night" if phase == "Night" else PHASES.get(name or "", "day"), action=name, prompt=prompt,
+                phase="night" if phase == "Night" else DAY_PHASES.get(name or "", "day"), action=name, prompt=prompt,
                 completion=completion, target=seat_of.get(texts["target_id"]), message=texts["message"],
                 reasoning=texts["reasoning"], ok=kind != "NoOpAction", error=texts["error"],
                 prompt_tokens=_count(kwargs, "prompt_tokens", where),

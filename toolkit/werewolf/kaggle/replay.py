@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolkit.werewolf.engine.events import MODERATOR
 from toolkit.werewolf.engine.preset import Preset
+from toolkit.werewolf.engine.roles import event_kinds
 
 ABSTAIN = "-1"  # Kaggle's abstain vote
 DISCUSSIONS = {"RoundRobinDiscussion": "round_robin", "ParallelDiscussion": "parallel",
@@ -120,6 +122,14 @@ def preset_from_config(config: dict[str, Any], roles: dict[str, str], name: str 
         last_words=False, win_rule="parity", max_days=50)  # Kaggle has no day limit; 50 as the kaggle presets
 
 
+def entries() -> dict[str, str]:
+    """Kaggle's log entry of a seat's decision → the decision, as each kind of events row declares its entry
+    (``EventKind.kaggle``; a Guard's protection, written as a Doctor's heal, reads back as ``protect`` too).
+    A bid's entry is read apart (it holds an amount, not a target)."""
+    return {k.kaggle[0]: k.decision for k in event_kinds().values()
+            if k.decision and k.kaggle != MODERATOR and k.decision != "bid"}
+
+
 def read(replay: dict[str, Any], name: str = "kaggle") -> KaggleGame:
     """A replay as this engine's terms (``Unsupported`` for a rule it does not play)."""
     log = moderator_log(replay)
@@ -140,6 +150,7 @@ def read(replay: dict[str, Any], name: str = "kaggle") -> KaggleGame:
     decisions: list[Decision] = []
     draws: dict[str, str] = {}
     unspoken = None  # TurnByTurnBidding: a bid's winner not yet heard
+    decided = entries()
     for e in log:
         kind, data = e["data_type"], e.get("data") or {}
         if kind == "BidResultDataEntry" or (kind in ("BidDataEntry", "DayExileVoteDataEntry") and unspoken):
@@ -156,11 +167,8 @@ def read(replay: dict[str, Any], name: str = "kaggle") -> KaggleGame:
         if e["event_name"] == "error" and "submitted an invalid bid amount" in (e.get("description") or ""):
             decisions.append(Decision(day_of(e), "bid", seat[e["visible_to"][0]], bid=0))  # Urgency: counted 0
             continue
-        if kind in ("DoctorHealActionDataEntry", "SeerInspectActionDataEntry", "WerewolfNightVoteDataEntry",
-                    "DayExileVoteDataEntry", "ChatDataEntry"):
-            action = {"DoctorHealActionDataEntry": "protect", "SeerInspectActionDataEntry": "verify",
-                      "WerewolfNightVoteDataEntry": "hunt", "DayExileVoteDataEntry": "vote",
-                      "ChatDataEntry": "speak"}[kind]
+        if kind in decided:
+            action = decided[kind]
             target = data.get("target_id")
             if action == "vote" and e["event_name"] == "error":  # an invalid day target: Kaggle counts an abstention
                 target = ABSTAIN

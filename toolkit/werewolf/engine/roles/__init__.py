@@ -3,17 +3,19 @@ preset may name, in the order ``toolkit.core.werewolf_names.ROLES`` lists them (
 deals them in, so a new role goes last); ``register`` adds one more (a role defined outside the package, e.g.
 in a test). Registering a shipped role: its name in ``werewolf_names.ROLES`` (and any new decision's name in
 ``TARGETED_ACTIONS``, which the scripted-file schema below the game reads), its module ``<name>.py`` here
-holding ``ROLE``, its prompt file ``prompts/werewolf/roles/<name>.j2`` and one template per new decision."""
+holding ``ROLE`` (with the kinds of events rows it emits, ``Role.events``), its prompt file
+``prompts/werewolf/roles/<name>.j2`` and one template per new decision."""
 
 from __future__ import annotations
 
 from importlib import import_module
 
 from toolkit.core.werewolf_names import ROLES as SHIPPED
+from toolkit.werewolf.engine.events import ENGINE, EventKind
 from toolkit.werewolf.engine.roles.base import PUBLIC, PRIVATE_NIGHTS, WOLVES, Ask, Kill, Role
 
-__all__ = ["PRIVATE_NIGHTS", "PUBLIC", "REGISTRY", "WOLVES", "Ask", "Kill", "Role", "get", "register", "side_of",
-           "special_roles"]
+__all__ = ["PRIVATE_NIGHTS", "PUBLIC", "REGISTRY", "WOLVES", "Ask", "EventKind", "Kill", "Role", "event_kind",
+           "event_kinds", "get", "register", "removing_kinds", "side_of", "special_roles"]
 
 REGISTRY: dict[str, Role] = {}
 
@@ -21,7 +23,18 @@ REGISTRY: dict[str, Role] = {}
 def register(role: Role) -> Role:
     if not role.name or role.side not in ("village", "werewolves"):
         raise ValueError(f"a role needs a name and a side (village or werewolves): {role!r}")
+    if not all(isinstance(k, EventKind) for k in role.events):
+        raise ValueError(f"{role.name}.events must hold EventKind declarations: {role.events!r}")
+    before = REGISTRY.get(role.name)
     REGISTRY[role.name] = role
+    try:
+        event_kinds()
+    except ValueError:  # the registry stays as it was
+        if before is None:
+            del REGISTRY[role.name]
+        else:
+            REGISTRY[role.name] = before
+        raise
     return role
 
 
@@ -33,6 +46,27 @@ def get(name: str) -> Role:
 
 def side_of(role: str) -> str:
     return get(role).side
+
+
+def event_kinds() -> dict[str, EventKind]:
+    """Every kind of events row a game can hold, by name: the engine's, then each registered role's. Two
+    declarations of one name must be the same declaration."""
+    out: dict[str, EventKind] = {}
+    for kind in (*ENGINE, *(k for role in REGISTRY.values() for k in role.events)):
+        if out.setdefault(kind.name, kind) != kind:
+            raise ValueError(f"the event kind {kind.name!r} is declared twice, differently: {out[kind.name]} and "
+                             f"{kind}")
+    return out
+
+
+def event_kind(name: str) -> EventKind:
+    """The declaration of a kind; a kind no role declares (rows of an older results folder) is plain text."""
+    return event_kinds().get(name) or EventKind(name)
+
+
+def removing_kinds() -> tuple[str, ...]:
+    """The kinds of events rows that remove their target from the game (a death, an exile, a shot)."""
+    return tuple(name for name, kind in event_kinds().items() if kind.removes)
 
 
 def special_roles() -> tuple[str, ...]:

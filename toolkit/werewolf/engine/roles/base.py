@@ -5,6 +5,8 @@ The questions, in the order a game asks them:
 
 - ``side`` and ``special``: how it affects the win (``special``: one of the village roles whose loss ends a
   ``side_kill`` game, the "gods" of the common rule);
+- ``events``: the kinds of events rows its decisions emit (``toolkit.werewolf.engine.events.EventKind``: which
+  decision each records and how the report, the exporters, the HTML replay and Kaggle's readers treat it);
 - ``night_order`` and ``night_asks``: whether it is asked at night, when (lower first: the order the asks are
   listed and applied in), and for which decision (``actions``: the decisions it makes, each with a template
   ``prompts/werewolf/<action>.j2``);
@@ -24,6 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from toolkit.werewolf.engine.events import EventKind
 
 PUBLIC, WOLVES = "public", "werewolves"
 PRIVATE_NIGHTS = 3  # the guard's and the wolves' own past night actions shown (older ones are summarised)
@@ -52,6 +56,7 @@ class Role:
     special = False
     night_order: int | None = None  # None: never asked at night
     actions: tuple[str, ...] = ()
+    events: tuple[EventKind, ...] = ()  # the kinds of events rows it emits (the engine's own are in events.ENGINE)
     # Optional rule-based play for a decision ``players/heuristic.py`` has no play of its own for:
     # (action, observation, choices, rng) -> target. A shipped role's play is in the heuristic player.
     heuristic: Any = None

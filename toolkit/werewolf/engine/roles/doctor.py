@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from toolkit.werewolf.engine.events import EventKind
 from toolkit.werewolf.engine.roles.base import Ask, Role
 from toolkit.werewolf.engine.roles.guard import protections
 
@@ -26,6 +27,8 @@ class Doctor(Role):
     special = True
     night_order = 10
     actions = ("protect",)
+    events = (EventKind("heal", decision="protect", kaggle=("DoctorHealActionDataEntry", "heal_action"),
+                        kaggle_action="HealAction"),)
     Night = Night
     State = State
 

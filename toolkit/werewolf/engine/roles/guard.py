@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from toolkit.werewolf.engine.events import EventKind
 from toolkit.werewolf.engine.roles.base import PRIVATE_NIGHTS, Ask, Role
 
 
@@ -25,6 +26,8 @@ class Guard(Role):
     special = True
     night_order = 20
     actions = ("protect",)
+    # Kaggle has no Guard: its protection is written as the nearest entry Kaggle has, a Doctor's heal
+    events = (EventKind("protect", decision="protect", kaggle=("DoctorHealActionDataEntry", "heal_action")),)
     Night = Night
     State = State
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from toolkit.werewolf.engine.events import EventKind
 from toolkit.werewolf.engine.roles.base import PUBLIC, Ask, Role
 
 
@@ -19,6 +20,7 @@ class Hunter(Role):
     name = "Hunter"
     special = True
     actions = ("shoot",)
+    events = (EventKind("shot", decision="shoot", removes=True),)  # Kaggle has no Hunter: a moderator entry
 
     def on_death(self, game: Any, seat: str, cause: str) -> list[Ask]:
         if cause == "poison":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolkit.werewolf.engine.events import EventKind
 from toolkit.werewolf.engine.roles.base import Ask, Role
 
 
@@ -23,6 +24,8 @@ class Seer(Role):
     special = True
     night_order = 40
     actions = ("verify",)
+    events = (EventKind("check", decision="verify", kaggle=("SeerInspectActionDataEntry", "inspect_action"),
+                        kaggle_action="InspectAction"),)
     Night = Night
     State = State
 

@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolkit.werewolf.engine.events import EventKind
 from toolkit.werewolf.engine.roles.base import PRIVATE_NIGHTS, WOLVES, Ask, Kill, Role
 
 
@@ -29,6 +30,9 @@ class Werewolf(Role):
     side = "werewolves"
     night_order = 30
     actions = ("hunt",)
+    events = (EventKind("hunt_proposal", decision="hunt", kaggle=("WerewolfNightVoteDataEntry", "vote_action"),
+                        kaggle_action="EliminateProposalAction"),
+              EventKind("kill", kaggle=("WerewolfNightEliminationElectedDataEntry", "vote_result")))
     Night = Night
     State = State
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from toolkit.werewolf.engine.events import EventKind
 from toolkit.werewolf.engine.roles.base import Ask, Kill, Role
 
 
@@ -29,6 +30,7 @@ class Witch(Role):
     special = True
     night_order = 50
     actions = ("save", "poison")
+    events = (EventKind("save", decision="save"), EventKind("poison", decision="poison"))  # Kaggle has no potions
     Night = Night
     State = State
 

@@ -1,0 +1,75 @@
+"""The docs' tables of plug-ins, generated from the registries that declare them (the event kinds of the engine
+and the roles, ...). Each table sits in its page between ``<!-- registry:NAME -->`` and ``<!-- /registry:NAME -->``;
+``python -m toolkit.cli.registries`` rewrites them in place, and tests/test_docs.py checks that the pages hold
+what the registries say."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Callable
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(cell.replace("|", "/") for cell in row) + " |" for row in rows])
+
+
+def event_kinds() -> str:
+    from toolkit.werewolf.engine import roles
+    from toolkit.werewolf.engine.events import ENGINE, MODERATOR
+
+    owner = {k.name: "engine" for k in ENGINE}
+    for name, role in roles.REGISTRY.items():
+        for k in role.events:
+            owner.setdefault(k.name, name)
+    rows = [(f"`{k.name}`", owner[k.name], f"`{k.decision}`" if k.decision else "—",
+             "moderator `dict`" if k.kaggle == MODERATOR else f"`{k.kaggle[0]}` ({k.kaggle[1]})",
+             f"`{k.kaggle_action}`" if k.kaggle_action else "—", k.view, "yes" if k.removes else "")
+            for k in roles.event_kinds().values()]
+    return _table(("kind", "declared by", "decision", "Kaggle entry", "Kaggle action", "HTML view", "removes"),
+                  rows)
+
+
+# table name -> (the page it is on, its generator)
+TABLES: dict[str, tuple[str, Callable[[], str]]] = {
+    "event-kinds": ("werewolf.md", event_kinds),
+}
+
+
+def block(name: str, body: str) -> str:
+    return f"<!-- registry:{name} -->\n{body}\n<!-- /registry:{name} -->"
+
+
+def pattern(name: str) -> re.Pattern:
+    return re.compile(rf"<!-- registry:{re.escape(name)} -->.*?<!-- /registry:{re.escape(name)} -->", re.S)
+
+
+def current(docs: Path = DOCS) -> dict[str, tuple[str, str]]:
+    """name -> (what the page holds between its markers, what the registry says now)."""
+    out = {}
+    for name, (page, make) in TABLES.items():
+        found = pattern(name).search((docs / page).read_text(encoding="utf-8"))
+        out[name] = (found.group(0) if found else "", block(name, make()))
+    return out
+
+
+def write(docs: Path = DOCS) -> list[str]:
+    """Rewrite every table in place; the names of the tables that changed."""
+    changed = []
+    for name, (page, make) in TABLES.items():
+        path = docs / page
+        text = path.read_text(encoding="utf-8")
+        new = pattern(name).sub(lambda _: block(name, make()), text)
+        if new != text:
+            path.write_text(new, encoding="utf-8")
+            changed.append(name)
+    return changed
+
+
+if __name__ == "__main__":
+    names = write()
+    print(f"updated: {', '.join(names)}" if names else "the docs' tables are up to date", file=sys.stderr)
