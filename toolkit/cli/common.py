@@ -55,3 +55,17 @@ def run_config(args: argparse.Namespace) -> dict[str, Any]:
 
     return {k: (mask_url(v) if isinstance(v, str) else [mask_url(x) if isinstance(x, str) else x for x in v]
                 if isinstance(v, list) else v) for k, v in vars(args).items() if k != "func"}
+
+
+CAPPED = 3  # the exit code of a run that stopped at its spending cap (not a failure; a rerun continues it)
+
+
+def add_cap_arguments(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--max-usd``, ``--max-tokens``, ``--at-cap``: a spending cap (toolkit.llm.budget)."""
+    parser.add_argument("--max-usd", type=float, metavar="USD",
+                        help=f"a spending cap: no new game starts once {what} has spent this many US dollars "
+                             "(every model needs a price); exit code 3 when it stops there")
+    parser.add_argument("--max-tokens", type=int, metavar="N", help="the same cap in tokens (prompt + completion)")
+    parser.add_argument("--at-cap", choices=["stop", "finish"],
+                        help="games in flight at the cap: stop them unfinished (the default; a rerun plays them "
+                             "again) or let them finish")

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from toolkit.cli.common import Transcript, pairs, plural, run_config
+from toolkit.cli.common import CAPPED, Transcript, add_cap_arguments, pairs, plural, run_config
 
 HELP = "play one werewolf game and write its tables"
 DESCRIPTION = "Play one werewolf game; print the transcript and write its tables."
@@ -34,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="results", metavar="DIR",
                       help="results folder; the run goes to DIR/play-<time>-<id>/ (default: results)")
     parser.add_argument("--quiet", action="store_true", help="no transcript, only the result lines")
+    add_cap_arguments(parser, "the game")
 
 
 def check_play(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str] | None]:
@@ -99,14 +100,28 @@ def run(args: argparse.Namespace) -> int:
                         reflection=args.reflection, experience=args.experience, max_days=args.max_days,
                         temperature=args.temperature)
     config.fail_on_failed_seat = not args.keep_going
+    models, budget = {}, None
+    if args.max_usd is not None or args.max_tokens is not None:  # checked (prices known) before any folder
+        from toolkit.llm import get_model
+        from toolkit.llm.budget import Budget
+
+        models = {spec: get_model(spec) for spec in dict.fromkeys([args.model, *seats.values()])}
+        Budget(Path(args.out), args.max_usd, args.max_tokens, args.at_cap or "stop").check_prices(models.values())
     with Run(args.out, "play", config=run_config(args), seed=args.seed) as run:
         if args.experience:  # versioned by run: this game reads every earlier run's lessons, not its own
             config.experience_pool = ExperiencePool(os.path.join(args.out, "experience", "pool.jsonl"), run.run_id)
-        runner = GameRunner(config, run, on_event=None if args.quiet else Transcript())
+        budget = Budget.at(run.folder, args.max_usd, args.max_tokens, args.at_cap or "stop") if models else None
+        runner = GameRunner(config, run, models=models, on_event=None if args.quiet else Transcript(),
+                            budget=budget)
         result = asyncio.run(runner.play())
     for unused in unused_decisions(runner):
         print(f"warning: {unused} was never used", file=sys.stderr)
+    if budget is not None and result.winner == "unfinished":
+        print(f"stopped on day {result.days}: {budget.line(stopped=1)}")
+        return CAPPED
     print(f"winner: {result.winner} ({mask_url(result.win_reason.splitlines()[0])}) after {plural(result.days, 'day')}")
+    if budget is not None:
+        print(budget.line())
     from toolkit.analysis.degeneracy import summary_line
     from toolkit.record.load import load
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from toolkit.cli.common import CAPPED, add_cap_arguments
+
 HELP = "run a sweep file: one papermill notebook run per grid cell"
 DESCRIPTION = None
 
@@ -16,6 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler", help="a dask scheduler address (default: a LocalCluster)")
     parser.add_argument("--results", default="results", metavar="DIR",
                        help="results root; cells go to DIR/<sweep>/<cell>/ (default: results)")
+    add_cap_arguments(parser, "the sweep (all cells, every run of it)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,10 +46,20 @@ def run(args: argparse.Namespace) -> int:
         if "{task}" not in spec:  # the engineer suite fills in each task's folder itself
             check_spec(spec, option=f"{args.file}: {key}")
     summary = run_sweep(args.file, workers=args.workers, executor=args.executor, scheduler=args.scheduler,
-                        results_root=args.results)
+                        results_root=args.results, max_usd=args.max_usd, max_tokens=args.max_tokens,
+                        at_cap=args.at_cap)
     columns = [c for c in ("cell_id", "ok", "games", "village_win_rate", "village_ci_low", "village_ci_high",
                            "sessions", "success_rate", "error") if c in summary.columns]
     print(summary[columns].to_string(index=False))
-    failed = int((~summary["ok"].astype(bool)).sum())
-    print(f"cells: {len(summary)}, failed: {failed}")
-    return 1 if failed else 0
+    return cells_line(summary)
+
+
+def cells_line(summary) -> int:
+    """The last lines of a sweep or a tournament (cells, failed, the budget's line) and its exit code."""
+    capped = summary["capped"].fillna(False).astype(bool) if "capped" in summary else False
+    failed = int((~summary["ok"].astype(bool) & ~capped).sum())
+    print(f"cells: {len(summary)}, failed: {failed}" + (f", capped: {int(capped.sum())}" if capped is not False
+                                                         and capped.any() else ""))
+    if "budget" in summary.attrs:
+        print(summary.attrs["budget"])
+    return 1 if failed else CAPPED if capped is not False and capped.any() else 0

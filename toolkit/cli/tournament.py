@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from toolkit.cli.common import add_cap_arguments
+
 HELP = "plan and run a tournament file (every ordered pair of models per side, seat shuffling)"
 DESCRIPTION = None
 
@@ -20,6 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results", default="results", help="results root; cells go to RESULTS/<name>/<cell>/")
     parser.add_argument("--export", metavar="DIR", help="afterwards, write the complete games' tables (no calls) "
                         "to DIR as one Parquet file per table")
+    add_cap_arguments(parser, "the tournament (all cells, every run of it)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
                 print(pairs.to_string(index=False, float_format="{:.2f}".format))
             return 0
         summary = run_tournament(args.file, workers=args.workers, executor=args.executor,
-                                 scheduler=args.scheduler, results_root=args.results)
+                                 scheduler=args.scheduler, results_root=args.results, max_usd=args.max_usd,
+                                 max_tokens=args.max_tokens, at_cap=args.at_cap)
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -51,8 +55,8 @@ def run(args: argparse.Namespace) -> int:
         spec = load_tournament(args.file)
         for path in export_tables(Path(args.results) / spec["name"], args.export):
             print(path)
+    from toolkit.cli.sweep import cells_line
+
     cols = [c for c in ("cell_id", "ok", "games", "village_win_rate", "error") if c in summary.columns]
     print(summary[cols].to_string(index=False))
-    failed = int((~summary["ok"].astype(bool)).sum())
-    print(f"cells: {len(summary)}, failed: {failed}")
-    return 1 if failed else 0
+    return cells_line(summary)

@@ -190,6 +190,10 @@ class SweepFile(BaseModel):
     parameters: dict[str, Any] = Field(default_factory=dict)
     grid: dict[str, Any]
     repeats: int = Field(1, ge=1, le=1000)
+    # A spending cap over every cell (toolkit.llm.budget); --max-usd/--max-tokens/--at-cap override them.
+    max_usd: float | None = Field(None, gt=0, allow_inf_nan=False)
+    max_tokens: int | None = Field(None, ge=1)
+    at_cap: Literal["stop", "finish"] = "stop"
 
     @field_validator("name", mode="before")
     @classmethod
@@ -246,6 +250,9 @@ class TournamentFile(BaseModel):
     reflection: bool = False
     concurrency: int = Field(16, ge=1, le=1024)
     notebook: str | None = None
+    max_usd: float | None = Field(None, gt=0, allow_inf_nan=False)  # a spending cap (toolkit.llm.budget)
+    max_tokens: int | None = Field(None, ge=1)
+    at_cap: Literal["stop", "finish"] = "stop"
 
     @field_validator("name", mode="before")
     @classmethod

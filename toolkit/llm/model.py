@@ -180,6 +180,7 @@ class Call:
     ok: bool = False
     fallback: bool = False
     seq: int = 0
+    free: bool = False  # an offline backend answered: nothing was spent (a spending cap does not count it)
 
     @property
     def text(self) -> str | None:
@@ -255,7 +256,7 @@ class Model:
         return f"Model({self.spec!r})"
 
     async def generate(self, request: Request) -> Call:
-        call = Call(request, self.spec, self.backend.model, self.base_url, now())
+        call = Call(request, self.spec, self.backend.model, self.base_url, now(), free=self.backend.free)
         started = time.perf_counter()
         key = cache_key(self.backend.model, self.base_url, request) if self.cache else None
         if key and (hit := self.cache.get(key)) is not None:

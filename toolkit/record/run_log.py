@@ -138,6 +138,7 @@ class CallLog:
     completion_tokens: int = 0
     cost_usd: float | None = 0.0
     fallbacks: int = 0
+    budget: Any = None  # a toolkit.llm.budget.Budget every call is charged to (a study's spending cap)
     _seq: Any = field(default_factory=itertools.count)
 
     def next_seq(self) -> int:
@@ -153,6 +154,8 @@ class CallLog:
                 self.cost_usd = None  # one call of unknown price makes the total unknown, not smaller
             else:
                 self.cost_usd += c.cost_usd
+            if self.budget is not None and not c.cache_hit and not call.free:  # a cached answer was paid for once
+                self.budget.charge(c.cost_usd, (c.prompt_tokens or 0) + (c.completion_tokens or 0))
         if self.run is not None:
             self.run.write(CallRow.of(call.row(self.run.run_id)))
             for row in call.attempt_rows():

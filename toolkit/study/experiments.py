@@ -19,7 +19,8 @@ from toolkit.record.run_log import Run
 from toolkit.record.load import Results, load
 from toolkit.core.sync import run_sync
 from toolkit.werewolf.experience import ExperiencePool
-from toolkit.werewolf.game import GameConfig, play_games
+from toolkit.llm.budget import Budget, BudgetReached
+from toolkit.werewolf.game import CapReport, GameConfig, play_games
 from toolkit.werewolf.engine.preset import load_preset
 from toolkit.werewolf.engine.rules import Game
 
@@ -113,13 +114,34 @@ def check_werewolf_parameters(params: dict[str, object]) -> None:
             raise ValueError(f"seats.{seat} must be a model spec (a string), got {spec!r}")
 
 
+def cell_budget(results_dir: str | Path, max_usd: float | None, max_tokens: int | None, at_cap: str = "stop",
+                spend_dir: str | None = None) -> Budget | None:
+    """A cell's spending cap: the ledger of ``spend_dir`` (a sweep's or tournament's folder, shared by all its
+    cells) or of the cell's own folder; None without a cap."""
+    return Budget.at(spend_dir or results_dir, max_usd, max_tokens, at_cap)
+
+
+def play_capped(configs: list[GameConfig], run: Run, budget: Budget | None, **kwargs) -> None:
+    """Play the games under the cap; raise ``BudgetReached`` (its line: spent and left) when the cap kept some
+    from being played, so the cell is not taken for finished."""
+    cap = CapReport()
+    run_sync(play_games(configs, run, budget=budget, cap=cap, **kwargs))
+    if budget is not None and cap.reached:
+        raise BudgetReached(budget.line(stopped=len(cap.stopped), skipped=len(cap.skipped)))
+
+
 def run_werewolf_cell(results_dir: str, preset: str = "classic7", n_games: int = 20, seed: int = 0,
                       model: str = "heuristic", wolf_model: str | None = None, village_model: str | None = None,
                       seats: dict[str, str] | None = None, reflection: bool = False, experience: bool = False,
                       temperature: float | None = None, concurrency: int = 16, experiment: str = "werewolf",
-                      progress: bool = False) -> Results:
+                      progress: bool = False, max_usd: float | None = None, max_tokens: int | None = None,
+                      at_cap: str = "stop", spend_dir: str | None = None) -> Results:
+    """Play a cell's seeded games into ``results_dir`` (finished seeds skipped). ``max_usd``/``max_tokens``:
+    a spending cap (``toolkit.llm.budget``) over ``spend_dir``'s ledger; at the cap no new game starts and
+    ``BudgetReached`` says what was spent and what is left."""
     params = {k: v for k, v in locals().items() if k not in ("progress",)}
     check_werewolf_parameters(params)  # a seat the preset lacks would be ignored: every game all-default
+    budget = cell_budget(results_dir, max_usd, max_tokens, at_cap, spend_dir)
     with cell_lock(results_dir):
         done = finished_seeds(results_dir)
         todo = [s for s in range(seed, seed + n_games) if s not in done]
@@ -133,11 +155,13 @@ def run_werewolf_cell(results_dir: str, preset: str = "classic7", n_games: int =
             bar = None
             if progress:
                 bar = tqdm(total=len(todo), desc="games")
-            with Run(results_dir, experiment, config=params, seed=seed) as run:
-                run_sync(play_games(configs, run, concurrency=concurrency,
-                                       on_result=(lambda _: bar.update()) if bar else None))
-            if bar:
-                bar.close()
+            try:
+                with Run(results_dir, experiment, config=params, seed=seed) as run:
+                    play_capped(configs, run, budget, concurrency=concurrency,
+                                on_result=(lambda _: bar.update()) if bar else None)
+            finally:
+                if bar:
+                    bar.close()
     return load(results_dir, complete_games=True)
 
 

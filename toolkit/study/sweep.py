@@ -30,6 +30,7 @@ from toolkit.llm.local import study_server
 from toolkit.record.load import games_with_params, load
 from toolkit.core import data
 from toolkit.core.files import FileError, SweepFile, did_you_mean, load_file, one_line
+from toolkit.llm.budget import Budget, BudgetError, BudgetReached
 from toolkit.study.experiments import check_werewolf_parameters
 
 REPO = data.root()  # relative notebook paths start here: the repository, or the installed package's data
@@ -168,20 +169,35 @@ def kernel_logged_to(path: Path) -> type:
     return KernelLogged
 
 
+def _budget(parameters: dict[str, Any]) -> Budget | None:
+    return Budget.at(parameters.get("spend_dir") or parameters["results_dir"], parameters.get("max_usd"),
+                     parameters.get("max_tokens"), parameters.get("at_cap") or "stop")
+
+
 def execute_cell(cell: Cell) -> dict[str, Any]:
-    """Run one cell's notebook with papermill (its kernel is a separate process). Never raises."""
+    """Run one cell's notebook with papermill (its kernel is a separate process). Never raises. A cell the
+    spending cap stopped (or kept from starting) is ``capped``: not done, so a rerun with a higher cap plays
+    the rest of it."""
     import papermill  # its Jupyter stack takes seconds to import: only sweeps need it, not every CLI command
 
     folder = Path(cell.folder)
     folder.mkdir(parents=True, exist_ok=True)
     started = time.time()
-    status = {"cell_id": cell.cell_id, **{f"param.{k}": v for k, v in cell.grid_values.items()}}
+    status = {"cell_id": cell.cell_id, **{f"param.{k}": v for k, v in cell.grid_values.items()}, "capped": False}
+    budget = _budget(cell.parameters)
+    if budget is not None and budget.exhausted():  # no kernel started for a cell that could play nothing
+        status.update(ok=False, capped=True, error=budget.line(), wall_s=0.0)
+        return status
     try:
         papermill.execute_notebook(cell.notebook, str(folder / "notebook.ipynb"), parameters=cell.parameters,
                                    kernel_name="python3", progress_bar=False, cwd=str(REPO),
                                    kernel_manager_class=kernel_logged_to(folder / "kernel.log"))
         status.update(ok=True, error=None)
         (folder / "FAILED.json").unlink(missing_ok=True)
+    except papermill.PapermillExecutionError as exc:
+        if exc.ename != BudgetReached.__name__:
+            raise
+        status.update(ok=False, capped=True, error=one_line(exc.evalue))
     except Exception as exc:  # recorded: the other cells go on
         status.update(ok=False, error=f"{type(exc).__name__}: {str(exc)[-2000:]} (the kernel's own log: "
                                       f"{folder / 'kernel.log'})")
@@ -200,9 +216,62 @@ def _die_with_parent() -> None:
         pass
 
 
+CAP_PARAMETERS = ("max_usd", "max_tokens", "at_cap", "spend_dir")
+
+
+def cell_specs(cell: Cell) -> set[str]:
+    """Every model spec a cell plays: its werewolf parameters, or its tournament schedule's seats."""
+    p = cell.parameters
+    specs = {p[k] for k in ("model", "wolf_model", "village_model") if isinstance(p.get(k), str)}
+    specs |= {str(v) for v in (p.get("seats") or {}).values()} if isinstance(p.get("seats"), dict) else set()
+    if isinstance(p.get("schedule"), str) and isinstance(p.get("cell"), str) and Path(p["schedule"]).is_file():
+        plan = pd.read_parquet(p["schedule"], columns=["cell", "spec"])
+        specs |= set(plan.loc[plan["cell"] == p["cell"], "spec"])
+    return specs
+
+
+def apply_cap(spec: dict[str, Any], cells: list[Cell], path: str | Path, results_root: str | Path,
+              max_usd: float | None = None, max_tokens: int | None = None,
+              at_cap: str | None = None) -> Budget | None:
+    """The sweep's spending cap (the options over the file's keys), put into every cell's parameters with
+    the sweep folder's ledger; None without a cap. Refused in one line (``FileError``) when the notebook cannot
+    take it or a model's price is unknown."""
+    from toolkit.llm import get_model
+
+    max_usd = max_usd if max_usd is not None else spec.get("max_usd")
+    max_tokens = max_tokens if max_tokens is not None else spec.get("max_tokens")
+    at_cap = at_cap or spec.get("at_cap") or "stop"
+    try:
+        budget = Budget.at(Path(results_root) / spec["name"], max_usd, max_tokens, at_cap)
+    except BudgetError as exc:
+        raise FileError(f"{path}: {exc}") from None
+    if budget is None:
+        return None
+    known = notebook_parameters(Path(cells[0].notebook), path) if cells else {}
+    missing = [k for k in CAP_PARAMETERS if k not in known]
+    if missing:
+        raise FileError(f"{path}: a spending cap needs the notebook to take {', '.join(missing)} (as "
+                        "experiments/werewolf.ipynb does); this one does not, so the cap could not reach its games")
+    specs = sorted(set().union(*(cell_specs(c) for c in cells)) - {""})
+    try:
+        budget.check_prices(get_model(s) for s in specs if "{task}" not in s and not s.startswith("local"))
+    except BudgetError as exc:
+        raise FileError(f"{path}: {exc}") from None
+    for cell in cells:
+        cell.parameters.update(max_usd=budget.max_usd, max_tokens=budget.max_tokens, at_cap=budget.at_cap,
+                               spend_dir=str(budget.ledger.parent.resolve()))
+    return budget
+
+
 def run_sweep(path: str | Path, workers: int = 1, executor: str = "local", scheduler: str | None = None,
-              results_root: str | Path = "results", progress: bool = True) -> pd.DataFrame:
+              results_root: str | Path = "results", progress: bool = True, max_usd: float | None = None,
+              max_tokens: int | None = None, at_cap: str | None = None) -> pd.DataFrame:
+    """Run every cell not done yet; the summary has one row per cell. With a spending cap (the file's
+    ``max_usd``/``max_tokens``, or these options) no new game starts once it is reached: the cells it stopped
+    are ``capped`` (not done), ``summary.attrs["budget"]`` is the line saying what was spent and what is left,
+    and a rerun with a higher cap plays only what is missing."""
     spec, cells = load_sweep(path, results_root)
+    budget = apply_cap(spec, cells, path, results_root, max_usd, max_tokens, at_cap)
     todo = [c for c in cells if not (Path(c.folder) / "DONE.json").exists()]
     statuses = [json.loads((Path(c.folder) / "DONE.json").read_text()) for c in cells if c not in todo]
     bar = tqdm(total=len(cells), initial=len(cells) - len(todo), desc=spec["name"], disable=not progress)
@@ -211,7 +280,12 @@ def run_sweep(path: str | Path, workers: int = 1, executor: str = "local", sched
     with study_server([c.parameters for c in todo] if scheduler is None else []):
         _execute(todo, statuses, bar, workers, executor, scheduler)
     bar.close()
-    return summarise(spec, cells, statuses, Path(results_root) / spec["name"])
+    summary = summarise(spec, cells, statuses, Path(results_root) / spec["name"])
+    if budget is not None:
+        capped = int(summary["capped"].fillna(False).astype(bool).sum()) if "capped" in summary else 0
+        summary.attrs["budget"] = budget.line() + (f"; {capped} cell{'s' * (capped != 1)} stopped at the cap "
+                                                   "(a rerun with a higher cap plays the rest)" if capped else "")
+    return summary
 
 
 def _execute(todo: list[Cell], statuses: list[dict], bar: Any, workers: int, executor: str,
@@ -244,7 +318,7 @@ def summarise(spec: dict[str, Any], cells: list[Cell], statuses: list[dict], fol
     for cell in cells:
         status = by_id.get(cell.cell_id, {"ok": False, "error": "not run"})
         row = {"cell_id": cell.cell_id, **cell.grid_values, "ok": status.get("ok"), "error": status.get("error"),
-               "wall_s": status.get("wall_s")}
+               "capped": bool(status.get("capped")), "wall_s": status.get("wall_s")}
         if Path(cell.folder).exists():
             tables = load(cell.folder, complete_games=True)
             if len(tables.games):

@@ -35,14 +35,13 @@ import pandas as pd
 import yaml
 
 from toolkit.analysis import sample_size
-from toolkit.study.experiments import cell_lock, finished_seeds
+from toolkit.study.experiments import cell_budget, cell_lock, finished_seeds, play_capped
 from toolkit.record.run_log import Run
 from toolkit.llm import get_model, parse_spec
 from toolkit.core.files import FileError, TournamentFile, load_file, one_line
 from toolkit.record.load import load
 from toolkit.study.sweep import run_sweep
-from toolkit.core.sync import run_sync
-from toolkit.werewolf.game import GameConfig, SeatConfig, play_games
+from toolkit.werewolf.game import GameConfig, SeatConfig
 from toolkit.werewolf.engine.preset import load_preset
 
 NOTEBOOK = "experiments/tournament.ipynb"
@@ -231,6 +230,7 @@ def write_plan(path: str | Path, results_root: str | Path = "results") -> tuple[
                             "concurrency": int(spec.get("concurrency", 16))},
              "grid": {"cell": sorted(set(plan["cell"]), key=lambda c: (c.split("__part")[0],
                                                                          int(c.split("__part")[1])))}}
+    sweep.update({k: spec[k] for k in ("max_usd", "max_tokens", "at_cap") if spec.get(k) is not None})
     sweep_file = folder / "sweep.yaml"
     sweep_file.write_text("# Written by toolkit.study.tournament from the tournament file; do not edit.\n"
                           + yaml.safe_dump(sweep, sort_keys=False))
@@ -238,24 +238,31 @@ def write_plan(path: str | Path, results_root: str | Path = "results") -> tuple[
 
 
 def run_tournament(path: str | Path, workers: int = 1, executor: str = "local", scheduler: str | None = None,
-                   results_root: str | Path = "results", progress: bool = True) -> pd.DataFrame:
+                   results_root: str | Path = "results", progress: bool = True, max_usd: float | None = None,
+                   max_tokens: int | None = None, at_cap: str | None = None) -> pd.DataFrame:
     """Plan, then run every cell through ``toolkit.study.sweep.run_sweep`` (resume: finished cells and games
-    are skipped). Returns the sweep summary (one row per cell)."""
+    are skipped). Returns the sweep summary (one row per cell). A spending cap (the file's ``max_usd``/
+    ``max_tokens``, or these options) is shared by every cell: see ``run_sweep``."""
 
     sweep_file, _ = write_plan(path, results_root)
     return run_sweep(sweep_file, workers=workers, executor=executor, scheduler=scheduler,
-                     results_root=results_root, progress=progress)
+                     results_root=results_root, progress=progress, max_usd=max_usd, max_tokens=max_tokens,
+                     at_cap=at_cap)
 
 
-def run_cell(results_dir: str, schedule: str, cell: str, reflection: bool = False, concurrency: int = 16):
+def run_cell(results_dir: str, schedule: str, cell: str, reflection: bool = False, concurrency: int = 16,
+             max_usd: float | None = None, max_tokens: int | None = None, at_cap: str = "stop",
+             spend_dir: str | None = None):
     """Play one cell's games (called from ``experiments/tournament.ipynb``); games whose seed already
-    finished in ``results_dir`` are skipped."""
+    finished in ``results_dir`` are skipped. A spending cap (``max_usd``, ``max_tokens``) is kept in
+    ``spend_dir`` (the tournament's folder, shared by every cell; the cell's own folder by default)."""
 
     plan = pd.read_parquet(schedule)
     mine = plan[plan["cell"] == cell]
     if mine.empty:
         raise ValueError(f"cell {cell!r} is not in {schedule}")
     name = Path(schedule).parent.name
+    budget = cell_budget(results_dir, max_usd, max_tokens, at_cap, spend_dir)
     with cell_lock(results_dir):
         done = finished_seeds(results_dir)
         configs = []
@@ -269,7 +276,7 @@ def run_cell(results_dir: str, schedule: str, cell: str, reflection: bool = Fals
             params = {"tournament": name, "cell": cell, "preset": str(mine["preset"].iloc[0]),
                       "reflection": reflection}
             with Run(results_dir, name, config=params, seed=int(mine["seed"].min())) as run:
-                run_sync(play_games(configs, run, concurrency=concurrency))
+                play_capped(configs, run, budget, concurrency=concurrency)
     return load(results_dir, complete_games=True)
 
 

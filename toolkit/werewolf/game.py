@@ -23,6 +23,7 @@ from toolkit.core.files import one_line, without_paths
 from toolkit.core.secrets import mask_url_credentials as mask_url
 from toolkit.prompting.structured_call import ActionResult, render
 from toolkit.llm import Model, Request, Sampling, get_model
+from toolkit.llm.budget import Budget
 from toolkit.record.run_log import CallLog, Run
 from toolkit.werewolf.recorder import GameRecorder
 from toolkit.werewolf.seat.decisions import Bid, Reflection, Speech, decision, output_model
@@ -118,7 +119,7 @@ class GameRunner:
 
     def __init__(self, config: GameConfig, run: Run | None = None, models: dict[str, Model] | None = None,
                  game_id: str | None = None, on_event: Callable[[Event, Game], None] | None = None,
-                 seat_models: dict[str, Model] | None = None):
+                 seat_models: dict[str, Model] | None = None, budget: Budget | None = None):
         if config.reflect not in REFLECT_CADENCES:
             raise ValueError(f"reflect must be one of {', '.join(REFLECT_CADENCES)}, not {config.reflect!r}")
         self.config = config
@@ -133,7 +134,8 @@ class GameRunner:
                          config.draws or _scripted_draws(seat_models.values()))
         self.players = {seat: Player(seat, self.game.roles[seat], config.seat_config(seat, self.game.roles[seat]),
                                      seat_models[seat]) for seat in self.preset.seats}
-        self.log = CallLog(run)
+        self.budget = budget  # a study's spending cap: every call is charged to it (toolkit.llm.budget)
+        self.log = CallLog(run, budget=budget)
         self.recorder = GameRecorder(run, self.game_id)
         self.roles = tuple(sorted(self.preset.roles))  # the preset's role names (reflections guess among them)
         self.sampling = Sampling(temperature=config.temperature, seed=config.seed)
@@ -285,7 +287,8 @@ class GameRunner:
         self.stop_requested = False
         try:
             while not self.stop_requested and await self.step():
-                pass
+                if self.budget is not None and self.budget.at_cap == "stop" and self.budget.exhausted():
+                    self.stop()  # the cap is reached: this game stops unfinished (no games row), replayed later
         except Exception as exc:
             self.write_events()
             where = self.run.write_log("errors.log", f"game {self.game_id}:\n{traceback.format_exc()}") \
@@ -377,18 +380,47 @@ async def play_game(config: GameConfig, run: Run | None = None, **kwargs: Any) -
     return await GameRunner(config, run, **kwargs).play()
 
 
+@dataclass
+class CapReport:
+    """What a spending cap did to one ``play_games``: the seeds of games it kept from starting and of games
+    it stopped unfinished (no games row: a rerun plays them again)."""
+
+    skipped: list[int] = field(default_factory=list)
+    stopped: list[int] = field(default_factory=list)
+
+    @property
+    def reached(self) -> bool:
+        return bool(self.skipped or self.stopped)
+
+
 async def play_games(configs: list[GameConfig], run: Run | None = None, concurrency: int = 32,
                      models: dict[str, Model] | None = None,
-                     on_result: Callable[[GameResult], None] | None = None) -> list[GameResult]:
-    """Many games in one process, at most ``concurrency`` at once; model calls are capped per endpoint."""
+                     on_result: Callable[[GameResult], None] | None = None,
+                     budget: Budget | None = None, cap: CapReport | None = None) -> list[GameResult]:
+    """Many games in one process, at most ``concurrency`` at once; model calls are capped per endpoint.
+
+    With a ``budget`` (a spending cap, ``toolkit.llm.budget``) no game starts once a cap is reached, and
+    games in flight stop unfinished (``at_cap="stop"``) or play to their end (``"finish"``); the games that
+    did not play are left out of the returned list and counted in ``cap``. Before the first game a dollar cap
+    checks that every model has a price (``BudgetError`` otherwise)."""
     models = models if models is not None else {}
     gate = asyncio.Semaphore(concurrency)
+    cap = cap if cap is not None else CapReport()
+    if budget is not None:
+        specs = {spec for c in configs for spec in (c.model, *map(c.spec, c.seats))}
+        budget.check_prices(models.get(s) or models.setdefault(s, get_model(s)) for s in sorted(specs))
 
-    async def one(config: GameConfig) -> GameResult:
+    async def one(config: GameConfig) -> GameResult | None:
         async with gate:
-            result = await GameRunner(config, run, models).play()
+            if budget is not None and budget.exhausted():
+                cap.skipped.append(config.seed)
+                return None
+            result = await GameRunner(config, run, models, budget=budget).play()
+        if result.winner == "unfinished":
+            cap.stopped.append(config.seed)
+            return None
         if on_result:
             on_result(result)
         return result
 
-    return list(await asyncio.gather(*(one(c) for c in configs)))
+    return [r for r in await asyncio.gather(*(one(c) for c in configs)) if r is not None]

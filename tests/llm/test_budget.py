@@ -1,0 +1,119 @@
+"""Spending caps (toolkit.llm.budget): the ledger shared by processes and reruns, the cap in ``play_games``
+against the loopback server (real HTTP, a priced model), and the refusal of a dollar cap on an unpriced model."""
+
+import asyncio
+import json
+import multiprocessing
+
+import pytest
+
+from toolkit.llm.budget import Budget, BudgetError
+from toolkit.record.load import load
+from toolkit.record.run_log import Run
+from toolkit.werewolf.game import CapReport, GameConfig, play_games
+
+
+@pytest.fixture
+def priced(tmp_path, monkeypatch):
+    """The loopback server's ``det`` model at a price (USD per million tokens)."""
+    from toolkit.llm.model import load_prices
+
+    (tmp_path / "prices.yaml").write_text("det: {input: 1.0, output: 4.0}\n")
+    monkeypatch.setenv("TOOLKIT_PRICES", str(tmp_path / "prices.yaml"))
+    load_prices.cache_clear()
+    yield
+    load_prices.cache_clear()
+
+
+def _charge_many(ledger, n):
+    budget = Budget(ledger, max_usd=100.0)
+    for _ in range(n):
+        budget.charge(0.001, 10)
+
+
+def test_the_ledger_is_shared_by_processes_and_read_incrementally(tmp_path):
+    ledger = tmp_path / "spend.jsonl"
+    procs = [multiprocessing.get_context("spawn").Process(target=_charge_many, args=(ledger, 200)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    reader = Budget(ledger, max_tokens=7000)
+    usd, tokens = reader.spent()
+    assert tokens == 3 * 200 * 10 and usd == pytest.approx(0.6)  # no line lost or torn by concurrent appends
+    assert not reader.exhausted() and reader.left() == (None, 1000)
+    assert reader.would_exceed(tokens=1001) and not reader.would_exceed(tokens=1000)
+    Budget(ledger).charge(0.0, 1000)  # another process spends: the reader sees it on its next look
+    assert reader.exhausted() and reader.left() == (None, 0)
+    assert "6,000" not in reader.line() and "7,000 of 7,000 tokens (0 left)" in reader.line()
+
+
+def test_a_damaged_or_half_written_line_is_not_counted_twice_or_at_all(tmp_path):
+    ledger = tmp_path / "spend.jsonl"
+    ledger.write_text('{"usd": 0.5, "tokens": 5}\nnot json\n{"usd": 0.25, "tok')
+    budget = Budget(ledger, max_usd=1.0)
+    assert budget.spent() == (0.5, 5)
+    with open(ledger, "a") as handle:  # the writer finishes its line
+        handle.write('ens": 3}\n')
+    assert budget.spent() == (0.75, 8)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"max_usd": 0}, "max_usd must be a positive number"), ({"max_usd": float("nan")}, "max_usd"),
+    ({"max_tokens": 1.5}, "max_tokens must be a positive whole number"), ({"max_tokens": True}, "max_tokens"),
+    ({"max_usd": 1, "at_cap": "pause"}, "at_cap must be one of stop, finish")])
+def test_a_cap_that_cannot_work_is_one_line(tmp_path, kwargs, message):
+    with pytest.raises(BudgetError, match=message):
+        Budget.at(tmp_path, **kwargs)
+
+
+def test_no_cap_is_no_budget(tmp_path):
+    assert Budget.at(tmp_path) is None
+
+
+def test_a_dollar_cap_on_an_unpriced_model_refuses_to_start(server, tmp_path):
+    budget = Budget.at(tmp_path, max_usd=1.0)
+    configs = [GameConfig(seed=0, model=f"openai:unpriced@{server.base_url}")]
+    with pytest.raises(BudgetError, match="unpriced.* has none: add it to a TOOLKIT_PRICES file"):
+        asyncio.run(play_games(configs, None, budget=budget))
+    assert not server.requests  # nothing was asked
+
+
+def test_a_token_cap_works_on_an_unpriced_model(server, tmp_path):
+    budget = Budget.at(tmp_path, max_tokens=1)
+    cap = CapReport()
+    asyncio.run(play_games([GameConfig(seed=s, model=f"openai:det@{server.base_url}") for s in range(3)], None,
+                           concurrency=1, budget=budget, cap=cap))
+    assert cap.stopped == [0] and cap.skipped == [1, 2]
+
+
+@pytest.mark.parametrize("at_cap", ["stop", "finish"])
+def test_the_cap_stops_new_games_and_a_rerun_with_a_higher_cap_continues(server, tmp_path, priced, at_cap):
+    spec = f"openai:det@{server.base_url}"
+    configs = lambda seeds: [GameConfig(seed=s, model=spec) for s in seeds]  # noqa: E731
+    budget = Budget.at(tmp_path, max_usd=0.02, at_cap=at_cap)
+    cap = CapReport()
+    with Run(tmp_path, "capped") as run:
+        results = asyncio.run(play_games(configs(range(6)), run, concurrency=2, budget=budget, cap=cap))
+    spent_first, _ = budget.spent()
+    assert spent_first >= 0.02 and cap.reached
+    assert len(results) + len(cap.stopped) + len(cap.skipped) == 6
+    if at_cap == "stop":
+        assert cap.stopped and not results  # the two in flight stopped unfinished: no games row
+    else:
+        assert not cap.stopped and len(results) == 2  # the two in flight finished
+    # The ledger holds every call that was paid for, games rows or not.
+    calls = load(tmp_path, complete_games=False).calls
+    assert sum(json.loads(line)["usd"] for line in (tmp_path / "spend.jsonl").read_text().splitlines() if line) \
+        == pytest.approx(calls["cost_usd"].sum())
+    done = {r.seed for r in results}
+
+    higher = Budget.at(tmp_path, max_usd=10.0, at_cap=at_cap)
+    assert higher.spent()[0] == pytest.approx(spent_first)  # continues from what was spent
+    with Run(tmp_path, "rerun") as run:
+        more = asyncio.run(play_games(configs(s for s in range(6) if s not in done), run, concurrency=2,
+                                      budget=higher))
+    games = load(tmp_path, complete_games=True).games
+    assert sorted(games["seed"]) == list(range(6))  # every game once: none lost, none twice
+    assert len(more) == 6 - len(done)
+    assert higher.spent()[0] == pytest.approx(load(tmp_path, complete_games=False).calls["cost_usd"].sum())

@@ -1,0 +1,127 @@
+"""A spending cap stops a sweep and a tournament mid-way (real papermill kernels, the loopback server in a
+process of its own, priced); a rerun with a higher cap, after a kill -9 too, plays what is missing and
+nothing twice."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from toolkit.llm.budget import Budget
+from toolkit.record.load import load
+from toolkit.testing.loopback_server import serve_in_subprocess
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def endpoint(tmp_path, monkeypatch):
+    proc, url = serve_in_subprocess(seed=3)
+    (tmp_path / "prices.yaml").write_text("det: {input: 1.0, output: 4.0}\n")
+    monkeypatch.setenv("TOOLKIT_PRICES", str(tmp_path / "prices.yaml"))  # the subprocesses inherit it
+    yield url
+    proc.terminate()
+    proc.wait(10)
+
+
+def toolkit(*args, **kwargs):
+    return subprocess.run([sys.executable, "-m", "toolkit", *map(str, args)], cwd=REPO, capture_output=True,
+                          text=True, timeout=600, **kwargs)
+
+
+def spent(folder):
+    return Budget(Path(folder) / "spend.jsonl").spent()
+
+
+def test_a_dollar_cap_stops_a_sweep_and_a_rerun_after_kill_9_continues(tmp_path, endpoint):
+    sweep = tmp_path / "capped.yaml"
+    sweep.write_text(f"""name: capped
+notebook: experiments/werewolf.ipynb
+parameters: {{n_games: 4, seed: 100, model: "openai:det@{endpoint}", concurrency: 1}}
+grid:
+  temperature: [0.0, 1.0]
+max_usd: 0.03
+""")
+    results = tmp_path / "results"
+    first = toolkit("sweep", sweep, "--results", results)
+    assert first.returncode == 3, first.stdout[-2000:] + first.stderr[-2000:]
+    last = first.stdout.strip().splitlines()[-1]
+    assert last.startswith("budget: spent $") and "of $0.03 ($0.0000 left)" in last, last
+    folder = results / "capped"
+    assert spent(folder)[0] >= 0.03
+    assert not all((c / "DONE.json").exists() for c in folder.iterdir() if c.is_dir())
+    before = load(folder, complete_games=True).games
+    assert len(before) < 8
+
+    # A higher cap, killed with SIGKILL once a game more has been written, then run again.
+    proc = subprocess.Popen([sys.executable, "-m", "toolkit", "sweep", str(sweep), "--results", str(results),
+                             "--max-usd", "5"], cwd=REPO, start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None:
+        rows = sum(len(p.read_text().splitlines()) for p in folder.glob("*/*/games.jsonl"))
+        if rows >= 1:
+            break
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    paid_before_rerun = spent(folder)[0]
+    assert paid_before_rerun > spent(folder)[0] - 1e-12 >= 0.03
+
+    rerun = toolkit("sweep", sweep, "--results", results, "--max-usd", "5")
+    assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-2000:]
+    assert rerun.stdout.strip().splitlines()[-1].startswith("budget: spent $")
+    for cell in (c for c in folder.iterdir() if c.is_dir()):
+        games = load(cell, complete_games=True).games
+        assert sorted(games["seed"]) == [100, 101, 102, 103], cell.name  # every game once
+    calls = load(folder, complete_games=False).calls
+    # Every call paid for is in the ledger: the stopped and the killed games' calls included.
+    assert spent(folder)[0] == pytest.approx(calls["cost_usd"].sum(), rel=0.02)
+    assert spent(folder)[0] > paid_before_rerun
+
+
+def test_a_token_cap_stops_a_tournament_mid_way_and_a_rerun_finishes_it(tmp_path, endpoint):
+    spec = f"openai:det@{endpoint}"
+    path = tmp_path / "t.yaml"
+    path.write_text(f"""name: capped-t
+models: ["{spec}", heuristic]
+presets: [classic7]
+games: 2
+games_per_cell: 4
+concurrency: 1
+max_tokens: 60000
+""")
+    results = tmp_path / "results"
+    first = toolkit("tournament", path, "--results", results)
+    assert first.returncode == 3, first.stdout[-2000:] + first.stderr[-2000:]
+    assert "tokens (0 left)" in first.stdout.strip().splitlines()[-1]
+    folder = results / "capped-t"
+    played = load(folder, complete_games=True).games
+    assert 0 < len(played) < 8  # stopped mid-way
+
+    rerun = toolkit("tournament", path, "--results", results, "--max-tokens", "10000000")
+    assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-2000:]
+    games = load(folder, complete_games=True).games
+    plan = pd.read_parquet(folder / "schedule.parquet")
+    assert sorted(games["seed"]) == sorted(plan["seed"].unique())  # the whole plan, each game once
+    assert set(played["game_id"]) <= set(games["game_id"])  # the games of the first run were kept, not replayed
+
+
+def test_a_dollar_cap_with_an_unpriced_model_is_refused_in_one_line(tmp_path, endpoint):
+    out = toolkit("play", "--model", f"openai:unpriced@{endpoint}", "--max-usd", "1", "--out", tmp_path / "r")
+    assert out.returncode == 2 and out.stdout == ""
+    assert len(out.stderr.strip().splitlines()) == 1 and "needs a price" in out.stderr
+    assert not (tmp_path / "r").exists() or not any((tmp_path / "r").iterdir())
+
+
+def test_play_stops_its_game_at_the_cap(tmp_path, endpoint):
+    out = toolkit("play", "--model", f"openai:det@{endpoint}", "--max-usd", "0.001", "--quiet", "--out",
+                  tmp_path / "r")
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert "budget: spent $" in out.stdout and "1 stopped unfinished" in out.stdout
+    assert len(load(tmp_path / "r", complete_games=True).games) == 0
