@@ -19,6 +19,7 @@ from toolkit.analysis import plots as P
 from toolkit.analysis.conclusions import conclusions, design_matrix, matrix_text, side_models
 from toolkit.llm import parse_spec
 from toolkit.analysis.prompt_cache import cached_share
+from toolkit.analysis.sections import METRICS
 from toolkit.core.files import inside
 from toolkit.record.load import Results, games_with_params, load
 from toolkit.werewolf.engine.roles import event_kinds
@@ -164,6 +165,15 @@ def paired_sections(tables: Results, games: pd.DataFrame, by: list[str]) -> list
             "Conditions that share seeds share role deals, so their outcomes correlate seed by seed "
             "(`seed_correlation`); the difference in village win rate is paired by seed (resampling seeds), "
             "not two independent intervals:\n", markdown_table(pd.DataFrame(rows))]
+
+
+def metric_sections(tables: Results, games: pd.DataFrame, by: list[str]) -> list[str]:
+    """One section per metric a study registered (``toolkit.analysis.sections``), per condition."""
+    s = []
+    for m in METRICS.values():
+        s += [f"## {m.title}\n", f"{m.note}\n",
+              markdown_table(per_condition(lambda t, m=m: m.check(m.compute(t)), games, tables, by))]
+    return s
 
 
 def per_condition(func: Callable[[Results], pd.DataFrame], games: pd.DataFrame, tables: Results,
@@ -324,6 +334,7 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
           markdown_table(per_condition(lambda t: A.vote_swing(t.events, t.players), games, tables, by))]
     s += robustness_sections(tables, games, by)
     s += paired_sections(tables, games, by)
+    s += metric_sections(tables, games, by)
     written.append(P.save(P.plot_costs(games, by, estimated=estimated), inside(out, "costs", ".png")))
     s += ["## Calls, tokens, cost and fallbacks per game (95% bootstrap intervals; n = games)\n",
           ("Token counts are estimated.\n" if estimated else ""),

@@ -4,21 +4,25 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "export games and sessions for Kaggle, Inspect, mini-swe-agent, OpenTelemetry or Hugging Face datasets"
-DESCRIPTION = """Formats (docs/exports.md says what each tool reads):
-  kaggle   one Kaggle Game Arena werewolf replay JSON per decided game (--html: also Kaggle's own viewer page)
-  inspect  an Inspect AI eval log (.eval): one sample per game or engineer session
-  mini     one mini-swe-agent .traj.json per engineer session
-  otel     OpenTelemetry GenAI spans: OTLP JSON files in --out, or sent to --endpoint over OTLP/HTTP
-  hf       a folder datasets.load_dataset opens: one config per table, with a dataset card
-Secrets stay masked; --no-content leaves message contents (speech, prompts, answers, outputs) out."""
+from toolkit.export import EXPORTERS
 
-FORMATS = ("kaggle", "inspect", "mini", "otel", "hf")
+HELP = "export games and sessions for Kaggle, Inspect, mini-swe-agent, OpenTelemetry or Hugging Face datasets"
+DESCRIPTION = None  # add_arguments writes it from the registry
+
+
+def description() -> str:
+    """The formats, from the exporters' registry (``toolkit.export.EXPORTERS``)."""
+    width = max(map(len, EXPORTERS)) + 2
+    return "\n".join(["Formats (docs/exports.md says what each tool reads):",
+                      *(f"  {name:<{width}}{e.summary}" for name, e in EXPORTERS.items()),
+                      "Secrets stay masked; --no-content leaves message contents (speech, prompts, answers, "
+                      "outputs) out."])
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("format", choices=FORMATS, help="the target format")
+    parser.description = description()
+    parser.add_argument("format", choices=list(EXPORTERS), help="the target format")
     parser.add_argument("dir", help="a results folder (every run below it is read)")
     parser.add_argument("--out", metavar="DIR", help="folder to write into (required, except otel with --endpoint)")
     parser.add_argument("--game", action="append", metavar="ID", help="only this game (repeatable)")
@@ -36,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from toolkit.cli.common import plural
     from toolkit.cli.preflight import check_extra, make_folder, out_folder, results_folder
     from toolkit.core.files import FileError
+    from toolkit.export import Options
     from toolkit.record.load import load
 
     results_folder(args.dir)
@@ -59,10 +64,10 @@ def run(args: argparse.Namespace) -> int:
         if unknown:
             raise FileError(f"--game {unknown[0]}: no such game in {args.dir} ({plural(len(known), 'game')} there)")
     content = not args.no_content
+    exporter = EXPORTERS[args.format]
+    if exporter.needs:
+        check_extra(exporter.needs, exporter.extra, f"export {args.format}")
     out = make_folder(args.out) if args.out else None
-    if args.format in ("inspect", "otel"):
-        check_extra({"inspect": "inspect_ai", "otel": "opentelemetry.sdk"}[args.format], "interop",
-                    f"export {args.format}")
     if args.format == "kaggle":
         from toolkit.export import kaggle
 
@@ -72,32 +77,19 @@ def run(args: argparse.Namespace) -> int:
             left = len([g for g in args.game if g not in set(games["game_id"])])
         if left:
             print(f"note: {plural(left, 'undecided game')} left out (Kaggle's loader needs a winning side)")
-        paths = kaggle.write(results, Path(out), content, args.game)
-        if args.html:
-            paths += kaggle.write_html(paths, Path(out))
-    elif args.format == "inspect":
-        from toolkit.export import inspect_log
-
-        paths = inspect_log.write(results, Path(out), content, args.game, trajectories(args.dir, results))
-    elif args.format == "mini":
-        from toolkit.export import mini
-
-        if results.sessions.empty:
-            raise FileError(f"{args.dir}: no engineer sessions to export (mini-swe-agent trajectories are sessions)")
-        paths = mini.write(results, Path(out), trajectories(args.dir, results), content)
-    elif args.format == "otel":
+    if args.endpoint:  # otel only (checked above)
         from toolkit.export import otel
 
-        if args.endpoint:
-            n = otel.send(results, args.endpoint, content, args.game)
-            print(f"sent {plural(n, 'span')} to {args.endpoint}")
-            return 0
-        paths = otel.write(results, Path(out), content, args.game)
-    else:
-        from toolkit.export import hf
+        n = otel.send(results, args.endpoint, content, args.game)
+        print(f"sent {plural(n, 'span')} to {args.endpoint}")
+        return 0
+    options = Options(content, args.game, trajectories(args.dir, results) if exporter.trajectories else None,
+                      str(args.dir))
+    paths = exporter.write(results, Path(out), options)
+    if args.html:
+        from toolkit.export import kaggle
 
-        check_extra("pyarrow", "interop", "export hf")
-        paths = hf.write(results, Path(out), content, source=str(args.dir))
+        paths += kaggle.write_html(paths, Path(out))
     print(f"wrote {plural(len(paths), 'file')} to {out}")
     return 0
 

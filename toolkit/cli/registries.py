@@ -1,7 +1,7 @@
 """The docs' tables of plug-ins, generated from the registries that declare them (the event kinds of the engine
-and the roles, ...). Each table sits in its page between ``<!-- registry:NAME -->`` and ``<!-- /registry:NAME -->``;
-``python -m toolkit.cli.registries`` rewrites them in place, and tests/test_docs.py checks that the pages hold
-what the registries say."""
+and the roles, the exporters, ...). Each table sits in its page between ``<!-- registry:NAME -->`` and
+``<!-- /registry:NAME -->``; ``python -m toolkit.cli.registries`` rewrites them in place, and tests/test_docs.py
+checks that the pages hold what the registries say."""
 
 from __future__ import annotations
 
@@ -34,9 +34,17 @@ def event_kinds() -> str:
                   rows)
 
 
+def exporters() -> str:
+    from toolkit.export import EXPORTERS
+
+    return _table(("format", "what is written", "read back by (tested in `tests/export/`)"),
+                  [(f"`{e.name}`", e.writes or e.summary, e.read_by) for e in EXPORTERS.values()])
+
+
 # table name -> (the page it is on, its generator)
 TABLES: dict[str, tuple[str, Callable[[], str]]] = {
     "event-kinds": ("werewolf.md", event_kinds),
+    "exporters": ("exports.md", exporters),
 }
 
 

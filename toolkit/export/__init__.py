@@ -9,4 +9,106 @@ masked (``toolkit.core.secrets.redact`` runs over everything written) and ``cont
 contents (speech, prompts, answers, thoughts, tool outputs) out.
 """
 
-FORMATS = ("kaggle", "inspect", "mini", "otel", "hf")
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+__all__ = ["EXPORTERS", "Exporter", "Options", "register"]
+
+
+@dataclass(frozen=True)
+class Options:
+    """What ``export`` passes every exporter: contents in or out, the games asked for (None: all), each engineer
+    session's trajectory (read only when the exporter asks for it) and the results folder's path."""
+
+    content: bool = True
+    game_ids: list[str] | None = None
+    trajectories: dict[str, Any] | None = None
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Exporter:
+    """One export format: ``write(results, out, options) -> paths written``. ``summary`` is its line in
+    ``export --help``, ``writes`` and ``read_by`` its row of the docs' table (docs/exports.md, generated);
+    ``needs`` a module its writer imports (checked before anything is written), ``extra`` the extra holding it;
+    ``trajectories``: it reads the engineer sessions' trajectories."""
+
+    name: str
+    write: Callable[[Any, Path, Options], list[Path]]
+    summary: str
+    writes: str = ""
+    read_by: str = ""
+    needs: str = ""
+    extra: str = "interop"
+    trajectories: bool = False
+
+
+EXPORTERS: dict[str, Exporter] = {}
+
+
+def register(exporter: Exporter) -> Exporter:
+    """Add an export format (``export NAME`` and the docs' table list it from here)."""
+    if not exporter.name or not exporter.name.isidentifier():
+        raise ValueError(f"an exporter needs a name that is a word: {exporter.name!r}")
+    EXPORTERS[exporter.name] = exporter
+    return exporter
+
+
+def _kaggle(results, out: Path, o: Options) -> list[Path]:
+    from toolkit.export import kaggle
+
+    return kaggle.write(results, out, o.content, o.game_ids)
+
+
+def _inspect(results, out: Path, o: Options) -> list[Path]:
+    from toolkit.export import inspect_log
+
+    return inspect_log.write(results, out, o.content, o.game_ids, o.trajectories)
+
+
+def _mini(results, out: Path, o: Options) -> list[Path]:
+    from toolkit.core.files import FileError
+    from toolkit.export import mini
+
+    if results.sessions.empty:
+        raise FileError(f"{o.source}: no engineer sessions to export (mini-swe-agent trajectories are sessions)")
+    return mini.write(results, out, o.trajectories or {}, o.content)
+
+
+def _otel(results, out: Path, o: Options) -> list[Path]:
+    from toolkit.export import otel
+
+    return otel.write(results, out, o.content, o.game_ids)
+
+
+def _hf(results, out: Path, o: Options) -> list[Path]:
+    from toolkit.export import hf
+
+    return hf.write(results, out, o.content, source=o.source)
+
+
+for _exporter in (
+    Exporter("kaggle", _kaggle, "one Kaggle Game Arena werewolf replay JSON per decided game (--html: also "
+             "Kaggle's own viewer page)",
+             "one Kaggle Game Arena werewolf replay JSON per decided game; `--html` also puts each game into "
+             "Kaggle's own visualizer page", "`kaggle_environments.envs.werewolf.eval.loaders.GameResult`"),
+    Exporter("inspect", _inspect, "an Inspect AI eval log (.eval): one sample per game or engineer session",
+             "per run, `werewolf_<run_id>.eval` (one `EvalSample` per game) and `engineer_<run_id>.eval` (one "
+             "per session)", "`inspect_ai.log.read_eval_log`, `inspect_ai.analysis.evals_df` / `samples_df` / "
+             "`messages_df` / `events_df`", needs="inspect_ai", trajectories=True),
+    Exporter("mini", _mini, "one mini-swe-agent .traj.json per engineer session",
+             "one mini-swe-agent `.traj.json` per engineer session",
+             "mini-swe-agent's trajectory inspector (`TrajectoryInspector`)", trajectories=True),
+    Exporter("otel", _otel, "OpenTelemetry GenAI spans: OTLP JSON files in --out, or sent to --endpoint over "
+             "OTLP/HTTP",
+             "OpenTelemetry GenAI spans: `traces.jsonl` (OTLP JSON, one request per game or session a line), or "
+             "sent over OTLP/HTTP with `--endpoint`",
+             "Phoenix (`arize-phoenix`) as the OTLP receiver, read with its client", needs="opentelemetry.sdk"),
+    Exporter("hf", _hf, "a folder datasets.load_dataset opens: one config per table, with a dataset card",
+             "`data/<table>.parquet` per table and a `README.md` dataset card with one config per table",
+             '`datasets.load_dataset(DIR, "games")`', needs="pyarrow"),
+):
+    register(_exporter)
