@@ -85,7 +85,9 @@ def test_night_action_metrics():
     ])
     m = A.night_actions(events, players()).set_index("metric")
     assert (m.loc["seer_wolf_check_rate", "k"], m.loc["seer_wolf_check_rate", "n"]) == (2, 3)
-    assert m.loc["seer_wolf_check_rate", "chance"] == pytest.approx(2 / 5)  # nobody died: 2 wolves of 5 others
+    assert m.loc["seer_wolf_check_rate", "random"] == pytest.approx(2 / 5)  # nobody died: 2 wolves of 5 others
+    # the bar, a Seer that never rechecks: 2 of 5, then 1 wolf among the 4 unchecked, then 1 among 3
+    assert m.loc["seer_wolf_check_rate", "chance"] == pytest.approx((2 / 5 + 1 / 4 + 1 / 3) / 3)
     # the guard protected P3 on night 1, so the witch's save of P3 changed nothing: it can fail, and did
     assert m.loc["witch_save_needed", "rate"] == 0.0 and m.loc["witch_poison_on_wolf", "rate"] == 0.0
     assert (m.loc["guard_save_rate", "k"], m.loc["guard_save_rate", "n"]) == (1, 2)

@@ -105,12 +105,31 @@ def test_guard_chance_counts_passing_self_protection_and_no_repeat():
     ])
     free = A.night_actions(events, players()).set_index("metric").loc["guard_save_rate"]
     # 6, 5, 5 alive; each night the guard may protect any living player (itself included) or pass
-    assert free["chance"] == pytest.approx((1 / 7 + 1 / 6 + 1 / 6) / 3)
+    assert free["random"] == pytest.approx((1 / 7 + 1 / 6 + 1 / 6) / 3)
+    assert free["chance"] == 0.0  # the bar, protecting itself: the wolves never attacked the guard P6
     games = pd.DataFrame({"game_id": ["g1"], "preset": ["standard9"]})  # guard_no_repeat: true
     ruled = A.night_actions(events, players(), games=games).set_index("metric").loc["guard_save_rate"]
     # night 2: P4 (last night's) is blocked → 4 candidates + pass; night 3: P5 blocked and it is the victim
     assert free["k"] == 1 and ruled["k"] == 1
-    assert ruled["chance"] == pytest.approx((1 / 7 + 1 / 5 + 0) / 3)
+    assert ruled["random"] == pytest.approx((1 / 7 + 1 / 5 + 0) / 3)
+
+
+def test_the_guard_bar_is_protecting_itself_and_a_dead_last_choice_blocks_nothing():
+    """Under guard_no_repeat, last night's choice is out only while it lives (the engine offers the living: a
+    dead player is no choice to remove); the bar protects the guard itself whenever that is legal."""
+    events = pd.DataFrame([
+        ev(1, 1, "protect", "P6", "P4", "night"), ev(2, 1, "kill", "P1", "P3", "night"),
+        ev(3, 1, "death", None, "P3", "night"), ev(4, 1, "elimination", None, "P4", "day_vote"),  # P4 exiled
+        ev(5, 2, "protect", "P6", "P6", "night"), ev(6, 2, "kill", "P1", "P6", "night"),  # self-protection saves
+        ev(7, 3, "protect", "P6", "P5", "night"), ev(8, 3, "kill", "P1", "P6", "night"),  # P6 blocked, attacked
+    ])
+    games = pd.DataFrame({"game_id": ["g1"], "preset": ["standard9"]})
+    r = A.night_actions(events, players(), games=games).set_index("metric").loc["guard_save_rate"]
+    # night 2: P4 is dead, nothing removed: 4 living + pass (the old level removed a choice: 1/4);
+    # night 3: P6 (itself) is blocked and is the victim: no legal answer saves it
+    assert r["random"] == pytest.approx((1 / 7 + 1 / 5 + 0) / 3)
+    # the bar: night 1 self-protection misses (P3 attacked), night 2 hits, night 3 self is blocked: 0
+    assert r["chance"] == pytest.approx((0 + 1 + 0) / 3) and r["k"] == 1
 
 
 def test_random_villagers_vote_at_chance_and_heuristic_lift_has_an_interval(tmp_path):
@@ -180,18 +199,19 @@ def test_identity_accuracy_brier_and_detection():
     b = beliefs_table()
     acc = A.identity_accuracy(b, players(), ["day"]).set_index("day")
     assert acc.loc[1, "rate"] == 0.5 and acc.loc[2, "rate"] == 1.0 and acc.loc[1, "n"] == 2  # mate row dropped
-    assert acc.loc[1, "chance"] == pytest.approx(1 / 5)  # a random guess among the five roles
-    # the best constant guess of the only Villager (others: 2 W, Seer, Witch, Guard) is Werewolf: right
-    # about P1 and P2, the rows it has
-    assert acc.loc[1, "baseline"] == 1.0 and acc.loc[1, "lift_baseline"] == -0.5
+    assert acc.loc[1, "random"] == pytest.approx(1 / 5)  # a random guess among the five roles
+    # the bar: the best constant guess of the only Villager on day 1 over the rows it has (about P1 and P2,
+    # both wolves) is Werewolf, right on both
+    assert acc.loc[1, "chance"] == 1.0 and acc.loc[1, "lift"] == -0.5
     bal = A.balanced_accuracy(b, players()).iloc[0]
     assert bal["balanced_accuracy"] == pytest.approx(3 / 4) and bal["chance"] == 1.0  # one true role seen
     br = A.brier(b, players()).iloc[0]
     assert br["mean"] == pytest.approx(((0.9 - 1) ** 2 + 0.6 ** 2 + (0.8 - 1) ** 2 + (0.7 - 1) ** 2) / 4)
     assert br["brier_skill"] == pytest.approx(1 - br["mean"] / br["reference"])
     det = A.wolf_detection(b, players()).set_index("day")
-    assert det.loc[1, "rate"] == 0.5 and det.loc[2, "rate"] == 1.0 and det.loc[1, "chance"] == pytest.approx(1 / 5)
-    assert (det["n_good"] == 0).all()  # P3 was asked only about the wolves: no false-positive rows
+    assert det.loc[1, "rate"] == 0.5 and det.loc[2, "rate"] == 1.0
+    assert (det["n_good"] == 0).all()  # P3 was asked only about the wolves: no false-positive rows...
+    assert det["chance"].isna().all()  # ... so no bar: detection is recall minus the false-positive rate
     with pytest.raises(ValueError, match="lacks columns"):
         A.identity_accuracy(b.drop(columns=["about"]), players())
 
@@ -254,7 +274,8 @@ def test_belief_metrics_on_a_synthetic_table_with_known_skill():
                              "guessed_role": guess, "confidence": 0.7, "call_id": "c"})
     b = pd.DataFrame(rows)
     acc = A.identity_accuracy(b, ps).iloc[0]
-    assert acc["ci_low"] < 0.7 < acc["ci_high"] and acc["lift_ci_low"] > 0.3
+    assert acc["ci_low"] < 0.7 < acc["ci_high"] and acc["rate"] - acc["random"] > 0.4
+    assert acc["lift_ci_low"] > 0.2  # above the best constant guess (Werewolf: 2 of the 5 others) too
     br = A.brier(b, ps).iloc[0]
     assert br["ci_low"] < 0.21 < br["ci_high"]
     over = A.brier(b.assign(confidence=0.95), ps).iloc[0]
@@ -313,3 +334,16 @@ def test_the_exile_chance_simulation_matches_exact_enumeration(rule):
     assert np.allclose(sim, exact, rtol=0.05), (sim, exact)  # 3-5 Monte-Carlo standard errors
     assert abs(sim[1] / sim[2] - exact[1] / exact[2]) < 0.02
     assert sim[1] / sim[2] > 0.5  # given the exile, random ballots for that wolf are far above 1 / 4
+
+
+def test_a_claim_made_after_the_ballots_cannot_have_been_followed():
+    """Last words come after the day's vote: a check claim made there is not "followed" by that day's ballots
+    (the ballots were cast before it)."""
+    ps = players().assign(seat=lambda p: p["seat"].str.replace("P", "Player"))
+    votes = [ev(s, 1, "vote", f"Player{v}", "Player3", "day_vote") for s, v in ((2, 4), (3, 5), (4, 6))]
+    claim = "I am the Seer. Player3 is a werewolf."
+    before = pd.DataFrame([ev(1, 1, "speech", "Player1", None, "speech", claim), *votes])
+    after = pd.DataFrame([*votes, ev(5, 1, "elimination", None, "Player3", "day_vote"),
+                          ev(6, 1, "speech", "Player1", None, "last_words", claim)])
+    assert A.false_claims_followed(before, ps)["n"].sum() == 3
+    assert A.false_claims_followed(after, ps).empty or A.false_claims_followed(after, ps)["n"].sum() == 0

@@ -42,11 +42,10 @@ def test_report_splits_conditions_and_flags_identical_ones(tmp_path):
     assert "`beliefs` table is empty" not in text and "Proper scores of the stated confidences" in text
     # 8 games per condition: below MIN_GAMES, so no interval is printed for them
     assert "too few games" in text and "## Robustness" in text and "fallback" in text
-    # Elo and OpenSkill only as an order with its Monte-Carlo error: no range or sigma that reads as an interval
-    assert "Elo per side" in text and "| spec | side | elo | mc_error | n |" in text
-    assert "order_low" not in text and "sigma |" not in text and "ordinal" not in text
-    assert "| spec | side | mu | mc_error | n |" in text or "OpenSkill ratings: not computed" in text
-    assert "what random village ballots score on the days they exile a wolf" in text
+    # Elo and OpenSkill are not in the default report: no interval, and their order is unreliable at small gaps
+    assert "Elo and OpenSkill: not shown" in text and "| elo |" not in text and "| mu |" not in text
+    assert "**Coordination, not skill**" in text and "what random village ballots score" in text
+    assert "`chance`: the best strategy that uses no information" in text
     win = A.win_rates(games, A.conditions(games))
     assert len(win[win["side"] == "village"]) == 4 and (win["n"] == 8).all()  # 4 conditions × 8 games, not 32
 
@@ -129,14 +128,14 @@ def test_conditions_that_share_seeds_get_a_paired_difference():
     assert paired_sections(None, games.assign(seed=range(80)), ["cond"]) == []
 
 
-def test_elo_and_openskill_are_not_shown_where_a_side_mixes_models():
-    """They were checked against known strengths only with one model per side (benchmarks/rating_simulation.py)."""
+def test_elo_and_openskill_are_not_shown_in_the_default_report():
+    """Their order was right in 0.67-0.70 of simulated tournaments at the example's gaps
+    (benchmarks/rating_simulation.py) and they have no interval: the default report leaves them out."""
     from types import SimpleNamespace
 
     from toolkit.analysis.report import _sequential_ratings_section
 
-    players = pd.DataFrame({"game_id": ["g"] * 3, "side": ["village", "village", "werewolves"],
-                            "spec": ["a", "b", "a"]})
+    players = pd.DataFrame({"game_id": ["g"] * 2, "side": ["village", "werewolves"], "spec": ["a", "b"]})
     text = "".join(_sequential_ratings_section(SimpleNamespace(players=players), pd.DataFrame(), []))
     assert text.startswith("Elo and OpenSkill: not shown")
 

@@ -13,12 +13,11 @@ Every rate has a cluster-bootstrap interval over games (``cluster_rate``).
 
 from __future__ import annotations
 
-from collections import Counter
-
 import numpy as np
 import pandas as pd
 
-from toolkit.analysis.intervals import cluster_draws, cluster_mean, cluster_rate, groups
+from toolkit.analysis.bars import BARS
+from toolkit.analysis.intervals import cluster_draws, cluster_mean, cluster_rate, groups, paired_difference
 from toolkit.analysis.metrics import N_BOOT, _rate_rows, annotate, votes
 from toolkit.werewolf.engine.claims import extract
 from toolkit.werewolf.engine.roles import removing_kinds
@@ -34,12 +33,12 @@ def belief_table(beliefs: pd.DataFrame, players: pd.DataFrame) -> pd.DataFrame:
     """Beliefs joined to the truth: the believer's role/side/spec, the true role of ``about``, ``correct``
     (the guessed role is the true role), ``wolf_guess``/``is_wolf``, and two no-information levels:
 
-    - ``chance``: the accuracy of a uniformly random guess among the preset's roles (what the random
-      player does: 1 / number of roles);
-    - ``baseline``: whether the best constant guess given what the seat knows is right on this row — the
-      majority role among the seats it cannot see (its own role taken out; a wolf also knows its teammates)
-      — "Werewolf" for a classic7 villager, "Villager" for a wolf. No strategy that ignores the game beats
-      it on average; a lift over ``chance`` that is not a lift over ``baseline`` is that constant guess.
+    - ``random``: the accuracy of a uniformly random guess among the preset's roles (1 / number of roles);
+    - ``chance``: the bar (``bars.BARS["identity"]``), the best constant guess for the believer's model, role
+      and day — the role that is most often the true one among those rows (``bar_guess``; a tie shares the
+      hit, 1 / tied roles, so no tie is broken by the alphabet) — scored on this row. No guess that ignores the
+      game beats it on those rows (it is the best of the constants in hindsight); a lift over ``random`` that
+      is not a lift over it is that constant guess.
 
     Rows of a wolf about a teammate are dropped."""
     missing = [c for c in ("game_id", "seat", "about", "guessed_role") if c not in beliefs.columns]
@@ -54,39 +53,29 @@ def belief_table(beliefs: pd.DataFrame, players: pd.DataFrame) -> pd.DataFrame:
     b["correct"] = (b["guessed_role"] == b["true_role"]).astype(int)
     b["wolf_guess"] = (b["guessed_role"] == "Werewolf").astype(int)
     b["is_wolf"] = (b["true_role"] == "Werewolf").astype(int)
-    counts = {g: Counter(p["role"]) for g, p in players.groupby("game_id")}
-
-    def majority(game, own):
-        c = counts[game].copy()
-        c[own] -= 1
-        if own == "Werewolf":
-            c["Werewolf"] = 0
-        return max(sorted(c), key=lambda r: c[r])  # ties: alphabetical, so the choice is fixed in advance
-
-    guess = {(g, r): majority(g, r) for g, r in set(zip(b["game_id"], b["role"]))}
-    b["majority_guess"] = [guess[(g, r)] for g, r in zip(b["game_id"], b["role"])]
-    b["baseline"] = (b["majority_guess"] == b["true_role"]).astype(int)
-    b["chance"] = b["game_id"].map({g: 1.0 / len(c) for g, c in counts.items()})
+    roles = players.groupby("game_id")["role"].nunique()
+    b["random"] = 1.0 / b["game_id"].map(roles).astype(float)  # float even when b is empty
+    cell = ["spec", "role", "day"] if "day" in b.columns else ["spec", "role"]
+    counts = b.groupby(cell + ["true_role"], dropna=False).size().rename("c").reset_index()
+    counts["top"] = counts.groupby(cell, dropna=False)["c"].transform("max")
+    best = counts[counts["c"] == counts["top"]]
+    tied = best.groupby(cell, dropna=False)["true_role"].agg(lambda r: "/".join(sorted(r))).rename("bar_guess")
+    b = b.join(tied, on=cell)
+    share = best.assign(share=1.0 / best.groupby(cell, dropna=False)["true_role"].transform("size"))
+    b = b.merge(share[cell + ["true_role", "share"]], on=cell + ["true_role"], how="left")
+    b["chance"] = b["share"].fillna(0.0)
     b["confidence"] = pd.to_numeric(b.get("confidence"), errors="coerce")
-    return b.reset_index(drop=True)
+    return b.drop(columns="share").reset_index(drop=True)
 
 
 def identity_accuracy(beliefs: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
-    """Identity-inference accuracy: the share of belief rows whose guessed role is the true role, with its
-    chance level (a random guess), lift over chance, and the best constant guess's accuracy on the same rows
-    (``baseline``) with the lift over it (``lift_baseline``, interval from the same resampled games);
+    """Identity-inference accuracy: the share of belief rows whose guessed role is the true role, against
+    the bar (``chance``: the best constant guess per believer model, role and day, ``belief_table``) with
+    the lift over it and its interval (resampling games), and ``random`` = a random guess among the roles;
     ``by`` e.g. ``["spec", "day"]`` or ``["seat"]``."""
     b = belief_table(beliefs, players)
     b["hit"] = b["correct"]
-    rows = []
-    for key, g in groups(b, by):
-        per = g.groupby("game_id").agg(k=("hit", "sum"), n=("hit", "size"), c=("chance", "sum"),
-                                       base=("baseline", "sum"))
-        r = cluster_rate(per["k"], per["n"], per["c"], n_boot=N_BOOT)
-        vs = cluster_rate(per["k"], per["n"], per["base"], n_boot=N_BOOT)
-        rows.append({**key, **r, "baseline": vs["chance"], "lift_baseline": vs["lift"],
-                     "lift_baseline_ci_low": vs["lift_ci_low"], "lift_baseline_ci_high": vs["lift_ci_high"]})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(_rate_rows(b, by, chance="chance", random="random", bar=BARS["identity"]))
 
 
 def balanced_accuracy(beliefs: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
@@ -138,26 +127,30 @@ def brier(beliefs: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = N
 
 def wolf_detection(beliefs: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
     """The village's detection of the wolves over time, per ``day`` by default: among village-side belief
-    rows about a werewolf, the share that guess Werewolf (``rate``, the recall; chance = the wolves' share of
-    the seats the believer cannot see, a random guess's hit rate is 1 / roles) beside the false-positive
-    rate — among village-side rows about a village player, the share that guess Werewolf
-    (``false_positive``, with its interval). Calling everyone a wolf has recall 1 and false positives 1;
-    detection is recall above the false-positive rate."""
+    rows about a werewolf, the share that guess Werewolf (``rate``, the recall) and, among village-side rows
+    about a village player, the share that guess Werewolf (``false_positive``, with its interval). The bar
+    (``chance``) is the false-positive rate: a guess that ignores the game calls a wolf "Werewolf" exactly as
+    often as a villager (calling everyone a wolf: recall 1, false positives 1), so detection is ``lift`` =
+    recall − false-positive rate, with a paired interval resampling games (``intervals.paired_difference``)."""
     b = belief_table(beliefs, players)
     b = b[b["side"] == "village"].copy()
     b["hit"] = b["wolf_guess"]
     wolves, good = b[b["is_wolf"] == 1], b[b["is_wolf"] == 0]
     rows = []
     for key, g in groups(wolves, by or ["day"]):
-        per = g.groupby("game_id").agg(k=("hit", "sum"), n=("hit", "size"), c=("chance", "sum"))
-        r = cluster_rate(per["k"], per["n"], per["c"], n_boot=N_BOOT)
+        per = g.groupby("game_id").agg(k=("hit", "sum"), n=("hit", "size"))
+        r = cluster_rate(per["k"], per["n"], n_boot=N_BOOT)
         mask = np.ones(len(good), bool)
         for col, value in key.items():
             mask &= (good[col] == value).to_numpy()
         fp = good[mask].groupby("game_id").agg(k=("hit", "sum"), n=("hit", "size"))
         f = cluster_rate(fp["k"], fp["n"], n_boot=N_BOOT)
-        rows.append({**key, **r, "false_positive": f["rate"], "fp_ci_low": f["ci_low"], "fp_ci_high": f["ci_high"],
-                     "n_good": f["n"]})
+        both = per.merge(fp, left_index=True, right_index=True, suffixes=("_w", "_g"))
+        d = (paired_difference(both["k_w"], both["n_w"], both["k_g"], both["n_g"], n_boot=N_BOOT) if len(both) > 1
+             else {"ci_low": float("nan"), "ci_high": float("nan")})
+        rows.append({**key, **r, "chance": f["rate"], "lift": r["rate"] - f["rate"], "lift_ci_low": d["ci_low"],
+                     "lift_ci_high": d["ci_high"], "false_positive": f["rate"], "fp_ci_low": f["ci_low"],
+                     "fp_ci_high": f["ci_high"], "n_good": f["n"], "bar": BARS["detection"]})
     return pd.DataFrame(rows)
 
 
@@ -224,10 +217,11 @@ def _constant_claim(row: dict) -> str:
 
 
 def false_claims_followed(events: pd.DataFrame, players: pd.DataFrame, beliefs: pd.DataFrame | None = None,
-                          by: list[str] | None = None) -> pd.DataFrame:
+                          by: list[str] | None = None, games: pd.DataFrame | None = None) -> pd.DataFrame:
     """How often a claim was believed, false against true claims. For each check claim accusing X on day d:
-    the share of that day's first-round ballots by other village-side voters cast for X (``followed``;
-    chance = 1 / (living − 1)); neither the speaker's nor X's own ballot counts (X cannot vote for itself).
+    the share of that day's first-round ballots by other village-side voters cast after the claim for X
+    (``followed``; chance = 1 / (living − 1), a voter who ignores the claim; ``random`` = 1 / the voter's
+    legal answers under ``games``' rules); neither the speaker's nor X's own ballot counts.
     When ``beliefs`` has rows, also for each role claim: the share of the other seats' later beliefs about
     the speaker that guess the claimed role (``believed``; chance = 1 / roles, a random guess).
 
@@ -236,33 +230,40 @@ def false_claims_followed(events: pd.DataFrame, players: pd.DataFrame, beliefs: 
     (only then does a difference measure falsity rather than who spoke)."""
     c = claims(events, players)
     c["claim"] = np.where(c["true"].astype(bool), "true", "false")
-    v = votes(events, players)
+    v = votes(events, players, games)
     v = v[(v["round"] == "first") & (v["side"] == "village")]
     acc = c[(c["kind"] == "check") & (c["value"] == "werewolf")]
-    joined = acc.merge(v[["game_id", "day", "actor", "target", "alive"]].rename(
-        columns={"actor": "voter", "target": "voted"}), on=["game_id", "day"])
-    joined = joined[(joined["voter"] != joined["speaker"]) & (joined["voter"] != joined["target"])]
+    joined = acc.merge(v[["game_id", "seq", "day", "actor", "target", "alive", "choices"]].rename(
+        columns={"actor": "voter", "target": "voted", "seq": "vote_seq"}), on=["game_id", "day"])
+    # a ballot cast before the claim (a claim in last words, after the vote) cannot have followed it
+    joined = joined[(joined["voter"] != joined["speaker"]) & (joined["voter"] != joined["target"])
+                    & (joined["seq"] < joined["vote_seq"])]
     joined["hit"] = (joined["voted"] == joined["target"]).astype(int)
     joined["chance"] = 1.0 / (joined["alive"] - 1).clip(lower=1)
-    rows = _rate_rows(joined, (by or ["side"]) + ["claim"], chance="chance", measure="followed")
+    joined["random"] = 1.0 / joined["choices"].clip(lower=1)
+    rows = _rate_rows(joined, (by or ["side"]) + ["claim"], chance="chance", random="random", measure="followed",
+                      bar=BARS["followed"])
     mixed = {side: g["claim"].nunique() > 1 for side, g in acc.groupby("side")}
     for row in rows:
         row["claim_falsity_within_side"] = bool(mixed.get(row.get("side"), False))
     if beliefs is not None and len(beliefs):
         b = belief_table(beliefs, players)
         rc = c[c["kind"] == "role"]
-        j = rc.merge(b[["game_id", "seq", "seat", "about", "guessed_role", "chance"]].rename(
-            columns={"seq": "bseq"}), left_on=["game_id", "speaker"], right_on=["game_id", "about"])
+        j = rc.merge(b[["game_id", "seq", "seat", "about", "guessed_role", "random"]].rename(
+            columns={"seq": "bseq", "random": "chance"}), left_on=["game_id", "speaker"], right_on=["game_id", "about"])
         j = j[(j["bseq"] > j["seq"]) & (j["seat"] != j["speaker"])]
         j["hit"] = (j["guessed_role"] == j["value"]).astype(int)
-        rows += _rate_rows(j, (by or ["side"]) + ["claim"], chance="chance", measure="believed")
+        rows += _rate_rows(j, (by or ["side"]) + ["claim"], chance="chance", random="chance", measure="believed",
+                           bar=BARS["believed"])
     return pd.DataFrame(rows)
 
 
-def vote_swing(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
+def vote_swing(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None,
+               games: pd.DataFrame | None = None) -> pd.DataFrame:
     """How votes move after a speech: for each day speech that accuses or suspects a player X (the first
     one it names), the share of that day's first-round ballots by the other living players that went to X
-    (``rate``), against chance = 1 / (living − 1), the share X gets from a voter who ignores the speech;
+    (``rate``), against chance = 1 / (living − 1), the share X gets from a voter who ignores the speech
+    (``random`` = 1 / the voter's legal answers under ``games``' rules, self-votes and abstentions included);
     ``lift`` is the swing towards X. Per the speaker's ``spec`` and ``side`` by default. A wolf speaker's
     fellow wolves are left out (they know whom they follow: coordination, not persuasion); X's own ballot
     too."""
@@ -275,8 +276,8 @@ def vote_swing(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None
             rows.append({"game_id": e.game_id, "day": e.day, "seq": e.seq, "speaker": e.actor, "spec": e.spec,
                          "role": e.role, "side": e.side, "named": named[0]})
     s = pd.DataFrame(rows, columns=["game_id", "day", "seq", "speaker", "spec", "role", "side", "named"])
-    v = votes(events, players)
-    v = v[v["round"] == "first"][["game_id", "seq", "day", "actor", "target", "alive"]].rename(
+    v = votes(events, players, games)
+    v = v[v["round"] == "first"][["game_id", "seq", "day", "actor", "target", "alive", "choices"]].rename(
         columns={"actor": "voter", "seq": "vote_seq"})
     j = s.merge(v, on=["game_id", "day"])
     role = players.set_index(["game_id", "seat"])["role"]
@@ -291,4 +292,6 @@ def vote_swing(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None
     # a speech may name a player who is dead by the vote (killed that night in its story): nobody can vote
     # for them, so their chance is 0, not 1 / (living − 1)
     j["chance"] = np.where(j.index.isin(gone), 0.0, 1.0 / (j["alive"] - 1).clip(lower=1))
-    return pd.DataFrame(_rate_rows(j, by or ["spec", "side"], chance="chance"))
+    j["random"] = np.where(j.index.isin(gone), 0.0, 1.0 / j["choices"].clip(lower=1))
+    return pd.DataFrame(_rate_rows(j, by or ["spec", "side"], chance="chance", random="random",
+                                   bar=BARS["vote_swing"]))

@@ -16,6 +16,7 @@ import zlib
 import numpy as np
 import pandas as pd
 
+from toolkit.analysis.bars import BARS, game_rules, preset_field  # noqa: F401 (preset_field: re-exported)
 from toolkit.analysis.intervals import bootstrap_ci, cluster_mean, cluster_rate, groups, proportion
 from toolkit.werewolf.engine.roles import removing_kinds, special_roles
 
@@ -28,13 +29,18 @@ def _side(role: pd.Series) -> pd.Series:
 
 
 def _rate_rows(units: pd.DataFrame, by: list[str] | None, hit: str = "hit", chance: str | None = None,
-               **extra) -> list[dict]:
+               random: str | None = None, **extra) -> list[dict]:
+    """Per group: the cluster-bootstrap rate, with ``chance`` (the bar: the best information-free strategy's
+    expected hits per unit) its lift and interval, and with ``random`` the uniformly random legal answer's
+    expected rate on the same units (a point: where a random player sits)."""
     rows = []
     for key, g in groups(units, by):
         per = g.groupby("game_id").agg(k=(hit, "sum"), n=(hit, "size"),
                                        **({"c": (chance, "sum")} if chance else {}))
-        rows.append({**key, **extra, **cluster_rate(per["k"], per["n"], per["c"] if chance else None,
-                                                    n_boot=N_BOOT)})
+        row = {**key, **extra, **cluster_rate(per["k"], per["n"], per["c"] if chance else None, n_boot=N_BOOT)}
+        if random:
+            row["random"] = float(g[random].mean()) if len(g) else float("nan")
+        rows.append(row)
     return rows
 
 
@@ -168,100 +174,97 @@ def annotate(events: pd.DataFrame, players: pd.DataFrame) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------ votes
-def votes(events: pd.DataFrame, players: pd.DataFrame) -> pd.DataFrame:
+def votes(events: pd.DataFrame, players: pd.DataFrame, games: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per day ballot: voter's spec/role/side, ``round`` (``first`` or ``revote``), target, ``hit``
-    (the target is a werewolf), ``chance`` (the share of werewolves among the candidates this voter
-    could pick: every other living player in a first round, the tied players other than the voter in a
-    revote), ``choices`` (how many candidates) and ``forced`` (one legal choice: a tied voter in a two-way
-    revote — not a decision, so the accuracy metrics leave it out) and ``abstain`` (no target: a preset with
-    ``vote_abstain``; not a ballot on anyone, so ``vote_accuracy`` leaves it out)."""
+    (the target is a werewolf), ``abstain`` (no target), and, from the legal choices this voter had under the
+    game's rules (``games``' presets: ``self_vote`` adds the voter's own seat, ``vote_abstain`` an
+    abstention; a revote's candidates are the first round's leaders; without ``games`` neither flag):
+
+    - ``chance``: the bar (``bars.BARS["vote_accuracy"]``), a uniformly random candidate other than the voter,
+      never an abstention: wolves among the other candidates / other candidates;
+    - ``random``: a uniformly random legal answer, given that it named someone (what ``vote_accuracy`` scores):
+      wolves among the candidates / candidates; ``random_irp`` the same with an abstention counted as a miss
+      (what ``irp`` scores): wolves among the candidates / (candidates + 1 if abstaining is legal);
+    - ``choices`` (legal answers, an abstention included) and ``forced`` (one legal answer: not a decision,
+      so the accuracy metrics leave it out)."""
     ev = annotate(events, players)
     v = ev[ev["kind"] == "vote"].copy()
+    rules = game_rules(games, v["game_id"])
+    self_vote = v["game_id"].map(rules["self_vote"]).fillna(False).astype(bool).to_numpy()
+    abstain_ok = v["game_id"].map(rules["vote_abstain"]).fillna(False).astype(bool).to_numpy()
     v["round"] = np.where(v["phase"].astype(str) == "day_revote", "revote", "first")
     v["hit"] = (v["target_role"] == "Werewolf").astype(int)
-    voter_wolf = (v["role"] == "Werewolf").astype(int)
-    v["chance"] = (v["wolves_alive"] - voter_wolf) / (v["alive"] - 1).clip(lower=1)
-    revote = v[v["round"] == "revote"]
-    if len(revote):
+    voter_wolf = (v["role"] == "Werewolf").astype(int).to_numpy()
+    # first round: every living player is a candidate, the voter among them
+    n_all = v["alive"].to_numpy(float)
+    w_all = v["wolves_alive"].to_numpy(float)
+    own = np.ones(len(v))
+    revote = (v["round"] == "revote").to_numpy()
+    if revote.any():
         first = v[v["round"] == "first"]
-        counts = first.groupby(["game_id", "day", "target"]).size().rename("c").reset_index()
+        counts = first.dropna(subset=["target"]).groupby(["game_id", "day", "target"]).size().rename("c").reset_index()
         top = counts.groupby(["game_id", "day"])["c"].transform("max")
         leaders = counts[counts["c"] == top].merge(
             players[["game_id", "seat", "role"]].rename(columns={"seat": "target"}), on=["game_id", "target"])
         leaders["wolf"] = (leaders["role"] == "Werewolf").astype(int)
         cand = leaders.groupby(["game_id", "day"]).agg(n_cand=("target", "size"), wolves_cand=("wolf", "sum"))
         leader_set = set(zip(leaders["game_id"], leaders["day"], leaders["target"]))
-        idx = revote.index
-        r = revote.join(cand, on=["game_id", "day"])
-        own = np.array([(g, d, a) in leader_set for g, d, a in zip(r["game_id"], r["day"], r["actor"])])
-        n_c = r["n_cand"].to_numpy(float) - own
-        w_c = r["wolves_cand"].to_numpy(float) - own * voter_wolf.loc[idx].to_numpy()
-        v.loc[idx, "chance"] = np.where(n_c > 0, w_c / np.maximum(n_c, 1), np.nan)
-        v.loc[idx, "choices"] = n_c
-    v["choices"] = v["choices"] if "choices" in v.columns else np.nan
-    v["choices"] = v["choices"].fillna(v["alive"] - 1)
+        r = v[revote].join(cand, on=["game_id", "day"])
+        n_all[revote] = r["n_cand"].to_numpy(float)
+        w_all[revote] = r["wolves_cand"].to_numpy(float)
+        own[revote] = [(g, d, a) in leader_set for g, d, a in zip(r["game_id"], r["day"], r["actor"])]
+    n_other = n_all - own
+    w_other = w_all - own * voter_wolf
+    n_cand = np.where(self_vote, n_all, n_other)
+    w_cand = np.where(self_vote, w_all, w_other)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        v["chance"] = np.where(n_other > 0, w_other / np.maximum(n_other, 1), np.nan)
+        v["random"] = np.where(n_cand > 0, w_cand / np.maximum(n_cand, 1), np.nan)
+        v["random_irp"] = np.where(n_cand + abstain_ok > 0, w_cand / np.maximum(n_cand + abstain_ok, 1), np.nan)
+    v["choices"] = n_cand + abstain_ok
     v["forced"] = v["choices"] <= 1
     v["abstain"] = v["target"].isna()
     return v[["game_id", "seq", "day", "round", "actor", "spec", "role", "side", "target", "target_role",
-              "hit", "chance", "choices", "forced", "abstain", "alive", "wolves_alive"]].reset_index(drop=True)
+              "hit", "chance", "random", "random_irp", "choices", "forced", "abstain", "alive",
+              "wolves_alive"]].reset_index(drop=True)
 
 
 def vote_accuracy(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None,
-                  side: str | None = "village", forced: bool = False, abstentions: bool = False) -> pd.DataFrame:
-    """Share of ballots cast on a werewolf by ``side``'s voters (default the village), with its chance
-    level, the lift over chance and cluster-bootstrap intervals for both (resampling games).
+                  side: str | None = "village", forced: bool = False, abstentions: bool = False,
+                  games: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Share of ballots cast on a werewolf by ``side``'s voters (default the village), against the bar (a
+    uniformly random other candidate, never oneself, never abstaining: ``chance``), the lift over it and
+    cluster-bootstrap intervals for both (resampling games); ``random`` = what uniformly random legal ballots
+    score on the same ballots. ``games`` gives each game's rules (``self_vote``, ``vote_abstain``).
 
-    Formula: rate = Σ hits / Σ ballots; chance = Σ_b (wolves among ballot b's candidates / candidates) /
-    Σ ballots; lift = rate − chance. With ``by=["round"]`` first-round and revote ballots are separate.
-    Forced ballots (one legal choice) are left out unless ``forced``, and abstentions (no target) unless
-    ``abstentions`` (the Kaggle harness counts both, an abstention as a miss).
+    Formula: rate = Σ hits / Σ ballots; chance = Σ_b (wolves among ballot b's other candidates / other
+    candidates) / Σ ballots; lift = rate − chance. With ``by=["round"]`` first-round and revote ballots are
+    separate. Forced ballots (one legal answer) are left out unless ``forced``, and abstentions (no target)
+    unless ``abstentions`` (the Kaggle harness counts both, an abstention as a miss; the random player's
+    level then counts its abstentions too).
     Per voter over every day this is the Kaggle Game Arena harness's IRP (kaggle-environments,
     ``envs/werewolf/eval/loaders.py``, ``GameResult.iterate_voting_mini_game``: 1 when a villager-team
     vote targets a werewolf)."""
-    v = votes(events, players)
+    v = votes(events, players, games)
     v = v if forced else v[~v["forced"]]
     v = v if abstentions else v[~v["abstain"]]
     if side:
         v = v[v["side"] == side]
-    return pd.DataFrame(_rate_rows(v, by, chance="chance"))
+    metric = "irp" if abstentions else "vote_accuracy"
+    return pd.DataFrame(_rate_rows(v, by, chance="chance", random="random_irp" if abstentions else "random",
+                                   bar=BARS[metric]))
 
 
-def irp(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
+def irp(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None,
+        games: pd.DataFrame | None = None) -> pd.DataFrame:
     """IRP, identification precision (Kaggle Game Arena werewolf harness): over every day ballot of a
-    village-side voter, the share that targets a werewolf; per ``spec`` by default, with chance and lift.
+    village-side voter, the share that targets a werewolf; per ``spec`` by default, with the bar and lift.
     Every ballot counts, forced ones and abstentions (a miss) included, as the harness counts them
     (``vote_accuracy`` leaves both out)."""
-    return vote_accuracy(events, players, by or ["spec"], forced=True, abstentions=True)
+    return vote_accuracy(events, players, by or ["spec"], forced=True, abstentions=True, games=games)
 
 
 EXILE_DRAWS = 5_000  # simulated votes per kind of voting day (``_day_key``) for the exile chance levels
-
-
-def preset_field(games: pd.DataFrame, name: str, default: object) -> pd.Series:
-    """A rule flag of each game's own preset (the games row's config: a preset not shipped, e.g. an imported
-    game's, is there too), else of the shipped preset of that name, else ``default``; indexed by game_id."""
-    from toolkit.werewolf.engine.preset import load_preset
-
-    def one(row: pd.Series) -> object:
-        try:
-            return json.loads(row["config"])["preset"][name]
-        except (KeyError, TypeError, ValueError):
-            try:
-                return getattr(load_preset(row["preset"]), name)
-            except (TypeError, ValueError):
-                return default
-
-    if games.empty:
-        return pd.Series(dtype=object, index=pd.Index([], name="game_id"))
-    return games.set_index("game_id").apply(one, axis=1)
-
-
-def _vote_rule(games: pd.DataFrame | None, ids) -> pd.Series:
-    """The preset's ``vote_tie`` rule per game (``none`` when the games or their preset are not known)."""
-    rule = pd.Series("none", index=pd.Index(sorted(set(ids)), name="game_id"), dtype=object)
-    if games is not None and "preset" in games.columns:
-        rule.update(preset_field(games, "vote_tie", "none").dropna())
-    return rule
 
 
 def _tally(ballots: np.ndarray, n: int) -> np.ndarray:
@@ -271,22 +274,28 @@ def _tally(ballots: np.ndarray, n: int) -> np.ndarray:
 
 
 def _simulate_day(wolf: np.ndarray, village: np.ndarray, wolf_targets: np.ndarray, rule: str,
-                  rng: np.random.Generator, draws: int = EXILE_DRAWS) -> tuple[float, float, float]:
-    """One voting day with the village voters' ballots uniformly random among the other living players and
-    the wolves' first-round ballots as cast. ``wolf``: which living players are wolves; ``village``: the
-    indices of the village voters; ``wolf_targets``: the wolves' ballots (indices). The engine's tie rule:
-    ``none`` exiles nobody, ``random`` picks a leader at random, ``revote`` votes again among the leaders
-    (every living voter at random among the leaders other than itself; a second tie exiles nobody).
+                  rng: np.random.Generator, draws: int = EXILE_DRAWS, self_vote: bool = False,
+                  abstain: bool = False) -> tuple[float, float, float]:
+    """One voting day with the village voters' ballots uniformly random among their legal answers (the other
+    living players; the voter too under ``self_vote``; an abstention under ``abstain``) and the wolves'
+    first-round ballots as cast. ``wolf``: which living players are wolves; ``village``: the indices of the
+    village voters; ``wolf_targets``: the wolves' ballots (indices, −1 an abstention). The engine's tie rule:
+    ``none`` exiles nobody, ``random`` picks a leader at random (every candidate when no vote counted),
+    ``revote`` votes again among the leaders (every living voter at random among its legal answers there; a
+    second tie, or no vote counted, exiles nobody).
     Returns P(a wolf is exiled), E[village ballots for the exiled wolf · 1{a wolf is exiled}] and
-    E[village ballots · 1{a wolf is exiled}] (both rounds)."""
+    E[village ballots · 1{a wolf is exiled}] (both rounds, abstentions included)."""
     n, v = len(wolf), len(village)
-    pick = rng.integers(0, n - 1, (draws, v))
-    pick += pick >= village[None, :]  # skip the voter itself
-    village_votes = _tally(pick, n)
-    counts = village_votes + np.bincount(wolf_targets, minlength=n)[None, :]
+    m = n - (not self_vote)  # candidates per voter
+    raw = rng.integers(0, m + abstain, (draws, v))
+    pick = raw + ((raw >= village[None, :]) if not self_vote else 0)
+    pick = np.where(raw == m, n, pick)  # index n: an abstention
+    village_votes = _tally(pick, n + 1)[:, :n]
+    cast = wolf_targets[wolf_targets >= 0]
+    counts = village_votes + np.bincount(cast, minlength=n)[None, :]
     leaders = counts == counts.max(axis=1, keepdims=True)
     n_lead = leaders.sum(axis=1)
-    # P(each living player is exiled) per draw, and the village ballots cast (1 or 2 rounds)
+    counted = counts.sum(axis=1) > 0
     exiled = np.where((n_lead == 1)[:, None], leaders, 0.0)
     ballots = np.full(draws, float(v))
     hits_first = village_votes.astype(float)
@@ -294,65 +303,74 @@ def _simulate_day(wolf: np.ndarray, village: np.ndarray, wolf_targets: np.ndarra
     tied = n_lead > 1
     if rule == "random":
         exiled = np.where(tied[:, None], leaders / n_lead[:, None], exiled)
-    elif rule == "revote" and tied.any():
+    elif rule == "revote" and (tied & counted).any():
+        tied = tied & counted
         lead = leaders[tied]
-        keys = rng.random((len(lead), n, n))  # (draws, voter, candidate): argmax of random keys = uniform pick
-        allowed = lead[:, None, :] & ~np.eye(n, dtype=bool)[None]
+        allowed = lead[:, None, :] & (np.ones((n, n), bool) if self_vote else ~np.eye(n, dtype=bool))[None]
+        allowed = np.concatenate([allowed, np.full((len(lead), n, 1), abstain)], axis=2)
+        keys = rng.random((len(lead), n, n + 1))  # (draws, voter, answer): argmax of random keys = uniform pick
         second = np.where(allowed, keys, -1.0).argmax(axis=2)  # every living player votes again
-        counts2 = _tally(second, n)
+        counts2 = _tally(second, n + 1)[:, :n]
         leaders2 = counts2 == counts2.max(axis=1, keepdims=True)
-        exiled[tied] = np.where((leaders2.sum(axis=1) == 1)[:, None], leaders2, 0.0)
-        hits_second[tied] = _tally(second[:, ~wolf], n)
+        exiled[tied] = np.where(((leaders2.sum(axis=1) == 1) & (counts2.sum(axis=1) > 0))[:, None], leaders2, 0.0)
+        hits_second[tied] = _tally(second[:, ~wolf], n + 1)[:, :n]
         ballots[tied] += v
     wolf_out = exiled[:, wolf].sum(axis=1)
     hits = ((hits_first + hits_second) * exiled * wolf[None, :]).sum(axis=1)
     return float(wolf_out.mean()), float(hits.mean()), float((ballots * wolf_out).mean())
 
 
-def _day_key(wolf: np.ndarray, targets: list[int], rule: str) -> tuple | None:
+def _day_key(wolf: np.ndarray, targets: list[int], rule: str, self_vote: bool = False,
+             abstain: bool = False) -> tuple | None:
     """What a voting day's chance levels depend on, with the players renumbered (wolves first, then the
     villagers the wolves voted for, in order, then the others — random voters do not tell villagers apart):
-    (living, wolves, tie rule, the wolves' ballots). Days with the same key share one simulation."""
-    if len(wolf) < 2 or min(targets) < 0 or wolf.all():
+    (living, wolves, tie rule, self votes, abstentions, the wolves' ballots, −1 an abstention). Days with the
+    same key share one simulation."""
+    if len(wolf) < 2 or wolf.all() or not wolf.any():
         return None
     wolf_seats = list(np.flatnonzero(wolf))
-    voted = [t for i, t in enumerate(targets) if wolf[i] and not wolf[t]]
+    voted = [t for i, t in enumerate(targets) if wolf[i] and t >= 0 and not wolf[t]]
     order = wolf_seats + list(dict.fromkeys(voted)) + [i for i in range(len(wolf)) if not wolf[i] and i not in voted]
     new = {old: i for i, old in enumerate(order)}
-    return len(wolf), len(wolf_seats), rule, tuple(new[targets[i]] for i in wolf_seats)
+    return (len(wolf), len(wolf_seats), rule, bool(self_vote), bool(abstain),
+            tuple(new[targets[i]] if targets[i] >= 0 else -1 for i in wolf_seats))
 
 
 def exile_chance(events: pd.DataFrame, players: pd.DataFrame, games: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per voting day (``game_id``, ``day``), what village voters voting uniformly at random would achieve,
-    the wolves' first-round ballots as cast (``EXILE_DRAWS`` seeded simulated votes per kind of day —
-    days that differ only in who sits where share one simulation, ``_day_key`` —, the preset's tie rule from
-    ``games``; without ``games`` a tie exiles nobody): ``p_wolf_exiled`` (the chance level of
-    ``voting_success``) and ``vss_chance`` = E[village ballots for the exiled wolf; a wolf exiled] /
-    E[village ballots; a wolf exiled], the chance level of VSS per ballot of the day (with it the random
-    player's expected lift on VSS is 0 although VSS is conditional on the exile). In a revote the
-    simulation cannot know how the wolves would have voted among other leaders, so it lets them vote at
-    random too (exact for random wolves)."""
+    """Per voting day (``game_id``, ``day``), what village voters answering uniformly at random among their
+    legal answers would achieve, the wolves' first-round ballots (abstentions included) as cast
+    (``EXILE_DRAWS`` seeded simulated votes per kind of day — days that differ only in who sits where share
+    one simulation, ``_day_key`` —, the preset's tie rule, ``self_vote`` and ``vote_abstain`` from ``games``;
+    without ``games`` a tie exiles nobody and neither is allowed): ``p_wolf_exiled`` (the chance level of
+    ``voting_success``, with its Monte-Carlo standard error ``p_mc_se``) and ``vss_chance`` = E[village
+    ballots for the exiled wolf; a wolf exiled] / E[village ballots; a wolf exiled], the chance level of VSS
+    per ballot of the day (with it the random player's expected lift on VSS is 0 although VSS is conditional
+    on the exile). In a revote the simulation cannot know how the wolves would have voted among other leaders,
+    so it lets them vote at random too (exact for random wolves)."""
     v = votes(events, players)
     first = v[v["round"] == "first"].sort_values(["game_id", "day", "seq"])
-    rule = _vote_rule(games, first["game_id"]).to_dict()
+    rules = game_rules(games, first["game_id"])
+    tie, self_vote, abstain = (rules[c].to_dict() for c in ("vote_tie", "self_vote", "vote_abstain"))
     gid, day = first["game_id"].to_numpy(), first["day"].to_numpy()
     actor, target = first["actor"].to_numpy(), first["target"].to_numpy()
     wolves = (first["side"] == "werewolves").to_numpy()
     starts = np.flatnonzero(np.r_[True, (gid[1:] != gid[:-1]) | (day[1:] != day[:-1])]) if len(gid) else []
     rows, done = [], {}
     for a, b in zip(starts, np.r_[starts[1:], len(gid)]):
-        seats = list(actor[a:b])  # every living player votes in the first round
+        seats = list(actor[a:b])  # every living player votes in the first round (an abstention is a vote row)
         index = {s: i for i, s in enumerate(seats)}
         wolf = wolves[a:b]
-        targets = [index.get(t, -1) for t in target[a:b]]
-        key = _day_key(wolf, targets, rule.get(gid[a], "none"))
+        targets = [index.get(t, -1) if isinstance(t, str) else -1 for t in target[a:b]]
+        g = gid[a]
+        key = _day_key(wolf, targets, str(tie.get(g, "none")), self_vote.get(g, False), abstain.get(g, False))
         if key is not None and key not in done:
-            n, w, tie, wolf_targets = key
+            n, w, rule, sv, ab, wolf_targets = key
             rng = np.random.default_rng(zlib.crc32(repr(key).encode()))
-            p, hits, ballots = _simulate_day(np.arange(n) < w, np.arange(w, n), np.array(wolf_targets, int), tie, rng)
-            done[key] = (p, hits / ballots if ballots > 0 else 0.0)
-        rows.append((gid[a], day[a], *done.get(key, (np.nan, np.nan))))
-    return pd.DataFrame(rows, columns=["game_id", "day", "p_wolf_exiled", "vss_chance"])
+            p, hits, ballots = _simulate_day(np.arange(n) < w, np.arange(w, n), np.array(wolf_targets, int), rule,
+                                             rng, self_vote=sv, abstain=ab)
+            done[key] = (p, float(np.sqrt(p * (1 - p) / EXILE_DRAWS)), hits / ballots if ballots > 0 else 0.0)
+        rows.append((g, day[a], *done.get(key, (np.nan, np.nan, np.nan))))
+    return pd.DataFrame(rows, columns=["game_id", "day", "p_wolf_exiled", "p_mc_se", "vss_chance"])
 
 
 def vss(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None,
@@ -375,7 +393,8 @@ def vss(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None
     v["hit"] = (v["target"] == v["exiled"]).astype(int)
     v = v.drop(columns="chance").merge(exile_chance(events, players, games)[["game_id", "day", "vss_chance"]],
                                        on=["game_id", "day"], how="left")
-    return pd.DataFrame(_rate_rows(v, by or ["spec"], chance="vss_chance", conditional="days a wolf was exiled"))
+    return pd.DataFrame(_rate_rows(v, by or ["spec"], chance="vss_chance", conditional="days a wolf was exiled",
+                                   bar=BARS["vss"]))
 
 
 def voting_success(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None,
@@ -394,54 +413,105 @@ def voting_success(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | 
                       on=["game_id", "day"], how="left")
     village = players[players["side"] == "village"].groupby("game_id")["spec"].agg(lambda s: s.mode().iloc[0])
     days["village_spec"] = days["game_id"].map(village)
-    return pd.DataFrame(_rate_rows(days, by, chance="p_wolf_exiled"))
+    return pd.DataFrame(_rate_rows(days, by, chance="p_wolf_exiled", bar=BARS["voting_success"]))
 
 
 # ------------------------------------------------------------------ night actions
-def _protects(ev: pd.DataFrame, games: pd.DataFrame | None) -> pd.DataFrame:
-    """The guard's protections on nights the wolves killed, with the exact chance that a uniformly random
-    legal answer protects the victim: the guard may pass (one more answer), may protect itself, and under
-    ``guard_no_repeat`` may not protect last night's choice again (then the victim may be out of reach)."""
-    protects = ev[ev["kind"] == "protect"].sort_values(["game_id", "seq"]).copy()
+def _death_seq(ev: pd.DataFrame) -> dict[tuple[str, str], int]:
+    """(game_id, seat) → the seq of the event that removed it (a seat absent never died)."""
+    dead = ev[ev["kind"].isin(DEATH_KINDS) & ev["target"].notna()]
+    return dead.groupby(["game_id", "target"])["seq"].min().to_dict()
+
+
+def _protections(ev: pd.DataFrame, kind: str, games: pd.DataFrame | None) -> pd.DataFrame:
+    """A protector's choices (``protect``: the Guard, ``heal``: the Doctor) on nights the wolves killed, with
+    two exact levels from the legal answers it had: the protector may pass, may protect itself (the Doctor
+    only under ``doctor_self_save``), may not protect last night's choice again under ``guard_no_repeat`` /
+    without ``doctor_consecutive_saves`` — unless that player has died since (then nothing is removed):
+
+    - ``random``: a uniformly random legal answer (passing one of them) protects the victim: 1{victim legal}
+      / (legal players + 1);
+    - ``chance``: the bar, protecting itself whenever that is legal (the victim is the protector), else a
+      uniformly random legal player: 1{victim legal} / legal players."""
+    protects = ev[ev["kind"] == kind].sort_values(["game_id", "seq"]).copy()
     protects["last"] = protects.groupby("game_id")["target"].shift()
     kills = ev[ev["kind"] == "kill"][["game_id", "day", "target"]].rename(columns={"target": "victim"})
     protects = protects.merge(kills, on=["game_id", "day"], how="inner")
-    no_repeat = pd.Series(False, index=protects.index)
-    if games is not None and "preset" in games.columns:
-        flag = preset_field(games, "guard_no_repeat", False)
-        no_repeat = protects["game_id"].map(flag).fillna(False).astype(bool)
-    blocked = no_repeat & protects["last"].notna()
-    candidates = protects["alive"] - blocked.astype(int)
-    reachable = ~(blocked & (protects["last"] == protects["victim"]))
+    rules = game_rules(games, protects["game_id"])
+    if kind == "protect":
+        self_ok = np.ones(len(protects), bool)
+        no_repeat = protects["game_id"].map(rules["guard_no_repeat"]).fillna(False).astype(bool).to_numpy()
+    else:
+        self_ok = protects["game_id"].map(rules["doctor_self_save"]).fillna(False).astype(bool).to_numpy()
+        no_repeat = ~protects["game_id"].map(rules["doctor_consecutive_saves"]).fillna(True).astype(bool).to_numpy()
+    died = _death_seq(ev)
+    last_alive = np.array([isinstance(last, str) and died.get((g, last), np.inf) > seq
+                           for g, last, seq in zip(protects["game_id"], protects["last"], protects["seq"])], bool)
+    blocked = no_repeat & last_alive
+    blocked_self = blocked & (protects["last"] == protects["actor"]).to_numpy()
+    legal = protects["alive"].to_numpy(float) - (~self_ok) - (blocked & ~(~self_ok & blocked_self))
+    victim = protects["victim"].to_numpy()
+    is_self = victim == protects["actor"].to_numpy()
+    reachable = ~(blocked & (protects["last"].to_numpy() == victim)) & (self_ok | ~is_self)
+    self_legal = self_ok & ~blocked_self
     protects["hit"] = (protects["target"] == protects["victim"]).astype(int)
-    protects["chance"] = reachable.astype(float) / (candidates + 1).clip(lower=1)
+    protects["random"] = reachable / np.maximum(legal + 1, 1)
+    protects["chance"] = np.where(self_legal, is_self.astype(float), reachable / np.maximum(legal, 1))
     return protects
+
+
+def _seer_checks(ev: pd.DataFrame) -> pd.DataFrame:
+    """The Seer's checks with ``random`` (a uniformly random other living player: living wolves / (living −
+    1)) and ``chance``, the bar of a Seer that never rechecks: the wolves among the living players it has not
+    checked / those players (every living player checked: a random one again)."""
+    checks = ev[ev["kind"] == "check"].sort_values(["game_id", "seq"]).copy()
+    checks["hit"] = (checks["target_role"] == "Werewolf").astype(int)
+    checks["random"] = checks["wolves_alive"] / (checks["alive"] - 1).clip(lower=1)
+    died = _death_seq(ev)
+    seen: dict[tuple[str, str], list[tuple[str, bool]]] = {}
+    bar = []
+    for g, seer, target, wolf, seq, alive, wolves in zip(checks["game_id"], checks["actor"], checks["target"],
+                                                         checks["hit"], checks["seq"], checks["alive"],
+                                                         checks["wolves_alive"]):
+        before = [(t, w) for t, w in seen.get((g, seer), []) if died.get((g, t), np.inf) > seq]
+        others, bad = alive - 1 - len(before), wolves - sum(w for _, w in before)
+        bar.append(bad / others if others > 0 else wolves / max(alive - 1, 1))
+        if not any(t == target for t, _ in seen.get((g, seer), [])):
+            seen.setdefault((g, seer), []).append((target, bool(wolf)))
+    checks["chance"] = bar
+    return checks
 
 
 def night_actions(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None,
                   games: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Night actions that can fail, each with a cluster-bootstrap interval and, where one exists, chance:
+    """Night actions that can fail, each with a cluster-bootstrap interval and, where one exists, the bar
+    (``chance``: the best information-free strategy, named in ``bar``; ``bars.BARS``) and ``random`` (a
+    uniformly random legal answer), both exact from the legal answers under each game's rules (``games``;
+    without it the rule flags take their defaults):
 
-    - ``seer_wolf_check_rate``: checks that found a werewolf; chance = living wolves / (living − 1).
-    - ``guard_save_rate``: nights the guard protected the wolves' actual target; chance = the exact chance of
-      a uniformly random legal answer (passing is an answer; with ``games``, the preset's
-      ``guard_no_repeat`` removes last night's choice — without ``games`` no rule is assumed).
+    - ``seer_wolf_check_rate``: checks that found a werewolf; bar: never recheck (wolves among the living
+      players not checked before / those players); random: living wolves / (living − 1).
+    - ``guard_save_rate`` / ``doctor_save_rate``: nights the Guard / Doctor protected the wolves' actual
+      target; bar: protect itself where the rules allow it (else a random legal player); random: passing is an
+      answer, ``guard_no_repeat`` / ``doctor_consecutive_saves: false`` remove last night's choice while that
+      player lives, ``doctor_self_save: false`` removes the Doctor.
     - ``witch_save_needed``: saves of a victim the guard had not protected (the save changed the outcome).
-    - ``witch_poison_on_wolf``: poisons on a werewolf; chance = living wolves / (living − 1).
+    - ``witch_poison_on_wolf``: poisons on a werewolf; bar = random = living wolves / (living − 1).
     - ``witch_save_night`` / ``witch_poison_night``: the mean night a potion was used (timing; lower is
       earlier), reported as a mean, not a rate.
-    - ``hunter_shot_on_wolf``: a Hunter's shots (events ``shot``, at dawn or by day) on a werewolf; chance =
-      living wolves / living (the dead Hunter picks among all the living); listed where a game had a shot.
+    - ``hunter_shot_on_wolf``: a Hunter's shots (events ``shot``, at dawn or by day) on a werewolf; bar =
+      random = living wolves / living (the dead Hunter picks among all the living); listed where a game had a
+      shot.
 
     (The old ``witch_save_correct`` could not fail: wolves can only target the village side.)"""
     ev = annotate(events, players)
     rows = []
-    checks = ev[ev["kind"] == "check"].copy()
-    checks["hit"] = (checks["target_role"] == "Werewolf").astype(int)
-    checks["chance"] = checks["wolves_alive"] / (checks["alive"] - 1).clip(lower=1)
-    rows += _rate_rows(checks, by, chance="chance", metric="seer_wolf_check_rate")
-
-    rows += _rate_rows(_protects(ev, games), by, chance="chance", metric="guard_save_rate")
+    rows += _rate_rows(_seer_checks(ev), by, chance="chance", random="random", metric="seer_wolf_check_rate",
+                       bar=BARS["seer_wolf_check_rate"])
+    for kind, metric in (("protect", "guard_save_rate"), ("heal", "doctor_save_rate")):
+        units = _protections(ev, kind, games)
+        if len(units) or kind == "protect":
+            rows += _rate_rows(units, by, chance="chance", random="random", metric=metric, bar=BARS[metric])
 
     guarded = ev[ev["kind"] == "protect"][["game_id", "day", "target"]].rename(columns={"target": "guarded"})
     saves = ev[ev["kind"] == "save"].merge(guarded, on=["game_id", "day"], how="left")
@@ -450,14 +520,16 @@ def night_actions(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | N
 
     poisons = ev[ev["kind"] == "poison"].copy()
     poisons["hit"] = (poisons["target_role"] == "Werewolf").astype(int)
-    poisons["chance"] = (poisons["wolves_alive"]) / (poisons["alive"] - 1).clip(lower=1)
-    rows += _rate_rows(poisons, by, chance="chance", metric="witch_poison_on_wolf")
+    poisons["chance"] = poisons["random"] = poisons["wolves_alive"] / (poisons["alive"] - 1).clip(lower=1)
+    rows += _rate_rows(poisons, by, chance="chance", random="random", metric="witch_poison_on_wolf",
+                       bar=BARS["witch_poison_on_wolf"])
 
     shots = ev[ev["kind"] == "shot"].copy()
     shots["hit"] = (shots["target_role"] == "Werewolf").astype(int)
-    shots["chance"] = shots["wolves_alive"] / shots["alive"].clip(lower=1)
+    shots["chance"] = shots["random"] = shots["wolves_alive"] / shots["alive"].clip(lower=1)
     if len(shots):  # only games with a shot (a preset without a Hunter gets no empty row)
-        rows += _rate_rows(shots, by, chance="chance", metric="hunter_shot_on_wolf")
+        rows += _rate_rows(shots, by, chance="chance", random="random", metric="hunter_shot_on_wolf",
+                           bar=BARS["hunter_shot_on_wolf"])
     table = pd.DataFrame(rows)
     timing = []
     for kind in ("save", "poison"):
