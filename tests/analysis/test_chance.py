@@ -19,7 +19,6 @@ import random
 
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 

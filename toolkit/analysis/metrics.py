@@ -10,7 +10,6 @@ ballot's; for games any column of the games frame passed in (e.g. run parameters
 
 from __future__ import annotations
 
-import json
 import zlib
 
 import numpy as np
@@ -419,7 +418,7 @@ def voting_success(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | 
 # ------------------------------------------------------------------ night actions
 def _death_seq(ev: pd.DataFrame) -> dict[tuple[str, str], int]:
     """(game_id, seat) → the seq of the event that removed it (a seat absent never died)."""
-    dead = ev[ev["kind"].isin(DEATH_KINDS) & ev["target"].notna()]
+    dead = ev[ev["kind"].isin(removing_kinds()) & ev["target"].notna()]
     return dead.groupby(["game_id", "target"])["seq"].min().to_dict()
 
 
