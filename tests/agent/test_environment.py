@@ -2,6 +2,7 @@
 (role, CLI, default) and the engineer suite with its default output folder under both environments."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -106,6 +107,10 @@ def test_engineer_suite_passes_with_its_default_output_folder(kind, tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     assert "succeeded: 10/10; tables: results/" in out.stdout, out.stdout
     assert (tmp_path / "results").is_dir()
+    # each task's line names its session, which `toolkit view --session` takes
+    sessions = re.findall(r" session=(\S+)$", out.stdout, re.M)
+    assert len(sessions) == 10 and len(set(sessions)) == 10
+    assert "--session SESSION" in out.stdout
 
 
 def test_git_pushes_only_to_remotes_inside_or_configured(tmp_path):

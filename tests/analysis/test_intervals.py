@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from toolkit import analysis as A
-from toolkit.analysis.intervals import boot_t, cluster_draws
+from toolkit.analysis.intervals import boot_t, cluster_draws, cluster_rate
 
 REPS = 1000
 
@@ -94,3 +94,12 @@ def test_holm_controls_the_family_and_keeps_a_clear_effect():
     reject, adjusted = A.holm([0.01, 0.04, 0.03, 0.5])
     assert list(reject) == [True, False, False, False]
     assert adjusted[0] == pytest.approx(0.04)
+
+
+def test_bounds_at_the_edges_are_printed_as_0_and_1_not_floating_point_dust():
+    from toolkit.analysis.intervals import wilson
+
+    assert wilson(0, 35)[0] == 0.0 and wilson(30, 30)[1] == 1.0  # were 6.9e-18 and 0.9999999999999999
+    assert f"{wilson(0, 35)[0]}" == "0.0"
+    r = cluster_rate([0] * 12, [3] * 12, chance=[1.0] * 12)  # no hit anywhere: the lift is minus the chance
+    assert r["ci_low"] == 0.0 and "e-1" not in repr(r)

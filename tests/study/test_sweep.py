@@ -83,9 +83,12 @@ parameters: {n_games: 3}
 grid:
   fail_with: ["", "the cell broke at run time"]
 """)
-    out = subprocess.run([sys.executable, "-m", "toolkit", "sweep", str(path), "--results", str(tmp_path / "r")],
+    out = subprocess.run([sys.executable, "-m", "toolkit", "sweep", str(path), "--out", str(tmp_path / "r")],
                          cwd=REPO, capture_output=True, text=True, timeout=300)
     assert out.returncode == 1 and "failed: 1" in out.stdout, out.stderr[-2000:]
+    # it says where its summary and plots went (--out: every command's name; --results, the old one, still works
+    # in the other tests here)
+    assert f"summary and plots in {tmp_path / 'r' / 'fails'}/: summary.parquet, win_rates.png" in out.stdout
     summary = pd.read_parquet(tmp_path / "r" / "fails" / "summary.parquet").set_index("fail_with")
     assert summary.loc["", "ok"] and summary.loc["", "games"] == 3
     broken = summary.loc["the cell broke at run time"]

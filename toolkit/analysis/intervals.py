@@ -23,6 +23,12 @@ MIN_GAMES = 10  # the smallest number of games at which the cluster interval was
 EXACT_BELOW = 30  # per-game proportions with fewer units get the exact (Clopper–Pearson) interval
 
 
+def tidy(x: float) -> float:
+    """A computed bound without its floating-point dust: 5.55e-17 is 0, 0.9999999999999999 is 1 (12 decimals
+    kept: far finer than any interval here)."""
+    return float(round(x, 12)) + 0.0 if math.isfinite(x) else float(x)
+
+
 def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     """Wilson score interval for k successes in n trials (honest at small n and near 0 or 1)."""
     if n == 0:
@@ -30,7 +36,7 @@ def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     p = k / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    return (max(0.0, tidy(centre - half)), min(1.0, tidy(centre + half)))
 
 
 def exact(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
@@ -134,12 +140,13 @@ def cluster_rate(k: Iterable[float], n: Iterable[float], chance: Iterable[float]
                      else (out["rate"], out["rate"]))
     if proportion:
         low, high = max(low, 0.0), min(high, 1.0)
-    out.update(ci_low=float(low), ci_high=float(high), method=method)
+    out.update(ci_low=tidy(low), ci_high=tidy(high), method=method)
     if c is not None:
         _, lse, lo, hi = boot_t(k - c, n, W)
         if lse < 1e-12:
             lo, hi = out["lift"] - (out["rate"] - low), out["lift"] + (high - out["rate"])
-        out.update(lift_ci_low=float(lo), lift_ci_high=float(hi))
+        out["lift"] = tidy(out["lift"])
+        out.update(lift_ci_low=tidy(lo), lift_ci_high=tidy(hi))
     return out
 
 
@@ -163,7 +170,7 @@ def paired_difference(ka: Iterable[float], na: Iterable[float], kb: Iterable[flo
     ok = np.isfinite(d)
     t = (d[ok] - d0) / np.maximum(se[ok], se0 / math.sqrt(g))
     t_low, t_high = np.percentile(t, [2.5, 97.5]) if se0 > 1e-12 else (0.0, 0.0)
-    return {"n_pairs": g, "diff": float(d0), "ci_low": float(d0 - t_high * se0), "ci_high": float(d0 - t_low * se0),
+    return {"n_pairs": g, "diff": tidy(d0), "ci_low": tidy(d0 - t_high * se0), "ci_high": tidy(d0 - t_low * se0),
             "method": "paired bootstrap-t (common seeds)"}
 
 

@@ -38,7 +38,7 @@ EXAMPLES = """examples (tables go to git-ignored folders under results/):
   python -m toolkit play --seat Player3=random --quiet              one random seat, result lines only
   python -m toolkit play --model openai:qwen2.5@http://127.0.0.1:8000/v1   any OpenAI-compatible server
   python -m toolkit replay results --game GAME_ID                   re-run a logged game exactly
-  python -m toolkit sweep experiments/sweeps/example.yaml --results results/sweeps --workers 2
+  python -m toolkit sweep experiments/sweeps/example.yaml --out results/sweeps --workers 2
   python -m toolkit report results/sweeps/example-sweep             PNGs and summary.md
   python -m toolkit engineer-suite --out results/suite              the offline engineer tasks
 A mistake in an option or a file is one line on stderr and exit code 2, before anything is written."""

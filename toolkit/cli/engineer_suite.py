@@ -42,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
                                         environment=args.env))
     for name, r in results.items():
         print(f"{name:28s} success={r.success!s:5s} ended_by={r.ended_by:9s} steps={r.steps} "
-              f"tools={len(r.tool_calls)}")
+              f"tools={len(r.tool_calls)} session={r.session_id}")
     print(f"succeeded: {sum(bool(r.success) for r in results.values())}/{len(results)}; tables: {run.folder}")
+    print(f"replay a session: python -m toolkit view {run.folder} --session SESSION")
     return 0

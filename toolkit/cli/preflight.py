@@ -14,7 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from toolkit.llm import get_model, known_specs, parse_spec
-from toolkit.llm.registry import find
+from toolkit.llm.registry import did_you_mean_spec, find
 from toolkit.llm.keys import is_local, key_rule, key_setting
 from toolkit.record.load import run_folders
 from toolkit.core.files import FileError, load_scripted, one_line
@@ -167,7 +167,8 @@ def check_spec(spec: str, seats: list[str] | None = None, option: str = "--model
     elif kind == "human":
         raise FileError(f"{option} human: human seats are played in the notebook widgets, not the CLI")
     elif find(kind) is None:
-        raise FileError(f"{option} {one_line(spec, 80)}: unknown model spec; specs are {known_specs()}")
+        raise FileError(f"{option} {one_line(spec, 80)}: unknown model spec{did_you_mean_spec(spec)}; specs are "
+                        f"{known_specs()}")
     try:
         get_model(spec)  # offline backends are cheap to build and check their own arguments
     except (ValueError, OSError) as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from toolkit.cli.common import CAPPED, add_cap_arguments
 
@@ -16,8 +17,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--executor", choices=["local", "dask"], default="local",
                        help="local processes, or Dask (the dask extra)")
     parser.add_argument("--scheduler", help="a dask scheduler address (default: a LocalCluster)")
-    parser.add_argument("--results", default="results", metavar="DIR",
-                       help="results root; cells go to DIR/<sweep>/<cell>/ (default: results)")
+    parser.add_argument("--out", "--results", dest="out", default="results", metavar="DIR",
+                       help="results root, as every command's --out; cells go to DIR/<sweep>/<cell>/, the summary "
+                       "and plots to DIR/<sweep>/ (default: results; --results is its old name)")
     add_cap_arguments(parser, "the sweep (all cells, every run of it)")
 
 
@@ -32,8 +34,8 @@ def run(args: argparse.Namespace) -> int:
         raise FileError("--scheduler needs --executor dask")
     if args.executor == "dask":
         check_extra("dask.distributed", "dask", "--executor dask")
-    out_folder(args.results, "--results")
-    _, cells = load_sweep(args.file, args.results)  # the whole file is checked before any cell runs
+    out_folder(args.out, "--out")
+    sweep, cells = load_sweep(args.file, args.out)  # the whole file is checked before any cell runs
     specs = {}
     for cell in cells:  # every model spec a cell would use (a dead endpoint fails here, not in each game)
         for key in ("model", "wolf_model", "village_model"):
@@ -46,12 +48,14 @@ def run(args: argparse.Namespace) -> int:
         if "{task}" not in spec:  # the engineer suite fills in each task's folder itself
             check_spec(spec, option=f"{args.file}: {key}")
     summary = run_sweep(args.file, workers=args.workers, executor=args.executor, scheduler=args.scheduler,
-                        results_root=args.results, max_usd=args.max_usd, max_tokens=args.max_tokens,
+                        results_root=args.out, max_usd=args.max_usd, max_tokens=args.max_tokens,
                         at_cap=args.at_cap)
     columns = [c for c in ("cell_id", "ok", "games", "village_win_rate", "village_ci_low", "village_ci_high",
                            "sessions", "success_rate", "error") if c in summary.columns]
     print(summary[columns].to_string(index=False))
-    return cells_line(summary)
+    code = cells_line(summary)
+    print(written(Path(args.out) / sweep["name"]))
+    return code
 
 
 def cells_line(summary) -> int:
@@ -63,3 +67,10 @@ def cells_line(summary) -> int:
     if "budget" in summary.attrs:
         print(summary.attrs["budget"])
     return 1 if failed else CAPPED if capped is not False and capped.any() else 0
+
+
+def written(folder: Path) -> str:
+    """Where the sweep's summary and plots went (``toolkit report FOLDER`` makes the full report)."""
+    names = [p.name for p in sorted(folder.glob("*")) if p.suffix in (".parquet", ".png")]
+    return (f"summary and plots in {folder}/: {', '.join(names)}; the full report: "
+            f"python -m toolkit report {folder}")

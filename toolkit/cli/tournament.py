@@ -19,7 +19,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--executor", choices=["local", "dask"], default="local",
                         help="local processes (default) or a Dask cluster")
     parser.add_argument("--scheduler", help="a dask scheduler address (default: a LocalCluster)")
-    parser.add_argument("--results", default="results", help="results root; cells go to RESULTS/<name>/<cell>/")
+    parser.add_argument("--out", "--results", dest="out", default="results", metavar="DIR",
+                        help="results root, as every command's --out; cells go to DIR/<name>/<cell>/ (default: "
+                        "results; --results is its old name)")
     parser.add_argument("--export", metavar="DIR", help="afterwards, write the complete games' tables (no calls) "
                         "to DIR as one Parquet file per table")
     add_cap_arguments(parser, "the tournament (all cells, every run of it)")
@@ -46,14 +48,14 @@ def run(args: argparse.Namespace) -> int:
                 print(pairs.to_string(index=False, float_format="{:.2f}".format))
             return 0
         summary = run_tournament(args.file, workers=args.workers, executor=args.executor,
-                                 scheduler=args.scheduler, results_root=args.results, max_usd=args.max_usd,
+                                 scheduler=args.scheduler, results_root=args.out, max_usd=args.max_usd,
                                  max_tokens=args.max_tokens, at_cap=args.at_cap)
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.export:
         spec = load_tournament(args.file)
-        for path in export_tables(Path(args.results) / spec["name"], args.export):
+        for path in export_tables(Path(args.out) / spec["name"], args.export):
             print(path)
     from toolkit.cli.sweep import cells_line
 

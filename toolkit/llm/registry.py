@@ -10,6 +10,7 @@ So what a spec means never depends on what happened to be imported first. See do
 
 from __future__ import annotations
 
+import difflib
 from typing import Any, Callable
 
 from toolkit.llm.backend import Backend
@@ -45,12 +46,20 @@ def known_specs() -> str:
     return ", ".join(p.usage for p in map(find, prefixes()) if p is not None)
 
 
+def did_you_mean_spec(spec: str) -> str:
+    """`` (did you mean 'openai:gpt-4o'?)`` for a spec whose prefix is a near miss of a known one, else ''."""
+    prefix, sep, arg = str(spec).strip().partition(":")
+    close = difflib.get_close_matches(prefix, prefixes(), n=1, cutoff=0.6)
+    return f" (did you mean {close[0] + sep + arg!r}?)" if close and close[0] != prefix else ""
+
+
 def build(spec: str, config: Any) -> Backend:
     """The backend a spec names (a ValueError with the known specs when it names none)."""
     prefix, arg = parse_spec(spec)
     provider = find(prefix)
     if provider is None:
-        raise ValueError(f"unknown model spec {spec!r}; use one of: {known_specs()}{missing_hint()}")
+        raise ValueError(f"unknown model spec {spec!r}{did_you_mean_spec(spec)}; use one of: {known_specs()}"
+                         f"{missing_hint()}")
     if provider.arg == "required" and not arg:
         raise ValueError(f"{prefix} needs an argument: {provider.usage}")
     if provider.arg == "none" and arg:

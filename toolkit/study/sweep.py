@@ -127,7 +127,7 @@ def load_sweep(path: str | Path, results_root: str | Path = "results") -> tuple[
             check_type(key, value, known[key], path, notebook.name)
     root = Path(results_root).resolve()
     if root.exists() and not root.is_dir():
-        raise FileError(f"--results {results_root}: is a file, not a folder")
+        raise FileError(f"--out {results_root}: is a file, not a folder")
     spec = sweep.model_dump()
     keys = list(sweep.grid)
     cells: list[Cell] = []

@@ -124,6 +124,7 @@ def load_preset(name_or_path: str | Path) -> Preset:
     if not path.suffix:
         path = PRESETS_DIR / f"{name_or_path}.yaml"
     if not path.exists():
-        raise ValueError(f"no preset {name_or_path!r}; presets are {available_presets()} or a YAML path")
+        raise ValueError(f"no preset {name_or_path!r}{did_you_mean(str(name_or_path), available_presets())}; "
+                         f"presets are {available_presets()} or a YAML path")
 
     return load_file(path, Preset, "preset")
