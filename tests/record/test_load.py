@@ -230,3 +230,45 @@ def test_a_gap_in_the_events_marks_a_game_incomplete_without_n_events(tmp_path):
     events[events["seq"] != 5].to_parquet(run.folder / "events.parquet", index=False)
     with pytest.warns(LoadWarning, match=r"truncated event log \(g\S+: \d+ events with seq up to \d+\)"):
         assert load(tmp_path).games.empty
+
+
+def parquet_run(folder: Path, **tables: pd.DataFrame) -> None:
+    folder.mkdir(parents=True)
+    pd.DataFrame({"run_id": [folder.name]}).to_parquet(folder / "runs.parquet", index=False)
+    for table, frame in tables.items():
+        frame.to_parquet(folder / f"{table}.parquet", index=False)
+
+
+def test_runs_whose_files_type_a_column_differently_load_as_one_table(tmp_path):
+    """One dataset scan over every run's file: a column that is all null in one run (Arrow's null type, as
+    compaction wrote it before) and text in another, a count written as int in one and float in another, a
+    column only newer runs have: one table, every value kept, run by run in folder order."""
+    parquet_run(tmp_path / "a", calls=pd.DataFrame({"call_id": ["a0", "a1"], "error": [None, None],
+                                                    "latency_ms": [1, 2]}))
+    parquet_run(tmp_path / "b", calls=pd.DataFrame({"call_id": ["b0"], "error": ["timeout"], "latency_ms": [2.5],
+                                                    "finish_reason": ["stop"]}))
+    calls = load(tmp_path).calls
+    assert list(calls["call_id"]) == ["a0", "a1", "b0"]
+    assert list(calls["latency_ms"]) == [1.0, 2.0, 2.5]
+    assert calls["error"].isna().sum() == 2 and calls["error"].iloc[2] == "timeout"
+    assert list(calls.columns[-1:]) == ["finish_reason"] and calls["finish_reason"].iloc[2] == "stop"
+    empty = load(tmp_path / "a").calls  # a column without a value reads as None, as it always has
+    assert empty["error"].tolist() == [None, None] and empty["session_id"].tolist() == [None, None]
+
+
+def test_load_reads_only_the_columns_asked_for_and_still_leaves_out_partial_games(tmp_path):
+    """What a sweep's summary reads: the games' and calls' few columns it needs, never the prompts; a partial
+    game (events but no games row) is left out of what is read all the same."""
+    with Run(tmp_path, "cols") as run:
+        run_sync(play_games([GameConfig(seed=s) for s in range(2)], run))
+        partial = CallRow(call_id="p-0", game_id="partial", seq=0, messages="[]")
+        run.write(partial)
+    events = pd.read_parquet(run.folder / "events.parquet")
+    pd.concat([events, events.head(1).assign(game_id="partial")]).to_parquet(run.folder / "events.parquet")
+    with pytest.warns(LoadWarning, match="left out 1 partial game"):
+        t = load(tmp_path, columns={"games": ["seed"], "calls": ["call_id", "game_id"]})
+    assert list(t.games.columns) == ["seed"] and sorted(t.games["seed"]) == [0, 1]
+    assert list(t.calls.columns) == ["call_id", "game_id"] and "partial" not in set(t.calls["game_id"])
+    assert t.events.empty and list(t.events.columns) == list(load(tmp_path, complete_games=False).events.columns)
+    with pytest.raises(ValueError, match="no table 'call'"):
+        load(tmp_path, columns={"call": None})

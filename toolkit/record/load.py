@@ -8,8 +8,13 @@ import json
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
 
 from toolkit.llm import Provider
 from toolkit.llm.offline import ReplayBackend
@@ -44,6 +49,13 @@ def run_folders(path: str | Path) -> list[Path]:
     return sorted(found)
 
 
+def _cannot_read(path: Path, exc: Exception, strict: bool) -> None:
+    message = f"{path}: cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0][:200]}); skipped"
+    if strict:
+        raise ValueError(message) from exc
+    warnings.warn(message, LoadWarning, stacklevel=4)
+
+
 def read_table(folder: Path, table: str, strict: bool = False) -> pd.DataFrame | None:
     """One table of one run folder (Parquet, else JSONL). A damaged file is named in a ``LoadWarning``
     and skipped (``strict=True`` raises ``ValueError``)."""
@@ -52,10 +64,7 @@ def read_table(folder: Path, table: str, strict: bool = False) -> pd.DataFrame |
         try:
             df = pd.read_parquet(parquet)
         except Exception as exc:  # pyarrow raises several kinds for a truncated or foreign file
-            message = f"{parquet}: cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0][:200]}); skipped"
-            if strict:
-                raise ValueError(message) from exc
-            warnings.warn(message, LoadWarning, stacklevel=3)
+            _cannot_read(parquet, exc, strict)
             return None
     elif jsonl.exists():
         df = pd.DataFrame(read_jsonl(jsonl, strict=strict))
@@ -63,10 +72,136 @@ def read_table(folder: Path, table: str, strict: bool = False) -> pd.DataFrame |
         return None
     # Results written before a column was renamed read as if written today.
     renames = {old: new for old, new in RENAMED.get(table, {}).items() if old in df.columns and new not in df.columns}
-    df = df.rename(columns=renames) if renames else df
-    missing = [c for c in TABLES[table] if c not in df.columns]
+    return df.rename(columns=renames) if renames else df
+
+
+def shaped(df: pd.DataFrame, table: str, columns: list[str] | None = None) -> pd.DataFrame:
+    """``columns`` (None: the table's documented columns, in order, then any extras); a column the files do
+    not have is there, empty."""
+    names = list(columns) if columns is not None else [*TABLES[table], *(c for c in df.columns
+                                                                          if c not in TABLES[table])]
+    missing = [c for c in names if c not in df.columns]
     df = df.assign(**{c: None for c in missing}) if missing else df
-    return df[[*TABLES[table], *(c for c in df.columns if c not in TABLES[table])]]  # the documented order
+    return df if list(df.columns) == names else df[names]
+
+
+def _nulls_as_none(table: pa.Table) -> pa.Table:
+    """A column with no value reads as None (object), whatever type its files declare, as it always has."""
+    for i, column in enumerate(table.columns):
+        if column.null_count == len(column) and column.type != pa.null():
+            table = table.set_column(i, table.field(i).name, pa.nulls(len(column)))
+    return table
+
+
+class Tables:
+    """The tables' files under a results folder, each table read with one Arrow dataset scan over all its
+    Parquet files (the cost of one file per table, not one per run) plus the JSONL of runs that were killed.
+    A file the scan cannot take (truncated, a column renamed since) sends that table down the per-file path,
+    which names the damaged file in a ``LoadWarning`` and reads the rest."""
+
+    def __init__(self, folders: list[Path], strict: bool = False):
+        self.folders, self.strict = folders, strict
+
+    def files(self, table: str) -> tuple[list[Path], list[Path]]:
+        parquet = [f / f"{table}.parquet" for f in self.folders if (f / f"{table}.parquet").exists()]
+        jsonl = [f / f"{table}.jsonl" for f in self.folders
+                 if not (f / f"{table}.parquet").exists() and (f / f"{table}.jsonl").exists()]
+        return parquet, jsonl
+
+    def dataset(self, table: str, files: list[Path]) -> ds.Dataset | None:
+        """One dataset over the table's Parquet files, its schema the union of theirs (null goes into any type,
+        int into float); None when a file needs the per-file path."""
+        try:
+            factory = ds.FileSystemDatasetFactory(pafs.LocalFileSystem(), [str(f) for f in files],
+                                                  ds.ParquetFileFormat())
+            schema = factory.inspect(promote_options="permissive")
+        except (pa.ArrowException, OSError):
+            return None
+        if any(old in schema.names for old in RENAMED.get(table, {})):
+            return None
+        return factory.finish(schema)
+
+    def read(self, table: str, columns: list[str] | None = None, leave_out: set[str] = frozenset()) -> pd.DataFrame:
+        """The table (``columns`` of it, or all), without the rows of the games in ``leave_out``."""
+        parquet, jsonl = self.files(table)
+        parts, scanned = [], None
+        if parquet and (dataset := self.dataset(table, parquet)) is not None:
+            names = [c for c in columns if c in dataset.schema.names] if columns is not None else None
+            where = (~ds.field("game_id").isin(pa.array(sorted(leave_out), pa.string()))
+                     if leave_out and "game_id" in dataset.schema.names else None)
+            try:
+                scanned = _nulls_as_none(dataset.to_table(columns=names, filter=where)).to_pandas()
+                parts.append(scanned)
+            except (pa.ArrowException, OSError):
+                scanned = None
+        per_file = [f.parent for f in jsonl] + ([f.parent for f in parquet] if scanned is None else [])
+        for folder in sorted(per_file):
+            df = read_table(folder, table, self.strict)
+            if df is not None and len(df):
+                if leave_out and "game_id" in df.columns:
+                    df = df[~df["game_id"].isin(leave_out)]
+                parts.append(df)
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return pd.DataFrame({c: pd.Series(dtype="object") for c in (columns or TABLES[table])})
+        df = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True)
+        return shaped(df, table, columns)
+
+    def batches(self, table: str, columns: list[str]) -> Iterator[pa.Table]:
+        """The table's ``columns`` as Arrow tables of at most about a million rows each (bounded memory whatever
+        the table's size); a column the files lack is null."""
+        parquet, jsonl = self.files(table)
+        dataset = self.dataset(table, parquet) if parquet else None
+        pending, size = [], 0
+        if dataset is not None:
+            names = [c for c in columns if c in dataset.schema.names]
+            for batch in dataset.to_batches(columns=names):
+                pending.append(batch)
+                size += batch.num_rows
+                if size >= 1 << 20:
+                    yield _complete(pa.Table.from_batches(pending), columns)
+                    pending, size = [], 0
+            if pending:
+                yield _complete(pa.Table.from_batches(pending), columns)
+        for folder in sorted([f.parent for f in jsonl] + ([f.parent for f in parquet] if dataset is None else [])):
+            df = read_table(folder, table, self.strict)
+            if df is not None and len(df):
+                yield _complete(pa.Table.from_pandas(shaped(df, table, columns).astype(object), preserve_index=False),
+                                columns)
+
+
+def _complete(table: pa.Table, columns: list[str]) -> pa.Table:
+    for name in columns:
+        if name not in table.column_names:
+            table = table.append_column(name, pa.nulls(table.num_rows))
+    return table.select(columns)
+
+
+def distinct_runs(folders: list[Path], strict: bool = False) -> list[Path]:
+    """The run folders, each run once: a folder whose run id an earlier folder has (a copy of a run inside
+    the results folder) is left out with a ``LoadWarning``, so its games are not counted twice."""
+    ids: dict[Path, set[str]] = {f: set() for f in folders}
+    parquet = [f for f in folders if (f / "runs.parquet").exists()]
+    dataset = Tables(parquet, strict).dataset("runs", [f / "runs.parquet" for f in parquet]) if parquet else None
+    scanned = set(parquet) if dataset is not None else set()
+    rest = [f for f in folders if f not in scanned]
+    if dataset is not None:
+        for tagged in dataset.scanner(columns=["run_id"]).scan_batches():
+            ids[Path(tagged.fragment.path).parent].update(tagged.record_batch["run_id"].drop_null().to_pylist())
+    for folder in rest:
+        runs = read_table(folder, "runs", strict)
+        ids[folder] = set(runs["run_id"].dropna()) if runs is not None and "run_id" in runs else set()
+    seen: dict[str, Path] = {}
+    kept = []
+    for folder in folders:
+        again = sorted(i for i in ids[folder] if i in seen)
+        if again:
+            warnings.warn(f"{folder}: a copy of run {again[0]} (also in {seen[again[0]]}); left out",
+                          LoadWarning, stacklevel=3)
+            continue
+        seen.update(dict.fromkeys(ids[folder], folder))
+        kept.append(folder)
+    return kept
 
 
 # What identifies a row of each table: two rows with the same key are one row read twice (a copied run folder).
@@ -74,45 +209,31 @@ KEYS = {"runs": ("run_id",), "games": ("game_id",), "players": ("game_id", "seat
         "calls": ("call_id",), "sessions": ("session_id",), "attempts": ("call_id", "attempt")}
 
 
-def distinct_runs(folders: list[Path], strict: bool = False) -> list[Path]:
-    """The run folders, each run once: a folder whose run id an earlier folder has (a copy of a run inside
-    the results folder) is left out with a ``LoadWarning``, so its games are not counted twice."""
-    seen: dict[str, Path] = {}
-    kept = []
-    for folder in folders:
-        runs = read_table(folder, "runs", strict)
-        ids = set(runs["run_id"].dropna()) if runs is not None else set()
-        again = sorted(i for i in ids if i in seen)
-        if again:
-            warnings.warn(f"{folder}: a copy of run {again[0]} (also in {seen[again[0]]}); left out",
-                          LoadWarning, stacklevel=3)
-            continue
-        seen.update(dict.fromkeys(ids, folder))
-        kept.append(folder)
-    return kept
+def game_stats(tables: Tables) -> tuple[pd.DataFrame, set[str]]:
+    """Per game with events: their number (``size``) and highest ``seq`` (``max``); and every game id the
+    players table names. Read a batch at a time: the events table itself is never held."""
+    parts = []
+    for part in tables.batches("events", ["game_id", "seq"]):
+        seq = pc.cast(part["seq"], pa.float64(), safe=False) if not pa.types.is_floating(part["seq"].type) \
+            else part["seq"]
+        grouped = (pa.table({"game_id": part["game_id"].cast(pa.string()), "seq": seq}).group_by("game_id")
+                   .aggregate([("seq", "count", pc.CountOptions(mode="all")), ("seq", "max")]))
+        parts.append(grouped.to_pandas())
+    stats = (pd.concat(parts).dropna(subset=["game_id"]).groupby("game_id")
+             .agg(size=("seq_count", "sum"), max=("seq_max", "max")) if parts
+             else pd.DataFrame({"size": [], "max": []}))
+    seated: set[str] = set()
+    for part in tables.batches("players", ["game_id"]):
+        seated.update(pc.unique(part["game_id"].cast(pa.string())).drop_null().to_pylist())
+    return stats, seated
 
 
-def partial_game_ids(tables: dict[str, pd.DataFrame]) -> set[str]:
-    """Games that started (a game writes its first event as it starts) but have no ``games`` row: a process
-    died while playing them. Calls logged under a game_id with no events (an Action used on its own) are
-    not games and are kept."""
-    finished = set(tables["games"]["game_id"].dropna())
-    started: set[str] = set()
-    for table in ("events", "players"):
-        if table in tables and "game_id" in tables[table]:
-            started |= set(tables[table]["game_id"].dropna())
-    return started - finished
-
-
-def truncated_game_ids(tables: dict[str, pd.DataFrame]) -> dict[str, str]:
+def truncated_game_ids(games: pd.DataFrame, stats: pd.DataFrame) -> dict[str, str]:
     """Finished games whose event log is cut short, each with how: fewer events rows than its games row says
     it wrote (``n_events``), or a gap in its events' ``seq`` (0, 1, 2, ... with none missing; results written
-    before ``n_events`` was kept are checked by this alone)."""
-    games, events = tables["games"], tables["events"]
-    if games.empty or "game_id" not in events:
+    before ``n_events`` was kept are checked by this alone). ``stats``: ``game_stats``'s per-game events."""
+    if games.empty or stats.empty:
         return {}
-    stats = (pd.DataFrame({"game_id": events["game_id"], "seq": pd.to_numeric(events["seq"], errors="coerce")})
-             .groupby("game_id")["seq"].agg(["size", "max"]))
     g = games[["game_id"]].dropna().join(stats, on="game_id")
     n = g["size"].fillna(0)
     want = pd.to_numeric(games.loc[g.index, "n_events"], errors="coerce") if "n_events" in games else n * float("nan")
@@ -124,56 +245,69 @@ def truncated_game_ids(tables: dict[str, pd.DataFrame]) -> dict[str, str]:
     return out
 
 
-def load(path: str | Path, complete_games: bool = True, strict: bool = False) -> Results:
+def load(path: str | Path, complete_games: bool = True, strict: bool = False,
+         columns: dict[str, list[str] | None] | None = None) -> Results:
     """All runs under ``path`` (finished runs from Parquet, killed ones from their JSONL).
 
     By default only complete games are kept: a game is complete when its ``games`` row exists; the rows
-    (players, events, calls) a killed process left for a game it never finished (a resumed cell plays that seed
-    again) are left out,
-    and a ``LoadWarning`` says how many games that was. A game whose event log is truncated (``truncated_game_ids``)
-    is incomplete too: named in a ``LoadWarning`` and left out (kept with ``complete_games=False``). Damaged
-    files and lines are skipped with a warning naming them; ``strict=True`` raises instead."""
+    (players, events, calls, beliefs) a killed process left for a game it never finished (a resumed cell plays
+    that seed again) are left out, and a ``LoadWarning`` says how many games that was. A game whose event log
+    is truncated (``truncated_game_ids``) is incomplete too: named in a ``LoadWarning`` and left out (kept
+    with ``complete_games=False``). Damaged files and lines are skipped with a warning naming them;
+    ``strict=True`` raises instead.
+
+    ``columns`` reads only what a caller needs: {table: its columns, or None for all of them}; the tables it
+    does not name come back empty. The prompts (``calls.messages``) are most of a study's bytes: a summary that
+    counts games reads ``{"games": None}`` and never touches them. The completeness checks read only the
+    events' ``game_id`` and ``seq`` (a batch at a time)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no results folder at {path}")
     if not path.is_dir():
         raise NotADirectoryError(f"{path} is a file; give the results folder that holds it")
-    tables: dict[str, pd.DataFrame] = {}
-    folders = distinct_runs(run_folders(path), strict)
-    for table, columns in TABLES.items():
-        parts = [df for f in folders if (df := read_table(f, table, strict)) is not None and len(df)]
-        tables[table] = (pd.concat(parts, ignore_index=True) if parts
-                         else pd.DataFrame({c: pd.Series(dtype="object") for c in columns}))
-        key = [c for c in KEYS.get(table, ()) if c in tables[table].columns]
-        if key and len(key) == len(KEYS[table]) and len(tables[table]):
-            doubled = tables[table].duplicated(subset=key, keep="first")
-            if doubled.any():
-                warnings.warn(f"{path}: {int(doubled.sum())} duplicated {table} row(s) (same {', '.join(key)}) "
-                              "kept once", LoadWarning, stacklevel=2)
-                tables[table] = tables[table][~doubled].reset_index(drop=True)
-    truncated = truncated_game_ids(tables)
+    wanted = {t: None for t in TABLES} if columns is None else dict(columns)
+    unknown = [t for t in wanted if t not in TABLES]
+    if unknown:
+        raise ValueError(f"load: no table {unknown[0]!r}; the tables are {', '.join(TABLES)}")
+    files = Tables(distinct_runs(run_folders(path), strict), strict)
+    games = files.read("games", None if wanted.get("games", ...) is None else
+                       list(dict.fromkeys([*wanted["games"], "game_id", "n_events"])))
+    stats, seated = game_stats(files)
+    truncated = truncated_game_ids(games, stats)
     if truncated:  # named whether or not they are kept: a metric over half a game's events is wrong
         shown = "; ".join(f"{g}: {how}" for g, how in list(truncated.items())[:5])
         more = f"; and {len(truncated) - 5} more" if len(truncated) > 5 else ""
         warnings.warn(f"{path}: {len(truncated)} game{'s' if len(truncated) > 1 else ''} with a truncated event "
                       f"log ({shown}{more}): incomplete" + (", left out" if complete_games else ""),
                       LoadWarning, stacklevel=2)
-    if complete_games and truncated:
-        for table in TABLES:
-            frame_ = tables[table]
-            if "game_id" in frame_.columns and len(frame_):
-                tables[table] = frame_[~frame_["game_id"].isin(truncated)].reset_index(drop=True)
+    leave_out: set[str] = set()
     if complete_games:
-        partial = partial_game_ids(tables)
+        partial = (set(stats.index.dropna()) | seated) - set(games["game_id"].dropna())
+        leave_out = set(truncated) | partial
         if partial:
-            for table in ("players", "events", "calls"):
-                frame_ = tables[table]
-                tables[table] = frame_[~frame_["game_id"].isin(partial)].reset_index(drop=True)
             warnings.warn(f"{path}: left out {len(partial)} partial game{'s' if len(partial) > 1 else ''} "
                           "(they have rows but no games row: killed or stopped mid-game); "
                           "load(..., complete_games=False) "
                           "includes them", LoadWarning, stacklevel=2)
-    return Results(**{t: tables[t] for t in Results.__dataclass_fields__ if t in tables})
+    out: dict[str, pd.DataFrame] = {}
+    for table in TABLES:
+        if table not in wanted:
+            out[table] = pd.DataFrame({c: pd.Series(dtype="object") for c in TABLES[table]})
+            continue
+        if table == "games":
+            frame_ = games[~games["game_id"].isin(leave_out)].reset_index(drop=True) if leave_out else games
+            frame_ = shaped(frame_, table, wanted["games"])
+        else:
+            frame_ = files.read(table, wanted[table], leave_out)
+        key = list(KEYS.get(table, ()))
+        if key and all(c in frame_.columns for c in key) and len(frame_):
+            doubled = frame_.duplicated(subset=key, keep="first")
+            if doubled.any():
+                warnings.warn(f"{path}: {int(doubled.sum())} duplicated {table} row(s) (same {', '.join(key)}) "
+                              "kept once", LoadWarning, stacklevel=2)
+                frame_ = frame_[~doubled].reset_index(drop=True)
+        out[table] = frame_
+    return Results(**{t: out[t] for t in Results.__dataclass_fields__})
 
 
 def recorded_calls(path: str | Path, game_id: str | None = None) -> list[dict]:

@@ -40,7 +40,7 @@ def cell_lock(folder: str | Path) -> Iterator[None]:
 def finished_seeds(results_dir: str | Path) -> set[int]:
     if not Path(results_dir).exists():
         return set()
-    games = load(results_dir, complete_games=False).games  # only the games rows matter here
+    games = load(results_dir, complete_games=False, columns={"games": ["seed", "winner"]}).games
     return set(int(s) for s in games[games["winner"] != "error"]["seed"].dropna())
 
 

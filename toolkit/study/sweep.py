@@ -312,6 +312,13 @@ def _execute(todo: list[Cell], statuses: list[dict], bar: Any, workers: int, exe
         raise ValueError(f"executor must be local or dask, not {executor!r}")
 
 
+# What the summary reads of each cell (never the prompts: a cell of 100,000 games holds gigabytes of them), and of
+# the whole sweep for its plots.
+CELL_COLUMNS = {"games": ["game_id", "winner", "n_calls", "n_fallbacks"], "sessions": ["session_id", "success"],
+                "tool_calls": ["session_id"]}
+PLOT_COLUMNS = {"runs": None, "games": None, "sessions": None, "tool_calls": None}
+
+
 def summarise(spec: dict[str, Any], cells: list[Cell], statuses: list[dict], folder: Path) -> pd.DataFrame:
     by_id = {s["cell_id"]: s for s in statuses}
     rows = []
@@ -320,7 +327,7 @@ def summarise(spec: dict[str, Any], cells: list[Cell], statuses: list[dict], fol
         row = {"cell_id": cell.cell_id, **cell.grid_values, "ok": status.get("ok"), "error": status.get("error"),
                "capped": bool(status.get("capped")), "wall_s": status.get("wall_s")}
         if Path(cell.folder).exists():
-            tables = load(cell.folder, complete_games=True)
+            tables = load(cell.folder, complete_games=True, columns=CELL_COLUMNS)
             if len(tables.games):
                 wins = A.win_rates(tables.games).set_index("side")
                 row.update(games=len(tables.games), village_win_rate=float(wins.loc["village", "rate"]),
@@ -336,7 +343,7 @@ def summarise(spec: dict[str, Any], cells: list[Cell], statuses: list[dict], fol
     summary = pd.DataFrame(rows)
     folder.mkdir(parents=True, exist_ok=True)
     summary.to_parquet(folder / "summary.parquet", index=False)
-    everything = load(folder, complete_games=True)
+    everything = load(folder, complete_games=True, columns=PLOT_COLUMNS)
     grid_keys = list(spec["grid"])
     if len(everything.games):
         games = games_with_params(everything)
