@@ -1,0 +1,19 @@
+"""Studies: one cell of an experiment (``run_werewolf_cell``, ``run_engineer_cell``), a sweep file over a grid of
+cells (``run_sweep``), a tournament file (``load_tournament``, ``schedule``).
+
+Names here are imported when first used."""
+
+from __future__ import annotations
+
+from toolkit.core.lazy import face
+
+_WHERE = {
+    "run_werewolf_cell": "toolkit.study.experiments",
+    "run_engineer_cell": "toolkit.study.experiments",
+    "run_sweep": "toolkit.study.sweep",
+    "load_sweep": "toolkit.study.sweep",
+    "load_tournament": "toolkit.study.tournament",
+    "schedule": "toolkit.study.tournament",
+}
+__all__ = sorted(_WHERE)
+__getattr__, __dir__ = face(__name__, _WHERE)
