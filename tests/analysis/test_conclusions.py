@@ -120,3 +120,42 @@ def test_a_game_without_a_side_keeps_its_cell_and_a_spec_stays_on_one_line():
     assert m["n"].sum() == 3 and "(none)" in set(m["wolf_model"]) and "x y" in set(m["village_model"])
     grid = matrix_text(m)
     assert "wolves: (none)" in grid.columns and not grid.to_string().count("\n") > len(grid)
+
+
+def synthetic_pairings(rates: dict, n: int = 200, seed: int = 0):
+    """Games of a pairs design whose village win rate per (village model, wolf model) is ``rates``: outcomes
+    drawn (seeded) from those rates; one seat per side is enough for the side labels."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    games, players = [], []
+    for (village, wolves), p in rates.items():
+        for i in range(n):
+            gid = f"{village}-{wolves}-{i}"
+            games.append({"game_id": gid, "preset": "classic7", "seed": i,
+                          "winner": "village" if rng.random() < p else "werewolves"})
+            players += [{"game_id": gid, "seat": "P1", "role": "Villager", "side": "village", "spec": village},
+                        {"game_id": gid, "seat": "P2", "role": "Werewolf", "side": "werewolves", "spec": wolves}]
+    return pd.DataFrame(games), pd.DataFrame(players)
+
+
+def test_the_conclusions_say_when_an_order_depends_on_the_opponent():
+    """Strong wolves beat weak ones against strong villagers only (0.2 vs 0.6 village wins) and not at all
+    against weak ones (0.1 vs 0.1): the average order is named, and the per-opponent differences and the
+    interaction test say it does not hold against every opponent. Main effects only: no such sentence."""
+    from toolkit.analysis.ratings import interaction_test
+
+    games, players = synthetic_pairings({("S", "S"): 0.2, ("S", "W"): 0.6, ("W", "S"): 0.1, ("W", "W"): 0.1})
+    text = " ".join(conclusions(games, players))
+    assert "As werewolves, the order of S and W is not the same against every opponent" in text
+    assert "against S villagers" in text and "against W villagers" in text
+    assert interaction_test(games, players)["p"] < 0.01 and "do not fit one strength" in text
+    logistic = lambda x: 1 / (1 + 2.718281828459045 ** -x)  # noqa: E731 (one line)
+    # exactly main effects on the logit scale: village S +0.5, W −0.5; wolves S +0.5, W −0.5
+    additive = {(v, w): logistic((0.5 if v == "S" else -0.5) - (0.5 if w == "S" else -0.5))
+                for v in "SW" for w in "SW"}
+    games, players = synthetic_pairings(additive, n=2000, seed=1)
+    text = " ".join(conclusions(games, players))
+    assert "not the same against every opponent" not in text
+    assert interaction_test(games, players)["p"] > 0.05

@@ -10,7 +10,7 @@ import pandas as pd
 
 from toolkit.analysis.intervals import groups, proportion
 from toolkit.analysis.metrics import win_rates
-from toolkit.analysis.ratings import separation
+from toolkit.analysis.ratings import interaction_test, opponent_differences, separation
 
 # run parameters that assign models to seats: the matrix and the ratings are the split over them, so the
 # conclusions and the matrix group by the other conditions only (the players table says who played what)
@@ -100,6 +100,7 @@ def conclusions(games: pd.DataFrame, players: pd.DataFrame, by: list[str] | None
             text += [s for s in (_ranking(sep, "village"), _ranking(sep, "werewolves")) if s]
             text.append("(Bradley–Terry strengths with a side term; an order is named only where Holm's adjusted "
                         "p < 0.05.)")
+            text += opponent_sentences(part, p)
             m = design_matrix(part, p)
             m = m[m["village_model"] != m["wolf_model"]]
             if len(m) > 1:
@@ -111,3 +112,36 @@ def conclusions(games: pd.DataFrame, players: pd.DataFrame, by: list[str] | None
             text.append("One model plays every seat: there is nothing to rank.")
         paragraphs.append(" ".join(text) + "\n")
     return paragraphs
+
+
+def _signed(d) -> str:
+    return f"{d['diff']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}]"
+
+
+def opponent_sentences(games: pd.DataFrame, players: pd.DataFrame) -> list[str]:
+    """Where an order depends on the opponent: for each pair of models on a side whose difference in win rate
+    tells a different story against different opponents (its interval excludes 0 against one and not against
+    another, or the signs of two such differ), the difference against each opponent; and the interaction test
+    (main-effects model against one rate per pairing) for the condition. The Bradley–Terry order is an average
+    over the opponents of the design: this says where that average hides a reversal or a null."""
+    diffs = opponent_differences(games, players)
+    if diffs.empty:
+        return []
+    test = interaction_test(games, players)
+    out = []
+    for (side, a, b), part in diffs.groupby(["side", "a", "b"], sort=True):
+        if len(part) < 2:
+            continue
+        verdicts = {("+" if r.ci_low > 0 else "-" if r.ci_high < 0 else "0") for r in part.itertuples()}
+        if len(verdicts) > 1:
+            against = "; ".join(f"{_signed(r)} against {r['opponent']} {'wolves' if side == 'village' else 'villagers'}"
+                                f" (n = {r['n_a']}, {r['n_b']})" for r in part.to_dict("records"))
+            out.append(f"As {side}, the order of {a} and {b} is not the same against every opponent ({a} − {b} in "
+                       f"win rate, 95% interval per opponent, unadjusted): {against}.")
+    if out or test["df"] > 0:
+        verdict = ("the pairings do not fit one strength per model and side" if test["p"] < 0.05
+                   else "the main-effects model is not rejected, which does not show the orders hold against every "
+                   "opponent")
+        out.append(f"Interaction test (main-effects model against one rate per pairing): LR = {test['lr']:.2f} on "
+                   f"{test['df']} df, p = {test['p']:.3f}: {verdict}.")
+    return out

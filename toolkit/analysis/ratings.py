@@ -369,3 +369,66 @@ def _openskill_pass(seq, by_side: bool, model) -> tuple[dict, dict]:
                 table[n] = r
                 played[n] = played.get(n, 0) + 1
     return {n: (r.mu, r.sigma) for n, r in table.items()}, played
+
+
+# ------------------------------------------------------------------ does an order depend on the opponent?
+def _side_labels(players: pd.DataFrame) -> pd.DataFrame:
+    """Per game: the village's and the wolves' model (``a+b`` when a side mixes models)."""
+    label = lambda specs: "+".join(sorted(set(map(str, specs))))  # noqa: E731 (one line)
+    v = players[players["side"] == "village"].groupby("game_id")["spec"].agg(label).rename("village")
+    w = players[players["side"] == "werewolves"].groupby("game_id")["spec"].agg(label).rename("werewolves")
+    return pd.concat([v, w], axis=1).dropna().reset_index()
+
+
+def interaction_test(games: pd.DataFrame, players: pd.DataFrame, prior_sd: float = 3.0) -> dict:
+    """Whether the pairings' village win rates fit the main-effects model (``ratings``: side term + village
+    strength − wolf strength) or need one rate per (village model, wolf model) pairing: the likelihood-ratio
+    statistic of the main-effects fit against the saturated one, its degrees of freedom (pairings − free
+    parameters) and p (chi-square). A small p says some order depends on the opponent; a large one does not
+    say it does not (read ``opponent_differences``). ``p`` is nan when there is nothing to test."""
+    f = fit_ratings(games, players, by_side=True, prior_sd=prior_sd)
+    if f is None:
+        return {"lr": float("nan"), "df": 0, "p": float("nan"), "pairings": 0}
+    from scipy.stats import chi2
+
+    mu = 1.0 / (1.0 + np.exp(-(f.design.X @ f.beta)))
+    cells = pd.DataFrame({"game_id": f.design.game_ids, "y": f.design.y, "mu": mu}).merge(
+        _side_labels(players), on="game_id")
+    per = cells.groupby(["village", "werewolves"]).agg(k=("y", "sum"), n=("y", "size"), mu=("mu", "mean"))
+    rate = per["k"] / per["n"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = (np.where(per["k"] > 0, per["k"] * np.log(rate / per["mu"]), 0.0)
+                 + np.where(per["n"] > per["k"], (per["n"] - per["k"]) * np.log((1 - rate) / (1 - per["mu"])), 0.0))
+    lr = float(2 * terms.sum())
+    free = constraints(f.design).shape[1]
+    df = int(len(per) - free)
+    return {"lr": lr, "df": df, "p": float(chi2.sf(max(lr, 0.0), df)) if df > 0 else float("nan"),
+            "pairings": int(len(per))}
+
+
+def opponent_differences(games: pd.DataFrame, players: pd.DataFrame) -> pd.DataFrame:
+    """For every pair of models on a side and every opponent both met: the difference in that side's win rate
+    (a − b, e.g. heuristic wolves − random wolves against heuristic villagers) with Newcombe's 95% interval
+    (Wilson's for each rate, games independent), and n of each. Where the intervals of one pair tell a
+    different story per opponent, the order depends on the opponent."""
+    from toolkit.analysis.intervals import wilson
+
+    decided = games[games["winner"].isin(SIDES)][["game_id", "winner"]].merge(_side_labels(players), on="game_id")
+    rows = []
+    for side, other in (("village", "werewolves"), ("werewolves", "village")):
+        decided["won"] = decided["winner"] == side
+        cells = decided.groupby([side, other])["won"].agg(["sum", "size"])
+        models = sorted(set(decided[side]))
+        for a, b in itertools.combinations(models, 2):
+            for opponent in sorted(set(decided[other])):
+                if (a, opponent) not in cells.index or (b, opponent) not in cells.index:
+                    continue
+                (ka, na), (kb, nb) = cells.loc[(a, opponent)], cells.loc[(b, opponent)]
+                pa, pb = ka / na, kb / nb
+                (la, ua), (lb, ub) = wilson(int(ka), int(na)), wilson(int(kb), int(nb))
+                d = pa - pb
+                low = d - np.sqrt((pa - la) ** 2 + (ub - pb) ** 2)
+                high = d + np.sqrt((ua - pa) ** 2 + (pb - lb) ** 2)
+                rows.append({"side": side, "a": a, "b": b, "opponent": opponent, "diff": float(d),
+                             "ci_low": float(low), "ci_high": float(high), "n_a": int(na), "n_b": int(nb)})
+    return pd.DataFrame(rows, columns=["side", "a", "b", "opponent", "diff", "ci_low", "ci_high", "n_a", "n_b"])
