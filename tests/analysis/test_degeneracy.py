@@ -24,6 +24,9 @@ def event(game, seq, kind, actor, target=None, text=""):
     return {"game_id": game, "seq": seq, "kind": kind, "actor": actor, "target": target, "text": text}
 
 
+SEER = "I am the seer and I checked P4 last night: good."
+
+
 def tables():
     players = pd.DataFrame([{"game_id": g, "seat": s, "role": r, "spec": spec}
                             for g in ("g1", "g2")
@@ -38,8 +41,8 @@ def tables():
         call("g2", "P4", "openai:m", {"thought": "Rules"}),  # too short to count as copied
     ])
     events = pd.DataFrame([
-        event("g1", 1, "speech", "P1", text="I am the seer."), event("g1", 2, "speech", "P2", text="I  am the Seer."),
-        event("g1", 3, "speech", "P4", text="Vote P2."), event("g2", 1, "speech", "P1", text="I am the seer."),
+        event("g1", 1, "speech", "P1", text=SEER), event("g1", 2, "speech", "P2", text=SEER.upper() + " I agree."),
+        event("g1", 3, "speech", "P4", text="Vote P2."), event("g2", 1, "speech", "P1", text=SEER),
         event("g1", 4, "vote", "P1", "P2"), event("g1", 5, "vote", "P2", "P4"), event("g1", 6, "vote", "P4", "P1"),
         event("g1", 7, "save", "P3", "P4"), event("g1", 8, "poison", "P3", "P4"),
         event("g2", 2, "poison", "P3", "P1"), event("g2", 3, "save", "P3", "P2"),
@@ -51,8 +54,9 @@ def test_each_check_counts_its_own_units():
     d = degeneracy(tables()).set_index(["spec", "check"])
     assert d.loc[("local", "template echo"), ["k", "n"]].tolist() == [2, 3]  # the fallback is not an answer
     assert d.loc[("openai:m", "template echo"), ["k", "n"]].tolist() == [0, 2]
-    # identical within a game only (case and spacing aside): g1's second "I am the seer", not g2's first
-    assert d.loc[("local", "identical speech"), ["k", "n", "n_games"]].tolist() == [1, 3, 2]
+    # near-duplicates within a game only (case, punctuation and an added "I agree." aside): g1's second, not
+    # g2's first
+    assert d.loc[("local", "repeated speech"), ["k", "n", "n_games"]].tolist() == [1, 3, 2]
     assert d.loc[("local", "wolf votes wolf"), ["k", "n"]].tolist() == [1, 2]  # the villager's vote is no unit
     assert ("openai:m", "wolf votes wolf") not in d.index
     # a poison on a player saved before; a save after the poison is no contradiction
@@ -66,7 +70,10 @@ def test_echoes_needs_a_placeholder_or_a_long_copy():
     prompt = "answer with one json object: the village wins when no werewolf is alive"
     assert echoes("<what you say, one paragraph>", prompt)
     assert echoes("The village   wins when no werewolf is alive", prompt)
+    assert echoes("The village wins when no wolf is alive", prompt)  # one word changed
+    assert echoes("I think <brief private reasoning> so", prompt)  # a placeholder with words around it
     assert not echoes("no werewolf", prompt)  # shorter than a chance match
+    assert not echoes("the village wins «when no werewolf is alive»", "the village wins «when no werewolf is alive»")
     assert not echoes("I saw Player3 hesitate before the vote", prompt)
     assert not echoes("<b>bold</b> text", prompt)
 
@@ -74,7 +81,7 @@ def test_echoes_needs_a_placeholder_or_a_long_copy():
 def test_the_play_summary_line_names_every_check():
     line = summary_line(tables())
     assert line.startswith("degeneracy checks: 5 flagged (")
-    assert "template echo 2/5" in line and "identical speech 1/4" in line and "wolf votes wolf 1/2" in line
+    assert "template echo 2/5" in line and "repeated speech 1/4" in line and "wolf votes wolf 1/2" in line
     assert "contradicting potions 1/2" in line
 
 
@@ -83,9 +90,11 @@ def test_real_games_of_scripted_players_are_checked_and_marked_scripted(tmp_path
         asyncio.run(play_games([GameConfig(seed=s, model="heuristic") for s in range(3)], run))
     d = degeneracy(load(tmp_path))
     assert set(d["spec"]) == {"heuristic"} and d["scripted"].all()
-    speeches = d.set_index("check").loc["identical speech"]
+    speeches = d.set_index("check").loc["repeated speech"]
     events = load(tmp_path).events
-    assert speeches["n"] == (events["kind"] == "speech").sum() and speeches["k"] > 0  # fixed sentences repeat
+    # every speech is a unit; the heuristic's fixed sentences are its stock lines (said unprompted in two
+    # games or more), so their repeats are not flagged
+    assert speeches["n"] == (events["kind"] == "speech").sum() and speeches["rate"] <= 0.05
     assert speeches["n_games"] == 3
 
 
@@ -95,7 +104,7 @@ def test_play_prints_the_checks_in_its_summary_line(tmp_path, capsys):
     assert main(["play", "--seed", "2", "--model", "random", "--out", str(tmp_path), "--quiet"]) == 0
     tables_line, last = capsys.readouterr().out.strip().splitlines()[-2:]
     assert tables_line.startswith("tables: ") and tables_line.endswith("fallbacks)")
-    assert last.startswith("degeneracy checks: ") and "identical speech" in last
+    assert last.startswith("degeneracy checks: ") and "repeated speech" in last
 
 
 def test_the_report_has_a_degeneracy_section_per_model(tmp_path):
@@ -106,7 +115,7 @@ def test_the_report_has_a_degeneracy_section_per_model(tmp_path):
     text = next(p for p in write_report(tmp_path, tmp_path / "out") if p.suffix == ".md").read_text()
     section = text.split("## Degenerate play per model")[1].split("\n## ")[0]
     rows = [line.split(" | ")[:2] for line in section.splitlines() if line.startswith("| random |")]
-    assert [check for _, check in rows] == ["template echo", "identical speech", "wolf votes wolf",
+    assert [check for _, check in rows] == ["template echo", "repeated speech", "wolf votes wolf",
                                             "contradicting potions"][:len(rows)] and len(rows) >= 3
 
 
@@ -116,5 +125,5 @@ def test_the_summary_line_says_when_every_flag_is_a_scripted_players(tmp_path):
         asyncio.run(play_games([GameConfig(seed=0, model="heuristic")], run))
     line = summary_line(load(tmp_path))
     assert line.startswith("degeneracy checks: only the scripted players' fixed sentences repeat, as designed (")
-    assert "identical speech" in line and "flagged" not in line and len(line) < 160
+    assert "repeated speech" in line and "flagged" not in line and len(line) < 160
     assert "scripted" not in summary_line(tables())  # a model's flags get no such note

@@ -2,16 +2,25 @@
 nonsense. Four checks, per model spec, each a rate with its n and a 95% cluster-bootstrap interval (whole
 games resampled):
 
-- ``template echo``: an answer's text (a thought, a speech, a reflection) is a placeholder such as
-  ``<brief private reasoning>`` or a stretch copied from its own prompt (the answer template, the rules,
-  another player's quoted speech). n = text answers with content.
-- ``identical speech``: a speech word for word the same as an earlier speech in the same game. n = speeches.
-- ``wolf votes wolf``: a werewolf's day vote for a fellow werewolf (rarely a strategy; for a weak model it
-  is usually not knowing its side). n = werewolves' votes.
+- ``template echo``: an answer's text (a thought, a speech, a reflection) holds a placeholder such as
+  ``<brief private reasoning>`` (with or without words around it), or is mostly copied from its own prompt's
+  instructions (the rules, the answer's description; the players' quoted words left out): at least
+  ``similarity.NEAR`` of its word 3-grams are in them — a word changed or a sentence added does not hide it.
+  n = text answers with content.
+- ``repeated speech``: a speech that is a near-duplicate of an earlier speech of the same game (at least
+  ``similarity.NEAR`` of its 3-grams in one earlier speech: another seat's words plus "I agree.", a repeat
+  without its final period), unless it is a stock line of the speaker's model — a text that model says (seat
+  names aside: ``similarity.template``) in at least ``STOCK_GAMES`` games ("I am a Villager. I suspect
+  Player3.") — or shorter than ``similarity.MIN_WORDS`` words ("I have no information yet."). n = speeches.
+- ``wolf votes wolf``: a werewolf's day vote for a fellow werewolf when it had a village player to vote for
+  (rarely a strategy; for a weak model it is usually not knowing its side); a ballot whose only legal
+  candidates were wolves is no unit. n = werewolves' votes with a choice.
 - ``contradicting potions``: a Witch poisoning a player she saved earlier in the game. n = Witches' poisons.
 
-Scripted players (heuristic, random, mixed) repeat fixed sentences by design: their identical speeches are
-listed like any model's, and the report says they are scripted."""
+Every comparison is near-linear in the answers (``similarity``: shingle hashes and an inverted index per game;
+a prompt is hashed once per answer). ``benchmarks/degeneracy_paraphrase.py`` measures the detection rate on
+perturbed copies and the false-flag rate on sound play. Scripted players (heuristic, random, mixed) repeat
+fixed sentences by design; the report says they are scripted."""
 
 from __future__ import annotations
 
@@ -22,10 +31,11 @@ from typing import Any
 import pandas as pd
 
 from toolkit.analysis.intervals import cluster_rate
+from toolkit.analysis.similarity import MIN_WORDS, NEAR, Earlier, containment, instructions, shingles, template, words
 
-CHECKS = ("template echo", "identical speech", "wolf votes wolf", "contradicting potions")
-PLACEHOLDER = re.compile(r"^\s*<[^<>]{1,200}>\s*$")
-MIN_COPIED = 24  # characters: a shorter answer can match a prompt by chance ("I am a Villager.")
+CHECKS = ("template echo", "repeated speech", "wolf votes wolf", "contradicting potions")
+PLACEHOLDER = re.compile(r"<[a-z][a-z ,;:'/-]{3,120}>", re.IGNORECASE)
+STOCK_GAMES = 2  # a text a model says unprompted in this many games is one of its stock lines
 TEXT_FIELDS = ("thought", "speech", "summary", "reflection")
 SCRIPTED = ("heuristic", "random", "mixed", "chaos")
 
@@ -42,12 +52,15 @@ def _prompt_text(messages: Any) -> str:
     return _norm(" ".join(str(m.get("content", "")) for m in items if isinstance(m, dict)))
 
 
-def echoes(text: str, prompt: str) -> bool:
-    """True when ``text`` is a placeholder or (normalised, at least MIN_COPIED characters) part of ``prompt``."""
-    if PLACEHOLDER.match(text):
+def echoes(text: str, prompt: str, told: set[int] | None = None) -> bool:
+    """True when ``text`` holds a placeholder, or (at least ``MIN_WORDS`` words) at least ``NEAR`` of its word
+    3-grams are in ``prompt``'s instructions (``told``: their shingles, when already computed)."""
+    if PLACEHOLDER.search(text):
         return True
-    t = _norm(text)
-    return len(t) >= MIN_COPIED and t in prompt
+    if len(words(text)) < MIN_WORDS:
+        return False
+    told = shingles(instructions(prompt)) if told is None else told
+    return containment(shingles(text), told) >= NEAR
 
 
 def _texts(parsed: Any) -> list[str]:
@@ -60,6 +73,39 @@ def _texts(parsed: Any) -> list[str]:
     return [obj[k] for k in TEXT_FIELDS if isinstance(obj.get(k), str) and obj[k].strip()]
 
 
+def _repeats(events: pd.DataFrame, spec_of: dict) -> list[dict]:
+    """The ``repeated speech`` units: each speech's best containment in one earlier speech of its game; a
+    stock line of the speaker's model (its text, seat names aside, said by that model in ``STOCK_GAMES``
+    games or more) is not flagged."""
+    speeches = events[events["kind"] == "speech"].sort_values(["game_id", "seq"])
+    found, games_of = [], {}
+    for game_id, g in speeches.groupby("game_id", sort=False):
+        earlier = Earlier()
+        for e in g.itertuples(index=False):
+            text, spec = str(e.text), spec_of.get((game_id, e.actor))
+            score, _ = earlier.best(text)
+            key = template(text)
+            games_of.setdefault((spec, key), set()).add(game_id)
+            found.append((spec, game_id, key, score))
+            earlier.add(text)
+    return [{"spec": spec, "game_id": g, "check": "repeated speech",
+             "hit": score >= NEAR and len(games_of[(spec, key)]) < STOCK_GAMES}
+            for spec, g, key, score in found]
+
+
+def _wolf_ballots(tables, spec_of: dict) -> list[dict]:
+    """``wolf votes wolf`` units: wolves' day ballots on someone, when a village player was a legal choice."""
+    from toolkit.analysis.metrics import votes
+
+    events = tables.events.assign(**{c: tables.events.get(c, d) for c, d in (("phase", "day_vote"), ("day", 0))})
+    v = votes(events, tables.players[["game_id", "seat", "role", "spec"]].assign(
+        side=lambda p: p["role"].eq("Werewolf").map({True: "werewolves", False: "village"})),
+        getattr(tables, "games", None))
+    v = v[(v["role"] == "Werewolf") & v["target"].notna() & (v["candidates"] > v["wolf_candidates"])]
+    return [{"spec": spec_of.get((g, a)), "game_id": g, "check": "wolf votes wolf", "hit": r == "Werewolf"}
+            for g, a, r in zip(v["game_id"], v["actor"], v["target_role"])]
+
+
 def _unit_rows(tables) -> pd.DataFrame:
     """One row per checked unit: spec, game_id, check, hit."""
     rows: list[dict] = []
@@ -68,29 +114,21 @@ def _unit_rows(tables) -> pd.DataFrame:
         for c in calls[calls["ok"].astype(bool) & ~calls["fallback"].astype(bool)].itertuples(index=False):
             texts = _texts(c.parsed)
             if texts:
-                prompt = _prompt_text(c.messages)
+                told = shingles(instructions(_prompt_text(c.messages)))
                 for text in texts:
                     rows.append({"spec": c.spec, "game_id": c.game_id, "check": "template echo",
-                                 "hit": echoes(text, prompt)})
+                                 "hit": echoes(text, "", told)})
     events, players = tables.events, tables.players
     if len(events) and len(players):
         seat = players.set_index(["game_id", "seat"])
         spec_of = seat["spec"].to_dict()
-        role_of = seat["role"].to_dict()
+        rows += _repeats(events, spec_of)
+        rows += _wolf_ballots(tables, spec_of)
         ev = events.sort_values(["game_id", "seq"])
-        for game_id, g in ev.groupby("game_id", sort=False):
-            seen: set[str] = set()
-            for e in g[g["kind"] == "speech"].itertuples(index=False):
-                text = _norm(str(e.text))
-                rows.append({"spec": spec_of.get((game_id, e.actor)), "game_id": game_id,
-                             "check": "identical speech", "hit": text in seen})
-                seen.add(text)
-            for e in g[g["kind"] == "vote"].itertuples(index=False):
-                if role_of.get((game_id, e.actor)) == "Werewolf" and isinstance(e.target, str):
-                    rows.append({"spec": spec_of.get((game_id, e.actor)), "game_id": game_id,
-                                 "check": "wolf votes wolf", "hit": role_of.get((game_id, e.target)) == "Werewolf"})
+        potions = ev[ev["kind"].isin(["save", "poison"])]
+        for game_id, g in potions.groupby("game_id", sort=False):
             saved: dict[str, set] = {}
-            for e in g[g["kind"].isin(["save", "poison"])].itertuples(index=False):
+            for e in g.itertuples(index=False):
                 if not isinstance(e.target, str):
                     continue
                 if e.kind == "save":

@@ -220,11 +220,13 @@ def votes(events: pd.DataFrame, players: pd.DataFrame, games: pd.DataFrame | Non
         v["chance"] = np.where(n_other > 0, w_other / np.maximum(n_other, 1), np.nan)
         v["random"] = np.where(n_cand > 0, w_cand / np.maximum(n_cand, 1), np.nan)
         v["random_irp"] = np.where(n_cand + abstain_ok > 0, w_cand / np.maximum(n_cand + abstain_ok, 1), np.nan)
+    v["candidates"], v["wolf_candidates"] = n_all, w_all  # the living (or tied) players, the voter among them
     v["choices"] = n_cand + abstain_ok
     v["forced"] = v["choices"] <= 1
     v["abstain"] = v["target"].isna()
     return v[["game_id", "seq", "day", "round", "actor", "spec", "role", "side", "target", "target_role",
-              "hit", "chance", "random", "random_irp", "choices", "forced", "abstain", "alive",
+              "hit", "chance", "random", "random_irp", "candidates", "wolf_candidates", "choices", "forced",
+              "abstain", "alive",
               "wolves_alive"]].reset_index(drop=True)
 
 

@@ -428,8 +428,11 @@ def _degeneracy_section(tables: Results, games: pd.DataFrame, by: list[str]) -> 
     missing = ("" if len(tables.calls) else " These results have no calls table, so answers are not compared "
                "with their prompts (no template-echo row).")
     return ["## Degenerate play per model (95% cluster-bootstrap intervals over games; n = units checked)\n",
-            "A template echo is an answer's text that is a placeholder or copied from its own prompt; an identical "
-            "speech repeats an earlier one of the same game word for word; a wolf votes wolf when a werewolf votes "
+            "A template echo is an answer's text that holds a placeholder or is mostly copied from its own prompt's "
+            "instructions (a word changed does not hide it); a repeated speech is a near-duplicate of an earlier one "
+            "of the same game (another seat's words plus \"I agree.\" included; a model's stock line, said in two "
+            "games or more (seat names aside), and speeches under six words are not); a wolf votes wolf when a "
+            "werewolf with a village player to vote for votes "
             "for a fellow werewolf; contradicting potions: a Witch poisons a player she saved. Scripted players "
             f"(scripted = True) repeat fixed sentences by design.{missing}\n",
             markdown_table(d)]
