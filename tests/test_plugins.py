@@ -101,3 +101,33 @@ def test_a_metric_without_an_interval_or_n_is_refused_in_the_report():
         bare.check(bare.compute(None))
     with pytest.raises(ValueError, match="a note saying what it compares with"):
         register_metric(Metric("silent", "Silent", blessed_the_victim, " "))
+
+
+def test_a_provider_registered_here_reaches_plays_help_the_widgets_and_the_reports_usage_note(capsys):
+    """A model provider's declaration (usage, example, whether it reports real token usage) is what ``play
+    --help``, the werewolf widget's seat boxes and the report's "token counts are estimated" read."""
+    from toolkit.analysis.report import tokens_estimated
+    from toolkit.llm import registry
+    from toolkit.llm.offline import RandomBackend
+    from toolkit.record.load import Results
+    from toolkit.ui.werewolf import model_choices
+
+    registry.PROVIDERS["metered"] = registry.Provider("metered", lambda arg, config: RandomBackend(),
+                                                      "metered:NAME", arg="required", example="metered:small",
+                                                      real_usage=True)
+    try:
+        with pytest.raises(SystemExit):
+            main(["play", "--help"])
+        assert "metered:NAME" in " ".join(capsys.readouterr().out.split())
+        assert "metered:small" in model_choices() and "human" in model_choices()
+        frame = pd.DataFrame
+
+        def tables(*specs):
+            return Results(runs=frame(), games=frame(), players=frame({"spec": list(specs)}), events=frame(),
+                           calls=frame(), sessions=frame({"spec": []}), tool_calls=frame(), attempts=frame(),
+                           beliefs=frame())
+
+        assert not tokens_estimated(tables("metered:small", "openai:gpt-4o-mini"))
+        assert tokens_estimated(tables("metered:small", "random"))
+    finally:
+        del registry.PROVIDERS["metered"]

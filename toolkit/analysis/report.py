@@ -18,6 +18,7 @@ from toolkit import analysis as A
 from toolkit.analysis import plots as P
 from toolkit.analysis.conclusions import conclusions, design_matrix, matrix_text, side_models
 from toolkit.llm import parse_spec
+from toolkit.llm.registry import find
 from toolkit.analysis.prompt_cache import cached_share
 from toolkit.analysis.sections import METRICS
 from toolkit.core.files import inside
@@ -59,7 +60,6 @@ def games_table(df: pd.DataFrame) -> pd.DataFrame:
     return df.assign(n_games=df["n"]) if len(df) and "n" in df.columns and "n_games" not in df.columns else df
 
 
-# Kept for toolkit.widgets (ResultsExplorer); the report itself finds conditions with analysis.conditions.
 def tokens_estimated(tables: Results) -> bool:
     """True when any token count comes from an estimate (offline players, providers without usage)."""
     calls = tables.calls
@@ -67,7 +67,7 @@ def tokens_estimated(tables: Results) -> bool:
         return bool(calls["usage_estimated"].fillna(False).astype(bool).any())
 
     specs = set(tables.players["spec"].dropna()) | set(tables.sessions["spec"].dropna())
-    return any(parse_spec(str(s))[0] not in ("openai", "local") for s in specs)
+    return not all(getattr(find(parse_spec(str(s))[0]), "real_usage", False) for s in specs)  # the provider says
 
 
 def _first_round_by_day(t: Results) -> pd.DataFrame:

@@ -14,11 +14,12 @@ PRESETS = Path(__file__).resolve().parents[1] / "werewolf" / "engine" / "presets
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from toolkit.llm.registry import spec_names
+
     presets = sorted(p.stem for p in PRESETS.glob("*.yaml"))  # read here without importing the engine
     parser.add_argument("--preset", default="classic7", help=f"one of {presets} or a YAML path")
     parser.add_argument("--seed", type=int, default=0, help="seeds the roles and every random choice (default 0)")
-    parser.add_argument("--model", default="heuristic", help="spec for every seat (heuristic, mixed, random, "
-                      "scripted:PATH, replay:DIR, chaos:RATE, local, openai:MODEL[@URL])")
+    parser.add_argument("--model", default="heuristic", help=f"spec for every seat ({spec_names()})")
     parser.add_argument("--seat", action="append", metavar="SEAT=SPEC",
                       help="a seat's own spec, e.g. Player3=random (repeatable)")
     parser.add_argument("--roles", metavar="SEAT=ROLE,...", help="fix the roles instead of shuffling")

@@ -1,7 +1,7 @@
 """The docs' tables of plug-ins, generated from the registries that declare them (the event kinds of the engine
-and the roles, the exporters, ...). Each table sits in its page between ``<!-- registry:NAME -->`` and
-``<!-- /registry:NAME -->``; ``python -m toolkit.cli.registries`` rewrites them in place, and tests/test_docs.py
-checks that the pages hold what the registries say."""
+and the roles, the exporters, the model providers). Each table sits in its page between
+``<!-- registry:NAME -->`` and ``<!-- /registry:NAME -->``; ``python -m toolkit.cli.registries`` rewrites them
+in place, and tests/test_docs.py checks that the pages hold what the registries say."""
 
 from __future__ import annotations
 
@@ -41,10 +41,23 @@ def exporters() -> str:
                   [(f"`{e.name}`", e.writes or e.summary, e.read_by) for e in EXPORTERS.values()])
 
 
+def providers() -> str:
+    """The shipped providers (built in, then installed entry points; not those a process registered)."""
+    from toolkit.llm.providers import BUILTIN
+    from toolkit.llm.spec import installed, installed_names
+
+    shipped = [(p, "the built-in list") for p in BUILTIN.values()]
+    shipped += [(installed(name), "entry point") for name in installed_names() if name not in BUILTIN]
+    return _table(("spec", "what answers", "found through", "token counts"),
+                  [(", ".join(f"`{u.strip()}`" for u in p.usage.split(",")), p.about, found,
+                    "measured" if p.real_usage else "estimated") for p, found in shipped])
+
+
 # table name -> (the page it is on, its generator)
 TABLES: dict[str, tuple[str, Callable[[], str]]] = {
     "event-kinds": ("werewolf.md", event_kinds),
     "exporters": ("exports.md", exporters),
+    "providers": ("models.md", providers),
 }
 
 

@@ -51,9 +51,14 @@ def _local(arg: str, config: Any) -> Backend:
 
 
 BUILTIN: dict[str, Provider] = {p.prefix: p for p in (
-    Provider("openai", _openai, "openai:MODEL, openai:MODEL@http://HOST:PORT/v1", arg="required"),
-    Provider("local", _local),  # the bundled small model on a llama.cpp server (the `local` extra)
-    Provider("random", _random),  # legal random answers, sampled from the answer schema
-    Provider("scripted", _scripted, "scripted:PATH", arg="required"),  # answers from a YAML/JSON file
-    Provider("chaos", _chaos, "chaos:RATE", arg="optional"),  # bad answers at RATE, for fault tests
+    Provider("openai", _openai, "openai:MODEL, openai:MODEL@http://HOST:PORT/v1", arg="required",
+             about="the OpenAI API or any OpenAI-compatible server", example="openai:gpt-4o-mini", real_usage=True),
+    Provider("local", _local, about="Gemma 3 270M on a llama.cpp server (the `local` extra)", example="local",
+             real_usage=True),
+    Provider("random", _random, about="legal random answers, sampled from the answer's JSON schema",
+             example="random"),
+    Provider("scripted", _scripted, "scripted:PATH", arg="required",
+             about="a YAML/JSON file of answers and decisions"),
+    Provider("chaos", _chaos, "chaos:RATE", arg="optional",
+             about="at RATE a broken answer, otherwise a good one (fault tests)", example="chaos:0.3"),
 )}

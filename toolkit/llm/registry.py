@@ -41,9 +41,21 @@ def prefixes() -> list[str]:
     return list(dict.fromkeys([*PROVIDERS, *BUILTIN, *installed_names()]))
 
 
+def providers() -> list[Provider]:
+    """Every known provider, registered, built in and installed (the installed ones' modules imported now)."""
+    return [p for p in map(find, prefixes()) if p is not None]
+
+
 def known_specs() -> str:
     """The usage of every known spec, for help and error messages (imports the installed providers)."""
-    return ", ".join(p.usage for p in map(find, prefixes()) if p is not None)
+    return ", ".join(p.usage for p in providers())
+
+
+def spec_names() -> str:
+    """Every known spec's usage without importing any provider's module (for ``--help``): an installed
+    provider's prefix stands for its usage."""
+    return ", ".join([*(p.usage for p in PROVIDERS.values()), *(p.usage for p in BUILTIN.values()),
+                      *(name for name in installed_names() if name not in PROVIDERS and name not in BUILTIN)])
 
 
 def did_you_mean_spec(spec: str) -> str:

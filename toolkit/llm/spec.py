@@ -20,12 +20,18 @@ GROUP = "toolkit.models"
 class Provider:
     """``factory(arg: str, config) -> Backend`` builds the backend (``config`` is the wrapper's
     ``ModelConfig``: timeouts and token defaults a transport may need); ``usage`` is shown in help and
-    errors; ``arg`` is "none" (the bare PREFIX), "required" (PREFIX:ARG) or "optional"."""
+    errors; ``arg`` is "none" (the bare PREFIX), "required" (PREFIX:ARG) or "optional". What the help, the
+    widgets, the report and the docs' table read: ``about`` (what answers), ``example`` (a ready spec the
+    widgets offer; empty: none, e.g. one that needs a file), ``real_usage`` (its calls report measured token
+    counts; otherwise the report says token counts are estimated)."""
 
     prefix: str
     factory: Callable[[str, Any], Backend]
     usage: str = ""
     arg: str = "none"
+    about: str = ""
+    example: str = ""
+    real_usage: bool = False
 
     def __post_init__(self) -> None:
         if self.arg not in ("none", "required", "optional"):

@@ -324,7 +324,8 @@ def replay_backend(arg: str, config: object) -> ReplayBackend:
     return ReplayBackend(recorded_calls(arg), name=f"replay:{Path(arg).name}")
 
 
-PROVIDER = Provider("replay", replay_backend, "replay:DIR", arg="required")  # an entry point in pyproject.toml
+PROVIDER = Provider("replay", replay_backend, "replay:DIR", arg="required",
+                    about="the answers recorded in an earlier run's `calls` table")  # an entry point in pyproject.toml
 
 
 def games_with_params(results: Results) -> pd.DataFrame:

@@ -23,7 +23,12 @@ from toolkit.werewolf.game import GameConfig, GameRunner, SeatConfig
 from toolkit.werewolf.engine.preset import available_presets, load_preset
 from toolkit.werewolf.engine.rules import Event
 
-MODEL_CHOICES = ["heuristic", "random", "chaos:0.3", "human", "local", "openai:gpt-4o-mini"]
+
+def model_choices() -> list[str]:
+    """The specs a seat's box offers: every provider's ready example (toolkit.llm's registry), and ``human``."""
+    from toolkit.llm.registry import providers
+
+    return [*(p.example for p in providers() if p.example), "human"]
 
 
 class HumanBackend(Backend):
@@ -91,7 +96,7 @@ class WerewolfSession(W.VBox):
     # ------------------------------------------------------------------ set-up
     def _build_seats(self) -> None:
         seats = load_preset(self.preset.value).seats
-        self.seat_models = {s: W.Combobox(value=self.default_model, options=MODEL_CHOICES, description=s,
+        self.seat_models = {s: W.Combobox(value=self.default_model, options=model_choices(), description=s,
                                           ensure_option=False, layout=W.Layout(width="260px")) for s in seats}
         rows = [list(self.seat_models.values())[i:i + 3] for i in range(0, len(seats), 3)]
         self.seat_box.children = [W.HBox(r) for r in rows]

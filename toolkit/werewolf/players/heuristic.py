@@ -36,7 +36,8 @@ class HeuristicBackend(Backend):
 
 
 # The `heuristic` spec: an entry point in pyproject.toml points here.
-PROVIDER = Provider("heuristic", lambda arg, config: HeuristicBackend())
+PROVIDER = Provider("heuristic", lambda arg, config: HeuristicBackend(), about="the rule-based werewolf players",
+                    example="heuristic")
 
 
 def decide(obs: dict[str, Any], rng: random.Random) -> dict[str, Any]:

@@ -30,4 +30,5 @@ class MixedBackend(Backend):
 
 
 # The `mixed` spec: an entry point in pyproject.toml points here.
-PROVIDER = Provider("mixed", lambda arg, config: MixedBackend())
+PROVIDER = Provider("mixed", lambda arg, config: MixedBackend(),
+                    about="per decision the heuristic answer or a random one", example="mixed")
