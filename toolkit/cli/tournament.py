@@ -22,6 +22,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", "--results", dest="out", default="results", metavar="DIR",
                         help="results root, as every command's --out; cells go to DIR/<name>/<cell>/ (default: "
                         "results; --results is its old name)")
+    parser.add_argument("--adaptive", action="store_true", help="run the file as an adaptive tournament (as if it "
+                        "said design: adaptive): rounds go where comparisons are undecided, the run stops when all "
+                        "are decided at the family-wise error rate, with intervals valid under that stopping")
+    parser.add_argument("--max-games", type=int, metavar="N", help="adaptive: stop after N games (a cap only ends "
+                        "the run earlier; a rerun with a higher cap continues)")
+    parser.add_argument("--compare", metavar="DIR", help="adaptive: add the verdicts of a fixed run's results "
+                        "folder beside the adaptive ones in adaptive.md")
     parser.add_argument("--export", metavar="DIR", help="afterwards, write the complete games' tables (no calls) "
                         "to DIR as one Parquet file per table")
     add_cap_arguments(parser, "the tournament (all cells, every run of it)")
@@ -35,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
                                           run_tournament)
 
     try:
+        if args.adaptive or _design(args.file) == "adaptive":
+            return _run_adaptive(args)
         if args.plan:
             spec, plan = plan_from_file(args.file)
             games = plan["game"].nunique()
@@ -62,3 +71,39 @@ def run(args: argparse.Namespace) -> int:
     cols = [c for c in ("cell_id", "ok", "games", "village_win_rate", "error") if c in summary.columns]
     print(summary[cols].to_string(index=False))
     return cells_line(summary)
+
+
+def _design(path: str) -> str | None:
+    from toolkit.study.tournament import load_tournament
+
+    return load_tournament(path).get("design")
+
+
+def _run_adaptive(args: argparse.Namespace) -> int:
+    from toolkit.study.adaptive import adaptive_spec, design_of, run_adaptive
+    from toolkit.study.tournament import export_tables
+
+    spec = adaptive_spec(args.file)
+    if args.plan:
+        plan, comps, rounds = design_of(spec)
+        print(f"{spec['name']}: adaptive, {len(comps)} comparisons at family-wise alpha {plan.alpha:g}, power "
+              f"{plan.power:g} at {plan.delta:g} logits; horizon {plan.horizon} discordant pairs per comparison, "
+              f"boundary ±{plan.bound}; {rounds} games per round")
+        return 0
+    status = run_adaptive(spec, results_root=args.out, max_games=args.max_games, max_usd=args.max_usd,
+                          max_tokens=args.max_tokens, at_cap=args.at_cap)
+    report = status.folder / "adaptive.md"
+    if args.compare:
+        from toolkit.analysis.adaptive_report import compare_designs
+        from toolkit.record.load import load
+
+        report.write_text(report.read_text() + "\n" + compare_designs(status.monitor, load(args.compare)))
+    if args.export:
+        for p in export_tables(status.folder, args.export):
+            print(p)
+    decided = sum(not c.open and c.verdict != "undecided at the horizon" for c in status.monitor.comps)
+    print(f"{spec['name']}: stopped ({status.stopped}) after {status.games} games; {decided} of "
+          f"{len(status.monitor.comps)} comparisons decided; report: {report}")
+    from toolkit.cli.common import CAPPED
+
+    return CAPPED if status.stopped.startswith("spending cap") else 0

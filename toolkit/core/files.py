@@ -234,14 +234,17 @@ class TournamentFile(BaseModel):
     """A tournament: ``name`` (a folder under the results root), the model specs that play, the presets,
     the design (``pairs``, the default: every ordered pair of models as village vs wolves, the design that
     can rank models per side; ``rotation``: every model plays every role equally often, mixed tables), and
-    its size (``games``, or the ``half_width`` a win rate should reach; neither: 0.1)."""
+    its size (``games``, or the ``half_width`` a win rate should reach; neither: 0.1). ``adaptive``: rounds
+    that go where comparisons are undecided, stopping when all are decided (``toolkit.study.adaptive``), sized
+    by ``alpha``, ``power`` and ``min_difference`` instead, with optional ``compare``, ``round_games``,
+    ``max_games`` and ``max_usd``."""
 
     model_config = ConfigDict(extra="forbid")
 
     name: str
     models: list[str] = Field(..., min_length=1)
     presets: list[str] = Field(..., min_length=1)
-    design: Literal["rotation", "pairs"] = "pairs"
+    design: Literal["rotation", "pairs", "adaptive"] = "pairs"
     self_play: bool = True
     games: int | None = Field(None, ge=1, le=1_000_000)
     half_width: float | None = Field(None, gt=0, lt=0.5)
@@ -253,6 +256,13 @@ class TournamentFile(BaseModel):
     max_usd: float | None = Field(None, gt=0, allow_inf_nan=False)  # a spending cap (toolkit.llm.budget)
     max_tokens: int | None = Field(None, ge=1)
     at_cap: Literal["stop", "finish"] = "stop"
+    # design: adaptive (toolkit.study.adaptive)
+    alpha: float | None = Field(None, gt=0, le=0.5)  # family-wise error over the comparisons (0.05)
+    power: float | None = Field(None, ge=0.5, lt=1)  # at a true difference of min_difference (0.8)
+    min_difference: float | None = Field(None, gt=0, le=5)  # logits (0.5)
+    compare: list[str] | None = Field(None, min_length=1)  # "village: A vs B"; default: every pair, both sides
+    round_games: int | None = Field(None, ge=1, le=100_000)
+    max_games: int | None = Field(None, ge=1, le=1_000_000)
 
     @field_validator("name", mode="before")
     @classmethod
@@ -272,6 +282,17 @@ class TournamentFile(BaseModel):
         if self.games is not None and self.half_width is not None:
             raise ValueError(f"games ({self.games}) and half_width ({self.half_width}) both set the tournament's "
                              "size; give one (games per matchup, or the half-width that decides it)")
+        adaptive = ("alpha", "power", "min_difference", "compare", "round_games", "max_games")
+        if self.design == "adaptive":
+            fixed = [k for k in ("games", "half_width") if getattr(self, k) is not None]
+            if fixed:
+                raise ValueError(f"{', '.join(fixed)}: an adaptive tournament is sized by alpha, power and "
+                                 "min_difference (and stops when its comparisons are decided); leave it out")
+        else:
+            given = [k for k in adaptive if getattr(self, k) is not None]
+            if given:
+                raise ValueError(f"{', '.join(given)} only apply to design: adaptive (this file's design is "
+                                 f"{self.design})")
         return self
 
 

@@ -252,10 +252,11 @@ def run_tournament(path: str | Path, workers: int = 1, executor: str = "local", 
 
 def run_cell(results_dir: str, schedule: str, cell: str, reflection: bool = False, concurrency: int = 16,
              max_usd: float | None = None, max_tokens: int | None = None, at_cap: str = "stop",
-             spend_dir: str | None = None):
+             spend_dir: str | None = None, on_result=None):
     """Play one cell's games (called from ``experiments/tournament.ipynb``); games whose seed already
     finished in ``results_dir`` are skipped. A spending cap (``max_usd``, ``max_tokens``) is kept in
-    ``spend_dir`` (the tournament's folder, shared by every cell; the cell's own folder by default)."""
+    ``spend_dir`` (the tournament's folder, shared by every cell; the cell's own folder by default).
+    ``on_result`` is called with each game's result as it ends."""
 
     plan = pd.read_parquet(schedule)
     mine = plan[plan["cell"] == cell]
@@ -276,7 +277,7 @@ def run_cell(results_dir: str, schedule: str, cell: str, reflection: bool = Fals
             params = {"tournament": name, "cell": cell, "preset": str(mine["preset"].iloc[0]),
                       "reflection": reflection}
             with Run(results_dir, name, config=params, seed=int(mine["seed"].min())) as run:
-                play_capped(configs, run, budget, concurrency=concurrency)
+                play_capped(configs, run, budget, concurrency=concurrency, on_result=on_result)
     return load(results_dir, complete_games=True)
 
 
