@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -27,7 +28,7 @@ import pandas as pd
 
 from toolkit.analysis import sequential as S
 from toolkit.llm.budget import BudgetReached
-from toolkit.record.load import load
+from toolkit.record.load import LoadWarning, load
 from toolkit.study.tournament import load_tournament, run_cell
 from toolkit.werewolf.engine.preset import load_preset
 
@@ -48,7 +49,10 @@ class Status:
         """(expected, at most) games still to play: per undecided comparison, the pairs its walk still needs
         at the current estimate (at most the horizon), as games at its current rate of pairs per game."""
         plan, mon = self.monitor.plan, self.monitor
-        rate = max(sum(c.n for c in mon.comps) / max(self.games, 1), 1e-9)
+        pairs = sum(c.n for c in mon.comps)
+        if not pairs:
+            return 0, 0  # nothing to extrapolate from yet
+        rate = pairs / max(self.games, 1)
         expect = most = 0.0
         for c in mon.comps:
             if not c.open:
@@ -179,6 +183,12 @@ def run_adaptive(path: str | Path | dict[str, Any], results_root: str | Path = "
     how long they ran, which may depend on who was winning."""
     from tqdm.auto import tqdm
 
+    with warnings.catch_warnings():  # a partial game a kill left is expected here: its seed is played again
+        warnings.simplefilter("ignore", LoadWarning)
+        return _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_tokens, at_cap)
+
+
+def _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_tokens, at_cap) -> Status:
     spec = path if isinstance(path, dict) else adaptive_spec(path)
     models, presets = list(spec["models"]), list(spec["presets"])
     self_play, seed = bool(spec.get("self_play", True)), int(spec.get("seed", 0))
@@ -215,7 +225,8 @@ def run_adaptive(path: str | Path | dict[str, Any], results_root: str | Path = "
         status.spend = spend(tables)
         done = sum(not c.open for c in status.monitor.comps)
         expect, most = status.left()
-        bar.total = status.games + most
+        if status.games:
+            bar.total = status.games + most
         bar.set_postfix_str(f"decided {done}/{len(comps)}, spent ${status.spend or 0:.2f}"
                             f"{'' if status.spend is not None else ' (some prices unknown)'}, "
                             f"left ~{expect} (≤ {most}) games", refresh=True)
@@ -235,7 +246,7 @@ def run_adaptive(path: str | Path | dict[str, Any], results_root: str | Path = "
             tables = load(folder, complete_games=True)
         absorb(rnd, tables)
     bar.update(status.games - bar.n)
-    if tables is not None:
+    if tables is not None and status.games:  # a resumed run: its state before the next round
         show(tables)
     while not status.stopped:
         per_game = (status.spend / status.games) if status.spend is not None and status.games else None

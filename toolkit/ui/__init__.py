@@ -4,7 +4,8 @@ the same runners as the CLI (``GameRunner``, ``Session``) through their step/sto
 
 from importlib import import_module
 
-_WIDGETS = {"EngineerSession": "toolkit.ui.engineer", "ResultsExplorer": "toolkit.ui.results",
+_WIDGETS = {"AdaptiveTournament": "toolkit.ui.tournament", "EngineerSession": "toolkit.ui.engineer",
+            "ResultsExplorer": "toolkit.ui.results",
             "WerewolfSession": "toolkit.ui.werewolf"}
 __all__ = list(_WIDGETS)
 

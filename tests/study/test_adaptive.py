@@ -1,0 +1,167 @@
+"""Adaptive tournaments end to end with the offline players (real games, real files, the CLI in a real
+subprocess for the kill -9): they stop when the comparisons asked are decided, in the right order; equal
+models are never separated; a killed run resumes to the very state an uninterrupted one reaches; an adaptive
+and a fixed run on the same seeds go in one report."""
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from toolkit.analysis import sequential as S
+from toolkit.record.load import load
+from toolkit.study import adaptive as AD
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def write(path: Path, **spec) -> Path:
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+@pytest.fixture(scope="module")
+def ordered(tmp_path_factory):
+    """heuristic, random and mixed in standard9, asked whether heuristic beats random on each side (offline:
+    about 1.4 logits as villagers and 2.3 as wolves in the committed example study), powered for 2 logits."""
+    tmp = tmp_path_factory.mktemp("ordered")
+    path = write(tmp / "t.yaml", name="ordered", models=["heuristic", "random", "mixed"], presets=["standard9"],
+                 design="adaptive", min_difference=2.0, seed=7,
+                 compare=["village: heuristic vs random", "werewolves: heuristic vs random"])
+    status = AD.run_adaptive(path, results_root=tmp / "results", progress=False)
+    return tmp, path, status
+
+
+def test_an_adaptive_tournament_of_the_offline_players_stops_early_with_the_right_order(ordered):
+    tmp, path, status = ordered
+    table = status.monitor.table().set_index("side")
+    # the right order: heuristic above random as wolves (2.3 logits > 2); as villagers either that or "within ±2"
+    # (1.4 logits), never random above heuristic
+    assert table.loc["werewolves", "verdict"] == "heuristic > random", table
+    assert table.loc["village", "verdict"] in ("heuristic > random", "within ±2"), table
+    assert table["decided_round"].notna().all() and (table["decided_pairs"] < status.monitor.plan.horizon).all()
+    assert status.stopped == "every comparison decided or at its horizon"
+    # early: fewer games than the fixed design of the same error and power at the strengths the games suggest
+    from toolkit.analysis.adaptive_report import plug_in_fixed
+
+    fixed = plug_in_fixed(load(tmp / "results" / "ordered"), status.monitor)
+    assert status.games < fixed, (status.games, fixed)
+    assert table.loc["werewolves", "ci_low"] >= 0  # open at the boundary: 0 is just outside
+    # the games are the schedule's, each once, and the report says what was asked and decided
+    t = load(tmp / "results" / "ordered")
+    sched = pd.read_parquet(tmp / "results" / "ordered" / "schedule.parquet")
+    assert t.games["seed"].is_unique and set(t.games["seed"]) == set(sched["seed"])
+    report = (tmp / "results" / "ordered" / "adaptive.md").read_text()
+    for text in ("O'Brien–Fleming", "K = 2", "heuristic > random", "Fixed design of the same error and power",
+                 "$ per decided comparison"):
+        assert text in report, text
+    # the recorded state is a function of the record: rebuilt from the tables it is the same
+    again = AD.run_adaptive(path, results_root=tmp / "results", progress=False)
+    assert again.games == status.games and again.monitor.table().equals(table)
+
+
+def test_equal_models_are_never_separated(tmp_path):
+    """``chaos:0`` is the heuristic player under another spec: two equal models."""
+    path = write(tmp_path / "eq.yaml", name="equal", models=["heuristic", "chaos:0"], presets=["classic7"],
+                 design="adaptive", min_difference=2.0, seed=3)
+    status = AD.run_adaptive(path, results_root=tmp_path / "results", progress=False)
+    verdicts = status.monitor.table()["verdict"]
+    assert not verdicts.str.contains(">").any(), verdicts
+    assert status.stopped == "every comparison decided or at its horizon"
+    assert status.monitor.table()["ci_low"].lt(0).all() and status.monitor.table()["ci_high"].gt(0).all()
+
+
+def test_a_killed_run_resumes_to_the_state_an_uninterrupted_run_reaches(tmp_path):
+    spec = dict(name="kill", models=["heuristic", "chaos:0"], presets=["classic7"], design="adaptive",
+                min_difference=2.0, seed=5, round_games=8, concurrency=1)
+    path = write(tmp_path / "kill.yaml", **spec)
+    results = tmp_path / "killed"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "toolkit", "tournament", str(path), "--results", str(results)],
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    folder = results / "kill"
+    deadline = time.time() + 120
+    try:
+        while time.time() < deadline:  # kill once round 2 is scheduled and some of its games are written
+            sched = folder / "schedule.parquet"
+            if sched.exists() and list(folder.glob("classic7__round2/**/*.jsonl")):
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("round 2 never started")
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run ended before the kill"
+    resumed = AD.run_adaptive(path, results_root=results, progress=False)
+    straight = AD.run_adaptive(path, results_root=tmp_path / "straight", progress=False)
+    assert resumed.monitor.table().equals(straight.monitor.table())
+    assert resumed.games == straight.games
+    killed_games, straight_games = load(folder).games, load(tmp_path / "straight" / "kill").games
+    assert killed_games["seed"].is_unique  # nothing was played twice
+    assert sorted(killed_games["seed"]) == sorted(straight_games["seed"])
+    assert pd.read_parquet(folder / "schedule.parquet").equals(
+        pd.read_parquet(tmp_path / "straight" / "kill" / "schedule.parquet"))
+
+
+def test_an_adaptive_and_a_fixed_run_on_the_same_seeds_in_one_report(ordered, tmp_path, capsys):
+    from toolkit.cli import main
+
+    adaptive_tmp, _, _ = ordered
+    fixed = write(tmp_path / "fixed.yaml", name="fixed", models=["heuristic", "random", "mixed"],
+                  presets=["standard9"], design="pairs", games=3, seed=7)
+    assert main(["tournament", str(fixed), "--results", str(tmp_path / "results")]) == 0
+    adaptive = write(tmp_path / "a.yaml", **yaml.safe_load((adaptive_tmp / "t.yaml").read_text()))
+    assert main(["tournament", str(adaptive), "--results", str(adaptive_tmp / "results"),
+                 "--compare", str(tmp_path / "results" / "fixed")]) == 0
+    report = (adaptive_tmp / "results" / "ordered" / "adaptive.md").read_text()
+    assert "## Adaptive and fixed designs on the same models" in report
+    assert "fixed verdict" in report and "adaptive verdict" in report and "27 games" in report
+    assert "2 of 2 comparisons decided" in capsys.readouterr().out
+
+
+def test_design_constants_cannot_change_under_a_recorded_tournament(tmp_path):
+    path = write(tmp_path / "t.yaml", name="x", models=["heuristic", "random"], presets=["classic7"],
+                 design="adaptive", min_difference=2.0, max_games=4)
+    status = AD.run_adaptive(path, results_root=tmp_path / "r", progress=False)
+    assert status.games <= 4 and status.stopped.startswith("game cap")
+    write(path, name="x", models=["heuristic", "random"], presets=["classic7"], design="adaptive",
+          min_difference=1.0)
+    with pytest.raises(ValueError, match="another design .*min_difference"):
+        AD.run_adaptive(path, results_root=tmp_path / "r", progress=False)
+
+
+def test_a_tournament_file_checks_the_adaptive_keys(tmp_path):
+    from toolkit.core.files import FileError
+    from toolkit.study.tournament import load_tournament
+
+    bad = write(tmp_path / "a.yaml", name="a", models=["heuristic", "random"], presets=["classic7"], alpha=0.05)
+    with pytest.raises(FileError, match="only apply to design: adaptive"):
+        load_tournament(bad)
+    bad = write(tmp_path / "b.yaml", name="b", models=["heuristic", "random"], presets=["classic7"],
+                design="adaptive", games=4)
+    with pytest.raises(FileError, match="sized by alpha"):
+        load_tournament(bad)
+    with pytest.raises(ValueError, match="SIDE: A vs B"):
+        AD.parse_comparison("village: heuristic vs gpt", ["heuristic", "random"])
+
+
+def test_the_boundary_is_exact_and_the_horizon_has_its_power():
+    plan = S.Plan.make(0.05, 0.8, 0.5, 6)
+    up, down = S.crossing(plan.horizon, plan.bound, 0.5)
+    assert up + down <= 0.05 / 6 and sum(S.crossing(plan.horizon, plan.bound - 1, 0.5)) > 0.05 / 6
+    assert S.crossing(plan.horizon, plan.bound, 1 / (1 + math.exp(-0.5)))[0] >= 0.8
+    assert plan.horizon <= 1.15 * plan.fixed_pairs()
+    lo, hi = plan.interval(plan.horizon, plan.bound)  # the walk at the boundary: 0 just leaves the interval
+    assert lo >= -1e-9 and hi > 0.5

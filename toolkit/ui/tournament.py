@@ -1,0 +1,62 @@
+"""The adaptive tournament in a notebook: ``AdaptiveTournament(FILE).run()`` plays it (``toolkit.study.adaptive``,
+the same loop as ``toolkit tournament FILE --adaptive``, with its progress bar) and, after every round, shows
+the current ratings per side with their anytime intervals and every comparison asked with its verdict,
+interval and the games it took, so the state is visible while games finish. A rerun resumes."""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as W
+
+from toolkit.study.adaptive import Status, adaptive_spec, run_adaptive
+
+
+def _fmt(x: float) -> str:
+    return "∞" if x == float("inf") else "−∞" if x == float("-inf") else f"{x:.2f}"
+
+
+def status_html(status: Status) -> str:
+    """The state after a round as HTML: a line of totals, the ratings and the comparisons."""
+    mon = status.monitor
+    decided = sum(not c.open and c.verdict != "undecided at the horizon" for c in mon.comps)
+    expect, most = status.left()
+    spend = "unknown" if status.spend is None else f"${status.spend:.2f}"
+    head = (f"<p><b>{html.escape(status.name)}</b>: round {mon.rounds}, {status.games} games, spend {spend}; "
+            f"{decided} of {len(mon.comps)} comparisons decided; about {expect} games left (at most {most})"
+            + (f"; stopped: {html.escape(status.stopped)}" if status.stopped else "") + "</p>")
+    r = mon.ratings()
+    rows = "".join(f"<tr><td>{html.escape(x.preset)}</td><td>{x.side}</td><td>{html.escape(x.spec)}</td>"
+                   f"<td>{_fmt(x.rating)}</td><td>{_fmt(x.ci_low)} to {_fmt(x.ci_high)}</td></tr>"
+                   for x in r.itertuples())
+    ratings = ("<table><tr><th>preset</th><th>side</th><th>model</th><th>rating</th><th>interval</th></tr>"
+               + rows + "</table>") if len(r) else ""
+    t = mon.table()
+    rows = "".join(f"<tr><td>{html.escape(x.preset)}</td><td>{x.side}</td><td>{html.escape(x.a)} vs "
+                   f"{html.escape(x.b)}</td><td>{html.escape(x.verdict)}</td><td>{_fmt(x.estimate)}</td>"
+                   f"<td>{_fmt(x.ci_low)} to {_fmt(x.ci_high)}</td><td>{x.pairs}</td>"
+                   f"<td>{'' if x.decided_games != x.decided_games or x.decided_games is None else int(x.decided_games)}"
+                   "</td></tr>" for x in t.itertuples())
+    comps = ("<table><tr><th>preset</th><th>side</th><th>comparison</th><th>verdict</th><th>Δ</th>"
+             "<th>interval</th><th>pairs</th><th>games at verdict</th></tr>" + rows + "</table>")
+    return head + ratings + comps
+
+
+class AdaptiveTournament(W.VBox):
+    def __init__(self, path: str, results_root: str = "results", max_games: int | None = None,
+                 max_usd: float | None = None):
+        self.spec = adaptive_spec(path)
+        self.results_root, self.max_games, self.max_usd = results_root, max_games, max_usd
+        self.view = W.HTML(f"<p>{html.escape(self.spec['name'])}: not started</p>")
+        self.status: Status | None = None
+        super().__init__([self.view])
+
+    def update(self, status: Status) -> None:
+        self.status = status
+        self.view.value = status_html(status)
+
+    def run(self) -> Status:
+        status = run_adaptive(self.spec, self.results_root, self.max_games, self.max_usd, progress=True,
+                              on_round=self.update)
+        self.update(status)
+        return status
