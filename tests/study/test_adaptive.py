@@ -64,7 +64,7 @@ def test_an_adaptive_tournament_of_the_offline_players_stops_early_with_the_righ
         assert text in report, text
     # the recorded state is a function of the record: rebuilt from the tables it is the same
     again = AD.run_adaptive(path, results_root=tmp / "results", progress=False)
-    assert again.games == status.games and again.monitor.table().equals(table)
+    assert again.games == status.games and again.monitor.table().equals(status.monitor.table())
 
 
 def test_equal_models_are_never_separated(tmp_path):

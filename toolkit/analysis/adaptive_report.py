@@ -106,6 +106,14 @@ def adaptive_report(monitor: Monitor, tables, stopped: str, fixed_planned: int, 
                               "$ per decided comparison": r["spec"].map(c["usd_per_decided"]).map(
                                   lambda x: _num(x, 4))})
         lines.append(_md(shown))
+    else:  # not every pair of a side was asked, so there is no anytime rating; the spend still is
+        c = costs(tables, monitor)
+        lines.append("\n## Spend\n")
+        lines.append("Per model: the games it played, what its own calls cost, per game and per decided comparison "
+                     "it is in (ratings with anytime intervals need every pair of a side asked).\n")
+        lines.append(_md(pd.DataFrame({"spec": c["spec"], "games": c["games"], "$": c["usd"].map(lambda x: _num(x, 4)),
+                                       "$ per game": c["usd_per_game"].map(lambda x: _num(x, 4)),
+                                       "$ per decided comparison": c["usd_per_decided"].map(lambda x: _num(x, 4))})))
     return "\n".join(lines)
 
 
