@@ -11,7 +11,8 @@ Bonferroni) and the same power at a difference of ``delta`` logits, at the true 
 
 Printed per setting: games (adaptive mean, median, 90th percentile, max; fixed), the share saved, the rate of
 tournaments with any false separation (a verdict with the wrong sign, or any separation of equal models; at
-most α; with its Wilson interval over the replications), coverage of the final intervals (each interval, and all of a tournament's at once; at least 1 − α),
+most α; with its Wilson interval over the replications), coverage of the final intervals (each interval, and
+all of a tournament's at once; at least 1 − α),
 and power (comparisons whose true |Δ| ≥ delta separated in the right direction).
 
     python benchmarks/adaptive_tournament.py [--reps 200] [--null-reps 1000] [--seed 0] [--settings equal,clear,...]

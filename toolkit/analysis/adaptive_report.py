@@ -132,7 +132,9 @@ def compare_designs(monitor: Monitor, fixed_tables) -> str:
             if len(hit):
                 h = hit.iloc[0]
                 flip = h["a"] != r.a
-                d, lo, hi = (-h["diff"], -h["ci_high"], -h["ci_low"]) if flip else (h["diff"], h["ci_low"], h["ci_high"])
+                d, lo, hi = h["diff"], h["ci_low"], h["ci_high"]
+                if flip:
+                    d, lo, hi = -d, -hi, -lo
                 fixed = (h["verdict"], _num(d), f"{_num(lo)} to {_num(hi)}")
             else:
                 fixed = ("not played", "—", "—")

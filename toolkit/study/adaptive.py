@@ -32,6 +32,7 @@ from toolkit.record.load import LoadWarning, load
 from toolkit.study.tournament import load_tournament, run_cell
 from toolkit.werewolf.engine.preset import load_preset
 
+
 @dataclass
 class Status:
     """What the loop knows after a round (given to ``on_round`` and returned at the end)."""
@@ -170,13 +171,13 @@ def adaptive_spec(path: str | Path) -> dict[str, Any]:
     return spec | {"design": "adaptive", "name": f"{spec['name']}-adaptive"}
 
 
-def run_adaptive(path: str | Path | dict[str, Any], results_root: str | Path = "results", max_games: int | None = None,
-                 max_usd: float | None = None, progress: bool = True,
+def run_adaptive(path: str | Path | dict[str, Any], results_root: str | Path = "results",
+                 max_games: int | None = None, max_usd: float | None = None, progress: bool = True,
                  on_round: Callable[[Status], None] | None = None, max_tokens: int | None = None,
                  at_cap: str | None = None) -> Status:
-    """Play the adaptive tournament of the file at ``path`` (or of a spec from ``adaptive_spec``; resuming whatever is recorded under
-    ``RESULTS/<name>/``) until it stops; write ``comparisons.parquet``, ``ratings.parquet`` and
-    ``adaptive.md`` there. ``max_games``/``max_usd`` override the file's caps (a cap only ends the run
+    """Play the adaptive tournament of the file at ``path`` (or of a spec from ``adaptive_spec``; resuming
+    whatever is recorded under ``RESULTS/<name>/``) until it stops; write ``comparisons.parquet``,
+    ``ratings.parquet`` and ``adaptive.md`` there. ``max_games``/``max_usd`` override the file's caps (a cap only ends the run
     earlier, which leaves every guarantee intact); the spending caps (``max_usd``, ``max_tokens``, ``at_cap``)
     are the study-wide ledger of ``toolkit.llm.budget``, kept in the tournament's folder. A round the cap cut
     short is not counted until a rerun (with a higher cap) finishes it: which of its games were cut depends on

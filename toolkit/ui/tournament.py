@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 
 import ipywidgets as W
+import pandas as pd
 
 from toolkit.study.adaptive import Status, adaptive_spec, run_adaptive
 
@@ -35,8 +36,8 @@ def status_html(status: Status) -> str:
     rows = "".join(f"<tr><td>{html.escape(x.preset)}</td><td>{x.side}</td><td>{html.escape(x.a)} vs "
                    f"{html.escape(x.b)}</td><td>{html.escape(x.verdict)}</td><td>{_fmt(x.estimate)}</td>"
                    f"<td>{_fmt(x.ci_low)} to {_fmt(x.ci_high)}</td><td>{x.pairs}</td>"
-                   f"<td>{'' if x.decided_games != x.decided_games or x.decided_games is None else int(x.decided_games)}"
-                   "</td></tr>" for x in t.itertuples())
+                   f"<td>{'' if pd.isna(x.decided_games) else int(x.decided_games)}</td></tr>"
+                   for x in t.itertuples())
     comps = ("<table><tr><th>preset</th><th>side</th><th>comparison</th><th>verdict</th><th>Δ</th>"
              "<th>interval</th><th>pairs</th><th>games at verdict</th></tr>" + rows + "</table>")
     return head + ratings + comps
