@@ -178,10 +178,10 @@ def run_adaptive(path: str | Path | dict[str, Any], results_root: str | Path = "
     """Play the adaptive tournament of the file at ``path`` (or of a spec from ``adaptive_spec``; resuming
     whatever is recorded under ``RESULTS/<name>/``) until it stops; write ``comparisons.parquet``,
     ``ratings.parquet`` and ``adaptive.md`` there. ``max_games``/``max_usd`` override the file's caps (a cap
-    only ends the run earlier, which leaves every guarantee intact); the spending caps (``max_usd``, ``max_tokens``, ``at_cap``)
-    are the study-wide ledger of ``toolkit.llm.budget``, kept in the tournament's folder. A round the cap cut
-    short is not counted until a rerun (with a higher cap) finishes it: which of its games were cut depends on
-    how long they ran, which may depend on who was winning."""
+    only ends the run earlier, which leaves every guarantee intact). The spending caps (``max_usd``,
+    ``max_tokens``, ``at_cap``) are the study-wide ledger of ``toolkit.llm.budget``, kept in the tournament's
+    folder. A round the cap cut short is not counted until a rerun with a higher cap finishes it: which of its
+    games were cut depends on how long they ran, which may depend on who was winning."""
     from tqdm.auto import tqdm
 
     with warnings.catch_warnings():  # a partial game a kill left is expected here: its seed is played again
