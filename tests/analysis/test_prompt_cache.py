@@ -40,10 +40,18 @@ def test_shared_prefix_between_consecutive_calls_of_a_seat():
 
 
 def test_which_studies_need_the_local_server():
-    assert uses_local(["local"]) and uses_local([{"model": "heuristic", "wolf_model": "local"}])
-    assert uses_local([{"model": "heuristic", "seats": {"Player1": "local"}}])
-    assert uses_local([{"seats": {"Player1": {"spec": "local", "reflection": True}}}])
-    assert not uses_local([{"model": "heuristic", "preset": "local"}, "openai:gpt-4o"])
+    """The model layer reads spec strings; the study finds a cell's (``cell_specs``, from its parameters)."""
+    from toolkit.study.sweep import Cell, cell_specs
+
+    def specs(parameters):
+        return cell_specs(Cell(sweep="s", cell_id="c", notebook="n.ipynb", folder="f", parameters=parameters,
+                               grid_values={}))
+
+    assert uses_local(["local"]) and uses_local(specs({"model": "heuristic", "wolf_model": "local"}))
+    assert uses_local(specs({"model": "heuristic", "seats": {"Player1": "local"}}))
+    assert uses_local(specs({"seats": {"Player1": {"spec": "local", "reflection": True}}}))
+    assert not uses_local(specs({"model": "heuristic", "preset": "local"}) | {"openai:gpt-4o", "not a spec:"})
+    assert specs({"village_model": "random", "seats": {"Player2": {"spec": "mixed"}}}) == {"random", "mixed"}
 
 
 def test_server_settings_come_from_the_environment(monkeypatch):

@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from toolkit.cli.preflight import check_extra, check_spec, out_folder
     from toolkit.core.files import FileError
-    from toolkit.study.sweep import load_sweep, run_sweep
+    from toolkit.study.sweep import cell_spec_keys, load_sweep, run_sweep
 
     if args.workers < 1:
         raise FileError(f"--workers must be at least 1, got {args.workers}")
@@ -36,14 +36,10 @@ def run(args: argparse.Namespace) -> int:
         check_extra("dask.distributed", "dask", "--executor dask")
     out_folder(args.out, "--out")
     sweep, cells = load_sweep(args.file, args.out)  # the whole file is checked before any cell runs
-    specs = {}
+    specs: dict[str, str] = {}
     for cell in cells:  # every model spec a cell would use (a dead endpoint fails here, not in each game)
-        for key in ("model", "wolf_model", "village_model"):
-            if isinstance(cell.parameters.get(key), str):
-                specs.setdefault(cell.parameters[key], key)
-        seats = cell.parameters.get("seats")
-        for seat, spec in (seats.items() if isinstance(seats, dict) else ()):
-            specs.setdefault(str(spec), f"seats.{seat}")
+        for spec, key in cell_spec_keys(cell).items():
+            specs.setdefault(spec, key)
     for spec, key in specs.items():
         if "{task}" not in spec:  # the engineer suite fills in each task's folder itself
             check_spec(spec, option=f"{args.file}: {key}")

@@ -259,28 +259,11 @@ def shared_url() -> str:
     return _shared.base_url
 
 
-def _model_specs(value: Any, model_valued: bool = True) -> Iterator[str]:
-    """The spec strings in a value: a string itself; in a dict (a cell's parameters) the entries whose key
-    ends in ``model`` and every value of ``seats``; lists item by item."""
-    if isinstance(value, str):
-        if model_valued:
-            yield value
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            if str(k) == "seats" and isinstance(v, dict):
-                yield from _model_specs(list(v.values()))
-            else:
-                yield from _model_specs(v, model_valued=str(k).endswith("model") or str(k) == "spec")
-    elif isinstance(value, (list, tuple, set)):
-        for v in value:
-            yield from _model_specs(v, model_valued)
-
-
-def uses_local(specs: Iterable[Any]) -> bool:
-    """True when any spec (or any cell's parameters, e.g. ``model``, ``wolf_model``, ``seats``) is ``local``."""
-    for spec in _model_specs(list(specs)):
+def uses_local(specs: Iterable[str]) -> bool:
+    """True when any of the spec strings is ``local`` (a study finds the specs its games play)."""
+    for spec in specs:
         try:
-            if parse_spec(spec)[0] == "local":
+            if parse_spec(str(spec))[0] == "local":
                 return True
         except ValueError:
             continue
@@ -288,9 +271,9 @@ def uses_local(specs: Iterable[Any]) -> bool:
 
 
 @contextmanager
-def study_server(specs: Iterable[Any], **settings: Any) -> Iterator[str | None]:
-    """One server for a whole study (a sweep, a tournament, a notebook's games). If any of ``specs`` (spec
-    strings, or the parameter dicts of a sweep's cells) names ``local`` and ``TOOLKIT_LOCAL_URL`` is not
+def study_server(specs: Iterable[str], **settings: Any) -> Iterator[str | None]:
+    """One server for a whole study (a sweep, a tournament, a notebook's games). If any of ``specs`` (the spec
+    strings the study plays: the study finds them) names ``local`` and ``TOOLKIT_LOCAL_URL`` is not
     set, it starts one ``llama-server`` owned by this process and puts its URL in ``TOOLKIT_LOCAL_URL`` for
     everything started inside (cell processes and their kernels inherit it); the server stops on leaving the
     block, and with this process if it is killed. Yields the URL in use, or None when no spec is ``local``.

@@ -219,15 +219,27 @@ def _die_with_parent() -> None:
 CAP_PARAMETERS = ("max_usd", "max_tokens", "at_cap", "spend_dir")
 
 
-def cell_specs(cell: Cell) -> set[str]:
-    """Every model spec a cell plays: its werewolf parameters, or its tournament schedule's seats."""
-    p = cell.parameters
-    specs = {p[k] for k in ("model", "wolf_model", "village_model") if isinstance(p.get(k), str)}
-    specs |= {str(v) for v in (p.get("seats") or {}).values()} if isinstance(p.get("seats"), dict) else set()
+def cell_spec_keys(cell: Cell) -> dict[str, str]:
+    """Every model spec a cell plays → the parameter naming it: its parameters named ``*model`` or ``spec``, its
+    seats' specs (a seat is a spec or a mapping with ``spec``: ``seats.Player3``), its tournament schedule's."""
+    p, found = cell.parameters, {}
+    for key, value in p.items():
+        if isinstance(value, str) and (str(key).endswith("model") or key == "spec"):
+            found.setdefault(value, str(key))
+    for seat, value in p["seats"].items() if isinstance(p.get("seats"), dict) else ():
+        spec = value.get("spec") if isinstance(value, dict) else value
+        if isinstance(spec, str):
+            found.setdefault(spec, f"seats.{seat}")
     if isinstance(p.get("schedule"), str) and isinstance(p.get("cell"), str) and Path(p["schedule"]).is_file():
         plan = pd.read_parquet(p["schedule"], columns=["cell", "spec"])
-        specs |= set(plan.loc[plan["cell"] == p["cell"], "spec"])
-    return specs
+        for spec in plan.loc[plan["cell"] == p["cell"], "spec"]:
+            found.setdefault(str(spec), "schedule")
+    return found
+
+
+def cell_specs(cell: Cell) -> set[str]:
+    """Every model spec a cell plays (``cell_spec_keys``)."""
+    return set(cell_spec_keys(cell))
 
 
 def apply_cap(spec: dict[str, Any], cells: list[Cell], path: str | Path, results_root: str | Path,
@@ -277,7 +289,7 @@ def run_sweep(path: str | Path, workers: int = 1, executor: str = "local", sched
     bar = tqdm(total=len(cells), initial=len(cells) - len(todo), desc=spec["name"], disable=not progress)
     # One llama-server for every cell that uses the `local` model, owned by this process (not on a remote
     # cluster, whose workers cannot reach 127.0.0.1 here: there each cell starts its own).
-    with study_server([c.parameters for c in todo] if scheduler is None else []):
+    with study_server(set().union(*(cell_specs(c) for c in todo)) if scheduler is None else ()):
         _execute(todo, statuses, bar, workers, executor, scheduler)
     bar.close()
     summary = summarise(spec, cells, statuses, Path(results_root) / spec["name"])
