@@ -58,3 +58,17 @@ def _writes_only_to_temporary_folders(request):
     yield
     written = _guard_lines(request.node.nodeid)
     assert not written, f"this test wrote into the repository's results/: {written[:5]}"
+
+
+@pytest.fixture
+def prices(tmp_path, monkeypatch):
+    """``prices("det: {input: 1.0, output: 4.0}")``: a TOOLKIT_PRICES file for this test (subprocesses inherit it)."""
+    from toolkit.llm.model import load_prices
+
+    def set_prices(text):
+        (tmp_path / "prices.yaml").write_text(text + "\n")
+        monkeypatch.setenv("TOOLKIT_PRICES", str(tmp_path / "prices.yaml"))
+        load_prices.cache_clear()
+
+    yield set_prices
+    load_prices.cache_clear()

@@ -14,15 +14,8 @@ from toolkit.werewolf.game import CapReport, GameConfig, play_games
 
 
 @pytest.fixture
-def priced(tmp_path, monkeypatch):
-    """The loopback server's ``det`` model at a price (USD per million tokens)."""
-    from toolkit.llm.model import load_prices
-
-    (tmp_path / "prices.yaml").write_text("det: {input: 1.0, output: 4.0}\n")
-    monkeypatch.setenv("TOOLKIT_PRICES", str(tmp_path / "prices.yaml"))
-    load_prices.cache_clear()
-    yield
-    load_prices.cache_clear()
+def priced(prices):
+    prices("det: {input: 1.0, output: 4.0}")
 
 
 def _charge_many(ledger, n):

@@ -91,12 +91,12 @@ def test_a_column_first_seen_late_and_a_line_longer_than_a_piece_are_kept(tmp_pa
     folder.mkdir()
     rows = [{"call_id": f"c{i}", "seq": i, "messages": "x" * (3000 if i == 7 else 10)} for i in range(20)]
     for row in rows[10:]:
-        row["finish_reason"] = "stop"
-        row["params"] = {"top_p": 0.9}
+        row["stop_kind"] = "stop"
+        row["extras"] = {"top_p": 0.9}
     (folder / "calls.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (folder / "runs.jsonl").write_text(json.dumps({"run_id": "r"}) + "\n")
     C.compact(folder, "calls")
     back = load(tmp_path, complete_games=False).calls
     assert list(back["seq"]) == list(range(20)) and len(back["messages"].iloc[7]) == 3000
-    assert back["finish_reason"].isna().sum() == 10 and set(back["finish_reason"].dropna()) == {"stop"}
-    assert back["params"].iloc[15] == {"top_p": 0.9}
+    assert back["stop_kind"].isna().sum() == 10 and set(back["stop_kind"].dropna()) == {"stop"}
+    assert back["extras"].iloc[15] == {"top_p": 0.9}

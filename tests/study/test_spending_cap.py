@@ -20,10 +20,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def endpoint(tmp_path, monkeypatch):
+def endpoint(prices):
     proc, url = serve_in_subprocess(seed=3)
-    (tmp_path / "prices.yaml").write_text("det: {input: 1.0, output: 4.0}\n")
-    monkeypatch.setenv("TOOLKIT_PRICES", str(tmp_path / "prices.yaml"))  # the subprocesses inherit it
+    prices("det: {input: 1.0, output: 4.0}")  # the subprocesses inherit it
     yield url
     proc.terminate()
     proc.wait(10)

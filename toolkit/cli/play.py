@@ -32,6 +32,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep-going", action="store_true",
                       help="a seat on a broken endpoint (3 calls in a row without an answer) plays on with "
                            "fallbacks (default: the game ends as an error)")
+    parser.add_argument("--error-policy", metavar="POLICY",
+                      help="what a seat's failed decision costs it: fallback (a seeded legal decision), forfeit "
+                           "(its side loses, as Kaggle's Game Arena), eliminate_after:N (removed after N, as "
+                           "TextArena); default: the preset's (fallback)")
     parser.add_argument("--out", default="results", metavar="DIR",
                       help="results folder; the run goes to DIR/play-<time>-<id>/ (default: results)")
     parser.add_argument("--quiet", action="store_true", help="no transcript, only the result lines")
@@ -72,6 +76,13 @@ def check_play(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str]
         Game(preset, args.seed, roles)
     except ValueError as exc:
         raise FileError(f"{'--roles' if args.roles is not None else 'roles'}: {one_line(exc)}") from None
+    if args.error_policy is not None:
+        from toolkit.werewolf.engine.preset import parse_error_policy
+
+        try:
+            parse_error_policy(args.error_policy)
+        except ValueError as exc:
+            raise FileError(f"--error-policy: {exc}") from None
     out_folder(args.out)
     return seats, roles
 
@@ -99,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
               "player's reflection)", file=sys.stderr)
     config = GameConfig(preset=args.preset, seed=args.seed, model=args.model, seats=seats, roles=roles,
                         reflection=args.reflection, experience=args.experience, max_days=args.max_days,
-                        temperature=args.temperature)
+                        temperature=args.temperature, error_policy=args.error_policy)
     config.fail_on_failed_seat = not args.keep_going
     models, budget = {}, None
     if args.max_usd is not None or args.max_tokens is not None:  # checked (prices known) before any folder
@@ -108,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
 
         models = {spec: get_model(spec) for spec in dict.fromkeys([args.model, *seats.values()])}
         Budget(Path(args.out), args.max_usd, args.max_tokens, args.at_cap or "stop").check_prices(models.values())
-    with Run(args.out, "play", config=run_config(args), seed=args.seed) as run:
+    with Run(args.out, "play", config=run_config(args), seed=args.seed, specs=[args.model, *seats.values()]) as run:
         if args.experience:  # versioned by run: this game reads every earlier run's lessons, not its own
             config.experience_pool = ExperiencePool(os.path.join(args.out, "experience", "pool.jsonl"), run.run_id)
         budget = Budget.at(run.folder, args.max_usd, args.max_tokens, args.at_cap or "stop") if models else None

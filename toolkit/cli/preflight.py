@@ -14,6 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from toolkit.llm import get_model, known_specs, parse_spec
+from toolkit.llm.spec import spec_params
 from toolkit.llm.registry import did_you_mean_spec, find
 from toolkit.llm.keys import is_local, key_rule, key_setting
 from toolkit.record.load import run_folders
@@ -135,7 +136,10 @@ def check_spec(spec: str, seats: list[str] | None = None, option: str = "--model
     check_settings()
     try:
         kind, arg = parse_spec(spec)
+        spec_params(spec)  # provider parameters: checked here, before anything starts
     except ValueError as exc:
+        if "?" in str(spec):
+            raise FileError(f"{option}: {exc}") from None
         raise FileError(f"{option}: {exc}; specs are {known_specs()}") from None
     if kind == "scripted":
         if not arg:

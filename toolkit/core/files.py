@@ -253,6 +253,7 @@ class TournamentFile(BaseModel):
     reflection: bool = False
     concurrency: int = Field(16, ge=1, le=1024)
     notebook: str | None = None
+    error_policy: str | None = None  # fallback, forfeit, eliminate_after:N (toolkit.werewolf.engine.preset)
     max_usd: float | None = Field(None, gt=0, allow_inf_nan=False)  # a spending cap (toolkit.llm.budget)
     max_tokens: int | None = Field(None, ge=1)
     at_cap: Literal["stop", "finish"] = "stop"
@@ -268,6 +269,26 @@ class TournamentFile(BaseModel):
     @classmethod
     def _name(cls, value: Any) -> str:
         return safe_name(value, "name")
+
+    @field_validator("models", mode="before")
+    @classmethod
+    def _model_entries(cls, value: Any) -> Any:
+        """A model is a spec, or ``{spec: SPEC, NAME: VALUE, ...}``: the spec with provider parameters
+        (``{spec: "openai:o4-mini@URL", reasoning_effort: high}`` is ``openai:o4-mini@URL?reasoning_effort=high``)."""
+        if not isinstance(value, list):
+            return value
+        out = []
+        for entry in value:
+            if isinstance(entry, dict):
+                if not isinstance(entry.get("spec"), str):
+                    raise ValueError(f"a model given as a mapping needs spec: SPEC, got {one_line(entry, 80)}")
+                params = {k: v for k, v in entry.items() if k != "spec"}
+                text = {True: "true", False: "false", None: "null"}
+                query = "&".join(f"{k}={text.get(v, v) if isinstance(v, (bool, type(None))) else v}"
+                                 for k, v in params.items())
+                entry = entry["spec"] + (("&" if "?" in entry["spec"] else "?") + query if query else "")
+            out.append(entry)
+        return out
 
     @field_validator("models", "presets")
     @classmethod

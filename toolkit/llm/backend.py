@@ -17,6 +17,8 @@ class Backend:
     cacheable: bool = False  # the response cache may answer for it (a deterministic remote model)
     roles: dict[str, str] | None = None  # a seating a game should use instead of its shuffle (scripted files)
     draws: dict[str, str] | None = None  # the rules' random draws a game should use (scripted files)
+    accepts_params = False  # provider parameters in the spec (``?reasoning_effort=high``) go in its requests
+    params: dict[str, Any] = {}  # those parameters (set by the registry from the spec; sent unchanged)
 
     async def complete(self, request: Any) -> Any:
         """The completion for a request (a ``toolkit.llm.request.Completion``); raise ``LLMError`` (or

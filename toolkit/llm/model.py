@@ -82,12 +82,22 @@ def read_prices(path: str | os.PathLike) -> dict[str, dict[str, float]]:
     return data
 
 
+def output_tokens(completion_tokens: int, reasoning_tokens: int | None) -> int:
+    """The tokens billed at the output price: reasoning tokens are output. OpenAI counts them inside
+    ``completion_tokens``; an endpoint reporting more reasoning than completion tokens counted them apart, and
+    they are added."""
+    reasoning = reasoning_tokens or 0
+    return completion_tokens + reasoning if reasoning > completion_tokens else completion_tokens
+
+
 def cost_usd(model: str, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0,
-             prices: dict[str, dict[str, float]] | None = None) -> float | None:
-    """The call's cost, or None for a model with no price (unknown, never 0)."""
+             prices: dict[str, dict[str, float]] | None = None, reasoning_tokens: int | None = None) -> float | None:
+    """The call's cost, or None for a model with no price (unknown, never 0). Reasoning tokens are billed at
+    the output price (``output_tokens``)."""
     price = (prices if prices is not None else load_prices()).get(model)
     if price is None:
         return None
+    completion_tokens = output_tokens(completion_tokens, reasoning_tokens)
     cached = min(cached_tokens, prompt_tokens)
     cached_rate = price.get("cached_input", price["input"])
     return ((prompt_tokens - cached) * price["input"] + cached * cached_rate
@@ -211,7 +221,16 @@ class Call:
             "cached_tokens": c.cached_tokens if c else None, "usage_estimated": c.usage_estimated if c else None,
             "cost_usd": c.cost_usd if c else None, "cache_hit": c.cache_hit if c else False,
             "started_at": self.started_at, "replay_key": r.replay_key,
+            "finish_reason": c.finish_reason if c else None, "reasoning_tokens": c.reasoning_tokens if c else None,
+            "reasoning": c.reasoning if c else None, "params": self.params_json(),
         }
+
+    def params_json(self) -> str | None:
+        """The spec's provider parameters as JSON (sorted keys), null for a spec without any."""
+        from toolkit.llm.spec import spec_params
+
+        params = spec_params(self.spec)
+        return json.dumps(params, sort_keys=True) if params else None
 
     def response_text(self) -> str | None:
         """The answer as sent: its text, or with native tool calls ``{"content", "tool_calls"}`` as JSON."""
@@ -345,5 +364,5 @@ class Model:
         if c.cost_usd is None:
             # read per call: a fork switches backends mid-game
             c.cost_usd = 0.0 if self.backend.free else cost_usd(c.model, c.prompt_tokens, c.completion_tokens,
-                                                                c.cached_tokens)
+                                                                c.cached_tokens, reasoning_tokens=c.reasoning_tokens)
         return c

@@ -169,6 +169,7 @@ def schema_instruction(schema: dict[str, Any]) -> str:
 
 class OpenAIBackend(Backend):
     cacheable = True
+    accepts_params = True
 
     def __init__(self, model: str, base_url: str | None = None, *, config: ModelConfig | None = None,
                  api_key: str | None = None):
@@ -201,8 +202,11 @@ class OpenAIBackend(Backend):
         for name in ("temperature", "max_tokens", "seed"):
             if getattr(s, name) is not None:
                 kwargs[name] = getattr(s, name)
-        if "max_tokens" not in kwargs and self.config.max_tokens:
+        if "max_tokens" not in kwargs and self.config.max_tokens and not {"max_tokens", "max_completion_tokens"} \
+                & set(self.params):
             kwargs["max_tokens"] = self.config.max_tokens
+        for name in self.params:  # the spec's parameters win over the run's sampling settings
+            kwargs.pop(name, None)
         try:
             # The body is already plain JSON, so it goes as the SDK's documented pass-through ``extra_body``
             # (same bytes on the wire; the typed transform costs ~0.7 ms a call), and with_raw_response skips
@@ -245,7 +249,7 @@ class OpenAIBackend(Backend):
         return self._completion(response)
 
     def _body(self, request: Request) -> dict[str, Any]:
-        body: dict[str, Any] = {**self.extra_body, "messages": request.messages}
+        body: dict[str, Any] = {**self.extra_body, **self.params, "messages": request.messages}
         if request.tools:
             body["tools"] = [{"type": "function", "function": {
                 "name": tool_name(t["name"]), "description": t.get("description", ""),
@@ -286,10 +290,17 @@ class OpenAIBackend(Backend):
         details = usage.get("prompt_tokens_details")
         cached = _count(details, "prompt_tokens_details.cached_tokens", "cached_tokens") if isinstance(
             details, dict) else None
+        out_details = usage.get("completion_tokens_details")
+        reasoning_tokens = _count(out_details, "completion_tokens_details.reasoning_tokens", "reasoning_tokens") \
+            if isinstance(out_details, dict) else None
+        finish = choices[0].get("finish_reason")
+        reasoning = message.get("reasoning_content", message.get("reasoning"))
         return Completion(
             text=text or "", model=self.model, base_url=self.base_url, prompt_tokens=prompt_tokens,
             completion_tokens=(completion_tokens or 0) if prompt_tokens is not None else None,
-            cached_tokens=min(cached or 0, prompt_tokens or 0), tool_calls=tool_calls)
+            cached_tokens=min(cached or 0, prompt_tokens or 0), tool_calls=tool_calls,
+            finish_reason=one_line(finish, 40) if isinstance(finish, str) else None,
+            reasoning_tokens=reasoning_tokens, reasoning=reasoning if isinstance(reasoning, str) else None)
 
 
 MAX_TOKENS_REPORTED = 10**8  # more tokens than any context holds: a server reporting it is not to be believed

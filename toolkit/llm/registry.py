@@ -16,7 +16,8 @@ from typing import Any, Callable
 from toolkit.llm.backend import Backend
 from toolkit.llm.model import Model, ModelConfig
 from toolkit.llm.providers import BUILTIN
-from toolkit.llm.spec import Provider, installed, installed_names, missing_hint, parse_spec
+from toolkit.llm.spec import (WRAPPER_PARAMS, Provider, installed, installed_names, missing_hint, parse_spec,
+                              provider_params, spec_params)
 
 PROVIDERS: dict[str, Provider] = {}  # registered at run time (step 1 above)
 
@@ -76,10 +77,19 @@ def build(spec: str, config: Any) -> Backend:
         raise ValueError(f"{prefix} needs an argument: {provider.usage}")
     if provider.arg == "none" and arg:
         raise ValueError(f"{prefix} takes no argument (got {spec!r}); use {provider.usage}")
-    return provider.factory(arg, config)
+    params = provider_params(spec)
+    backend = provider.factory(arg, config)
+    if params:
+        if not backend.accepts_params:
+            raise ValueError(f"{prefix} takes no provider parameters (got {', '.join(params)}); they are for "
+                             "endpoint models, e.g. openai:MODEL@URL?reasoning_effort=high")
+        backend.params = params
+    return backend
 
 
 def get_model(spec: str, **options: Any) -> Model:
-    """The model a spec names, behind the wrapper. ``options`` are ``ModelConfig`` fields."""
-    config = ModelConfig.from_env(**options)
+    """The model a spec names, behind the wrapper. ``options`` are ``ModelConfig`` fields; a spec's
+    ``?max_connections=N`` sets the endpoint's concurrency limit for it."""
+    wrapper = {k: v for k, v in spec_params(spec).items() if k in WRAPPER_PARAMS}
+    config = ModelConfig.from_env(**{**options, **wrapper})
     return Model(spec.strip(), build(spec, config), config)

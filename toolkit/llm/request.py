@@ -72,6 +72,14 @@ class Completion:
     cost_usd: float | None = None
     tool_calls: list[dict[str, Any]] | None = None
     cache_hit: bool = False
+    finish_reason: str | None = None  # "stop", "length" (cut at the token limit), "tool_calls"...; None: unknown
+    reasoning_tokens: int | None = None  # hidden reasoning, where the endpoint reports it (part of the output)
+    reasoning: str | None = None  # the reasoning text, where the endpoint sends it (reasoning_content)
+
+    @property
+    def truncated(self) -> bool:
+        """The answer was cut at the output token limit (``finish_reason: length``)."""
+        return self.finish_reason == "length"
 
 
 class LLMError(Exception):

@@ -6,10 +6,13 @@ entry points of the ``toolkit.models`` group (an entry point's name is the prefi
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Callable
+from urllib.parse import unquote
 
 from toolkit.llm.backend import Backend
 
@@ -41,11 +44,100 @@ class Provider:
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
-    spec = str(spec).strip()
+    """(prefix, argument) of a spec; provider parameters after ``?`` are not part of either (``spec_params``)."""
+    spec = str(spec).strip().partition("?")[0]
     prefix, _, arg = spec.partition(":")
     if not prefix:
         raise ValueError(f"empty model spec {spec!r}")
     return prefix, arg
+
+
+# ------------------------------------------------------------------ provider parameters
+# ``openai:o4-mini@URL?reasoning_effort=high&max_completion_tokens=4000``: what follows the first ``?`` is sent in
+# the request body unchanged (values typed: whole numbers, numbers, true/false, null, else text). The spec string,
+# parameters included, names the model in every table, so two cells that differ only by effort are two models.
+# The names below are checked; any other name passes through as it is (a provider's own field).
+CHECKED_PARAMS: dict[str, Any] = {
+    "reasoning_effort": ("none", "minimal", "low", "medium", "high", "xhigh"),
+    "verbosity": ("low", "medium", "high"),
+    "service_tier": ("auto", "default", "flex", "priority", "scale"),
+    "max_completion_tokens": (int, 1, 10**7), "max_tokens": (int, 1, 10**7), "seed": (int, -2**63, 2**63 - 1),
+    "temperature": (float, 0.0, 2.0), "top_p": (float, 0.0, 1.0), "top_k": (int, 1, 10**6),
+    "presence_penalty": (float, -2.0, 2.0), "frequency_penalty": (float, -2.0, 2.0),
+    "parallel_tool_calls": (bool,), "store": (bool,), "logprobs": (bool,),
+}
+# Set by the toolkit itself, never by a spec.
+TOOLKIT_FIELDS = ("model", "messages", "response_format", "tools", "tool_choice", "stream", "n")
+# Read by the model wrapper and not sent: the endpoint's concurrency limit for this process.
+WRAPPER_PARAMS = {"max_connections": (int, 1, 4096)}
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,63}")
+
+
+def _typed(text: str) -> Any:
+    if text in ("true", "false"):
+        return text == "true"
+    if text == "null":
+        return None
+    for kind in (int, float):
+        try:
+            value = kind(text)
+            return value if kind is int or math.isfinite(value) else text
+        except ValueError:
+            continue
+    return text
+
+
+def _check(spec: str, name: str, value: Any, rule: Any) -> Any:
+    if isinstance(rule[0], str):  # a choice
+        if value not in rule:
+            raise ValueError(f"{spec}: {name}={value!r} must be one of {', '.join(rule)}")
+        return value
+    kind = rule[0]
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"{spec}: {name}={value!r} must be true or false")
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
+        raise ValueError(f"{spec}: {name}={value!r} must be a{'whole number' if kind is int else ' number'}")
+    if not rule[1] <= value <= rule[2]:
+        raise ValueError(f"{spec}: {name}={value!r} must be between {rule[1]:g} and {rule[2]:g}")
+    return kind(value)
+
+
+def spec_params(spec: str) -> dict[str, Any]:
+    """The provider parameters of a spec (after ``?``), typed and checked; a ValueError (one line) for a
+    malformed or invalid one. ``{}`` for a spec without any."""
+    spec = str(spec).strip()
+    base, sep, query = spec.partition("?")
+    if not sep:
+        return {}
+    where = f"model spec {base}"
+    if not query:
+        raise ValueError(f"{where}: nothing after '?' (give NAME=VALUE&NAME=VALUE)")
+    out: dict[str, Any] = {}
+    for part in query.split("&"):
+        name, eq, raw = part.partition("=")
+        name = unquote(name.strip())
+        if not eq or not _NAME.fullmatch(name):
+            raise ValueError(f"{where}: {part!r} is not NAME=VALUE (parameters look like ?reasoning_effort=high)")
+        if name in out:
+            raise ValueError(f"{where}: {name} is given twice")
+        if name in TOOLKIT_FIELDS:
+            raise ValueError(f"{where}: {name} is set by the toolkit itself, not by a spec")
+        if any(word in name.lower() for word in ("key", "secret", "token_id", "password", "authorization")):
+            raise ValueError(f"{where}: {name} looks like a credential; keys go in the environment "
+                             "(OPENAI_API_KEY or TOOLKIT_KEY_<HOST>), never in a spec that every table records")
+        value = _typed(unquote(raw.strip()))
+        rule = CHECKED_PARAMS.get(name) or WRAPPER_PARAMS.get(name)
+        out[name] = _check(where, name, value, rule) if rule else value
+    if "max_tokens" in out and "max_completion_tokens" in out:
+        raise ValueError(f"{where}: give max_tokens or max_completion_tokens, not both")
+    return out
+
+
+def provider_params(spec: str) -> dict[str, Any]:
+    """The parameters a spec sends in the request body (``spec_params`` without the wrapper's own)."""
+    return {k: v for k, v in spec_params(spec).items() if k not in WRAPPER_PARAMS}
 
 
 @cache

@@ -5,7 +5,13 @@ Jinja never renders a value as a template, so text such as ``{{ 7*7 }}`` or ``__
 reaches the prompt verbatim and changes nothing else.
 
 A parse or validation failure never reaches the caller as an exception: the action ends with a valid
-value, taken from the model or (``fallback=True``) from the caller's legal fallback. The caller hands over
+value, taken from the model or (``fallback=True``) from the caller's legal fallback.
+
+An answer cut at the output token limit (``finish_reason: "length"``, common with reasoning models) is a
+``truncated`` attempt, never parsed (a repaired half-answer would pass for a short one): it is asked again,
+up to ``truncation_reasks`` times, with a "reason less" nudge that grows with the truncations in a row
+(``prompts/truncated.j2``; Kaggle's Game Arena harness does the same), and then the action ends on the fallback
+with ``error_kind="truncated"`` for the caller's error policy. The caller hands over
 the whole ``Request`` (who asks, why, sampling, observation); the action adds the messages and the output
 schema, sends it through the model wrapper, and writes every call, good or bad, to the call log.
 """
@@ -89,8 +95,10 @@ class ActionResult:
     calls: int = 1  # model calls this action made (2 after a re-ask)
     call_id: str | None = None  # the call whose answer became the value (None for a fallback)
     # Set when the last call got no answer at all (the endpoint failed, retries spent): its last attempt's
-    # error kind ("timeout", "status", "injected" for a fault the chaos backend injects by design, ...).
+    # error kind ("timeout", "status", "injected" for a fault the chaos backend injects by design, ...);
+    # "truncated" when the last answer was cut at the output token limit.
     error_kind: str | None = None
+    truncations: int = 0  # answers of this action cut at the token limit
 
 
 @lru_cache(maxsize=4096)
@@ -158,30 +166,50 @@ class Action:
 
     async def run(self, model: Model, request: Request, values: dict[str, Any], *,
                   fallback: Callable[[], BaseModel], log: CallLog | None = None,
-                  output: type[BaseModel] | None = None) -> ActionResult:
+                  output: type[BaseModel] | None = None, truncation_reasks: int = 2,
+                  nudge: bool = True) -> ActionResult:
+        """Ask, parse, re-ask once with the error; a truncated answer is re-asked up to ``truncation_reasks``
+        times (with the growing "reason less" nudge unless ``nudge=False``); then the fallback."""
         output = output or self.output
         request = request.but(messages=self.messages(values), schema=json_schema(output), schema_name=self.name,
                               action=self.name)
-        error = None
-        for attempt in range(2):  # the first ask, then one re-ask that shows the model its error
+        asked = request.messages
+        error, calls, reasked, truncations = None, 0, False, 0
+        while True:
             seq = log.next_seq() if log is not None else 0
             call = await model.generate(request)
-            call.seq = seq
-            value, error = (self.parse(call, output) if call.completion is not None else (None, call.error))
+            call.seq, calls = seq, calls + 1
+            truncated = call.completion is not None and call.completion.truncated
+            if truncated:
+                value, error = None, (f"truncated: the answer was cut at the output token limit (finish_reason "
+                                      f"length, {call.completion.completion_tokens} output tokens)")
+            else:
+                value, error = (self.parse(call, output) if call.completion is not None else (None, call.error))
             call.parsed = value.model_dump_json() if value is not None else None
             call.ok, call.error = value is not None, error
             # A call is the final one of its action when it succeeded or nothing more will be asked.
-            call.fallback = value is None and (attempt == 1 or call.completion is None)
+            last = (value is not None or call.completion is None  # a transport failure teaches the model nothing
+                    or (truncated and truncations >= truncation_reasks) or (not truncated and reasked))
+            call.fallback = value is None and last
             if log is not None:
                 log.write(call)
             if value is not None:
-                return ActionResult(value, messages=request.messages, calls=attempt + 1, call_id=call.call_id)
-            if call.completion is None or attempt == 1:  # a transport failure teaches the model nothing
+                return ActionResult(value, messages=request.messages, calls=calls, call_id=call.call_id,
+                                    truncations=truncations)
+            if last:
                 break
-            request = request.but(messages=[*request.messages, {"role": "assistant", "content": call.text},
-                                            {"role": "user", "content": render("reask.j2", error=error)}])
+            if truncated:  # the same question again (the cut answer is no use to it), with the nudge
+                truncations += 1
+                request = request.but(messages=[*asked, {"role": "user", "content": render("truncated.j2",
+                                                                                           n=truncations)}]
+                                      if nudge else asked)
+            else:
+                reasked = True
+                request = request.but(messages=[*request.messages, {"role": "assistant", "content": call.text},
+                                                {"role": "user", "content": render("reask.j2", error=error)}])
         if log is not None:
             log.fallbacks += 1
-        kind = None if call.completion is not None else (call.attempts[-1].error_kind if call.attempts else "error")
-        return ActionResult(fallback(), fallback=True, error=error, messages=request.messages, calls=attempt + 1,
-                            error_kind=kind)
+        kind = ("truncated" if call.completion.truncated else None) if call.completion is not None else (
+            call.attempts[-1].error_kind if call.attempts else "error")
+        return ActionResult(fallback(), fallback=True, error=error, messages=request.messages, calls=calls,
+                            error_kind=kind, truncations=truncations + (kind == "truncated"))

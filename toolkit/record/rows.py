@@ -60,6 +60,8 @@ class RunRow(Row):
     toolkit_version: str = column("the toolkit's version")
     config: str = column("the run's parameters as JSON (secrets masked); the sweep's grid values are here")
     seed: int | None = column("the run's base seed, where it has one")
+    params: str | None = column("the provider parameters of each model spec the run plays, as JSON "
+                                "``{spec: {name: value}}``; null when none has any")
 
 
 @dataclass(slots=True, kw_only=True)
@@ -83,6 +85,8 @@ class GameRow(Row):
     config: str = column("JSON of what ``toolkit replay`` needs to set the same game up again")
     n_events: int | None = column("events rows the game wrote (``load`` calls a game with fewer incomplete: its "
                                   "event log was truncated); null in results written before it was kept")
+    error_policy: str | None = column("what a failed decision cost the seat: ``fallback``, ``forfeit`` (its side "
+                                      "lost: the win_reason says ``forfeit``), ``eliminate_after:N``")
 
 
 @dataclass(slots=True, kw_only=True)
@@ -100,7 +104,10 @@ class PlayerRow(Row):
     strategy: str | None = column("the seat's strategy (``honest``...), null for the default")
     survived: bool = column("alive at the end")
     death_day: int | None = column("the day it died, null if it survived")
-    death_cause: str | None = column("``werewolves``, ``poison`` or ``vote``; null if it survived")
+    death_cause: str | None = column("``werewolves``, ``poison``, ``vote``, ``disqualified`` (the error policy "
+                                     "eliminate_after)...; null if it survived")
+    errors: int | None = column("the seat's decisions that ended on the fallback (no usable answer: transport "
+                                "failures, truncations, invalid answers), reflections not counted")
 
 
 @dataclass(slots=True, kw_only=True)
@@ -155,6 +162,14 @@ class CallRow(Row):
     cache_hit: bool = column("answered from the toolkit's response cache (no request made)", False)
     started_at: str = column("when the call was asked (ISO 8601, UTC)")
     replay_key: str | None = column("``<preset>/<seed>/<seat>/d<day>/<phase>/<action>``: what a replay matches on")
+    finish_reason: str | None = column("why the answer ended, as the endpoint said: ``stop``, ``length`` (cut at "
+                                       "the token limit: a truncated answer, never used), ``tool_calls``; null "
+                                       "where unknown")
+    reasoning_tokens: int | None = column("hidden reasoning tokens, where the endpoint reports them (billed as "
+                                          "output; OpenAI counts them inside completion_tokens)")
+    reasoning: str | None = column("the reasoning text, where the endpoint sends it (``reasoning_content``)")
+    params: str | None = column("the spec's provider parameters as JSON (``{\"reasoning_effort\": \"high\"}``), "
+                                "null for none")
 
 
 @dataclass(slots=True, kw_only=True)

@@ -20,7 +20,8 @@ import toolkit
 from toolkit.core import data
 from toolkit.core.files import file_name
 from toolkit.llm import Call
-from toolkit.llm.model import now
+from toolkit.llm.model import now, output_tokens
+from toolkit.llm.spec import spec_params
 from toolkit.core.secrets import Redactor, redact_obj
 from toolkit.record.compact import DamagedLines, compact, read_jsonl  # noqa: F401  (read here by load and tests)
 from toolkit.record.rows import COLUMNS, AttemptRow, CallRow, Row, RunRow
@@ -51,10 +52,12 @@ HOT_TABLES = ("calls", "events", "beliefs")
 
 
 class Run:
-    """One run's folder of tables. Use as a context manager, or call ``close()``."""
+    """One run's folder of tables. Use as a context manager, or call ``close()``. ``specs``: the model specs
+    the run plays (their provider parameters go in the runs row)."""
 
     def __init__(self, results_dir: str | Path = "results", experiment: str = "adhoc",
-                 config: dict[str, Any] | None = None, seed: int | None = None, run_id: str | None = None):
+                 config: dict[str, Any] | None = None, seed: int | None = None, run_id: str | None = None,
+                 specs: Any = ()):
         stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         # The folder is named from the experiment (a caller's string): made one safe name, it stays inside
         # results_dir ('../x' cannot place a run elsewhere); a run id given outright must already be one.
@@ -75,8 +78,10 @@ class Run:
         self._tracer = live_tracer()  # opt in: TOOLKIT_OTLP_ENDPOINT (toolkit.record.spans)
         if self._tracer is not None:
             self.subscribe(self._tracer)
+        params = {spec: p for spec in dict.fromkeys(specs) if (p := spec_params(spec))}
         self.write(RunRow(run_id=self.run_id, experiment=experiment, started_at=now(), git_sha=git_sha(),
-                          toolkit_version=toolkit.__version__, config=json.dumps(config, default=str), seed=seed))
+                          toolkit_version=toolkit.__version__, config=json.dumps(config, default=str), seed=seed,
+                          params=json.dumps(params, sort_keys=True) if params else None))
 
     def write(self, row: Row) -> None:
         """Append one row to its table (``row.TABLE``), flushed; then tell the subscribers."""
@@ -155,7 +160,8 @@ class CallLog:
             else:
                 self.cost_usd += c.cost_usd
             if self.budget is not None and not c.cache_hit and not call.free:  # a cached answer was paid for once
-                self.budget.charge(c.cost_usd, (c.prompt_tokens or 0) + (c.completion_tokens or 0))
+                self.budget.charge(c.cost_usd, (c.prompt_tokens or 0)
+                                   + output_tokens(c.completion_tokens or 0, c.reasoning_tokens))
         if self.run is not None:
             self.run.write(CallRow.of(call.row(self.run.run_id)))
             for row in call.attempt_rows():

@@ -21,7 +21,7 @@ from toolkit.core.sync import run_sync
 from toolkit.werewolf.experience import ExperiencePool
 from toolkit.llm.budget import Budget, BudgetReached
 from toolkit.werewolf.game import CapReport, GameConfig, play_games
-from toolkit.werewolf.engine.preset import load_preset
+from toolkit.werewolf.engine.preset import load_preset, parse_error_policy
 from toolkit.werewolf.engine.rules import Game
 
 
@@ -94,6 +94,8 @@ def check_werewolf_parameters(params: dict[str, object]) -> None:
     models are strings. Raises ``ValueError`` (one line naming the parameter)."""
     preset = load_preset(str(params.get("preset", "classic7")))
     check_games(params.get("n_games", 20))
+    if params.get("error_policy") is not None:
+        parse_error_policy(params["error_policy"])
     seed = params.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed must be a whole number, got {seed!r}")
@@ -135,10 +137,12 @@ def run_werewolf_cell(results_dir: str, preset: str = "classic7", n_games: int =
                       seats: dict[str, str] | None = None, reflection: bool = False, experience: bool = False,
                       temperature: float | None = None, concurrency: int = 16, experiment: str = "werewolf",
                       progress: bool = False, max_usd: float | None = None, max_tokens: int | None = None,
-                      at_cap: str = "stop", spend_dir: str | None = None) -> Results:
+                      at_cap: str = "stop", spend_dir: str | None = None,
+                      error_policy: str | None = None) -> Results:
     """Play a cell's seeded games into ``results_dir`` (finished seeds skipped). ``max_usd``/``max_tokens``:
     a spending cap (``toolkit.llm.budget``) over ``spend_dir``'s ledger; at the cap no new game starts and
-    ``BudgetReached`` says what was spent and what is left."""
+    ``BudgetReached`` says what was spent and what is left. ``error_policy``: ``fallback``, ``forfeit`` or
+    ``eliminate_after:N`` (None: the preset's)."""
     params = {k: v for k, v in locals().items() if k not in ("progress",)}
     check_werewolf_parameters(params)  # a seat the preset lacks would be ignored: every game all-default
     budget = cell_budget(results_dir, max_usd, max_tokens, at_cap, spend_dir)
@@ -151,12 +155,13 @@ def run_werewolf_cell(results_dir: str, preset: str = "classic7", n_games: int =
             configs = [GameConfig(preset=preset, seed=s, model=model,
                                   seats=seat_models(preset, s, model, wolf_model, village_model, seats),
                                   reflection=reflection, experience=experience, temperature=temperature,
-                                  experience_pool=pool) for s in todo]
+                                  experience_pool=pool, error_policy=error_policy) for s in todo]
             bar = None
             if progress:
                 bar = tqdm(total=len(todo), desc="games")
             try:
-                with Run(results_dir, experiment, config=params, seed=seed) as run:
+                specs = [m for m in (model, wolf_model, village_model, *(seats or {}).values()) if m]
+                with Run(results_dir, experiment, config=params, seed=seed, specs=specs) as run:
                     play_capped(configs, run, budget, concurrency=concurrency,
                                 on_result=(lambda _: bar.update()) if bar else None)
             finally:

@@ -42,7 +42,7 @@ from toolkit.core.files import FileError, TournamentFile, load_file, one_line
 from toolkit.record.load import load
 from toolkit.study.sweep import run_sweep
 from toolkit.werewolf.game import GameConfig, SeatConfig
-from toolkit.werewolf.engine.preset import load_preset
+from toolkit.werewolf.engine.preset import load_preset, parse_error_policy
 
 NOTEBOOK = "experiments/tournament.ipynb"
 DESIGNS = ("pairs", "rotation")
@@ -196,6 +196,11 @@ def load_tournament(path: str | Path) -> dict[str, Any]:
             get_model(spec)
         except (ValueError, OSError) as exc:
             raise FileError(f"{path}: models: {one_line(exc)}") from None
+    if tournament.error_policy is not None:
+        try:
+            parse_error_policy(tournament.error_policy)
+        except ValueError as exc:
+            raise FileError(f"{path}: {exc}") from None
     return tournament.model_dump(exclude_unset=True)
 
 
@@ -227,7 +232,8 @@ def write_plan(path: str | Path, results_root: str | Path = "results") -> tuple[
         plan.to_parquet(target, index=False)
     sweep = {"name": spec["name"], "notebook": spec.get("notebook", NOTEBOOK),
              "parameters": {"schedule": str(target.resolve()), "reflection": bool(spec.get("reflection", False)),
-                            "concurrency": int(spec.get("concurrency", 16))},
+                            "concurrency": int(spec.get("concurrency", 16)),
+                            **({"error_policy": spec["error_policy"]} if spec.get("error_policy") else {})},
              "grid": {"cell": sorted(set(plan["cell"]), key=lambda c: (c.split("__part")[0],
                                                                          int(c.split("__part")[1])))}}
     sweep.update({k: spec[k] for k in ("max_usd", "max_tokens", "at_cap") if spec.get(k) is not None})
@@ -252,7 +258,7 @@ def run_tournament(path: str | Path, workers: int = 1, executor: str = "local", 
 
 def run_cell(results_dir: str, schedule: str, cell: str, reflection: bool = False, concurrency: int = 16,
              max_usd: float | None = None, max_tokens: int | None = None, at_cap: str = "stop",
-             spend_dir: str | None = None, on_result=None):
+             spend_dir: str | None = None, error_policy: str | None = None, on_result=None):
     """Play one cell's games (called from ``experiments/tournament.ipynb``); games whose seed already
     finished in ``results_dir`` are skipped. A spending cap (``max_usd``, ``max_tokens``) is kept in
     ``spend_dir`` (the tournament's folder, shared by every cell; the cell's own folder by default).
@@ -272,11 +278,13 @@ def run_cell(results_dir: str, schedule: str, cell: str, reflection: bool = Fals
                 continue
             seats = {s: SeatConfig(spec=m, reflection=reflection) for s, m in zip(g["seat"], g["spec"])}
             configs.append(GameConfig(preset=preset, seed=int(seed), seats=seats,
-                                      roles=dict(zip(g["seat"], g["role"])), reflection=reflection))
+                                      roles=dict(zip(g["seat"], g["role"])), reflection=reflection,
+                                      error_policy=error_policy))
         if configs:
             params = {"tournament": name, "cell": cell, "preset": str(mine["preset"].iloc[0]),
-                      "reflection": reflection}
-            with Run(results_dir, name, config=params, seed=int(mine["seed"].min())) as run:
+                      "reflection": reflection, "error_policy": error_policy}
+            with Run(results_dir, name, config=params, seed=int(mine["seed"].min()),
+                     specs=sorted(set(mine["spec"]))) as run:
                 play_capped(configs, run, budget, concurrency=concurrency, on_result=on_result)
     return load(results_dir, complete_games=True)
 

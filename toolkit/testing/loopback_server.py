@@ -19,6 +19,20 @@ picks the behaviour, so one server serves every test:
 - ``queue``: the next behaviour queued with ``server.queue(...)`` (``ok`` when none is left), e.g.
   ``server.queue("429:1", "ok")`` for one rate limit with ``Retry-After: 1`` and then an answer.
 
+A reasoning model (what reasoning endpoints do differently):
+
+- ``reason:RATE:TOKENS`` (both optional; 0 and 256 by default): the ``ok`` answer after ``TOKENS`` hidden
+  reasoning tokens, reported as ``usage.completion_tokens_details.reasoning_tokens`` and counted inside
+  ``completion_tokens`` (OpenAI's convention), with the reasoning text in ``message.reasoning_content``; at
+  RATE (seeded) the answer is cut at the token limit instead: ``finish_reason: "length"`` and the first half of
+  the text (a JSON object missing its end). The request body's ``reasoning_effort`` scales the tokens
+  (low ×0.25, medium ×1, high ×4).
+
+Server-wide settings, for benchmarks of concurrency (``FakeOpenAIServer(latency=, capacity=)``, or
+``--latency`` and ``--capacity`` on the command line): ``latency`` seconds before every answer (a model's
+time to answer), and ``capacity``: a request beyond that many in flight gets a 429 with ``Retry-After:
+retry_after`` (a provider's concurrency limit); ``server.rejected`` counts them.
+
 Hostile behaviours (a server that misbehaves on purpose):
 
 - ``endless``: a 200 whose chunked body never ends.   - ``drip:SECONDS``: an answer sent one byte every
@@ -85,9 +99,17 @@ class _Handler(BaseHTTPRequestHandler):
         behaviour = owner.pick(str(body.get("model", "ok")))
         owner.record(behaviour, body, {k.lower(): v for k, v in self.headers.items()})
         with owner.lock:
-            owner.active += 1
-            owner.max_active = max(owner.max_active, owner.active)
+            over = owner.capacity is not None and owner.active >= owner.capacity
+            if over:
+                owner.rejected += 1
+            else:
+                owner.active += 1
+                owner.max_active = max(owner.max_active, owner.active)
+        if over:
+            return self._error(429, "too many requests in flight", {"Retry-After": f"{owner.retry_after:g}"})
         try:
+            if owner.latency:
+                time.sleep(owner.latency)
             self._behave(behaviour, body)
         finally:
             with owner.lock:
@@ -116,6 +138,8 @@ class _Handler(BaseHTTPRequestHandler):
             return HOSTILE[kind](self, arg, body)
         if kind == "noschema" and "response_format" in body:
             return self._error(400, "response_format json_schema is not supported by this server")
+        if kind == "reason":
+            return self._send(200, owner.reasoned(body, arg))
         self._send(200, owner.answer(body, usage=kind != "nousage", say=kind == "say"))
 
 
@@ -204,8 +228,11 @@ class FakeOpenAIServer:
         request_queue_size = 1024  # the default 5 drops bursts of new connections (1 s SYN retries)
         owner: "FakeOpenAIServer"
 
-    def __init__(self, seed: int = 0, port: int = 0):
+    def __init__(self, seed: int = 0, port: int = 0, latency: float = 0.0, capacity: int | None = None,
+                 retry_after: float = 1.0):
         self.rng = random.Random(seed)
+        self.latency, self.capacity, self.retry_after = latency, capacity, retry_after
+        self.rejected = 0
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.log: list[tuple[str, str]] = []  # (requested model, behaviour chosen)
@@ -279,6 +306,27 @@ class FakeOpenAIServer:
                             "total_tokens": max(1, prompt_chars // 4) + max(1, len(text) // 4)}
         return out
 
+    EFFORT = {"minimal": 0.1, "low": 0.25, "medium": 1.0, "high": 4.0, "xhigh": 8.0}
+
+    def reasoned(self, body: dict[str, Any], arg: str) -> dict[str, Any]:
+        """The ``reason:RATE:TOKENS`` answer (see the module's docstring)."""
+        rate, _, tokens = arg.partition(":")
+        reasoning = int(int(tokens or 256) * self.EFFORT.get(str(body.get("reasoning_effort", "medium")), 1.0))
+        out = self.answer({**body, "model": "ok"}, usage=True, say=False)
+        out["model"] = body.get("model")
+        choice = out["choices"][0]
+        with self.lock:
+            cut = self.rng.random() < float(rate or 0)
+        if cut:
+            text = choice["message"]["content"]
+            choice["message"]["content"] = text[:len(text) // 2]
+            choice["finish_reason"] = "length"
+        choice["message"]["reasoning_content"] = "Hidden reasoning: weighing every seat's claims. " * 3
+        out["usage"]["completion_tokens"] += reasoning
+        out["usage"]["total_tokens"] += reasoning
+        out["usage"]["completion_tokens_details"] = {"reasoning_tokens": reasoning}
+        return out
+
     def _tool_call(self, body: dict[str, Any]) -> dict[str, Any]:
         with self.lock:
             self._tool_turns = getattr(self, "_tool_turns", 0) + 1
@@ -309,11 +357,15 @@ class FakeOpenAIServer:
         self.stop()
 
 
-def serve_in_subprocess(seed: int = 0):
+def serve_in_subprocess(seed: int = 0, latency: float = 0.0, capacity: int | None = None,
+                        retry_after: float = 1.0):
     """Start the test server in its own process (so its work does not share our GIL); returns
     ``(process, base_url)``. The caller terminates the process."""
 
-    proc = subprocess.Popen([sys.executable, "-m", "toolkit.testing.loopback_server", "--seed", str(seed)],
+    extra = ["--latency", str(latency), "--retry-after", str(retry_after)]
+    if capacity is not None:
+        extra += ["--capacity", str(capacity)]
+    proc = subprocess.Popen([sys.executable, "-m", "toolkit.testing.loopback_server", "--seed", str(seed), *extra],
                             stdout=subprocess.PIPE, text=True)
     base_url = proc.stdout.readline().strip()
     if not base_url.startswith("http"):
@@ -326,8 +378,12 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="loopback OpenAI-compatible test server (not a model)")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds before every answer")
+    parser.add_argument("--capacity", type=int, help="requests in flight beyond this get a 429")
+    parser.add_argument("--retry-after", type=float, default=1.0, help="the Retry-After of those 429s")
     args = parser.parse_args()
-    server = FakeOpenAIServer(seed=args.seed, port=args.port)
+    server = FakeOpenAIServer(seed=args.seed, port=args.port, latency=args.latency, capacity=args.capacity,
+                              retry_after=args.retry_after)
     print(server.base_url, flush=True)
     try:
         server.httpd.serve_forever()

@@ -29,7 +29,7 @@ from toolkit.werewolf.recorder import GameRecorder
 from toolkit.werewolf.seat.decisions import Bid, Reflection, Speech, decision, output_model
 from toolkit.werewolf.experience import ExperiencePool, situation_query
 from toolkit.werewolf.seat.observation import observe
-from toolkit.werewolf.engine.preset import Preset, load_preset
+from toolkit.werewolf.engine.preset import Preset, format_policy, load_preset, parse_error_policy
 from toolkit.werewolf.engine.rules import Ask, Event, Game, IllegalMove, side_of
 from toolkit.werewolf.engine.speech import clean_speech
 
@@ -83,6 +83,13 @@ class GameConfig:
     # evidence; an answer, even an unusable one, resets the count.
     fail_on_failed_seat: bool = True
     failed_seat_streak: int = 3
+    # The error policy (``fallback``, ``forfeit``, ``eliminate_after:N``; None: the preset's). Under any policy but
+    # ``fallback`` the broken-endpoint check above stands aside: the policy is the study's rule for failures.
+    error_policy: str | None = None
+    # An answer cut at the token limit is asked again this many times, with the growing "reason less" nudge
+    # (Kaggle's Game Arena behaviour; toolkit.prompting.structured_call), before the error policy applies.
+    truncation_reasks: int = 2
+    truncation_nudge: bool = True
 
     def resolved_preset(self) -> Preset:
         preset = load_preset(self.preset) if isinstance(self.preset, str) else self.preset
@@ -153,6 +160,10 @@ class GameRunner:
         # The longest chain of model calls the game had to wait for, one after another: the game cannot
         # finish faster than this many call latencies, however much is asked concurrently.
         self.critical_path_calls = 0
+        self.policy = parse_error_policy(config.error_policy or self.preset.error_policy)
+        self.errors: dict[str, int] = {seat: 0 for seat in self.preset.seats}  # failed decisions per seat
+        self._to_remove: dict[str, str] = {}  # eliminate_after: seats to disqualify at the next nightfall
+        self._night_acted: int | None = None  # the last night whose decisions were applied
 
     def _model(self, spec: str) -> Model:
         if spec not in self.models:
@@ -183,7 +194,9 @@ class GameRunner:
         result = await decision(ask.action).run(player.model, request, values,
                                                fallback=lambda: _fallback(ask, key, g.seed),
                                                log=self.log,
-                                               output=output_model(ask.action, ask.choices, ask.can_pass, self.roles))
+                                               output=output_model(ask.action, ask.choices, ask.can_pass, self.roles),
+                                               truncation_reasks=self.config.truncation_reasks,
+                                               nudge=self.config.truncation_nudge)
         self._judge_endpoint(player.config.spec, ask.seat, result)
         if ask.action == "reflect":
             player.notes = clean_speech(result.value.summary, 800)
@@ -197,7 +210,7 @@ class GameRunner:
         broken (kept, with its evidence, even if it answers later: the game ran on fallbacks meanwhile)."""
         if result.error_kind == "injected":  # the chaos backend's fault, by design: no evidence either way
             return
-        if result.error_kind is None:  # an answer came back (usable or not): the endpoint works
+        if result.error_kind in (None, "truncated"):  # an answer came back (usable or not): the endpoint works
             self._streak.pop(spec, None)
             return
         streak = self._streak.setdefault(spec, [0, (), "", ""])
@@ -206,6 +219,26 @@ class GameRunner:
         streak[2], streak[3] = result.error_kind, result.error or ""
         if streak[0] >= self.config.failed_seat_streak and spec not in self._broken:
             self._broken[spec] = tuple(streak)
+
+    def _apply_error_policy(self, asks: list[Ask], decisions: list[ActionResult]) -> bool:
+        """Count each seat's failed decisions (no usable answer; reflections not counted) and apply the error
+        policy: ``forfeit`` ends the game now (True); ``eliminate_after:N`` marks a seat for the next nightfall."""
+        kind, n = self.policy
+        failed = [(a, d) for a, d in zip(asks, decisions) if d.fallback and a.action != "reflect"]
+        for a, d in failed:
+            self.errors[a.seat] += 1
+        if not failed or kind == "fallback":
+            return False
+        if kind == "forfeit":
+            a, d = min(failed, key=lambda item: self.preset.seats.index(item[0].seat))
+            self.game.forfeit(a.seat, _why(a, d))
+            self.write_events()
+            self.finish(self.game.winner, self.game.win_reason)
+            return True
+        for a, d in failed:
+            if self.errors[a.seat] >= n and a.seat in self.game.alive:
+                self._to_remove.setdefault(a.seat, f"{self.errors[a.seat]} failed decisions, the last: {_why(a, d)}")
+        return False
 
     def failed_seats(self) -> dict[str, str]:
         """Seats on a broken endpoint (see ``GameConfig.failed_seat_streak``), each with why it was judged so."""
@@ -247,6 +280,14 @@ class GameRunner:
         g = self.game
         if g.over:
             return False
+        if self._to_remove and g.phase == "night" and self._night_acted != g.day:  # nightfall: eliminate_after
+            for seat, why in sorted(self._to_remove.items(), key=lambda item: self.preset.seats.index(item[0])):
+                g.disqualify(seat, why)
+            self._to_remove.clear()
+            self.write_events()
+            if g.over:
+                self.finish(g.winner, g.win_reason)
+                return False
         if self.config.reflect == "per_day" and g.phase == "day_speech" and (None, g.day) not in self._reflected:
             self._reflected.add((None, g.day))
             await self._reflect_all()
@@ -257,6 +298,10 @@ class GameRunner:
             if isinstance(d, BaseException):
                 raise d
         self.critical_path_calls += max((d.calls for d in decisions), default=0)
+        if g.phase == "night":
+            self._night_acted = g.day
+        if self._apply_error_policy(asks, decisions):
+            return False
         for a, d in zip(asks, decisions):
             try:
                 g.apply(a.seat, a.action, getattr(d.value, "target", None), getattr(d.value, "speech", ""),
@@ -320,7 +365,8 @@ class GameRunner:
         """Record the end (once): experience entries, then the players and games rows."""
         if self.finished:
             return
-        failed = self.failed_seats() if self.config.fail_on_failed_seat and winner != "error" else {}
+        failed = self.failed_seats() if (self.config.fail_on_failed_seat and winner != "error"
+                                         and self.policy[0] == "fallback") else {}
         if failed:  # a game that ran on fallbacks for a seat says so, rather than reporting a winner
             seat, why = next(iter(failed.items()))
             winner, reason = "error", (f"{', '.join(failed)} broken: the endpoint failed, the game ran on "
@@ -333,13 +379,15 @@ class GameRunner:
             if pool is not None and p.config.experience and p.notes:
                 outcome = "won" if side_of(p.role) == winner else "lost"
                 pool.add(p.role, p.notes, outcome, self.game_id, preset=self.preset.name)
-        self.recorder.finish(g, self.players, self.preset.name, winner, reason, log, wall_s, self.replay_config())
+        self.recorder.finish(g, self.players, self.preset.name, winner, reason, log, wall_s, self.replay_config(),
+                             errors=self.errors, error_policy=format_policy(*self.policy))
 
     def replay_config(self) -> dict[str, Any]:
         """What ``toolkit replay`` needs to set the same game up again."""
         return {"preset": self.preset.model_dump(), "seed": self.config.seed, "roles": self.game.roles,
                 "draws": dict(self.game.drawn),
                 "recent": self.config.recent, "temperature": self.config.temperature, "reflect": self.config.reflect,
+                "error_policy": format_policy(*self.policy),
                 "seats": {s: {"spec": p.config.spec, "reflection": p.config.reflection,
                               "experience": p.config.experience, "strategy": p.config.strategy}
                           for s, p in self.players.items()}}
@@ -361,6 +409,11 @@ def _scripted_draws(models: Any) -> dict[str, str] | None:
         if draws:
             return dict(draws)
     return None
+
+
+def _why(ask: Ask, result: ActionResult) -> str:
+    """A failed decision in a few words: its action and what went wrong."""
+    return f"{ask.action}: {result.error_kind or 'invalid answers'}"
 
 
 def _fallback(ask: Ask, key: str, seed: int) -> BaseModel:

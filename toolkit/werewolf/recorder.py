@@ -48,9 +48,11 @@ class GameRecorder:
             self.run.write(row)
 
     def finish(self, game: Game, players: dict[str, Any], preset: str, winner: str, reason: str, log: CallLog,
-               wall_s: float, config: dict[str, Any]) -> None:
+               wall_s: float, config: dict[str, Any], errors: dict[str, int] | None = None,
+               error_policy: str | None = None) -> None:
         """The players rows (one per seat) and the games row. ``players``: {seat: Player}; ``config``: what a
-        replay needs to set the game up again."""
+        replay needs to set the game up again; ``errors``: failed decisions per seat; ``error_policy``: the
+        policy the game was played under."""
         if self.run is None:
             return
         for seat, p in players.items():
@@ -58,9 +60,10 @@ class GameRecorder:
             self.run.write(PlayerRow(
                 game_id=self.game_id, seat=seat, role=p.role, side=side_of(p.role), spec=p.config.spec,
                 reflection=p.config.reflection, experience=p.config.experience, strategy=p.config.strategy,
-                survived=seat in game.alive, death_day=day, death_cause=cause))
+                survived=seat in game.alive, death_day=day, death_cause=cause,
+                errors=(errors or {}).get(seat)))
         self.run.write(GameRow(
             game_id=self.game_id, run_id=self.run.run_id, seed=game.seed, preset=preset, winner=winner,
             win_reason=reason, days=game.day, n_calls=log.calls, prompt_tokens=log.prompt_tokens,
             completion_tokens=log.completion_tokens, cost_usd=log.cost_usd, n_fallbacks=log.fallbacks,
-            wall_s=round(wall_s, 4), config=json.dumps(config), n_events=self.n_events))
+            wall_s=round(wall_s, 4), config=json.dumps(config), n_events=self.n_events, error_policy=error_policy))

@@ -54,4 +54,6 @@ ENGINE = (
               view="vote"),
     EventKind("death", kaggle=("WerewolfNightEliminationDataEntry", "elimination"), removes=True),
     EventKind("elimination", kaggle=("DayExileElectedDataEntry", "elimination"), view="exile", removes=True),
+    EventKind("forfeit"),  # the error policy forfeit: the seat's side loses (the game ends)
+    EventKind("disqualification", removes=True),  # the error policy eliminate_after:N: the seat leaves the game
 )

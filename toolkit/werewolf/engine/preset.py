@@ -62,6 +62,11 @@ class Preset(BaseModel):
     win_rule: Literal["side_kill", "parity"] = "side_kill"
     protect_and_save: Literal["survive", "die"] = "survive"  # victim both protected and saved on one night
     max_days: int = Field(10, ge=1)
+    # What a seat's failed decision (no usable answer: a transport failure, answers cut at the token limit, two
+    # invalid answers) costs it: ``fallback`` (a seeded legal decision stands in; the game goes on), ``forfeit``
+    # (Kaggle's Game Arena: the seat's side loses at once), ``eliminate_after:N`` (TextArena's: the seat's Nth
+    # failed decision removes it at the next nightfall). The runner applies it (toolkit.werewolf.game).
+    error_policy: str = "fallback"
 
     @field_validator("roles", "max_days", mode="before")
     @classmethod
@@ -84,6 +89,11 @@ class Preset(BaseModel):
             data.setdefault("night_reveal", level)
             data.setdefault("exile_reveal", level)
         return data
+
+    @field_validator("error_policy", mode="before")
+    @classmethod
+    def _error_policy(cls, value: object) -> str:
+        return format_policy(*parse_error_policy(value))
 
     @field_validator("roles")
     @classmethod
@@ -116,6 +126,28 @@ class Preset(BaseModel):
 
 def available_presets() -> list[str]:
     return sorted(p.stem for p in PRESETS_DIR.glob("*.yaml"))
+
+
+ERROR_POLICIES = ("fallback", "forfeit", "eliminate_after")
+
+
+def parse_error_policy(value: object) -> tuple[str, int]:
+    """``fallback``, ``forfeit``, ``eliminate_after:N`` or ``{eliminate_after: N}`` → (kind, N); N is 0 for the
+    first two. A ValueError (one line) for anything else."""
+    if isinstance(value, dict) and len(value) == 1:
+        (kind, n), = value.items()
+        value = f"{kind}:{n}"
+    kind, _, n = str(value).strip().partition(":") if isinstance(value, str) else (None, "", "")
+    if kind in ("fallback", "forfeit") and not n:
+        return kind, 0
+    if kind == "eliminate_after" and n.strip().isdigit() and int(n) >= 1:
+        return kind, int(n)
+    raise ValueError(f"error_policy must be fallback, forfeit or eliminate_after:N (N failed decisions, at least "
+                     f"1), not {value!r}")
+
+
+def format_policy(kind: str, n: int) -> str:
+    return f"{kind}:{n}" if kind == "eliminate_after" else kind
 
 
 @lru_cache(maxsize=64)

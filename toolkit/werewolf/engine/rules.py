@@ -336,6 +336,28 @@ class Game:
         self._remove(seat, cause)
         self._react(seat, cause)
 
+    # ---------------------------------------------------------------- error policies (the runner decides when)
+    def forfeit(self, seat: str, reason: str) -> None:
+        """Kaggle's forfeit: ``seat`` failed a decision, and its side loses now."""
+        if self.over:
+            return
+        side = side_of(self.roles[seat])
+        winner = "village" if side == "werewolves" else "werewolves"
+        self._emit("forfeit", None, seat, f"{seat} forfeits: it gave no usable answer ({reason}).", PUBLIC)
+        self._finish(winner, f"forfeit: {seat} ({side}) gave no usable answer")
+
+    def disqualify(self, seat: str, reason: str) -> None:
+        """TextArena's elimination: ``seat`` leaves the game for failed decisions (a death with no reaction: a
+        Hunter so removed does not shoot), then the win is checked. Only at nightfall, before any of the
+        night's decisions, where no queue or tally holds the seat."""
+        if self.over or seat not in self.alive:
+            return
+        if self.phase != "night":
+            raise IllegalMove(f"a seat is disqualified at nightfall, not in phase {self.phase}")
+        self._remove(seat, "disqualified")
+        self._emit("disqualification", None, seat, f"{seat} is removed from the game ({reason}).", PUBLIC)
+        self._check_win()
+
     def _wait(self, then: str, exiled: str | None = None) -> None:
         """Hold the game while ``reactions`` are asked; ``_go_on`` resumes it (``then``: dawn or exile)."""
         self._resume, self.phase = (then, exiled), "reaction"
