@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from toolkit.llm import Request, get_model
-from toolkit.llm.model import load_prices
 from toolkit.llm.spec import spec_params
 from toolkit.prompting.structured_call import render
 from toolkit.record.load import load
