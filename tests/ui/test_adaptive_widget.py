@@ -19,3 +19,4 @@ def test_the_panel_shows_ratings_and_verdicts_after_every_round(tmp_path):
     assert "round 1, 8 games" in seen[0] and "round 3, 24 games" in seen[-1], (seen[0][:200], seen[-1][:200])
     assert "<th>rating</th>" in seen[-1] and "heuristic vs random" in seen[-1] and "interval" in seen[-1]
     assert "stopped: game cap (24) reached" in panel.view.value and status.games == 24
+    assert panel.games.value == "<p>24 games played</p>"  # counted game by game

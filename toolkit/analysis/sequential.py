@@ -180,13 +180,16 @@ class Comparison:
 
 def comparisons(models: list[str], presets: list[str], asked: list[tuple[str, str, str]] | None = None
                 ) -> list[Comparison]:
-    """Every pair of models on both sides of every preset, or the pairs ``asked`` as (side, a, b)."""
+    """Every pair of models on both sides of every preset, or the pairs ``asked`` as (side, a, b), in the
+    orientation asked."""
     out = []
     for preset in presets:
         for side in SIDES:
             for a, b in itertools.combinations(models, 2):
-                if asked is None or (side, a, b) in asked or (side, b, a) in asked:
+                if asked is None or (side, a, b) in asked:
                     out.append(Comparison(preset, side, a, b))
+                elif (side, b, a) in asked:
+                    out.append(Comparison(preset, side, b, a))
     return out
 
 
@@ -410,20 +413,29 @@ def next_round(monitor: Monitor, record: Record, round_games: int, played: int, 
                self_play: bool = True) -> dict[str, np.ndarray] | None:
     """Games per (preset, village model, wolf model) for the next round, or None when the tournament is over
     (every comparison decided or at its horizon, or the game cap reached). The first round plays every
-    matchup equally often (the allocation needs win-rate estimates); later rounds come from ``allocate``."""
+    matchup a comparison asked can use equally often (the allocation needs win-rate estimates); later rounds
+    come from ``allocate``."""
     budget = round_games if max_games is None else min(round_games, max_games - played)
     if monitor.done or budget <= 0:
         return None
     m, presets = len(monitor.models), record.presets
     if monitor.rounds == 0:
-        cells = m * m - (0 if self_play else m)
-        each = max(1, budget // (cells * len(presets)))
-        if max_games is not None and each * cells * len(presets) > budget:
+        index = {s: i for i, s in enumerate(monitor.models)}
+        used = {p: np.zeros((m, m), bool) for p in presets}
+        for c in monitor.comps:  # a village comparison uses its two models' village games, a wolf one their wolf games
+            for model in (c.a, c.b):
+                if c.side == "village":
+                    used[c.preset][index[model], :] = True
+                else:
+                    used[c.preset][:, index[model]] = True
+        for p in presets:
+            if not self_play:
+                np.fill_diagonal(used[p], False)
+        cells = sum(int(u.sum()) for u in used.values())
+        each = max(1, budget // max(cells, 1))
+        if max_games is not None and each * cells > budget:
             return None  # the cap leaves no room for one game per matchup
-        base = np.full((m, m), each, int)
-        if not self_play:
-            np.fill_diagonal(base, 0)
-        return {p: base.copy() for p in presets}
+        return {p: used[p].astype(int) * each for p in presets}
     plan = allocate(monitor, record.estimates(), budget, self_play)
     return plan if sum(int(r.sum()) for r in plan.values()) else None
 

@@ -86,9 +86,19 @@ def _run_adaptive(args: argparse.Namespace) -> int:
     spec = adaptive_spec(args.file)
     if args.plan:
         plan, comps, rounds = design_of(spec)
+        from toolkit.analysis.sequential import fixed_games
+
+        zero = {m: 0.0 for m in spec["models"]}
+        fixed = fixed_games(zero, zero, 0.0, plan, bool(spec.get("self_play", True))) * len(spec["presets"])
         print(f"{spec['name']}: adaptive, {len(comps)} comparisons at family-wise alpha {plan.alpha:g}, power "
               f"{plan.power:g} at {plan.delta:g} logits; horizon {plan.horizon} discordant pairs per comparison, "
               f"boundary ±{plan.bound}; {rounds} games per round")
+        print(f"The fixed design of the same error and power: {fixed} games (equal models, P(village wins) = 0.5 "
+              f"assumed). The adaptive one stops when its comparisons are decided: fewer games where gaps are "
+              f"clear, at most about {round(fixed * plan.horizon / plan.fixed_pairs())} where nothing can be "
+              "decided early (benchmarks/adaptive_tournament.py)")
+        for c in comps:
+            print(f"  {c.preset} {c.side}: {c.a} vs {c.b}")
         return 0
     status = run_adaptive(spec, results_root=args.out, max_games=args.max_games, max_usd=args.max_usd,
                           max_tokens=args.max_tokens, at_cap=args.at_cap)

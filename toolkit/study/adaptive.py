@@ -174,22 +174,23 @@ def adaptive_spec(path: str | Path) -> dict[str, Any]:
 def run_adaptive(path: str | Path | dict[str, Any], results_root: str | Path = "results",
                  max_games: int | None = None, max_usd: float | None = None, progress: bool = True,
                  on_round: Callable[[Status], None] | None = None, max_tokens: int | None = None,
-                 at_cap: str | None = None) -> Status:
+                 at_cap: str | None = None, on_game: Callable[[int], None] | None = None) -> Status:
     """Play the adaptive tournament of the file at ``path`` (or of a spec from ``adaptive_spec``; resuming
     whatever is recorded under ``RESULTS/<name>/``) until it stops; write ``comparisons.parquet``,
     ``ratings.parquet`` and ``adaptive.md`` there. ``max_games``/``max_usd`` override the file's caps (a cap
     only ends the run earlier, which leaves every guarantee intact). The spending caps (``max_usd``,
     ``max_tokens``, ``at_cap``) are the study-wide ledger of ``toolkit.llm.budget``, kept in the tournament's
     folder. A round the cap cut short is not counted until a rerun with a higher cap finishes it: which of its
-    games were cut depends on how long they ran, which may depend on who was winning."""
+    games were cut depends on how long they ran, which may depend on who was winning. ``on_round`` gets the
+    ``Status`` after every round, ``on_game`` the number of games played each time a game ends."""
     from tqdm.auto import tqdm
 
     with warnings.catch_warnings():  # a partial game a kill left is expected here: its seed is played again
         warnings.simplefilter("ignore", LoadWarning)
-        return _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_tokens, at_cap)
+        return _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_tokens, at_cap, on_game)
 
 
-def _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_tokens, at_cap) -> Status:
+def _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_tokens, at_cap, on_game) -> Status:
     spec = path if isinstance(path, dict) else adaptive_spec(path)
     models, presets = list(spec["models"]), list(spec["presets"])
     self_play, seed = bool(spec.get("self_play", True)), int(spec.get("seed", 0))
@@ -213,7 +214,12 @@ def _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_t
         for cell in sorted(set(rows["cell"])):
             run_cell(str(folder / cell), str(schedule_path), cell, bool(spec.get("reflection", False)),
                      int(spec.get("concurrency", 16)), max_usd, max_tokens, at_cap, str(folder),
-                     on_result=lambda _: bar.update(1))
+                     on_result=one_game)
+
+    def one_game(_) -> None:
+        bar.update(1)
+        if on_game:
+            on_game(bar.n)
 
     def absorb(rnd: int, tables) -> None:
         rows = sched[sched["round"] == rnd]
@@ -228,9 +234,11 @@ def _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_t
         expect, most = status.left()
         if status.games:
             bar.total = status.games + most
+        per_game = status.spend / status.games if status.spend is not None and status.games else None
+        cost_left = f" ~${per_game * expect:.2f}" if per_game else ""
         bar.set_postfix_str(f"decided {done}/{len(comps)}, spent ${status.spend or 0:.2f}"
                             f"{'' if status.spend is not None else ' (some prices unknown)'}, "
-                            f"left ~{expect} (≤ {most}) games", refresh=True)
+                            f"left ~{expect} games{cost_left} (at most {most})", refresh=True)
         if on_round:
             on_round(status)
 

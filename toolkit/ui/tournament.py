@@ -1,7 +1,7 @@
 """The adaptive tournament in a notebook: ``AdaptiveTournament(FILE).run()`` plays it (``toolkit.study.adaptive``,
 the same loop as ``toolkit tournament FILE --adaptive``, with its progress bar) and, after every round, shows
 the current ratings per side with their anytime intervals and every comparison asked with its verdict,
-interval and the games it took, so the state is visible while games finish. A rerun resumes."""
+interval and the games it took; a line above counts the games as each one ends. A rerun resumes."""
 
 from __future__ import annotations
 
@@ -49,15 +49,19 @@ class AdaptiveTournament(W.VBox):
         self.spec = adaptive_spec(path)
         self.results_root, self.max_games, self.max_usd = results_root, max_games, max_usd
         self.view = W.HTML(f"<p>{html.escape(self.spec['name'])}: not started</p>")
+        self.games = W.HTML()  # games played so far, as each one ends
         self.status: Status | None = None
-        super().__init__([self.view])
+        super().__init__([self.games, self.view])
 
     def update(self, status: Status) -> None:
         self.status = status
         self.view.value = status_html(status)
 
+    def game_done(self, played: int) -> None:
+        self.games.value = f"<p>{played} games played</p>"
+
     def run(self) -> Status:
         status = run_adaptive(self.spec, self.results_root, self.max_games, self.max_usd, progress=True,
-                              on_round=self.update)
+                              on_round=self.update, on_game=self.game_done)
         self.update(status)
         return status
