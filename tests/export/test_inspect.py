@@ -114,3 +114,29 @@ def test_the_same_results_give_the_same_events(game, tmp_path):
     first, second = (log_api.read_eval_log(str(inspect_log.write(results, tmp_path / k)[0])).samples[0]
                      for k in ("a", "b"))
     assert [e.model_dump() for e in first.events] == [e.model_dump() for e in second.events]
+
+
+def test_a_studys_logs_carry_its_conditions_a_headline_score_and_the_tokens(tmp_path):
+    """Two cells of a reflection study: `inspect view` lists them apart (task arguments), each with the village's
+    win rate and its interval, and the tokens its calls spent (was: task_args {}, no score, TOKENS 0)."""
+    from toolkit.study.experiments import run_werewolf_cell
+
+    logs = {}
+    for reflection in (False, True):
+        folder = tmp_path / f"reflection-{reflection}"
+        run_werewolf_cell(str(folder), n_games=3, model="heuristic", wolf_model="random", reflection=reflection)
+        path, = inspect_log.write(load(folder), tmp_path / f"logs-{reflection}")
+        logs[reflection] = (load(folder), log_api.read_eval_log(str(path)))
+    for reflection, (results, log) in logs.items():
+        args = log.eval.task_args
+        assert args["reflection"] is reflection and args["wolf_model"] == "random" and args["n_games"] == 3
+        assert "results_dir" not in args and log.eval.metadata["conditions"] == args
+        score, = log.results.scores
+        village = int((results.games["winner"] == "village").sum())
+        assert score.name == "village" and score.metrics["accuracy"].value == village / 3
+        low, high = score.metrics["ci_low"].value, score.metrics["ci_high"].value
+        assert 0 <= low <= village / 3 <= high <= 1 and high - low > 0.3  # 3 games: a wide, exact interval
+        assert score.params["n"] == 3 and "exact" in score.params["interval"]
+        tokens = sum(u.total_tokens for u in log.stats.model_usage.values())
+        assert tokens == results.calls["prompt_tokens"].sum() + results.calls["completion_tokens"].sum() > 0
+    assert logs[False][1].eval.task_args != logs[True][1].eval.task_args

@@ -90,6 +90,8 @@ def _usage(calls: list[dict]):
         u.input_tokens += int(c.get("prompt_tokens") or 0)
         u.output_tokens += int(c.get("completion_tokens") or 0)
         u.total_tokens = u.input_tokens + u.output_tokens
+        if c.get("cost_usd") is not None and c.get("cost_usd") == c.get("cost_usd"):  # (NaN: no price known)
+            u.total_cost = (u.total_cost or 0.0) + float(c["cost_usd"])
     return per
 
 
@@ -216,19 +218,79 @@ def session_sample(session: dict, calls: list[dict], tools: list[dict], trajecto
         total_time=session.get("wall_s"), completed=True)
 
 
-def eval_log(task: str, samples: list, spec: str, runs: list[dict]):
+# run settings that say where or how fast a run went, not what it studied: left out of the task arguments
+NOT_CONDITIONS = ("command", "out", "results_dir", "spend_dir", "quiet", "progress", "concurrency", "keep_going",
+                  "experiment")
+# what a study varies most often, listed first (``inspect view``'s TASK ARGS column shows the first few)
+FIRST = ("tournament", "cell", "reflection", "experience", "model", "village_model", "wolf_model", "seats",
+         "temperature", "preset")
+
+
+def conditions(runs: list[dict], mask: Redactor) -> dict[str, Any]:
+    """The study's conditions of a log's run (its ``config``: a sweep cell's parameters, a tournament cell's
+    name and settings, ``play``'s options), as Inspect's task arguments: what tells two logs of one study apart."""
+    out: dict[str, Any] = {}
+    for run in runs:
+        config = parse_json(run.get("config"), {}) or {}
+        out.update((k, v) for k, v in config.items() if k not in NOT_CONDITIONS and v is not None)
+    order = sorted(out, key=lambda k: (FIRST.index(k) if k in FIRST else len(FIRST), k))
+    return json.loads(mask(json.dumps({k: out[k] for k in order}, default=str)))
+
+
+def headline(task: str, samples: list):
+    """The log's headline score, as ``inspect view`` shows it above the samples: the village's win rate (games)
+    or the success rate (sessions), with its 95% interval and n (``analysis.intervals.proportion``)."""
+    from inspect_ai.log import EvalMetric, EvalScore
+
+    from toolkit.analysis.intervals import proportion
+
+    name = "village" if task == "werewolf" else "success"
+    hits = [int(s.scores[name].value) for s in samples if s.scores and name in s.scores]
+    r = proportion(sum(hits), len(hits))
+    metrics = {"accuracy": EvalMetric(name="accuracy", value=r["rate"]),
+               "ci_low": EvalMetric(name="ci_low", value=r["ci_low"]),
+               "ci_high": EvalMetric(name="ci_high", value=r["ci_high"])}
+    return EvalScore(name=name, scorer=name, scored_samples=len(hits), unscored_samples=len(samples) - len(hits),
+                     params={"interval": f"95% {r['method']}", "n": r["n"]}, metrics=metrics)
+
+
+def eval_log(task: str, samples: list, spec: str, runs: list[dict], mask: Redactor | None = None):
+    """An ``EvalLog`` of one run's samples: the run's conditions as task arguments (and in the metadata), the
+    headline score with its interval, and the tokens and costs of every call summed per model."""
     from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalResults, EvalSpec, EvalStats
 
+    mask = mask or Redactor()
     started = min((r.get("started_at") or EPOCH for r in runs), default=EPOCH)
     created = _time(started).astimezone(timezone.utc).isoformat()
+    args = conditions(runs, mask)
+    usage = _total_usage(samples)
+    run_meta = {k: runs[0].get(k) for k in ("experiment", "git_sha", "toolkit_version") if runs and runs[0].get(k)}
     return EvalLog(
         status="success",
         eval=EvalSpec(created=created, task=task, run_id=",".join(sorted({str(r.get("run_id")) for r in runs})),
-                      dataset=EvalDataset(name=task, samples=len(samples),
-                                          sample_ids=[s.id for s in samples]),
-                      model=spec, config=EvalConfig(), metadata={"exported_by": "llm-agent-toolkit"}),
-        results=EvalResults(total_samples=len(samples), completed_samples=len(samples)),
-        stats=EvalStats(started_at=created, completed_at=created), samples=samples)
+                      task_args=args, dataset=EvalDataset(name=task, samples=len(samples),
+                                                          sample_ids=[s.id for s in samples]),
+                      model=spec, config=EvalConfig(), metadata={"exported_by": "llm-agent-toolkit",
+                                                                 "conditions": args, **run_meta}),
+        results=EvalResults(total_samples=len(samples), completed_samples=len(samples),
+                            scores=[headline(task, samples)] if samples else []),
+        stats=EvalStats(started_at=created, completed_at=created, model_usage=usage), samples=samples)
+
+
+def _total_usage(samples: list) -> dict:
+    """Every sample's ``model_usage`` summed per model (``inspect view``'s TOKENS)."""
+    from inspect_ai.model import ModelUsage
+
+    total: dict[str, ModelUsage] = {}
+    for s in samples:
+        for model, u in (s.model_usage or {}).items():
+            t = total.setdefault(model, ModelUsage())
+            t.input_tokens += u.input_tokens
+            t.output_tokens += u.output_tokens
+            t.total_tokens += u.total_tokens
+            if u.total_cost is not None:
+                t.total_cost = (t.total_cost or 0.0) + u.total_cost
+    return total
 
 
 def _spec(specs: list[str], mask: Redactor) -> str:
@@ -296,8 +358,8 @@ def _write(results, out: Path, content: bool, game_ids: list[str] | None, trajec
             samples = [game_sample(g, players.get(g["game_id"], []), events.get(g["game_id"], []),
                                    calls.get(g["game_id"], []), content, mask) for g in part]
             specs = [p["spec"] for g in part for p in players.get(g["game_id"], [])]
-            write_eval_log(eval_log("werewolf", samples, _spec(specs, mask), [runs.get(run_id, {"run_id": run_id})]),
-                           str(inside(out, name)))
+            write_eval_log(eval_log("werewolf", samples, _spec(specs, mask), [runs.get(run_id, {"run_id": run_id})],
+                                    mask), str(inside(out, name)))
             written.append(out / name)
     if len(results.sessions) and game_ids is None:
         calls, tools = by_key(results.calls, "session_id"), by_key(results.tool_calls, "session_id")
@@ -305,6 +367,6 @@ def _write(results, out: Path, content: bool, game_ids: list[str] | None, trajec
             samples = [session_sample(s, calls.get(s["session_id"], []), tools.get(s["session_id"], []),
                                       (trajectories or {}).get(s["session_id"]), content, mask) for s in part]
             write_eval_log(eval_log("engineer", samples, _spec([s.get("spec") for s in part], mask),
-                                    [runs.get(run_id, {"run_id": run_id})]), str(inside(out, name)))
+                                    [runs.get(run_id, {"run_id": run_id})], mask), str(inside(out, name)))
             written.append(out / name)
     return written
