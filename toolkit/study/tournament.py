@@ -38,6 +38,7 @@ from toolkit.analysis import sample_size
 from toolkit.study.experiments import cell_budget, cell_lock, finished_seeds, play_capped
 from toolkit.record.run_log import Run
 from toolkit.llm import get_model, parse_spec
+from toolkit.core import data
 from toolkit.core.files import FileError, TournamentFile, load_file, one_line
 from toolkit.record.load import load
 from toolkit.study.sweep import run_sweep
@@ -260,15 +261,27 @@ def run_cell(results_dir: str, schedule: str, cell: str, reflection: bool = Fals
              max_usd: float | None = None, max_tokens: int | None = None, at_cap: str = "stop",
              spend_dir: str | None = None, error_policy: str | None = None, on_result=None):
     """Play one cell's games (called from ``experiments/tournament.ipynb``); games whose seed already
-    finished in ``results_dir`` are skipped. A spending cap (``max_usd``, ``max_tokens``) is kept in
-    ``spend_dir`` (the tournament's folder, shared by every cell; the cell's own folder by default).
-    ``on_result`` is called with each game's result as it ends."""
+    finished in ``results_dir`` are skipped. ``schedule`` is the ``schedule.parquet`` a tournament run wrote, or
+    a tournament file (planned here, the same plan); a relative path not found from the current folder is read
+    from the repository (a notebook's kernel runs in its own folder). A spending cap (``max_usd``,
+    ``max_tokens``) is kept in ``spend_dir`` (the tournament's folder, shared by every cell; the cell's own folder
+    by default). ``on_result`` is called with each game's result as it ends."""
 
-    plan = pd.read_parquet(schedule)
+    path = Path(schedule)
+    if not path.is_absolute() and not path.exists() and (data.root() / path).exists():
+        path = data.root() / path
+    if path.suffix in (".yaml", ".yml"):
+        spec, plan = plan_from_file(path)
+        name = spec["name"]
+    elif path.exists():
+        plan, name = pd.read_parquet(path), path.parent.name
+    else:
+        raise FileNotFoundError(f"no schedule {schedule}: give a tournament's schedule.parquet (written by "
+                                "`toolkit tournament FILE`) or a tournament file such as "
+                                "experiments/tournaments/smoke.yaml")
     mine = plan[plan["cell"] == cell]
     if mine.empty:
-        raise ValueError(f"cell {cell!r} is not in {schedule}")
-    name = Path(schedule).parent.name
+        raise ValueError(f"cell {cell!r} is not in {schedule}; its cells are {', '.join(sorted(set(plan['cell'])))}")
     budget = cell_budget(results_dir, max_usd, max_tokens, at_cap, spend_dir)
     with cell_lock(results_dir):
         done = finished_seeds(results_dir)
