@@ -1,4 +1,5 @@
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -38,6 +39,8 @@ def pytest_configure(config):
         fd, os.environ["TOOLKIT_WRITE_GUARD_REPORT"] = tempfile.mkstemp(prefix="toolkit-write-guard-")
         os.close(fd)
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(GUARD), os.environ.get("PYTHONPATH")]))
+        # the results explorer's report cache (toolkit/ui/results.py): a temporary folder, never the user's
+        os.environ["TOOLKIT_REPORT_CACHE"] = tempfile.mkdtemp(prefix="toolkit-report-cache-")
     sys.path.insert(0, str(GUARD))
     import sitecustomize  # noqa: F401  (installs the hook in this process; a no-op where it is installed)
     sys.path.remove(str(GUARD))
@@ -46,6 +49,7 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     if not hasattr(config, "workerinput"):  # the controller made the report file
         Path(os.environ.pop("TOOLKIT_WRITE_GUARD_REPORT", "/nonexistent")).unlink(missing_ok=True)
+        shutil.rmtree(os.environ.pop("TOOLKIT_REPORT_CACHE", "/nonexistent"), ignore_errors=True)
 
 
 def _guard_lines(test):

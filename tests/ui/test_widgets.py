@@ -177,10 +177,48 @@ def test_results_explorer_shows_tables_and_plots(tmp_path):
     assert inline.startswith('<iframe class="toolkit-replay"') and html.unescape(
         re.search(r'srcdoc="([^"]*)"', inline).group(1)) == page and 'id="votes-day-1"' in page
     assert r.view("g999-nope") is None and "no game or session" in r.replay.outputs[0]["data"]["text/html"]
+    # a mistyped folder: one line, and the report shown stays (it was wiped)
+    before = r.report.outputs
     r.folder.value = str(tmp_path / "missing")
     r.load()
-    assert "no folder" in r.summary.value and r.report.outputs == () and r.replay.outputs == ()
-    assert r.pick.options == () and r.view_button.disabled
+    assert r.progress.value.count("no folder") == 1 and f"still showing {tmp_path}" in r.progress.value
+    assert r.report.outputs == before and r.pick.options == tuple(games["game_id"])
+
+
+def test_the_explorer_shows_a_report_it_made_before_at_once_and_finds_relative_folders(tmp_path, monkeypatch):
+    import asyncio as aio
+    import time
+
+    from toolkit.record.run_log import Run
+    from toolkit.ui import results
+    from toolkit.werewolf.game import GameConfig, play_games
+
+    study = tmp_path / "notebooks" / "study"
+    with Run(study, "x") as run:
+        aio.run(play_games([GameConfig(seed=s) for s in range(4)], run))
+    monkeypatch.chdir(tmp_path / "notebooks")  # a notebook's kernel runs in the notebook's folder
+    r = ResultsExplorer("study")
+    r.load()
+    assert "computed" in r.progress.value and "study: from the notebook's folder" in r.progress.value
+    first = r.markdown
+    computed = write_report_text(study)
+    made = []
+    monkeypatch.setattr(results, "write_report", lambda *a: made.append(a))  # a second open computes nothing
+    started = time.monotonic()
+    r.load()
+    assert made == [] and "from the cache" in r.progress.value and r.markdown == first == computed
+    assert time.monotonic() - started < 10
+    # new games change the folder's fingerprint: the report is computed again
+    with Run(study, "y") as run:
+        aio.run(play_games([GameConfig(seed=9)], run))
+    monkeypatch.undo()
+    monkeypatch.chdir(tmp_path / "notebooks")
+    r.load()
+    assert "computed" in r.progress.value and "5 games" in r.summary.value
+    # a path relative to the repository, typed in a notebook elsewhere, is found there and said to be
+    folder, how = results.resolve("experiments/sweeps")
+    assert folder is not None and folder.is_dir() and how.startswith("experiments/sweeps: from the repository")
+    assert results.resolve("no/such/folder")[0] is None and "then in the repository" in results.resolve("nope")[1]
 
 
 def test_inline_images_leaves_a_link_it_cannot_fill():

@@ -3,15 +3,22 @@
 or an engineer session to see its HTML replay inline (``toolkit.export.html.show``, the page ``toolkit view``
 writes), with a link that saves the page.
 
-Loading a large study takes a while (the committed example: about a minute on two busy cores): the
-progress line says which stage is running and for how long; Load runs it off the kernel's main thread
-so that the rest of the notebook stays responsive."""
+Computing a large study's report takes a while (the committed example: minutes on two busy cores), so a report
+is kept in a cache (``TOOLKIT_REPORT_CACHE``, default ``~/.cache/llm-agent-toolkit/reports``) under a fingerprint of
+the folder's files (names, sizes, modification times) and of the analysis code: opened again, it shows at once
+(benchmarks/explorer_open.py). The progress line says which stage is running and for how long; Load runs off the
+kernel's main thread so that the rest of the notebook stays responsive. A relative folder is looked for in the
+notebook's folder (the kernel's working folder), then in the repository, and the progress line says which; a
+folder that is not there leaves the report shown in place and says so in one line."""
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
+import os
 import re
+import shutil
 import tempfile
 import threading
 import time
@@ -20,7 +27,9 @@ from pathlib import Path
 import ipywidgets as W
 from IPython.display import HTML, Markdown
 
+import toolkit
 from toolkit.analysis.report import write_report
+from toolkit.core import data
 from toolkit.export.html import Replay, show
 from toolkit.record.load import load
 
@@ -38,6 +47,63 @@ def inline_images(markdown: str, images: dict[str, bytes]) -> str:
     return IMAGE.sub(embed, markdown)
 
 
+def resolve(text: str) -> tuple[Path | None, str]:
+    """The folder a typed path names, and how it was found: an absolute path as it is; a relative one in the
+    current folder (a notebook's kernel runs in the notebook's folder), else in the repository. None (and the
+    one line saying where it looked) when there is no such folder."""
+    typed = Path(str(text).strip()).expanduser()
+    if typed.is_absolute():
+        return (typed, "") if typed.is_dir() else (None, f"no folder {typed}")
+    here, repo = Path.cwd(), data.root()
+    if (here / typed).is_dir():
+        return (here / typed).resolve(), f"{typed}: from the notebook's folder, {here}"
+    if (repo / typed).is_dir():
+        return (repo / typed).resolve(), f"{typed}: from the repository, {repo}"
+    return None, (f"no folder {typed}: a relative path is looked for in the notebook's folder ({here}), then in "
+                  f"the repository ({repo})")
+
+
+def cache_root() -> Path:
+    """Where reports are kept (``TOOLKIT_REPORT_CACHE``; the response cache, TOOLKIT_CACHE_DIR, is another)."""
+    return Path(os.environ.get("TOOLKIT_REPORT_CACHE") or Path.home() / ".cache" / "llm-agent-toolkit" / "reports")
+
+
+def fingerprint(folder: Path) -> str:
+    """What a report depends on, cheaply: every file below ``folder`` (relative name, size, modification time)
+    and the analysis code that computes it (the same for the code's files and the toolkit's version)."""
+    h = hashlib.sha256(str(folder.resolve()).encode())
+    code = Path(toolkit.__file__).parent
+    for base, files in ((folder, sorted(p for p in folder.rglob("*") if p.is_file())),
+                        (code, sorted([*(code / "analysis").glob("*.py"), code / "record" / "load.py"]))):
+        for p in files:
+            st = p.stat()
+            h.update(f"{p.relative_to(base)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    h.update(str(getattr(toolkit, "__version__", "")).encode())
+    return h.hexdigest()[:32]
+
+
+def cached_report(folder: Path, stage=lambda text: None) -> tuple[str, dict[str, bytes], bool]:
+    """The report of ``folder`` (its Markdown and its plots by file name) and whether it came from the cache;
+    computed (``write_report``) and kept there when it was not."""
+    entry = cache_root() / fingerprint(folder)
+    if not (entry / "summary.md").is_file():
+        stage("computing the report (rates, intervals, ratings) and drawing its plots; kept for the next time")
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".partial-"))
+        try:
+            write_report(folder, tmp)
+            shutil.rmtree(entry, ignore_errors=True)
+            os.replace(tmp, entry)  # whole or not at all: a report killed half-way is never read back
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        hit = False
+    else:
+        hit = True
+    markdown = (entry / "summary.md").read_text()
+    images = {p.name: p.read_bytes() for p in entry.glob("*.png")}
+    return markdown, images, hit
+
+
 class ResultsExplorer(W.VBox):
     def __init__(self, folder: str = "results"):
         self.folder = W.Text(value=folder, description="folder", layout=W.Layout(width="60%"))
@@ -52,6 +118,7 @@ class ResultsExplorer(W.VBox):
         self.markdown = ""
         self.images: dict[str, bytes] = {}
         self.tables = None
+        self.shown: Path | None = None  # the folder whose report is shown
         self.thread: threading.Thread | None = None
         self.load_button.on_click(lambda _: self.load_in_background())
         self.view_button.on_click(lambda _: self.view())
@@ -60,36 +127,40 @@ class ResultsExplorer(W.VBox):
         self.add_class("toolkit-explorer")
 
     def _stage(self, text: str, started: float) -> None:
-        self.progress.value = (f"<span class='toolkit-busy'>⏳ {html.escape(text)} "
+        self.progress.value = (f"<span class='toolkit-busy'>⏳ {html.escape(text, quote=False)} "
                                f"({time.monotonic() - started:.0f} s so far)</span>")
 
     def load(self) -> None:
-        """Read the folder and show its report (blocks until done; the Load button runs it in a thread)."""
-        folder = Path(self.folder.value)
-        self.report.outputs = self.replay.outputs = ()
-        self.summary.value, self.markdown, self.images, self.tables = "", "", {}, None
-        self.pick.options, self.pick.value, self.view_button.disabled = (), "", True
-        if not folder.is_dir():
-            self.progress.value = ""
-            self.summary.value = f"<span style='color:#c0392b'>no folder {html.escape(str(folder))}</span>"
+        """Read the folder and show its report (blocks until done; the Load button runs it in a thread). A folder
+        that is not there changes nothing but the progress line."""
+        folder, how = resolve(self.folder.value)
+        if folder is None:
+            still = f"; still showing {self.shown}" if self.shown else ""
+            self.progress.value = f"<span style='color:#c0392b'>{html.escape(how + still, quote=False)}</span>"
             return
+        self.report.outputs = self.replay.outputs = ()
+        self.summary.value, self.markdown, self.images, self.tables, self.shown = "", "", {}, None, None
+        self.pick.options, self.pick.value, self.view_button.disabled = (), "", True
         started = time.monotonic()
+        where = f" ({how})" if how else ""
         self.load_button.disabled = True
         try:
-            self._stage(f"reading the tables in {folder}", started)
+            self._stage(f"looking for {folder}'s report in the cache{where}", started)
+            self.markdown, self.images, hit = cached_report(folder, lambda text: self._stage(text, started))
+            # append_display_data, not `with self.report`: the capture does not work from a thread
+            self.report.append_display_data(Markdown(inline_images(self.markdown, self.images)))
+            self.shown = folder
+            shown_in = time.monotonic() - started
+            self._stage(f"report shown ({'from the cache' if hit else 'computed'}, {shown_in:.1f} s); reading "
+                        f"the tables for the replays", started)
             self.tables = t = load(folder)
             self.summary.value = (f"{len(t.runs)} runs, {len(t.games)} games, {len(t.sessions)} sessions, "
                                   f"{len(t.calls)} model calls")
             self.pick.options = tuple(t.games["game_id"]) + tuple(t.sessions["session_id"])
             self.view_button.disabled = not self.pick.options
-            self._stage("computing the report (rates, intervals, ratings) and drawing its plots", started)
-            with tempfile.TemporaryDirectory() as out:
-                written = write_report(folder, out)
-                self.markdown = next((p.read_text() for p in written if p.suffix == ".md"), "")
-                self.images = {p.name: p.read_bytes() for p in written if p.suffix == ".png"}
-            # append_display_data, not `with self.report`: the capture does not work from a thread
-            self.report.append_display_data(Markdown(inline_images(self.markdown, self.images)))
-            self.progress.value = f"loaded in {time.monotonic() - started:.0f} s"
+            self.progress.value = html.escape(
+                f"loaded in {time.monotonic() - started:.0f} s (report {'from the cache' if hit else 'computed'} "
+                f"and shown after {shown_in:.1f} s){where}", quote=False)
         except Exception as exc:
             self.progress.value = f"<span style='color:#c0392b'>{html.escape(f'{type(exc).__name__}: {exc}')}</span>"
             raise
@@ -104,9 +175,9 @@ class ResultsExplorer(W.VBox):
         if t is not None and ident in set(t.games["game_id"]):
             replay = show(t, game=ident)
         elif t is not None and ident in set(t.sessions["session_id"]):
-            replay = show(t, session=ident, folder=self.folder.value)
+            replay = show(t, session=ident, folder=str(self.shown))
         else:
-            what = "load a folder first" if t is None else f"no game or session {ident!r} in {self.folder.value}"
+            what = "load a folder first" if t is None else f"no game or session {ident!r} in {self.shown}"
             self.replay.append_display_data(HTML(f"<span style='color:#c0392b'>{html.escape(what)}</span>"))
             return None
         self.replay.append_display_data(HTML(f"save this replay: {replay.link()}"))
