@@ -159,3 +159,71 @@ def test_the_conclusions_say_when_an_order_depends_on_the_opponent():
     text = " ".join(conclusions(games, players))
     assert "not the same against every opponent" not in text
     assert interaction_test(games, players)["p"] > 0.05
+
+
+@pytest.fixture(scope="module")
+def reflection_study(tmp_path_factory):
+    """The docs' study (docs/experiments.md): reflection on and off against two wolf models, offline players,
+    which ignore reflection: its games are identical."""
+    root = tmp_path_factory.mktemp("reflection")
+    for wolves in ("heuristic", "random"):
+        for reflection in (False, True):
+            run_werewolf_cell(str(root / f"{wolves}-{reflection}"), n_games=12, seed=0, wolf_model=wolves,
+                              reflection=reflection)
+    return root
+
+
+def test_the_conclusions_open_with_each_grid_variables_effect_unpooled(reflection_study, tmp_path):
+    from toolkit.analysis.intervals import paired_difference
+
+    write_report(reflection_study, tmp_path / "out")
+    text = (tmp_path / "out" / "summary.md").read_text()
+    conclusions_part = text.split("## Conclusions\n")[1].split("\n## ")[0]
+    assert conclusions_part.lstrip().startswith("**What each grid variable did**")
+    effects = [line for line in conclusions_part.splitlines() if line.startswith("- **")]
+    # one line per variable and per value of the other variable: nothing pooled across it
+    assert [line.split(":")[0] for line in effects] == [
+        "- **wolf_model** random − heuristic at reflection=False", "- **wolf_model** random − heuristic at "
+        "reflection=True", "- **reflection** True − False at wolf_model=heuristic",
+        "- **reflection** True − False at wolf_model=random"]
+    assert all("**no effect: identical games** — all 12 shared seeds" in line for line in effects[2:])
+    # the wolf model's effect is the paired difference over the 12 shared seeds, interval and all
+    t = load(reflection_study, complete_games=True)
+    from toolkit.record.load import games_with_params
+    g = games_with_params(t)
+    g = g[g["reflection"].astype(str) == "False"].assign(win=lambda d: (d["winner"] == "village").astype(float))
+    wins = g.pivot_table(index="seed", columns="wolf_model", values="win")
+    d = paired_difference(wins["random"], [1.0] * 12, wins["heuristic"], [1.0] * 12)
+    assert f"{100 * d['diff']:+.1f} points [{100 * d['ci_low']:+.1f}, {100 * d['ci_high']:+.1f}] over 12 shared " \
+           "seeds" in effects[0]
+    # a paragraph that pools the other variable says so; the header no longer claims nothing is pooled
+    assert "**reflection False** (24 games; pooling wolf_model (heuristic, random), which the design matrix" in text
+    assert "except where a line says what it pools" in text
+    # one pairing per condition: no 0.000 [0.000, 0.000] ratings, and a line saying why
+    assert "ratings_" not in text and "Not rated: wolf_model=heuristic, reflection=False;" in text
+    ratings = text.split("## Ratings with a side term")[1].split("\n## ")[0]
+    assert not re.search(r"\| 0\.000 \| 0\.000 \| 0\.000 \|", ratings)
+    # nor a paired difference of 0.000 [0.000, 0.000] between conditions whose games are identical
+    paired = text.split("## Paired comparisons between conditions")[1].split("\n## ")[0]
+    assert "played identical games (no effect" in paired and "reflection=False | wolf_model=heuristic, " \
+        "reflection=True" not in paired
+
+
+def test_plot_titles_and_axes_say_what_they_show(reflection_study, study):
+    from toolkit import analysis as A
+    from toolkit.analysis import plots as P
+    from toolkit.analysis.report import _pooled_note
+    from toolkit.record.load import games_with_params
+
+    t = load(reflection_study, complete_games=True)
+    g = games_with_params(t)
+    assert _pooled_note(g, t.players, ["wolf_model", "reflection"]) == ""  # each point is one pairing
+    assert "up to 2 model pairings pooled per point" in _pooled_note(g, t.players, ["reflection"])
+    fig = P.plot_win_rates(g, ["wolf_model", "reflection"])
+    assert fig.axes[0].get_ylabel() == "win rate (95% CI: exact)"  # 12 games a point: exact, not Wilson
+    _, s = study
+    long = "Ratings by side: preset=classic7, reflection=True, a condition with a long name=value"
+    fig = P.plot_ratings(A.ratings(s.games, s.players, by_side=True), title=long)
+    ax = fig.axes[0]
+    assert "curvature" in ax.get_xlabel() and "bootstrap" not in ax.get_xlabel()
+    assert all(len(line) <= 60 for line in ax.get_title().split("\n")) and ax.get_title().replace("\n", " ") == long

@@ -33,7 +33,7 @@ def test_report_splits_conditions_and_flags_identical_ones(tmp_path):
     assert (same["identical"] == 8).all() and len(same) == 2  # heuristic-vs-random pairs differ
     write_report(tmp_path / "res", tmp_path / "out")
     text = (tmp_path / "out" / "summary.md").read_text()
-    assert "split by" in text and "nothing is pooled" in text
+    assert "split by" in text and "nothing is pooled across them, except where a line says what it pools" in text
     assert text.count("**Identical games:**") == 2
     assert "**estimated**" in text
     # the reflecting heuristic players guessed roles: the belief metrics are reported, with chance beside them

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from toolkit.analysis.intervals import groups, proportion
+from toolkit.analysis.checks import fingerprints
+from toolkit.analysis.intervals import MIN_GAMES, groups, paired_difference, proportion
 from toolkit.analysis.metrics import win_rates
 from toolkit.analysis.ratings import interaction_test, opponent_differences, separation
 
@@ -77,15 +78,71 @@ def _ranking(sep: pd.DataFrame, side: str) -> str:
     return f"As {side}, " + "; ".join(words) + "."
 
 
+def _where(key: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in key.items())
+
+
+def effect(part: pd.DataFrame, var: str, a, b, fp: pd.Series) -> str:
+    """The effect of ``var`` going from ``a`` to ``b`` on the village's win rate among ``part`` (games of one
+    stratum of the other variables), paired by seed: the same seed deals the same roles at both levels."""
+    wins = part.assign(win=(part["winner"] == "village").astype(float), fp=part["game_id"].map(fp))
+    at = {v: g.groupby("seed").agg(win=("win", "mean"), fp=("fp", "first"), n=("win", "size"))
+          for v, g in wins.groupby(wins[var].astype(str))}
+    if str(a) not in at or str(b) not in at:
+        return "not played at both values here: nothing to compare"
+    both = at[str(a)].join(at[str(b)], lsuffix="_a", rsuffix="_b", how="inner")
+    if both.empty:
+        return f"no seed in common between {var}={a} and {var}={b}: nothing to pair, no effect estimated"
+    same = int((both["fp_a"] == both["fp_b"]).sum())
+    if same == len(both) and (both["n_a"] == 1).all() and (both["n_b"] == 1).all():
+        return (f"**no effect: identical games** — all {len(both)} shared seeds played move for move the same "
+                f"at both values, so {var} changed nothing in these games")
+    if len(both) < MIN_GAMES:
+        return f"only {len(both)} shared seeds (fewer than {MIN_GAMES}): no interval is trusted"
+    one = [1.0] * len(both)
+    d = paired_difference(both["win_b"], one, both["win_a"], one)
+    verdict = ("the village wins more" if d["ci_low"] > 0 else "the village wins less" if d["ci_high"] < 0
+               else "no difference beyond the interval")
+    identical = f"; {same} of them played identically" if same else ""
+    return (f"{100 * d['diff']:+.1f} points [{100 * d['ci_low']:+.1f}, {100 * d['ci_high']:+.1f}] over "
+            f"{len(both)} shared seeds{identical}: {verdict}")
+
+
+def effects(games: pd.DataFrame, events: pd.DataFrame, players: pd.DataFrame, by: list[str]) -> list[str]:
+    """Each grid variable's effect on the village's win rate, first: per value against the first value, within
+    each combination of the other variables (never pooled across them), paired by seed (a paired bootstrap-t
+    interval over the shared seeds), or said plainly to be none where the games are identical."""
+    if not by:
+        return []
+    fp = fingerprints(events[events["game_id"].isin(games["game_id"])],
+                      players[players["game_id"].isin(games["game_id"])])
+    lines = ["**What each grid variable did** (the village's win rate at a value minus at the first value, in "
+             "percentage points, paired by seed with a 95% interval; within each combination of the other "
+             "variables, never pooled across them):\n"]
+    for var in by:
+        others = [c for c in by if c != var]
+        values = sorted(games[var].astype(str).unique())
+        for key, part in groups(games, others):
+            where = f" at {_where(key)}" if key else ""
+            for b in values[1:]:
+                lines.append(f"- **{var}** {b} − {values[0]}{where}: {effect(part, var, values[0], b, fp)}.")
+    return ["\n".join(lines) + "\n"]
+
+
 def conclusions(games: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> list[str]:
     """One paragraph per condition, every number from the tables (see the module docstring)."""
     paragraphs = []
+    full = games
     games, by = _conditions(games, by)
     for key, part in groups(games, by):
         where = ", ".join(f"{k} {v}" for k, v in key.items()) or "this study"
         rates = win_rates(part).set_index("side")
         village = rates.loc["village"] if "village" in rates.index else None
-        text = [f"**{where}** ({len(part)} games)."]
+        mine = full[full["game_id"].isin(part["game_id"])]  # (with the model columns _conditions set aside)
+        pooled = [f"{c} ({', '.join(sorted(mine[c].astype(str).unique()))})" for c in MODEL_PARAMS
+                  if c in mine.columns and mine[c].astype(str).nunique() > 1]
+        text = [f"**{where}** ({len(part)} games" + (f"; pooling {' and '.join(pooled)}, which the design matrix "
+                                                     "below splits" if pooled else "") + ")."]
         if village is not None:
             favours = ("the wolves" if village["ci_high"] < 0.5 else "the village" if village["ci_low"] > 0.5
                        else "neither side beyond its interval")

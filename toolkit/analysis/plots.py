@@ -37,7 +37,8 @@ def _n_labels(ax, xs, table: pd.DataFrame, y: str = "ci_high", n: str = "n", lif
 
 
 def plot_win_rates(games: pd.DataFrame, by: list[str] | None = None, title: str | None = None):
-    """Village and werewolf win rates with 95% Wilson intervals, per condition, n games per condition."""
+    """Village and werewolf win rates with 95% intervals (exact below 30 games, else Wilson, as the axis says),
+    per condition, n games per condition."""
     by = by or []
     table = A.win_rates(games, by)
     fig, ax = plt.subplots(figsize=(max(5, 1.6 * max(1, len(table) // 2)), 4))
@@ -50,7 +51,9 @@ def plot_win_rates(games: pd.DataFrame, by: list[str] | None = None, title: str 
     ax.set_xticks(range(len(labels)), labels, fontsize=8)
     ax.set_xlim(-0.6, len(labels) - 0.4)
     ax.set_ylim(0, 1)
-    ax.set_ylabel("win rate (95% Wilson CI)")
+    methods = sorted(set(table["method"])) if "method" in table else ["wilson"]
+    ax.set_ylabel("win rate (95% CI: " + ", ".join("exact" if m == "exact" else "Wilson" for m in methods)
+                  + (", exact below 30 games" if len(methods) > 1 else "") + ")")
     ax.set_title(textwrap.fill(title or ("Win rate by side, " + (f"per {', '.join(by)}" if by else
                                                                  f"{int(village['n'].sum())} games")), 60),
                  fontsize=9)
@@ -131,8 +134,8 @@ def plot_ratings(table: pd.DataFrame, title: str | None = None):
                 fmt="o", capsize=4, color="tab:blue")
     ax.axvline(0, color="grey", lw=0.8)
     ax.set_yticks(ys, labels, fontsize=8)
-    ax.set_xlabel("strength, logit scale (95% CI: bootstrap over games)")
-    ax.set_title(title or "Ratings with a side term (Bradley–Terry, logistic)")
+    ax.set_xlabel("strength, logit scale (95% CI from the fit's curvature)")
+    ax.set_title(textwrap.fill(title or "Ratings with a side term (Bradley–Terry, logistic)", 60), fontsize=10)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     return fig

@@ -9,6 +9,7 @@ estimated token counts are marked.
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -16,7 +17,7 @@ import pandas as pd
 
 from toolkit import analysis as A
 from toolkit.analysis import plots as P
-from toolkit.analysis.conclusions import conclusions, design_matrix, matrix_text, side_models
+from toolkit.analysis.conclusions import conclusions, design_matrix, effects, matrix_text, side_models
 from toolkit.llm import parse_spec
 from toolkit.llm.registry import find
 from toolkit.analysis.prompt_cache import cached_share
@@ -149,19 +150,24 @@ def paired_sections(tables: Results, games: pd.DataFrame, by: list[str]) -> list
     names = [", ".join(f"{k}={v}" for k, v in zip(by, r)) for r in games[by].itertuples(index=False)]
     g = games.assign(condition=names, win=(games["winner"] == "village").astype(float))
     wide = g.pivot_table(index="seed", columns="condition", values="win", aggfunc="mean")
+    same = A.identical_groups(games, tables.events, tables.players, by) if tables is not None else None
+    identical = {(r.a, r.b) for r in same.itertuples(index=False) if r.identical == r.games} if same is not None \
+        else set()
     rows = []
     for a, b in itertools.combinations(sorted(wide.columns), 2):
         both = wide[[a, b]].dropna()
-        if len(both) < A.MIN_GAMES:
+        if len(both) < A.MIN_GAMES or (a, b) in identical:  # identical games: no difference to estimate
             continue
         one = [1.0] * len(both)
         d = A.paired_difference(both[a], one, both[b], one)
         rows.append({"a": a, "b": b, "common_seeds": len(both), "village_win_a_minus_b": d["diff"],
                      "ci_low": d["ci_low"], "ci_high": d["ci_high"],
                      "seed_correlation": float(both[a].corr(both[b])), "method": d["method"]})
+    note = [f"Not compared: {'; '.join(f'`{a}` and `{b}`' for a, b in sorted(identical))} played identical games "
+            "(no effect, not a difference of 0 with an interval).\n"] if identical else []
     if not rows:
-        return []
-    return ["## Paired comparisons between conditions\n",
+        return ["## Paired comparisons between conditions\n", *note] if note else []
+    return ["## Paired comparisons between conditions\n", *note,
             "Conditions that share seeds share role deals, so their outcomes correlate seed by seed "
             "(`seed_correlation`); the difference in village win rate is paired by seed (resampling seeds), "
             "not two independent intervals:\n", markdown_table(pd.DataFrame(rows))]
@@ -200,7 +206,7 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
     if by:
         counts = games.groupby(by, dropna=False).size().rename("n").reset_index()
         s += [f"Every table below is split by **{', '.join(by)}** (the conditions that differ between runs); "
-              "nothing is pooled across them.\n", markdown_table(counts)]
+              "nothing is pooled across them, except where a line says what it pools.\n", markdown_table(counts)]
         same = A.identical_groups(games, tables.events, tables.players, by)
         for r in same.itertuples(index=False):
             s.append(f"**Identical games:** `{r.a}` and `{r.b}` played the same {r.identical} of their {r.games} "
@@ -212,10 +218,9 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
         s.append("Token counts are **estimated** (offline players or providers that report no usage), not "
                  "measured.\n")
     multi = tables.players["spec"].nunique() > 1
-    s += _conclusions_sections(tables, games, by) if multi else []
+    s += _conclusions_sections(tables, games, by) if multi or by else []
 
-    pairings = conclusions_pairings(games, tables.players)
-    pooled = (f" ({pairings} model pairings pooled: the design matrix splits them)" if pairings > 1 else "")
+    pooled = _pooled_note(games, tables.players, by)
     written.append(P.save(P.plot_win_rates(games, by, title="Win rate by side" + (f" per {', '.join(by)}" if by else "")
                                            + pooled), inside(out, "win_rates", ".png")))
     s += ["## Win rates by side (95% intervals: exact below 30 games, else Wilson; n = games)\n",
@@ -231,8 +236,11 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
         else:
             s.append(markdown_table(per_condition(lambda t: A.role_win_rates(t.games, t.players, ["spec", "role"]),
                                                   games, tables, by)))
-        ratings = per_condition(lambda t: A.ratings(t.games, t.players, by_side=True), games, tables, by)
-        for key, part in A.groups(ratings, by):
+        ratings = per_condition(lambda t: A.ratings(t.games, t.players, by_side=True) if rateable(t) else None,
+                                games, tables, by)
+        unrated = [", ".join(f"{k}={v}" for k, v in key.items()) for key, g in A.groups(games, by)
+                   if not rateable(replace(tables, games=g))]
+        for key, part in A.groups(ratings, by) if len(ratings) else ():
             name = "_".join(str(v) for v in key.values()) or "all"
             where = ", ".join(f"{k}={v}" for k, v in key.items())
             path = inside(out, f"ratings_{name}", ".png")  # a condition's value may hold '/' or '../'
@@ -247,6 +255,8 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
               "overall rating, one strength per model on both sides, is not shown: its coverage was not "
               "checked; `toolkit.analysis.ratings(..., by_side=False)` computes it.)\n",
               markdown_table(games_table(ratings)),
+              *([f"Not rated: {'; '.join(unrated) or 'every condition'} — one model per side there, so "
+                 "there is no one to rate it against (its win rate above says all there is).\n"] if unrated else []),
               "Which models the data can tell apart: the difference, its 95% interval, `p` and Holm's "
               "adjusted `p_holm` over every pair of the table; the verdict names an order only when "
               "`p_holm` < 0.05 (family-wise):\n",
@@ -366,6 +376,19 @@ def _night_tables(table: pd.DataFrame) -> list[str]:
     return out
 
 
+def rateable(t: Results) -> bool:
+    """Whether a condition's ratings mean anything: some side has two models or more (with one model a side,
+    every strength is 0 by construction, its interval [0, 0])."""
+    m = side_models(t.players[t.players["game_id"].isin(t.games["game_id"])])
+    return bool(len(m)) and (m["village_model"].nunique() > 1 or m["wolf_model"].nunique() > 1)
+
+
+def _pooled_note(games: pd.DataFrame, players: pd.DataFrame, by: list[str]) -> str:
+    """What the win-rate plot's points pool: the most model pairings one point holds, when more than one."""
+    most = max((conclusions_pairings(g, players) for _, g in A.groups(games, by)), default=0)
+    return f" (up to {most} model pairings pooled per point: the design matrix splits them)" if most > 1 else ""
+
+
 def conclusions_pairings(games: pd.DataFrame, players: pd.DataFrame) -> int:
     """How many (village model, wolf model) pairings the games hold."""
     m = side_models(players[players["game_id"].isin(games["game_id"])])
@@ -373,7 +396,8 @@ def conclusions_pairings(games: pd.DataFrame, players: pd.DataFrame) -> int:
 
 
 def _conclusions_sections(tables: Results, games: pd.DataFrame, by: list[str]) -> list[str]:
-    return ["## Conclusions\n", *conclusions(games, tables.players, by),
+    return ["## Conclusions\n", *effects(games, tables.events, tables.players, by),
+            *conclusions(games, tables.players, by),
             "## Design: village win rate per village model × wolf model (95% intervals: exact below 30 games, "
             "else Wilson; n = games)\n",
             "Each cell pools nothing: one pairing, one condition. Self-play cells are on the diagonal.\n",
