@@ -8,6 +8,8 @@ import subprocess
 
 import yaml
 
+from toolkit.agent.environments.result import apply
+
 from toolkit.agent.loop.role import load_role
 from toolkit.agent.loop.session import Session
 from toolkit.record.run_log import Run
@@ -39,6 +41,7 @@ def run_session(tmp_path, answers, files=None, task="build the thing"):
         s = Session(load_role("engineer"), task, ws, f"scripted:{tmp_path / 's.yaml'}", run=run,
                     environment="local")
         asyncio.run(s.run())
+    apply(ws, s.session_id)  # as engineer --apply does: the folder is unchanged until then
     return s, load(tmp_path / "res").calls.sort_values("seq").reset_index(drop=True)
 
 
@@ -75,7 +78,7 @@ def test_write_new_code_shows_the_current_text_and_the_plan(tmp_path):
     assert "Its current text (replace it completely):\nVALUE = 1" in text and "[>] 1: rewrite util" in text
     assert "## Step 1" in text  # recent work
     assert (s.workspace.root / "util.py").read_text() == "VALUE = 2\n"
-    assert len(list((s.workspace.root / ".agent" / "backups").iterdir())) == 1
+    # the Editor's backup is in the session's copy (.agent/backups there), not in the user's folder
 
 
 def test_write_new_code_failures_are_one_line_and_leave_the_file_alone(tmp_path):
@@ -108,6 +111,7 @@ def test_the_code_prompt_never_carries_a_secret_value(tmp_path, server):
     (ws / "cfg.py").write_text(f"KEY = '{SECRET}'\n")
     s = Session(load_role("engineer"), "t", ws, f"openai:say@{server.base_url}", environment="local")
     asyncio.run(s.run())
+    apply(ws, s.session_id)
     sent = [json.dumps(body["messages"]) for body in server.requests]
     assert len(sent) == 5 and all(SECRET not in m for m in sent)
     assert "Its current text" in sent[1] and "KEY = '[redacted key]'" in sent[1]

@@ -10,6 +10,8 @@ import subprocess
 import pytest
 import yaml
 
+from toolkit.agent.environments.result import apply
+
 from toolkit.agent.tools.human import ScriptedChannel
 from toolkit.agent.loop.steps import STEP, Commands
 from toolkit.agent.loop.role import load_role
@@ -44,6 +46,12 @@ def session(tmp_path, answers, role=None, **kw):
     return Session(role or load_role("engineer"), "a test task", tmp_path / "ws", f"scripted:{path}", **kw)
 
 
+def applied(s):
+    """The user's folder once the session's result is applied (engineer --apply): untouched before."""
+    apply(s.workspace.root, s.session_id)
+    return s.workspace.root
+
+
 def observations(s, index=None):
     entries = s.agent.memory.entries if index is None else [s.agent.memory[index]]
     return [o for e in entries for o in e.observations]
@@ -54,7 +62,7 @@ def test_end_stops_the_step_where_it_stands(tmp_path):
     s = session(tmp_path, [step(sh("echo a > a.txt"), cmd("end"), sh("echo b > b.txt"))])
     result = asyncio.run(s.run())
     assert (result.ended_by, result.steps) == ("end", 1)
-    assert (s.workspace.root / "a.txt").read_text() == "a\n" and not (s.workspace.root / "b.txt").exists()
+    assert (applied(s) / "a.txt").read_text() == "a\n" and not (applied(s) / "b.txt").exists()
     assert [r.tool for r in result.tool_calls] == ["Terminal.run_command"]
 
 
@@ -64,7 +72,7 @@ def test_a_failure_before_end_skips_the_end_and_the_session_goes_on(tmp_path):
     assert (result.ended_by, result.steps) == ("end", 3)
     assert observations(s, 0) == ["Command Terminal.run_command failed:\n[exit code 3]",
                                   "Skipped after the failure: end."]
-    assert (s.workspace.root / "later.txt").exists()
+    assert (applied(s) / "later.txt").exists()
 
 
 # ------------------------------------------------------------------ LimitsExceeded
@@ -72,9 +80,10 @@ def test_max_steps_comes_from_the_role_unless_the_session_overrides_it(tmp_path)
     role = load_role("engineer").model_copy(update={"max_react_loop": 2})
     answers = [step(sh(f"echo {i} >> n.txt")) for i in range(6)]
     with Run(tmp_path / "res") as run:
-        by_role = asyncio.run(session(tmp_path, answers, role=role, run=run).run())
+        s = session(tmp_path, answers, role=role, run=run)
+        by_role = asyncio.run(s.run())
     assert (by_role.ended_by, by_role.steps) == ("max_steps", 2)
-    assert (tmp_path / "ws" / "n.txt").read_text() == "0\n1\n"
+    assert (applied(s) / "n.txt").read_text() == "0\n1\n"
     tables = load(tmp_path / "res")
     assert len(tables.calls) == 2 and tables.sessions.iloc[0]["ended_by"] == "max_steps"
     override = asyncio.run(session(tmp_path / "o", answers, role=role, max_steps=4).run())
@@ -85,7 +94,7 @@ def test_the_wall_clock_is_checked_before_each_step(tmp_path):
     s = session(tmp_path, [step(sh("sleep 1")), step(sh("touch too_late.txt")), END], wall_clock_s=0.8)
     result = asyncio.run(s.run())
     assert (result.ended_by, result.steps) == ("wall_clock", 1)
-    assert not (s.workspace.root / "too_late.txt").exists()
+    assert not (applied(s) / "too_late.txt").exists()
 
 
 def test_a_zero_budget_ends_before_the_first_call(tmp_path):
@@ -175,7 +184,9 @@ def test_outside_eval_mode_git_commit_runs(tmp_path):
     ws = git_repo(tmp_path / "ws")
     s = session(tmp_path, [step(sh("echo x > x.txt && git add x.txt"), cmd("Git.commit", message="add x")), END])
     assert asyncio.run(s.run()).ended_by == "end"
-    assert commits(ws) == 2
+    assert commits(ws) == 1  # the user's branch: the agent's commit comes back as refs/agent/<session>/heads/…
+    assert int(subprocess.run(["git", "rev-list", "--count", f"refs/agent/{s.session_id}/heads/main"], cwd=ws,
+                              capture_output=True, text=True).stdout) == 2
 
 
 # ------------------------------------------------------------------ unusable replies
@@ -192,13 +203,13 @@ def test_an_unusable_reply_is_reasked_once_then_becomes_an_observation(tmp_path)
 def test_a_reasked_reply_that_parses_is_used_in_the_same_step(tmp_path):
     s = session(tmp_path, ["oops", step(sh("echo fixed > f.txt")), END])
     result = asyncio.run(s.run())
-    assert (result.ended_by, result.steps) == ("end", 2) and (s.workspace.root / "f.txt").exists()
+    assert (result.ended_by, result.steps) == ("end", 2) and (applied(s) / "f.txt").exists()
     assert s.agent.memory[0].commands == [sh("echo fixed > f.txt")]
 
 
 def test_a_bare_list_and_slightly_broken_json_are_both_accepted(tmp_path):
     s = session(tmp_path, [json.dumps([sh("echo 1 > one.txt")]), '{"commands": [{"command_name": "end"}]'])
-    assert asyncio.run(s.run()).ended_by == "end" and (s.workspace.root / "one.txt").exists()
+    assert asyncio.run(s.run()).ended_by == "end" and (applied(s) / "one.txt").exists()
 
 
 def native(text, tool_calls):
@@ -229,7 +240,7 @@ def test_two_exclusive_commands_run_nothing_at_all(tmp_path):
         asyncio.run(s.run())
     assert observations(s, 0) == ["Rejected: Editor.create_file, write_new_code, CodeReview.fix are exclusive "
                                   "commands; send one of them per step. Nothing was run."]
-    assert not any((s.workspace.root / n).exists() for n in ("z.txt", "a.txt", "b.py"))
+    assert not any((applied(s) / n).exists() for n in ("z.txt", "a.txt", "b.py"))
     assert load(tmp_path / "res").tool_calls.empty
 
 
@@ -246,7 +257,7 @@ def test_everything_after_a_failure_is_listed_as_skipped(tmp_path):
     result = asyncio.run(s.run())
     assert observations(s, 0) == ["Command Editor.open_file failed:\nEditor.open_file: nope.txt: no such file",
                                   "Skipped after the failure: Terminal.run_command, Plan.finish_current_task, end."]
-    assert result.steps == 2 and not (s.workspace.root / "x").exists()
+    assert result.steps == 2 and not (applied(s) / "x").exists()
     assert s.agent.memory[0].editor_view  # a failed editor command still counts as an editor step
 
 

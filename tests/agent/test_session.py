@@ -9,6 +9,8 @@ import re
 import subprocess
 
 import pytest
+
+from toolkit.agent.environments.environment import make_environment
 import yaml
 from pydantic import ValidationError
 
@@ -76,9 +78,9 @@ def test_context_follows_the_plan_and_the_open_file(tmp_path):
                     cmd("Editor.create_file", path="sub/a.txt", content="x")), END]
     s = session(tmp_path, answers)
     assert s.context() == {"plan": "No plan yet. For a multi-step task, start with Plan.append_task.",
-                           "cwd": str(s.workspace.root), "open_file": None}
+                           "cwd": str(s.environment.root), "open_file": None}
     asyncio.run(s.run())
-    assert s.context() == {"plan": "[>] 1: read it", "cwd": str(s.workspace.root), "open_file": "sub/a.txt"}
+    assert s.context() == {"plan": "[>] 1: read it", "cwd": str(s.environment.root), "open_file": "sub/a.txt"}
 
 
 def test_session_ids_and_the_role_defaults_for_eval_and_native_tools(tmp_path):
@@ -306,9 +308,13 @@ def test_check_runs_the_task_command_in_the_workspace(tmp_path):
     make_task(tmp_path / "tasks", "t", {"task": "T", "check": "grep -qx alpha a.txt"}, {"a.txt": "alpha\n"})
     (task,) = load_tasks(tmp_path / "tasks")
     work = prepare_workspace(task, tmp_path / "runs")
-    assert check(task, work, "local") is True
-    (work / "a.txt").write_text("beta\n")
-    assert check(task, work, "local") is False
+    env = make_environment("local", work)
+    try:  # in the session's copy: what the agent left there, not the user's folder
+        assert check(task, env) is True
+        env.run(["bash", "-c", "echo beta > a.txt"])
+        assert check(task, env) is False and (work / "a.txt").read_text() == "alpha\n"
+    finally:
+        env.discard()
 
 
 def test_run_task_wires_answers_limits_and_the_recorded_spec(tmp_path):

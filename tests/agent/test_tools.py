@@ -138,17 +138,18 @@ def test_paths_outside_the_workspace_are_refused(ws, tmp_path, path):
     assert not (tmp_path / "outside.txt").exists() and not (tmp_path / "elsewhere" / "secret.txt").exists()
 
 
-def test_deployer_serves_the_folder_and_image_getter_writes_a_png(ws):
+async def test_deployer_serves_the_folder_and_image_getter_writes_a_png(ws):
     (ws.root / "site").mkdir()
     (ws.root / "site" / "index.html").write_text("<h1>hi there</h1>")
     dep = Deployer(ws)
     try:
         with pytest.raises(ToolError, match="no index.html"):
-            dep.deploy_to_public(".")
-        url = dep.deploy_to_public("site").split(" at ")[1]
+            await dep.deploy_to_public(".")
+        url = (await dep.deploy_to_public("site")).split(" at ")[1]
         assert urllib.request.urlopen(url, timeout=5).read() == b"<h1>hi there</h1>"
     finally:
         dep.close()
+        await ws.environment.stop()  # the server runs in the environment and ends with it
     ImageGetter(ws).get_image("a cat", "img/cat.png", 20, 10)
     data = (ws.root / "img" / "cat.png").read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(data[16:20], "big") == 20 and b"a cat" in data

@@ -2,7 +2,7 @@
 ``task.yaml`` (the task text, a check command that decides success, optional role, eval mode, human
 answers), ``files/`` (the starting workspace) and scripted trajectories (``good.yaml``, ``bad.yaml``).
 The runner copies the files into a fresh git workspace with a local bare ``origin``, runs the loop, runs
-the check inside the same kind of execution environment as the agent (a check runs agent-written code),
+the check inside the session's own environment, on its copy (a check runs agent-written code),
 and records sessions, tool calls and calls like any other run."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from toolkit.agent.environments.environment import make_environment
+from toolkit.agent.environments.environment import Environment
 from toolkit.core import data
 from toolkit.agent.tools.human import ScriptedChannel
 from toolkit.agent.loop.role import load_role
@@ -82,13 +82,9 @@ def prepare_workspace(task: TaskSpec, root: Path) -> Path:
     return work
 
 
-def check(task: TaskSpec, work: Path, environment: str | None = None) -> bool:
-    """Run the task's check command in a fresh environment of the given kind (``None``: the default)."""
-    env = make_environment(environment, work, allowed_remotes=[work.parent / "origin.git"])
-    try:
-        return env.run(["bash", "-c", task.check], timeout=120).returncode == 0
-    finally:
-        env.discard()
+def check(task: TaskSpec, environment: Environment) -> bool:
+    """Run the task's check command in the session's environment, on its copy (after its result was taken)."""
+    return environment.run(["bash", "-c", task.check], timeout=120).returncode == 0
 
 
 async def run_task(task: TaskSpec, model: str, run: Run | None, root: Path,
@@ -101,7 +97,7 @@ async def run_task(task: TaskSpec, model: str, run: Run | None, root: Path,
                       channel=ScriptedChannel(list(task.human_answers)), eval_mode=task.eval, max_steps=task.max_steps,
                       session_id=f"{task.name}-{run.run_id if run else 'adhoc'}", record_spec=model,
                       environment=environment, allowed_remotes=[work.parent / "origin.git"])
-    return await session.run(check=lambda: check(task, work, environment or role.environment.kind))
+    return await session.run(check=lambda: check(task, session.environment))
 
 
 async def run_suite(model: str, run: Run | None, root: Path, folder: str | Path = TASKS_DIR,

@@ -13,7 +13,9 @@ KINDS = ("auto", "bubblewrap", "local", "docker", "podman")  # toolkit.agent.env
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--task", required=True, help="what the agent should do, in words")
+    parser.add_argument("--task", help="what the agent should do, in words")
+    parser.add_argument("--apply", metavar="SESSION", help="merge a finished session's result into --workspace "
+                        "(its changes to the working tree; without this the folder stays as it was)")
     parser.add_argument("--workspace", required=True, metavar="DIR", help="the folder the agent works in")
     parser.add_argument("--model", default="openai:gpt-4o-mini", help="any model spec; scripted:PATH plays a file")
     parser.add_argument("--role", default="engineer", help="a role in prompts/agent/roles/ or a YAML path")
@@ -60,8 +62,10 @@ def run(args: argparse.Namespace) -> int:
     from toolkit.core.files import FileError
     from toolkit.record.run_log import Run
 
-    if not args.task.strip():
-        raise FileError("--task is empty; say what the agent should do")
+    if args.apply:
+        return apply(args)
+    if not (args.task or "").strip():
+        raise FileError("--task is empty; say what the agent should do (or --apply SESSION)")
     out_folder(args.workspace, "--workspace")
     check_workspace(args.workspace, args.out)  # not /, the home folder, a system folder, the toolkit's tree…
     if args.max_steps is not None and args.max_steps < 1:
@@ -78,4 +82,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"[{'ok' if t.ok else 'FAILED'}] {t.tool} {t.args_json()[:100]}")
     print(f"ended_by: {result.ended_by} after {plural(result.steps, 'step')}; tables: {run.folder}; trajectory: "
           f"{session.workspace.root / '.agent' / 'trajectories' / (result.session_id + '.json')}")
+    print(f"result: {session.landed or session.land_error or 'none'}; your folder is unchanged until "
+          f"engineer --apply {result.session_id} --workspace {args.workspace}")
     return 0 if result.ended_by != "error" else 1
+
+
+def apply(args: argparse.Namespace) -> int:
+    """``--apply SESSION``: the session's result merged into the folder, in one line."""
+    from pathlib import Path
+
+    from toolkit.agent.environments import result
+    from toolkit.core.files import FileError
+
+    existing_workspace(args.workspace)
+    try:
+        print(result.apply(Path(args.workspace).resolve(), args.apply))
+    except result.ResultError as exc:
+        raise FileError(str(exc)) from None
+    return 0

@@ -41,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import uuid
 import weakref
 from collections import deque
@@ -50,10 +51,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolkit.agent.environments import syscall_filter
-from toolkit.agent.environments.beneath import Tree
-from toolkit.agent.environments.disk_use import DiskBound
-from toolkit.agent.environments.pids_cgroup import PidsCgroup
+from toolkit.agent.environments import fileop, holder, syscall_filter
+from toolkit.agent.environments.cgroup import Cgroup
 from toolkit.core.secrets import redact
 
 KINDS = ("auto", "bubblewrap", "local", "docker", "podman")
@@ -69,35 +68,41 @@ SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "
 MASKED_FILES = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers")
 MASKED_DIRS = ("/etc/ssh", "/etc/sudoers.d", "/etc/ssl/private")
 KERNEL_INTERFACES = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")  # read-only inside
-SANDBOX_UID = SANDBOX_GID = 1000  # the sandbox's user: not root (a user namespace maps it to the caller)
+SANDBOX_UID = SANDBOX_GID = 1000  # the sandbox's user as it sees itself (outside: see BubblewrapEnvironment.outer_uid)
+HOST_UIDS = (0x100000, 0x200000)  # as root, each session's user is an unused uid drawn from this range
 TRACE_FD = 9  # the git trace2 stream: a pipe the host owns (git takes a single digit here)
 RUN_DIR_BYTES = 16 * 2**20  # bubblewrap's /run (a tmpfs)
 RUN_OUTPUT_BYTES = 2**20  # the most the host reads of a one-off program's stdout (and of its stderr)
 HERE = Path(__file__).resolve().parent
+# the agent's global git settings (its home is in its copy): a local remote owned by another user is fine
+# (git drops GIT_CONFIG_* for the programs of a local transport, so safe.directory must be here too)
+HOME_GITCONFIG = "[safe]\n\tdirectory = *\n"
+HELPERS = ("static_server.py", "fileop.py", "collect.py")
 
 
 class Limits(BaseModel):
     """Bounds on a session (docs/environments.md, "Bounds and their settings"). rlimits are set inside
-    the environment before the command runs. ``processes`` is the session's pids cgroup where one can be
-    made (``pids_cgroup.py``, both kinds), else ``RLIMIT_NPROC`` under bubblewrap (which the kernel does not
-    apply when the toolkit runs as root: then a warning says so). ``disk_mb`` bounds how much the
-    workspace grows (``disk_use.py``: the session ends with the reason); ``tmp_mb`` sizes bubblewrap's
-    memory-backed scratch folders."""
+    the environment before the command runs. ``memory_mb`` and ``processes`` are the session's memory and
+    pids cgroups where they can be made (``cgroup.py``, both kinds), else ``RLIMIT_AS`` and ``RLIMIT_NPROC``
+    of each process (a warning line says so). ``disk_mb`` and ``inodes`` size bubblewrap's private copy (a
+    tmpfs, so its pages are memory the memory cgroup counts); ``tmp_mb`` sizes its scratch folders."""
 
     model_config = ConfigDict(extra="forbid")
 
-    memory_mb: int = Field(4096, ge=16)  # RLIMIT_DATA of each process: heap and private writable mappings
+    memory_mb: int = Field(4096, ge=16)  # the session's memory cgroup; RLIMIT_DATA of each process too
     processes: int = Field(1024, ge=8)  # pids cgroup (threads count too), else RLIMIT_NPROC (bubblewrap only)
     cpu_s: int = Field(3600, ge=1)  # RLIMIT_CPU of each process, seconds
     file_size_mb: int = Field(2048, ge=1)  # RLIMIT_FSIZE: the largest file a process may write
     open_files: int = Field(1024, ge=16)  # RLIMIT_NOFILE
-    disk_mb: int = Field(4096, ge=0)  # how much the workspace may grow in a session (0: no bound)
+    disk_mb: int = Field(4096, ge=1)  # bubblewrap: the size of the private copy's file system
+    inodes: int = Field(200_000, ge=64)  # bubblewrap: how many files and folders it may hold
     tmp_mb: int = Field(1024, ge=1)  # bubblewrap: the size of /tmp and of /dev/shm (tmpfs, so memory), each
 
-    def ulimit(self, processes: bool = True) -> str:
+    def ulimit(self, processes: bool = True, address_space: bool = False) -> str:
         nproc = f" -u {self.processes}" if processes else ""
-        return (f"ulimit -S -H -d {self.memory_mb * 1024}{nproc} -t {self.cpu_s} -f {self.file_size_mb * 1024} "
-                f"-n {self.open_files}")
+        vmem = f" -v {self.memory_mb * 1024}" if address_space else ""
+        return (f"ulimit -S -H -d {self.memory_mb * 1024}{nproc}{vmem} -t {self.cpu_s} "
+                f"-f {self.file_size_mb * 1024} -n {self.open_files}")
 
 
 class EnvironmentConfig(BaseModel):
@@ -193,73 +198,114 @@ def _kill(pids: list[int]) -> None:
 
 
 class Environment:
-    """The protocol and what every environment shares; subclasses say how a command line is wrapped."""
+    """The protocol and what every environment shares; subclasses say how a command line is wrapped and
+    where the private copy lives (``prepare``).
+
+    ``source`` is the user's folder: the host reads it once, to copy it, and never mounts it writable.
+    ``root`` is where the session's commands see the workspace (the private copy). ``private=False`` (only
+    for ``local``, for a tool used on its own, e.g. in a test) works in the folder itself."""
 
     name = "base"
     confined = False
 
     def __init__(self, workspace: str | os.PathLike, config: EnvironmentConfig | None = None,
-                 allowed_remotes: list[str | os.PathLike] = ()):
-        self.root = Path(workspace).resolve()
-        self.root.mkdir(parents=True, exist_ok=True)
+                 allowed_remotes: list[str | os.PathLike] = (), private: bool = True):
+        self.source = Path(workspace).resolve()
+        self.source.mkdir(parents=True, exist_ok=True)
         self.config = config or EnvironmentConfig()
         remotes = [str(r) for r in allowed_remotes]
         self.remote_urls = [r for r in remotes if "://" in r and not r.startswith("file://")]  # e.g. https://…
-        self.writable = [Path(r.removeprefix("file://")).resolve() for r in [*remotes, *self.config.writable]
-                         if r not in self.remote_urls]
+        self.remotes = [Path(r.removeprefix("file://")).resolve() for r in remotes if r not in self.remote_urls]
+        self.writable = [Path(p).resolve() for p in self.config.writable]  # local only: bubblewrap shows them read-only
         # the session's own folder: the toolkit's helpers and settings, never writable from inside a sandbox
         self.session_dir = Path(tempfile.mkdtemp(prefix="toolkit-env-")).resolve()
+        os.chmod(self.session_dir, 0o711)  # the sandbox's user may pass through to its mounts, not list it
         weakref.finalize(self, shutil.rmtree, str(self.session_dir), True)  # also when never stopped
         self.trace = TraceReader()
         weakref.finalize(self, self.trace.close)
-        for helper in ("static_server.py", "disarm.py"):
+        for helper in HELPERS:
             shutil.copy(HERE / helper, self.session_dir / helper)
-        self.session_id = uuid.uuid4().hex
-        self.planted: list[str] = []
+            os.chmod(self.session_dir / helper, 0o644)
         (self.session_dir / "gitignore").write_text(".agent/\n")
-        self.home = self.root / ".agent" / "home"
-        tree = Tree(self.root)  # the home is the agent's: made fresh for every session, never followed
-        tree.remove_tree(".agent/home")
-        tree.write_bytes(".agent/home/.gitconfig", b"[user]\n\tname = Agent\n\temail = agent@example.invalid\n",
-                         agent_dir=True)  # the global level: a repository's own identity wins
+        os.chmod(self.session_dir / "gitignore", 0o644)
+        self.session_id = uuid.uuid4().hex
+        self.private = private
+        self.is_git = private and (self.source / ".git").exists()
+        self.root = self.source
         self.proc: asyncio.subprocess.Process | None = None
         self._lock: asyncio.Lock | None = None
-        self.cgroup: PidsCgroup | None = None
+        self.deadline: float | None = None  # time.monotonic() past which every command is cut short
+        self.cgroups: list[Cgroup] = []
+        self.memory_cgroup = False
         if self.uses_cgroup:
-            made = PidsCgroup.make(self.session_id, self.config.limits.processes)
-            if isinstance(made, PidsCgroup):
-                self.cgroup = made
+            self.make_cgroups()
+        self.prepare()
+        self.start_commit = ""
+        if self.is_git:
+            out = self.run(["python3", "-I", "-S", str(self.session_dir / "collect.py"), "snapshot", str(self.root)],
+                           timeout=120)
+            self.start_commit = out.stdout.strip() if re.fullmatch(r"[0-9a-f]{40}\n?", out.stdout) else ""
+
+    uses_cgroup = True  # the session's processes in cgroups of their own, where they can be made
+
+    def make_cgroups(self) -> None:
+        """The session's pids and memory cgroups; where one cannot be made, a warning line says what bounds
+        instead (``RLIMIT_NPROC``, ``RLIMIT_AS``)."""
+        limits = self.config.limits
+        for controller, bound, instead in (("pids", limits.processes, "RLIMIT_NPROC, which does not bind root"),
+                                           ("memory", limits.memory_mb * 2**20, "RLIMIT_AS of each process")):
+            made = Cgroup.make(self.session_id, bound, controller)
+            if isinstance(made, Cgroup):
+                self.cgroups.append(made)
                 weakref.finalize(self, made.remove)
-            elif os.geteuid() == 0 and self.confined:
-                _warn_once(f"warning: limits.processes is not enforced ({made}; RLIMIT_NPROC does not bind root)")
-        self.disk = DiskBound([self.root, *self.scratch_on_disk()], self.config.limits.disk_mb * 2**20)
-        weakref.finalize(self, self.disk.close)
-        self.disk.watch(self._over_disk)
+            elif self.confined:
+                _warn_once(f"warning: limits.{'processes' if controller == 'pids' else 'memory_mb'} is not a "
+                           f"session-wide bound ({made}); {instead} instead")
+        self.memory_cgroup = any(c.path.name and (c.path / "memory.limit_in_bytes").exists()
+                                 or (c.path / "memory.max").exists() for c in self.cgroups)
 
-    uses_cgroup = True  # the session's processes in a pids cgroup of their own, where one can be made
+    def prepare(self) -> None:
+        """Make the private copy and set ``root`` (``local``: a copy in the session's folder)."""
+        if not self.private:
+            return
+        copy = self.session_dir / "ws"
+        copy.mkdir()
+        holder.copy(str(self.source), str(copy), os.getuid(), os.getgid())
+        self.root = copy
+        self.home.mkdir(parents=True)
+        (self.home / ".gitconfig").write_text(HOME_GITCONFIG)
 
-    def scratch_on_disk(self) -> list[Path]:
-        """Folders besides the workspace where the session's commands write to the host's disk."""
-        return []
+    @property
+    def home(self) -> Path:
+        return self.root / ".agent" / "home"
+
+    def host_cwd(self) -> Path:
+        """The folder the host starts a command in (bubblewrap: its own; the command's is set inside)."""
+        return self.root
 
     def exceeded(self) -> str | None:
-        """Why the session must end (a bound it passed), or None."""
-        return self.disk.exceeded
-
-    def _over_disk(self, reason: str) -> None:
-        """The watcher's end of the session: every process of it killed (the shell restarts refused)."""
-        print(f"warning: the session ends: {reason}", file=sys.stderr)
-        self.end_processes()
+        """Why the session must end (a bound it passed), or None. The bounds are the kernel's now (tmpfs,
+        cgroups, rlimits): a command past one fails inside and the session goes on."""
+        return None
 
     def end_processes(self) -> None:
-        if self.cgroup is not None:
-            self.cgroup.kill()
+        for cgroup in self.cgroups:
+            cgroup.kill()
         if self.proc is not None and self.proc.returncode is None:
             _kill([self.proc.pid, *descendants(self.proc.pid)])
         self.kill_strays()
 
     def enter_cgroup(self, argv: list[str]) -> list[str]:
-        return self.cgroup.enter(argv) if self.cgroup is not None else argv
+        for cgroup in self.cgroups:
+            argv = cgroup.enter(argv)
+        return argv
+
+    def remaining(self, timeout: float) -> float:
+        """``timeout`` cut to what is left of the session's wall clock (at least a moment, so the command
+        starts and is killed rather than never tried)."""
+        if self.deadline is None:
+            return timeout
+        return max(0.05, min(timeout, self.deadline - time.monotonic()))
 
     # ------------------------------------------------------------------ what every command gets
     def env(self, trace_git: bool = True) -> dict[str, str]:
@@ -268,7 +314,9 @@ class Environment:
                                               "/usr/local/sbin", "/usr/sbin", "/sbin"]))
         env = {"PATH": path, "HOME": str(self.home), "TERM": "dumb", "NO_COLOR": "1", "PAGER": "cat",
                "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "PYTHONDONTWRITEBYTECODE": "1",
-               "TMPDIR": self.tmpdir(), "LANG": "C.UTF-8", "TOOLKIT_SESSION": self.session_id}
+               "TMPDIR": self.tmpdir(), "LANG": "C.UTF-8", "TOOLKIT_SESSION": self.session_id,
+               "GIT_AUTHOR_NAME": "Agent", "GIT_AUTHOR_EMAIL": "agent@example.invalid",
+               "GIT_COMMITTER_NAME": "Agent", "GIT_COMMITTER_EMAIL": "agent@example.invalid"}
         env.update({k: os.environ[k] for k in PASSED_ENV if k in os.environ})
         env.update({k: os.environ[k] for k in self.config.pass_env if k in os.environ})
         settings = {**GIT_SAFETY, "core.excludesFile": str(self.session_dir / "gitignore"),  # .agent/ stays out
@@ -283,11 +331,11 @@ class Environment:
     def push_rules(self) -> dict[str, str]:
         """``url.<base>.pushInsteadOf`` settings that send a push to any other place than the workspace or
         the configured remotes to a path that does not exist (git uses the longest matching prefix, so the
-        allowed places, rewritten to themselves, win). A guard-rail for ``local``; bubblewrap's mounts
-        enforce the same."""
+        allowed places, rewritten to themselves, win). A guard-rail for ``local``; under bubblewrap the
+        remotes are read-only and a pull request is pushed by the host (``result.push``)."""
         keys = [f"url.{NO_PUSH}/{i}.pushInsteadOf" for i in range(len(PUSH_PREFIXES))]
         rules = dict(zip(keys, PUSH_PREFIXES))  # one key per prefix (a key holds one value here)
-        for place in [str(self.root), *map(str, self.writable)]:
+        for place in [str(self.root), *map(str, self.remotes), *map(str, self.writable)]:
             for url in (place, f"file://{place}"):
                 rules[f"url.{url}.pushInsteadOf"] = url
         rules.update({f"url.{url}.pushInsteadOf": url for url in self.remote_urls})
@@ -306,7 +354,7 @@ class Environment:
     def bounded(self, argv: list[str], persistent: bool = False, processes: bool = True) -> list[str]:
         """``argv`` behind a bash that sets the session's limits (and, for the persistent shell, moves the
         trace pipe to ``TRACE_FD``) and then becomes it."""
-        script = self.config.limits.ulimit(processes) + " || exit 126"
+        script = self.config.limits.ulimit(processes, address_space=not self.memory_cgroup) + " || exit 126"
         if persistent:
             script += f"; exec {TRACE_FD}>&{self.trace.write_fd} {self.trace.write_fd}>&-"
         return ["/bin/bash", "--noprofile", "--norc", "-c", script + '; exec "$@"', "limits", *argv]
@@ -315,21 +363,28 @@ class Environment:
         return self.name
 
     # ------------------------------------------------------------------ one-off programs
-    def run(self, argv: list[str], timeout: float = 60, input: str | None = None,
-            trace_git: bool = False) -> subprocess.CompletedProcess:
-        """Run a program to completion in the environment (cwd: the workspace); text output, at most
-        ``RUN_OUTPUT_BYTES`` of each stream (the rest is counted, not read), within ``timeout``."""
+    def run(self, argv: list[str], timeout: float = 60, input: str | bytes | None = None,
+            trace_git: bool = False, binary: bool = False, max_output: int = RUN_OUTPUT_BYTES,
+            stdout_file=None) -> subprocess.CompletedProcess:
+        """Run a program to completion in the environment (cwd: the workspace) within ``timeout`` (and the
+        session's wall clock). Its output goes to unlinked files the host made, bounded by the program's
+        own ``RLIMIT_FSIZE``; the host reads at most ``max_output`` bytes of stdout and ``RUN_OUTPUT_BYTES``
+        of stderr (text, or stdout as bytes with ``binary``). ``stdout_file``: an open file of the host's
+        that takes stdout whole (the session's result)."""
         stdin = subprocess.PIPE if input is not None else subprocess.DEVNULL
+        data = input.encode() if isinstance(input, str) else input
+        timeout = self.remaining(timeout)
         with tempfile.TemporaryFile(dir=self.session_dir) as out, tempfile.TemporaryFile(dir=self.session_dir) as err:
             fds: list[int] = []
             try:
-                proc = subprocess.Popen(self.wrap(list(argv), fds=fds), cwd=self.root, env=self.env(trace_git),
-                                        start_new_session=True, stdout=out, stderr=err, stdin=stdin, pass_fds=fds)
+                proc = subprocess.Popen(self.wrap(list(argv), fds=fds), cwd=self.host_cwd(), env=self.env(trace_git),
+                                        start_new_session=True, stdout=stdout_file or out, stderr=err, stdin=stdin,
+                                        pass_fds=fds)
             finally:
                 _close(fds)
             code, note = None, ""
             try:
-                proc.communicate(input.encode() if input is not None else None, timeout=timeout)
+                proc.communicate(data, timeout=timeout)
                 code = proc.returncode
             except subprocess.TimeoutExpired:
                 proc.terminate()  # the wrapper (subreaper, bwrap) takes its whole tree down with it
@@ -339,7 +394,15 @@ class Environment:
                     _kill([proc.pid, *descendants(proc.pid)])
                     proc.wait()
                 code, note = 124, f"timed out after {timeout:g}s"
-            return subprocess.CompletedProcess(argv, code, _head(out), _head(err) + note)
+            stdout = _head(out, max_output, binary)
+            return subprocess.CompletedProcess(argv, code, stdout, _head(err) + note)
+
+    def helper(self, name: str, *args: str, input: bytes | None = None, timeout: float = 60,
+               max_output: int = RUN_OUTPUT_BYTES, binary: bool = False) -> subprocess.CompletedProcess:
+        """One of the toolkit's helper scripts (``fileop.py``, ``collect.py``), run in the environment on
+        the workspace; it reads only from its arguments and stdin, answers on stdout."""
+        return self.run(["python3", "-I", "-S", str(self.session_dir / name), args[0], str(self.root), *args[1:]],
+                        timeout=timeout, input=input, binary=binary, max_output=max_output)
 
     # ------------------------------------------------------------------ the persistent shell
     async def start(self) -> None:
@@ -349,7 +412,7 @@ class Environment:
                 self.proc = await asyncio.create_subprocess_exec(
                     *self.wrap(["bash", "--noprofile", "--norc"], persistent=True, fds=fds),
                     stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-                    cwd=self.root, env=self.env(), start_new_session=True, limit=2**20,
+                    cwd=self.host_cwd(), env=self.env(), start_new_session=True, limit=2**20,
                     pass_fds=(self.trace.write_fd, *fds))
             finally:
                 _close(fds)
@@ -367,26 +430,12 @@ class Environment:
         return None
 
     async def execute(self, command: str, timeout: float = 60, max_output_chars: int = 10_000) -> ExecResult:
-        """Run a command line in the persistent bash (cd and variables persist). At the timeout everything
-        the command started is killed and the shell stays; output is capped (head + tail)."""
+        """Run a command line in the persistent bash (cd and variables persist). At the timeout (or the
+        session's wall clock) everything the command started is killed and the shell stays; output is
+        capped (head + tail)."""
         self._lock = self._lock or asyncio.Lock()
         async with self._lock:
-            return await self._execute(command, timeout, max_output_chars)
-
-    async def _execute(self, command: str, timeout: float, max_output_chars: int) -> ExecResult:
-        if self.exceeded():
-            raise BoundExceeded(f"the session ends: {self.exceeded()}")
-        try:
-            result = await self._run_in_shell(command, timeout, max_output_chars)
-        except ShellExited:
-            if self.exceeded():
-                raise BoundExceeded(f"the session ends: {self.exceeded()}") from None
-            raise
-        reason = self.disk.check(cheap=True)
-        if reason:
-            self.end_processes()
-            raise BoundExceeded(f"the session ends: {reason}")
-        return result
+            return await self._run_in_shell(command, self.remaining(timeout), max_output_chars)
 
     async def _run_in_shell(self, command: str, timeout: float, max_output_chars: int) -> ExecResult:
         await self.start()
@@ -460,13 +509,13 @@ class Environment:
         self.proc = None
 
     # ------------------------------------------------------------------ the Deployer's server
-    async def serve(self, folder: Path) -> str:
-        """Start the static server on ``folder`` inside the environment; return its URL (127.0.0.1 as seen
+    async def serve(self, folder: str) -> str:
+        """Start the static server on ``folder`` (relative to the workspace) inside the environment; return its URL (127.0.0.1 as seen
         from the environment's network: the host's for ``local``, the sandbox's own loopback otherwise).
         The port comes back as the command's output (the shell's pipe, within the command's deadline) and
         only a number is taken from it: no file is read, nothing else of what the sandbox prints is used."""
         script = self.session_dir / "static_server.py"  # read-only inside the sandbox
-        result = await self.execute(f"( cd / && python3 -I {_q(script)} {_q(folder)} {_q(self.root)} "
+        result = await self.execute(f"( cd / && python3 -I {_q(script)} {_q(self.root / folder)} {_q(self.root)} "
                                     f"</dev/null 2>/dev/null )", timeout=10, max_output_chars=200)
         last = (result.output.strip().splitlines() or [""])[-1]
         if result.exit_code != 0 or not re.fullmatch(r"[0-9]{1,5}", last) or not 0 < int(last) < 65536:
@@ -484,13 +533,26 @@ class Environment:
         return bool(EVAL_GIT_COMMANDS.intersection(self.git_commands()))
 
     # ------------------------------------------------------------------ the end
+    def collect(self, folder: Path) -> Path | None:
+        """The session's result, made inside the environment and written by it to a file of the host's in
+        ``folder`` (a folder the sandbox cannot see): ``result.bundle`` (a git workspace: its branches, the
+        start and the end of the working tree) or ``result.tar`` (a plain folder). None when working in
+        place. Its size is bounded by the command's ``RLIMIT_FSIZE`` (``limits.file_size_mb``)."""
+        if not self.private:
+            return None
+        kind = "bundle" if self.is_git else "tar"
+        path = Path(folder) / f"result.{kind}"
+        with open(path, "xb") as f:
+            out = self.run(["python3", "-I", "-S", str(self.session_dir / "collect.py"), kind, str(self.root),
+                            self.start_commit], timeout=300, stdout_file=f)
+        if out.returncode != 0:
+            raise ResultUnavailable(f"the session's result could not be made ({kind}): "
+                                    f"{redact(out.stderr.strip()[-300:]) or out.returncode}")
+        return path
+
     async def stop(self) -> None:
-        self.disk.close()
         await self.stop_shell()
-        self.kill_strays()
-        if self.cgroup is not None:
-            self.cgroup.kill()
-        self.disarm()
+        self.end_processes()
         self.discard()
 
     def kill_strays(self) -> list[int]:
@@ -514,34 +576,26 @@ class Environment:
             killed += found
         return killed
 
-    def disarm(self) -> list[str]:
-        """Remove what the agent planted in the workspace's git repositories for later (``disarm.py``, run
-        inside the environment); say so in one line on stderr and keep the list in ``.agent/planted.json``."""
-        out = self.run(["python3", "-I", str(self.session_dir / "disarm.py"), str(self.root)], timeout=60)
-        try:
-            self.planted = [str(x) for x in json.loads(out.stdout.strip().splitlines()[-1])]
-        except (ValueError, IndexError):
-            self.planted = [f"(the check did not finish: {redact((out.stderr or out.stdout)[-200:].strip())})"]
-        if self.planted:
-            print(f"warning: removed what the agent planted in git to run later (hooks moved to .agent/planted/): "
-                  f"{redact(', '.join(self.planted))[:500]}", file=sys.stderr)
-            Tree(self.root).write_bytes(".agent/planted.json", json.dumps(self.planted, indent=1).encode(),
-                                        agent_dir=True)
-        return self.planted
-
     def discard(self) -> None:
         """The synchronous end: kill whatever is left of the session, remove its private folder."""
         if self.proc is not None and self.proc.returncode is None:
             _kill([self.proc.pid, *descendants(self.proc.pid)])
         self.trace.close()
-        self.disk.close()
-        if self.cgroup is not None:
-            self.cgroup.remove()
+        for cgroup in self.cgroups:
+            cgroup.remove()
+        self.release()
         shutil.rmtree(self.session_dir, ignore_errors=True)
+
+    def release(self) -> None:
+        """Let go of what ``prepare`` made (bubblewrap: the namespaces and the private copy with them)."""
 
 
 class ShellExited(Exception):
     pass
+
+
+class ResultUnavailable(RuntimeError):
+    """The session's result could not be made (one line: why)."""
 
 
 class BoundExceeded(ShellExited):
@@ -621,13 +675,17 @@ class TraceReader:
                     pass
 
 
-def _head(file) -> str:
-    """The first ``RUN_OUTPUT_BYTES`` of a program's output file, with a note when there was more."""
+def _head(file, limit: int = RUN_OUTPUT_BYTES, binary: bool = False) -> str | bytes:
+    """The first ``limit`` bytes of a program's output file, with a note when there was more (as bytes:
+    ``b""`` past the limit, so a caller cannot take a part for the whole)."""
     size = file.seek(0, os.SEEK_END)
     file.seek(0)
-    text = file.read(RUN_OUTPUT_BYTES).decode("utf-8", errors="replace")
-    if size > RUN_OUTPUT_BYTES:
-        text += f"\n[… output truncated: {size - RUN_OUTPUT_BYTES} of {size} bytes not read …]\n"
+    data = file.read(limit)
+    if binary:
+        return data if size <= limit else b""
+    text = data.decode("utf-8", errors="replace")
+    if size > limit:
+        text += f"\n[… output truncated: {size - limit} of {size} bytes not read …]\n"
     return text
 
 
@@ -641,18 +699,28 @@ def _q(path: os.PathLike | str) -> str:
 
 
 class LocalEnvironment(Environment):
-    """Unconfined: the host, as the current user. Only the environment is an allow-list and the session's
-    processes are kept in one tree (child subreaper) that ends with the session."""
+    """Unconfined: the host, as the current user. The session works in a private copy (the user's folder
+    changes only when its result is applied), the environment is an allow-list and the session's processes
+    are kept in one tree (child subreaper) that ends with the session. A command can still read and write
+    anything the user can, the toolkit's own process included."""
 
     name = "local"
     confined = False
 
-    def scratch_on_disk(self) -> list[Path]:
-        return [Path(self.tmpdir())]  # TMPDIR: the session's folder
-
     def wrap(self, argv: list[str], persistent: bool = False, fds: list[int] | None = None) -> list[str]:
         return self.enter_cgroup([sys.executable, "-I", "-S", str(HERE / "subreaper.py"),  # -S: a faster start
                                   *self.bounded(argv, persistent, processes=False)])
+
+    def helper(self, name: str, *args: str, input: bytes | None = None, timeout: float = 60,
+               max_output: int = RUN_OUTPUT_BYTES, binary: bool = False) -> subprocess.CompletedProcess:
+        """The file tools' operations in this process: the host *is* the environment here (the same code
+        as the script, without a process per call); the rest as everywhere."""
+        if name != "fileop.py":
+            return super().helper(name, *args, input=input, timeout=timeout, max_output=max_output, binary=binary)
+        code, out, err = fileop.call([args[0], str(self.root), *args[1:]], input or b"")
+        if len(out) > max_output:
+            out, err, code = b"", f"the answer is larger than {max_output} bytes", 3
+        return subprocess.CompletedProcess(args, code, out if binary else out.decode("utf-8", errors="replace"), err)
 
 
 @functools.lru_cache(maxsize=1)
@@ -661,6 +729,9 @@ def bwrap_problem() -> str | None:
     exe = shutil.which("bwrap")
     if exe is None:
         return "bwrap is not installed (Debian: apt-get install bubblewrap)"
+    for tool in ("nsenter", "setpriv") if os.geteuid() == 0 else ("nsenter",):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed (Debian: apt-get install util-linux)"
     try:
         out = subprocess.run([exe, "--ro-bind", "/", "/", "--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID),
                               "--gid", str(SANDBOX_GID), "--die-with-parent", "--cap-drop", "ALL", "true"],
@@ -672,7 +743,26 @@ def bwrap_problem() -> str | None:
     return None
 
 
+def unused_uid() -> int:
+    """A uid (and gid) no account or process on this machine has, for one session's sandbox user."""
+    import pwd
+    import random
+
+    rng = random.SystemRandom()
+    while True:
+        uid = rng.randrange(*HOST_UIDS)
+        try:
+            pwd.getpwuid(uid)
+        except KeyError:
+            return uid
+
+
 class BubblewrapEnvironment(Environment):
+    """The sandbox: every command in bubblewrap, inside the session's own mount and network namespaces
+    (``holder.py``) where the private copy is a tmpfs of ``disk_mb`` and ``inodes``, ``nosuid,nodev``.
+    As root, the sandbox's user is an unused uid (``outer_uid``), so nothing it makes is the caller's and a
+    root-only file stays unreadable; as another user it is that user (no subordinate ids are used)."""
+
     name = "bubblewrap"
     confined = True
 
@@ -680,14 +770,98 @@ class BubblewrapEnvironment(Environment):
         problem = bwrap_problem()
         if problem:
             raise EnvironmentUnavailable(f"bubblewrap: {problem}; use --env local (unconfined)")
-        super().__init__(*args, **kwargs)
         self.exe = shutil.which("bwrap")
+        self.outer_uid = unused_uid() if os.geteuid() == 0 else os.geteuid()
+        self.holder: subprocess.Popen | None = None
+        self.slirp: subprocess.Popen | None = None
+        self.slirp_exit: int | None = None
+        super().__init__(*args, **kwargs)
+
+    def reach(self) -> list[str]:
+        """Host folders the sandbox sees read-only, besides the system's: the toolkit's Python, the role's
+        ``read_only`` and ``writable`` folders and the allowed git remotes (pushed to by the host)."""
+        found = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+                 str(Path(sys.executable).resolve().parents[1]), *self.config.read_only,
+                 *map(str, self.remotes), *map(str, self.writable)}
+        return sorted(p for p in {os.path.realpath(p) for p in found}
+                      if os.path.isdir(p) and not any(p == d or p.startswith(d + "/") for d in SYSTEM_DIRS))
+
+    def prepare(self) -> None:
+        copy, mnt = self.session_dir / "ws", self.session_dir / "mnt"
+        copy.mkdir()
+        mnt.mkdir()
+        os.chmod(mnt, 0o711)
+        self.reached = self.reach()
+        for i in range(len(self.reached)):
+            (mnt / str(i)).mkdir(mode=0o755)
+        limits = self.config.limits
+        spec = {"ws": str(copy), "mnt": str(mnt), "size": limits.disk_mb * 2**20, "inodes": limits.inodes,
+                "uid": self.outer_uid, "gid": self.outer_uid, "reach": self.reached, "source": str(self.source)}
+        self.holder = subprocess.Popen([sys.executable, "-I", "-S", str(HERE / "holder.py"), json.dumps(spec)],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       start_new_session=True, env=scrubbed())
+        weakref.finalize(self, _end_process, self.holder)
+        line = _readline(self.holder.stdout, 300)
+        if line != b"ready\n":
+            err = self.holder.stderr.read(2000) if self.holder.poll() is not None else b""
+            self.release()
+            raise EnvironmentUnavailable(f"bubblewrap: the session's namespaces could not be made: "
+                                         f"{(line + err).decode(errors='replace').strip()[-300:] or 'no answer'}")
+        if self.config.network:
+            self.start_slirp()
+        # the private copy appears at the workspace's own path; the agent's home is made in it
+        self.run(["bash", "-c", 'mkdir -p "$0" && printf "$1" > "$0/.gitconfig"', str(self.home), HOME_GITCONFIG],
+                 timeout=30)
+
+    def start_slirp(self) -> None:
+        """Outbound network for ``network: true``: slirp4netns attached to the session's network namespace
+        (its own sandbox and seccomp on; the host's loopback not reachable: ``--disable-host-loopback``)."""
+        exe = shutil.which("slirp4netns")
+        if exe is None:
+            self.release()
+            raise EnvironmentUnavailable("bubblewrap: network: true needs slirp4netns (Debian: apt-get install "
+                                         "slirp4netns); use network: false")
+        ready_r, ready_w = os.pipe()
+        exit_r, self.slirp_exit = os.pipe()
+        pid = self.holder.pid
+        userns = [] if os.geteuid() == 0 else [f"--userns-path=/proc/{pid}/ns/user"]
+        try:
+            self.slirp = subprocess.Popen([exe, "--configure", "--mtu=65520", "--disable-host-loopback",
+                                           "--enable-sandbox", "--enable-seccomp", f"--ready-fd={ready_w}",
+                                           f"--exit-fd={exit_r}", *userns, "--netns-type=path",
+                                           f"/proc/{pid}/ns/net", "tap0"], pass_fds=(ready_w, exit_r),
+                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.PIPE, start_new_session=True, env=scrubbed())
+        finally:
+            _close([ready_w, exit_r])
+        with os.fdopen(ready_r, "rb") as ready:
+            ok = _readline(ready, 30, size=1) == b"1"
+        if not ok:
+            err = self.slirp.stderr.read(500) if self.slirp.poll() is not None else b""
+            self.release()
+            raise EnvironmentUnavailable(f"bubblewrap: slirp4netns did not start: {err.decode(errors='replace')}")
+        (self.session_dir / "resolv.conf").write_text("nameserver 10.0.2.3\n")
+        os.chmod(self.session_dir / "resolv.conf", 0o644)
+
+    def release(self) -> None:
+        if self.slirp_exit is not None:
+            os.close(self.slirp_exit)
+            self.slirp_exit = None
+        for proc in (self.slirp, self.holder):
+            if proc is not None:
+                _end_process(proc)
+
+    def enter(self) -> list[str]:
+        """The session's namespaces (``nsenter``) and, as root, its own user (``setpriv``)."""
+        pid = str(self.holder.pid)
+        if os.geteuid() == 0:
+            return ["nsenter", f"--target={pid}", "--mount", "--net", "--", "setpriv", f"--reuid={self.outer_uid}",
+                    f"--regid={self.outer_uid}", "--clear-groups", "--"]
+        return ["nsenter", f"--target={pid}", "--user", "--mount", "--net", "--preserve-credentials", "--"]
 
     def bwrap_args(self) -> list[str]:
-        args = ["--die-with-parent", "--new-session", "--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID),
-                "--gid", str(SANDBOX_GID), "--cap-drop", "ALL", "--hostname", "sandbox"]
-        if self.config.network:
-            args.append("--share-net")
+        args = ["--die-with-parent", "--new-session", "--unshare-all", "--share-net", "--unshare-user",
+                "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID), "--cap-drop", "ALL", "--hostname", "sandbox"]
         for d in SYSTEM_DIRS:
             if os.path.islink(d):
                 args += ["--symlink", os.readlink(d), d]
@@ -695,29 +869,26 @@ class BubblewrapEnvironment(Environment):
                 args += ["--ro-bind", d, d]
         args += [x for f in MASKED_FILES if os.path.isfile(f) for x in ("--ro-bind", "/dev/null", f)]
         args += [x for d in MASKED_DIRS if os.path.isdir(d) for x in ("--tmpfs", d)]
+        if self.config.network:
+            args += ["--ro-bind", str(self.session_dir / "resolv.conf"), "/etc/resolv.conf"]
         tmp = str(self.config.limits.tmp_mb * 2**20)  # memory-backed scratch, each with a size; /dev itself read-only
         args += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev", "--size", tmp, "--tmpfs", "/dev/shm",
                  "--size", tmp, "--tmpfs", "/tmp", "--size", str(RUN_DIR_BYTES), "--tmpfs", "/run"]
         args += [x for p in KERNEL_INTERFACES if os.path.exists(p) for x in ("--ro-bind", p, p)]
-        python = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-                  str(Path(sys.executable).resolve().parents[1]), *self.config.read_only}
-        for p in sorted(python):
-            if os.path.exists(p) and not any(p == d or p.startswith(d + "/") for d in SYSTEM_DIRS):
-                args += ["--ro-bind", p, p]
-        for p in [self.root, *self.writable]:
-            if p.exists():
-                args += ["--bind", str(p), str(p)]
+        for i, p in enumerate(self.reached):  # bound by the holder: reachable whatever their parents' modes
+            args += ["--ro-bind", str(self.session_dir / "mnt" / str(i)), p]
+        args += ["--bind", str(self.session_dir / "ws"), str(self.root)]  # the private copy, at the folder's path
         args += ["--ro-bind", str(self.session_dir), str(self.session_dir)]  # the toolkit's helpers: read-only
         return args + ["--chdir", str(self.root)]
 
     def tmpdir(self) -> str:
         return "/tmp"  # the sandbox's own (a tmpfs that ends with it)
 
-    def scratch_on_disk(self) -> list[Path]:
-        return []  # /tmp, /dev/shm and /run: tmpfs with a size
+    def host_cwd(self) -> Path:
+        return self.session_dir
 
     def wrap(self, argv: list[str], persistent: bool = False, fds: list[int] | None = None) -> list[str]:
-        return self.enter_cgroup([self.exe, *self.bwrap_args(), *self.filter_args(fds), "--",
+        return self.enter_cgroup([*self.enter(), self.exe, *self.bwrap_args(), *self.filter_args(fds), "--",
                                   *self.bounded(argv, persistent)])
 
     def filter_args(self, fds: list[int] | None) -> list[str]:
@@ -732,8 +903,36 @@ class BubblewrapEnvironment(Environment):
         fds.append(fd)
         return ["--seccomp", str(fd)]
 
+    def kill_strays(self) -> list[int]:
+        return []  # the PID namespace: nothing of a command outlives its bwrap
+
     def describe(self) -> str:
-        return f"bubblewrap (network: {'host' if self.config.network else 'loopback only'})"
+        return f"bubblewrap (network: {'outbound only, slirp4netns' if self.config.network else 'none'})"
+
+
+def scrubbed() -> dict[str, str]:
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
+
+
+def _readline(stream, timeout: float, size: int = 4096) -> bytes:
+    """A line (or ``size`` bytes) from a child's pipe within ``timeout``; b"" when none came."""
+    ready, _, _ = select.select([stream], [], [], timeout)
+    if not ready:
+        return b""
+    return stream.readline(size) if size > 1 else stream.read(size)
+
+
+def _end_process(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        try:
+            proc.stdin and proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 class ContainerEnvironment(Environment):
@@ -767,6 +966,7 @@ class ContainerEnvironment(Environment):
 
     def wrap(self, argv: list[str], persistent: bool = False, fds: list[int] | None = None) -> list[str]:
         mounts = [x for p in [self.root, *self.writable] for x in ("-v", f"{p}:{p}")]
+        mounts += [x for p in self.remotes for x in ("-v", f"{p}:{p}:ro")]
         mounts += ["-v", f"{self.session_dir}:{self.session_dir}:ro"]
         mounts += [x for p in self.config.read_only for x in ("-v", f"{p}:{p}:ro")]
         names = [x for k in self.env() for x in ("-e", k)]  # values come from the process environment
@@ -777,6 +977,9 @@ class ContainerEnvironment(Environment):
 
     def tmpdir(self) -> str:
         return "/tmp"
+
+    def prepare(self) -> None:
+        super().prepare()  # a copy on the host's disk, mounted into the container
 
     async def stop(self) -> None:
         subprocess.run([self.name, "rm", "-f", self.container], capture_output=True, timeout=30)

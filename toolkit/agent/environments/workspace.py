@@ -1,66 +1,100 @@
-"""The folder an agent works in. Every path a tool takes is resolved here and refused if it leaves the
-workspace: absolute paths, ``..`` escapes and symlinks that point outside. ``path()`` checks a path for the
-tool's message; the reading and writing itself goes through ``tree`` (``beneath.py``: resolved by the kernel
-beneath the workspace's descriptor, regular files only, size-capped), so what the sandbox changes between
-the check and the use cannot redirect the host."""
+"""The folder an agent works in, as its tools name it. Every path a tool takes is checked here lexically
+(absolute paths and ``..`` escapes refused) and then resolved *inside* the session's environment by
+``fileop.py``, which follows links there and refuses one that leads out: the host never opens, walks or
+writes a file in the sandbox's space, it sends a request and gets data back (``Workspace.read_bytes`` …).
+The host's own records (trajectories, results, pull-request records) go to ``<folder>/.agent/`` of the
+user's folder, which the sandbox never sees."""
 
 from __future__ import annotations
 
+import json
 import os
+import posixpath
 import sys
+import tempfile
 from pathlib import Path
 
-from toolkit.agent.environments.beneath import Tree
+from toolkit.agent.environments.environment import Environment, LocalEnvironment
 from toolkit.agent.tools.base import ToolError
 
 
 class Workspace:
-    def __init__(self, root: str | Path, max_read_bytes: int = 10 * 2**20):
+    """``root`` is the user's folder; ``environment`` the session's (default: ``local`` in place, for a
+    tool used on its own). Reads are capped at ``max_read_bytes``."""
+
+    def __init__(self, root: str | Path, environment: Environment | None = None, max_read_bytes: int = 10 * 2**20):
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
-        self.tree = Tree(self.root, max_read_bytes)
+        self.environment = environment or LocalEnvironment(self.root, private=False)
+        self.max_read_bytes = max_read_bytes
 
-    def path(self, relative: str, must_exist: bool = False) -> Path:
+    def path(self, relative: str, must_exist: bool = False) -> str:
+        """``relative`` normalised (``a/./b`` → ``a/b``); refused when absolute, empty or leading out by ``..``.
+        Links are the environment's business (``fileop.py`` refuses one leading out)."""
         if not relative or not str(relative).strip():
             raise ToolError("a path is required")
-        raw = Path(relative)
-        if raw.is_absolute():
+        if os.path.isabs(relative):
             raise ToolError(f"{relative}: absolute paths are refused; use a path relative to the workspace")
-        try:
-            resolved = (self.root / raw).resolve()  # follows symlinks, so a link out of the workspace is caught
-        except OSError as exc:  # a link changed while it was being read
-            raise ToolError(f"{relative}: changed while being checked ({exc.strerror}); try again") from None
-        if resolved != self.root and self.root not in resolved.parents:
+        norm = posixpath.normpath(str(relative))
+        if norm == ".." or norm.startswith("../"):
             raise ToolError(f"{relative}: outside the workspace (.. or a symlink leading out) is refused")
-        if must_exist and not os.path.lexists(resolved):
+        if must_exist and self.kind(norm) == "missing":
             raise ToolError(f"{relative}: no such file")
-        return resolved
+        return norm
 
-    def contains(self, path: Path) -> bool:
-        """Whether ``path``, symlinks resolved, is inside the workspace."""
-        resolved = path.resolve()
-        return resolved == self.root or self.root in resolved.parents
+    # ------------------------------------------------------------------ through the environment
+    def _op(self, *args: str, input: bytes | None = None, binary: bool = False, max_output: int | None = None):
+        out = self.environment.helper("fileop.py", *args, input=input, binary=binary,
+                                      max_output=max_output or 2**20)
+        if out.returncode != 0:
+            line = (out.stderr.strip().splitlines() or [f"failed ({out.returncode})"])[-1]
+            raise ToolError(line)
+        return out.stdout
 
-    def rel(self, path: Path) -> str:
-        """``path`` relative to the workspace (lexically when it is below it, else with links resolved)."""
-        try:
-            return str(Path(path).relative_to(self.root))
-        except ValueError:
-            return str(Path(path).resolve().relative_to(self.root))
+    def kind(self, rel: str) -> str:
+        """"file", "dir", "other", "missing" or "outside"."""
+        return self._op("kind", rel).strip()
 
+    def read_bytes(self, rel: str) -> bytes:
+        return self._op("read", rel, str(self.max_read_bytes), binary=True, max_output=self.max_read_bytes + 1)
+
+    def read_text(self, rel: str, errors: str = "strict") -> str:
+        return self.read_bytes(rel).decode("utf-8", errors=errors)
+
+    def write_bytes(self, rel: str, data: bytes, backup: bool = False) -> None:
+        self._op("write", rel, "1" if backup else "0", input=data)
+
+    def walk(self, rel: str = ".") -> list[tuple[str, str]]:
+        """Every entry under a folder as (path, kind), sorted; links not followed; .git and .agent skipped."""
+        return [tuple(x) for x in json.loads(self._op("walk", rel, max_output=64 * 2**20))]
+
+    def count(self, term: str, rel: str = ".") -> tuple[list[tuple[str, int]], list[str]]:
+        """How often ``term`` occurs in each text file under a folder, and the files too large to search."""
+        found = json.loads(self._op("count", rel, term, str(self.max_read_bytes), max_output=64 * 2**20))
+        return [tuple(x) for x in found["hits"]], found["large"]
+
+    # ------------------------------------------------------------------ the host's records
     def private(self, sub: str | None = None) -> Path:
-        """``.agent/`` (or a folder in it): backups, trajectories and pull-request records, kept out of git.
-        The toolkit owns it: a symlink or file the agent put in its place is removed first."""
-        rel = f".agent/{sub}" if sub else ".agent"
-        os.close(self.tree.real_dir(rel))
-        return self.root / rel
+        """``<folder>/.agent`` (or a folder in it) of the user's folder: the host's records."""
+        folder = self.root / ".agent" / sub if sub else self.root / ".agent"
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
 
     def write_private(self, relative: str, text: str) -> Path:
-        """Write ``.agent/<relative>`` atomically through a fresh temporary file created in the folder's
-        descriptor, so a symlink or FIFO the agent left at that name (or in place of a folder on the way)
-        is replaced, never followed or blocked on."""
-        self.tree.write_bytes(f".agent/{relative}", text.encode("utf-8"), agent_dir=True)
-        return self.root / ".agent" / relative
+        """Write ``.agent/<relative>`` of the user's folder atomically (a fresh temporary file, then rename:
+        a link at that name is replaced, not followed)."""
+        path = self.root / ".agent" / relative
+        folder = self.root
+        for name in path.relative_to(self.root).parts[:-1]:  # a link or file in the way is replaced
+            folder = folder / name
+            if os.path.lexists(folder) and (folder.is_symlink() or not folder.is_dir()):
+                folder.unlink()
+            folder.mkdir(exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+        return path
 
 
 def scrubbed_env() -> dict[str, str]:

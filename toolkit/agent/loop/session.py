@@ -9,8 +9,11 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import sys
+import tempfile
 import time
 import uuid
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -18,7 +21,9 @@ from toolkit.prompting.structured_call import Action, ActionResult
 from toolkit.agent.tools.codegen import CodeReview, CodeWriter
 from toolkit.agent.tools.deployer import Deployer, ImageGetter
 from toolkit.agent.tools.editor import Editor
-from toolkit.agent.environments.environment import Environment, make_environment
+from toolkit.agent.environments import result
+from toolkit.agent.environments.environment import Environment, ResultUnavailable, make_environment
+from toolkit.agent.environments.result import ResultError
 from toolkit.agent.tools.git import Git
 from toolkit.agent.tools.human import Channel, Human, ScriptedChannel
 from toolkit.agent.loop.steps import Agent, AgentExit, Limits
@@ -59,29 +64,32 @@ class Session:
                  native_tools: bool | None = None, environment: str | Environment | None = None,
                  allowed_remotes: list[str | os.PathLike] = ()):
         self.role, self.task = role, task
-        self.workspace = Workspace(workspace)
         self.model = get_model(spec) if isinstance(spec, str) else spec
         self.spec = record_spec or self.model.spec
         if budget_usd is not None and not self.model.backend.free and \
                 cost_usd(self.model.name, 1, 1) is None:  # an unknown price would make the budget never bind
             raise ValueError(f"budget_usd needs a price for {self.model.name}: add it to a TOOLKIT_PRICES file")
+        self.environment = environment if isinstance(environment, Environment) else make_environment(
+            environment, workspace, role.environment, allowed_remotes)
+        self.environment.deadline = time.monotonic() + wall_clock_s  # every command is cut short past it
         self.session_id = session_id or f"s-{uuid.uuid4().hex[:10]}"
         self.log = CallLog(run)
         self.channel = channel or ScriptedChannel()
         self.plan = Plan()
+        self.workspace = Workspace(self.environment.source, self.environment)
         self.editor = Editor(self.workspace)
-        self.environment = environment if isinstance(environment, Environment) else make_environment(
-            environment, self.workspace.root, role.environment, allowed_remotes)
         self.terminal = Terminal(self.workspace, timeout_s=role.terminal_timeout_s, environment=self.environment)
         self.deployer = Deployer(self.workspace, environment=self.environment)
         self.recorder = SessionRecorder(run, self.session_id)
+        self.landed: str | None = None  # where the result went (refs/agent/<session>/… or .agent/results/…)
         self.tools = Toolbox(self.recorder)
         objects = {"Plan": self.plan, "Editor": self.editor, "Terminal": self.terminal,
-                   "Git": Git(self.workspace, remote, environment=self.environment),
+                   "Git": Git(self.workspace, remote, environment=self.environment, land=self.land),
                    "CodeWriter": CodeWriter(self.ask, self.workspace, self.editor),
                    "CodeReview": CodeReview(self.ask, self.workspace, self.editor, self.environment),
                    "Deployer": self.deployer,
                    "ImageGetter": ImageGetter(self.workspace), "Human": Human(self.channel)}
+        self.land_error: str | None = None
         for name in role.tools:
             base, _, only = name.partition(".")
             before = set(self.tools.specs)
@@ -109,10 +117,7 @@ class Session:
         return await self.agent.ask(action, values, what)
 
     def context(self) -> dict[str, Any]:
-        current = self.editor.current
-        inside = current is not None and self.workspace.contains(current)  # a symlink swapped in may lead out
-        return {"plan": self.plan.status(), "cwd": str(self.workspace.root),
-                "open_file": self.workspace.rel(current) if inside else None}
+        return {"plan": self.plan.status(), "cwd": str(self.environment.root), "open_file": self.editor.current}
 
     @property
     def steps(self) -> int:
@@ -146,19 +151,39 @@ class Session:
         if self.result is not None:
             return self.result
         self.ended_by = self.ended_by or "stopped"
-        await self.terminal.close()
-        self.deployer.close()
-        await self.environment.stop()
-        success = None
-        if check is not None:
-            outcome = check()
-            success = bool(await outcome if inspect.isawaitable(outcome) else outcome)
+        self.environment.deadline = None  # the result and the check get their own time
+        try:
+            await self.terminal.close()
+            self.deployer.close()
+            self.environment.end_processes()  # nothing of the agent's runs on while its result is made
+            try:
+                self.land()
+            except (ResultUnavailable, ResultError) as exc:
+                self.land_error = str(exc)
+                print(f"warning: {exc}", file=sys.stderr)
+            success = None
+            if check is not None:  # in the session's copy, after its result was taken
+                outcome = check()
+                success = bool(await outcome if inspect.isawaitable(outcome) else outcome)
+        finally:
+            await self.environment.stop()
+        self.save_trajectory()
         wall = time.perf_counter() - self._started
         self.recorder.session(task=self.task, spec=self.spec, steps=self.steps, ended_by=self.ended_by,
                               success=success, cost_usd=self.log.cost_usd, wall_s=wall)
         self.result = SessionResult(self.session_id, self.ended_by, self.steps, success, self.log.cost_usd, wall,
                                     self.tools.results)
         return self.result
+
+    def land(self) -> str:
+        """Take the session's result in now (made inside the environment, fetched or kept by the host as
+        data: ``result.py``); returns the session id its refs or archive are named by."""
+        with tempfile.TemporaryDirectory(prefix="toolkit-result-") as folder:
+            made = self.environment.collect(Path(folder))
+            if made is not None:
+                self.landed = result.take(self.workspace.root, self.session_id, made,
+                                          self.environment.start_commit)
+        return self.session_id
 
     def _error(self, exc: Exception) -> None:
         self.ended_by = "error"
@@ -168,6 +193,7 @@ class Session:
         """After every step; secrets masked (the values found in the parent environment, key shapes)."""
         data = {"session_id": self.session_id, "task": self.task, "spec": self.spec, "steps": self.steps,
                 "plan": self.plan.status(), "environment": self.environment.describe(),
+                "result": self.landed or self.land_error,
                 "memory": [e.__dict__ for e in self.agent.memory]}
         data = redact_obj(json.loads(json.dumps(data, default=str)))
         self.workspace.write_private(f"trajectories/{self.session_id}.json",

@@ -5,13 +5,11 @@ the editor; never the agent."""
 
 from __future__ import annotations
 
-import errno
 from typing import Any, Awaitable, Callable, Literal
 
 from pydantic import BaseModel, Field
 
 from toolkit.prompting.structured_call import Action, ActionResult
-from toolkit.agent.environments.beneath import Refused
 from toolkit.agent.tools.editor import Editor
 from toolkit.agent.environments.environment import Environment
 from toolkit.agent.tools.base import ToolError, tool
@@ -62,8 +60,9 @@ class CodeWriter:
 
 
 class CodeReview:
-    def __init__(self, ask: Ask, workspace: Workspace, editor: Editor, environment: Environment):
-        self.ask, self.workspace, self.editor, self.environment = ask, workspace, editor, environment
+    def __init__(self, ask: Ask, workspace: Workspace, editor: Editor, environment: Environment | None = None):
+        self.ask, self.workspace, self.editor = ask, workspace, editor
+        self.environment = environment or workspace.environment
         self.last: dict[str, Review] = {}
 
     @tool
@@ -108,17 +107,12 @@ class CodeReview:
         return self.editor.write_file(path, result.value.content)
 
 
-def _read(workspace: Workspace, path) -> str:
-    """A file's text as a prompt may carry it: secrets masked; "" for a missing or non-regular file (a FIFO
-    would block the session), read beneath the workspace and refused past its read limit."""
-    try:
-        return redact(workspace.tree.read_text(workspace.rel(path), errors="replace"))
-    except Refused as exc:
-        if exc.errno == errno.EFBIG:
-            raise ToolError(f"{workspace.rel(path)} {exc.strerror}") from None
+def _read(workspace: Workspace, rel: str) -> str:
+    """A file's text as a prompt may carry it: secrets masked; "" for a missing or non-regular file, read
+    through the environment and refused past its read limit."""
+    if workspace.kind(rel) != "file":
         return ""
-    except OSError:
-        return ""
+    return redact(workspace.read_text(rel, errors="replace"))
 
 
 def _numbered(text: str) -> str:

@@ -1,23 +1,18 @@
 """A file editor confined to the workspace, with a 100-line window and safe writes.
 
-Every write is atomic (temp file + rename) and backed up first; an optional Python syntax check reverts
-an edit that breaks the file and says why; every read and write goes through the workspace's descriptor
-(``Workspace.tree``: no link out followed, even one swapped in mid-operation; regular files only; a file
-larger than the workspace's read limit is refused, not read); an edit is anchored by line numbers *and*
-the expected text of its first and last lines (as in the seed), so a stale view cannot clobber the wrong
-lines; nothing can leave a file emptied or half-written.
+Every read and write goes through the session's environment (``Workspace`` → ``fileop.py`` inside it), so
+the host never touches a file the sandbox can change: links leading out are refused there, only regular
+files are read (a FIFO or a leased file answers at once), a file larger than the read limit is refused.
+Every write is atomic (temp file + rename) and backed up first; an optional Python syntax check reverts an
+edit that breaks the file and says why; an edit is anchored by line numbers *and* the expected text of its
+first and last lines (as in the seed), so a stale view cannot clobber the wrong lines.
 """
 
 from __future__ import annotations
 
-import errno
 import fnmatch
-import os
-import stat
-import time
-from pathlib import Path
+import posixpath
 
-from toolkit.agent.environments.beneath import Refused
 from toolkit.agent.tools.base import ToolError, tool
 from toolkit.agent.environments.workspace import Workspace
 
@@ -28,22 +23,12 @@ class Editor:
     def __init__(self, workspace: Workspace, check_python: bool = True):
         self.workspace = workspace
         self.check_python = check_python
-        self.current: Path | None = None
+        self.current: str | None = None  # the open file, relative to the workspace
         self.top = 1  # first line of the window
 
     # ------------------------------------------------------------------ viewing
-    def _lines(self, path: Path) -> list[str]:
-        rel = self.workspace.rel(path)
-        if not self.workspace.tree.is_file(rel):
-            raise ToolError(f"{rel} is no longer a regular file")
-        return [line.rstrip("\r") for line in _split(self._read(rel, rel, errors="replace"))]
-
-    def _read(self, rel: str, shown: str, errors: str = "strict") -> str:
-        """A file's text exactly as stored (no newline translation), read beneath the workspace."""
-        try:
-            return self.workspace.tree.read_bytes(rel).decode("utf-8", errors=errors)
-        except Refused as exc:
-            raise ToolError(_refusal(shown, exc)) from None
+    def _lines(self, rel: str) -> list[str]:
+        return [line.rstrip("\r") for line in _split(self.workspace.read_text(rel, errors="replace"))]
 
     def view(self) -> str:
         if self.current is None:
@@ -53,7 +38,7 @@ class Editor:
         end = min(len(lines), self.top + WINDOW - 1)
         body = "\n".join(f"{i:>4}|{lines[i - 1]}" for i in range(self.top, end + 1))
         above, below = self.top - 1, len(lines) - end
-        return (f"[File: {self.workspace.rel(self.current)} ({len(lines)} lines total)]\n"
+        return (f"[File: {self.current} ({len(lines)} lines total)]\n"
                 + (f"({above} more lines above)\n" if above else "") + body
                 + (f"\n({below} more lines below)" if below else ""))
 
@@ -65,13 +50,15 @@ class Editor:
             path: file path relative to the workspace.
             line_number: the line to show near the top of the window.
         """
-        target = self.workspace.path(path, must_exist=True)
-        kind = self._kind(target, path)
-        if kind is None:  # gone since it was found (a folder swapped under the editor)
-            raise ToolError(f"{path} does not exist")
-        if stat.S_ISDIR(kind):
+        target = self.workspace.path(path)
+        kind = self.workspace.kind(target)
+        if kind == "missing":
+            raise ToolError(f"{path}: no such file")
+        if kind == "outside":
+            raise ToolError(f"{path}: outside the workspace (.. or a symlink leading out) is refused")
+        if kind == "dir":
             raise ToolError(f"{path} is a folder")
-        if not stat.S_ISREG(kind):
+        if kind != "file":
             raise ToolError(f"{path} is not a regular file (a FIFO, socket or device is not opened)")
         self.current = target
         self.top = max(1, line_number - 10)
@@ -110,11 +97,9 @@ class Editor:
             term: the text to find.
             path: file path relative to the workspace; the open file if omitted.
         """
-        target = self.workspace.path(path, must_exist=True) if path else self._need_open()
-        if not stat.S_ISREG(self._kind(target, path or self.workspace.rel(target)) or 0):  # None: gone
-            raise ToolError(f"{path} is not a regular file")
+        target = self.workspace.path(path) if path else self._need_open()
         hits = [f"{i}: {line}" for i, line in enumerate(self._lines(target), 1) if term in line]
-        return f"{len(hits)} matches for {term!r} in {self.workspace.rel(target)}" + (
+        return f"{len(hits)} matches for {term!r} in {target}" + (
             "\n" + "\n".join(hits[:50]) if hits else "")
 
     @tool
@@ -125,20 +110,9 @@ class Editor:
             term: the text to find.
             dir: folder relative to the workspace.
         """
-        counts, large = [], []
-        for path in self._walk(dir):
-            rel = self._shown(path)
-            try:  # regular files beneath the workspace only: a link out is refused by the kernel
-                n = self.workspace.tree.read_bytes(rel).decode("utf-8").count(term)
-            except Refused as exc:
-                if exc.errno == errno.EFBIG:
-                    large.append(rel)
-                continue
-            except (UnicodeDecodeError, OSError):
-                continue
-            if n:
-                counts.append(f"{rel}: {n}")
-        skipped = (f"\n({len(large)} files larger than {self.workspace.tree.max_read_bytes} bytes not searched: "
+        hits, large = self.workspace.count(term, self.workspace.path(dir))
+        counts = [f"{rel}: {n}" for rel, n in hits]
+        skipped = (f"\n({len(large)} files larger than {self.workspace.max_read_bytes} bytes not searched: "
                    f"{', '.join(large[:5])})" if large else "")
         return f"{len(counts)} files contain {term!r}" + ("\n" + "\n".join(counts[:100]) if counts else "") + skipped
 
@@ -151,29 +125,9 @@ class Editor:
             dir: folder relative to the workspace.
         """
         pattern = name if any(c in name for c in "*?[") else f"*{name}*"
-        found = [self._shown(p) for p in self._walk(dir) if fnmatch.fnmatch(p.name, pattern)]
+        found = [rel for rel, _ in self.workspace.walk(self.workspace.path(dir))
+                 if fnmatch.fnmatch(posixpath.basename(rel), pattern)]
         return f"{len(found)} files match {name!r}" + ("\n" + "\n".join(found[:100]) if found else "")
-
-    def _walk(self, dir: str) -> list[Path]:
-        """Every entry under a workspace folder, sorted, without descending into symlinked folders (so a
-        link cannot lead the search out of the workspace) or into .git and .agent."""
-        folder = self.workspace.path(dir, must_exist=True)
-        try:
-            fd = self.workspace.tree.dir_fd(self.workspace.rel(folder))
-        except (Refused, NotADirectoryError) as exc:
-            raise ToolError(_refusal(dir, exc) if isinstance(exc, Refused) else f"{dir} is not a folder") from None
-        found = []
-        try:  # descriptor-based: a folder swapped for a link mid-walk is not entered
-            for top, dirs, files, _ in os.fwalk(".", dir_fd=fd, follow_symlinks=False):
-                dirs[:] = [d for d in dirs if d not in (".git", ".agent")]
-                found += [folder / top / n for n in dirs + files]
-        finally:
-            os.close(fd)
-        return sorted(Path(os.path.normpath(p)) for p in found)
-
-    def _shown(self, path: Path) -> str:
-        """A path as the model sees it: relative to the workspace, the link itself (not its target)."""
-        return str(path.relative_to(self.workspace.root))
 
     # ------------------------------------------------------------------ changing files
     @tool(exclusive=True)
@@ -185,7 +139,7 @@ class Editor:
             content: the file's text.
         """
         target = self.workspace.path(path)
-        if self._kind(target, path) is not None:
+        if self.workspace.kind(target) != "missing":
             raise ToolError(f"{path} exists; use write_file to replace it or edit_file_by_replace to change it")
         self._save(target, content, None)
         return self.open_file(path)
@@ -220,8 +174,8 @@ class Editor:
             last_replaced_line_content: that line's current text (exactly).
             new_content: the replacement text (may be several lines, or empty to delete the lines).
         """
-        target = self.workspace.path(path, must_exist=True)
-        old = self._existing(target, path)
+        target = self.workspace.path(path)
+        old = self._existing(target, path, must_exist=True)
         lines = _split(old)
         first, last = first_replaced_line_number, last_replaced_line_number
         if not 1 <= first <= last <= len(lines):
@@ -249,8 +203,8 @@ class Editor:
             line_number: the new text goes before this line.
             content: the text to insert.
         """
-        target = self.workspace.path(path, must_exist=True)
-        old = self._existing(target, path)
+        target = self.workspace.path(path)
+        old = self._existing(target, path, must_exist=True)
         lines = _split(old)
         if not 1 <= line_number <= len(lines) + 1:
             raise ToolError(f"line {line_number} is not in {path} (it has {len(lines)} lines)")
@@ -279,56 +233,37 @@ class Editor:
         return self.view()
 
     # ------------------------------------------------------------------ safety
-    def _kind(self, target: Path, shown: str) -> int | None:
-        """The file type bits of ``target`` (inner links followed, beneath the workspace); None: missing."""
-        try:
-            st = self.workspace.tree.lstat(self.workspace.rel(target))
-        except Refused as exc:
-            raise ToolError(_refusal(shown, exc)) from None
-        except NotADirectoryError:
-            return None
-        return None if st is None else st.st_mode
-
-    def _existing(self, target: Path, path: str) -> str | None:
+    def _existing(self, target: str, path: str, must_exist: bool = False) -> str | None:
         """The current text of a file about to change (None: it does not exist); a FIFO, socket or device
-        is refused rather than read (reading a FIFO would block the session)."""
-        kind = self._kind(target, path)
-        if kind is None:
+        is refused rather than read."""
+        kind = self.workspace.kind(target)
+        if kind == "missing":
+            if must_exist:
+                raise ToolError(f"{path}: no such file")
             return None
-        if not stat.S_ISREG(kind):
+        if kind == "outside":
+            raise ToolError(f"{path}: outside the workspace (.. or a symlink leading out) is refused")
+        if kind != "file":
             raise ToolError(f"{path} is not a regular file")
-        return self._read(self.workspace.rel(target), path)
+        try:
+            return self.workspace.read_text(target)
+        except UnicodeDecodeError:
+            raise ToolError(f"{path} is not UTF-8 text; change it with the terminal") from None
 
-    def _need_open(self) -> Path:
+    def _need_open(self) -> str:
         if self.current is None:
             raise ToolError("no file is open; use open_file first")
         return self.current
 
-    def _save(self, target: Path, text: str, old: str | None) -> None:
-        if self.check_python and target.suffix == ".py":
+    def _save(self, target: str, text: str, old: str | None) -> None:
+        if self.check_python and target.endswith(".py"):
             try:
-                compile(text, str(target), "exec")
+                compile(text, target, "exec")
             except SyntaxError as exc:
-                raise ToolError(f"the edit was not applied: it would make {self.workspace.rel(target)} invalid "
+                raise ToolError(f"the edit was not applied: it would make {target} invalid "
                                 f"Python (line {exc.lineno}: {exc.msg}); the file is unchanged") from None
-        rel = self.workspace.rel(target)
-        if old is not None:  # a backup before anything touches the file
-            name = f"{rel.replace('/', '__')}.{time.time_ns()}"
-            self.workspace.tree.write_bytes(f".agent/backups/{name}", old.encode("utf-8"), agent_dir=True)
-        try:  # atomic: readers see the old file or the new one, never half of it; line endings as given
-            self.workspace.tree.write_bytes(rel, text.encode("utf-8"), parents=True)
-        except Refused as exc:
-            raise ToolError(_refusal(rel, exc)) from None
-        except (NotADirectoryError, FileExistsError) as exc:
-            raise ToolError(f"{rel}: cannot be written ({exc.strerror})") from None
-
-
-def _refusal(shown: str, exc: Refused) -> str:
-    if exc.errno in (errno.EXDEV, errno.ELOOP):
-        return f"{shown}: outside the workspace (.. or a symlink leading out) is refused"
-    if exc.errno == errno.EFBIG:
-        return f"{shown} {exc.strerror}; look at parts of it with the terminal (head, sed -n, grep)"
-    return f"{shown} {exc.strerror}"
+        # atomic inside the environment (readers see the old file or the new one), the old text backed up
+        self.workspace.write_bytes(target, text.encode("utf-8"), backup=old is not None)
 
 
 def _split(text: str, eol: str = "\n") -> list[str]:

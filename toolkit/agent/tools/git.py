@@ -1,17 +1,19 @@
 """Git in the workspace, run by the session's execution environment with hooks and other host-side
 command execution off (``-c core.hooksPath=/dev/null`` and the environment's GIT_CONFIG_* settings).
-``create_pull`` makes a branch, commits, pushes to the configured remote and records the pull request
-(title, body, diff; secrets redacted) as a file under ``.agent/pulls/``, since no hosting service is
-reachable from here. Pushes go only to a remote inside the workspace or one the environment was given
-(``allowed_remotes`` / ``writable``)."""
+``create_pull`` makes a branch and commits in the session's copy; the branch comes back to the host as data
+(a git bundle, ``result.py``) and the host pushes it from the user's repository to the remote, which must
+be one the session was given (``allowed_remotes``), read from the user's repository, not the sandbox's.
+The pull request (title, body, diff; secrets redacted) is recorded under ``.agent/pulls/`` of the user's
+folder, since no hosting service is reachable from here."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from urllib.parse import urlsplit
+from typing import Callable
 
-from toolkit.agent.environments.environment import Environment, LocalEnvironment
+from toolkit.agent.environments import result
+from toolkit.agent.environments.environment import Environment, ResultUnavailable
 from toolkit.agent.tools.base import ToolError, tool
 from toolkit.agent.environments.workspace import Workspace
 from toolkit.core.secrets import mask_url, redact, redact_obj
@@ -20,10 +22,15 @@ SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "p
 
 
 class Git:
-    def __init__(self, workspace: Workspace, remote: str = "origin", environment: Environment | None = None):
+    """``land`` takes the session's result in on the host (``Session.land``) and returns the session id
+    its refs are under; without it (a tool used on its own, in place) pushes run in the environment."""
+
+    def __init__(self, workspace: Workspace, remote: str = "origin", environment: Environment | None = None,
+                 land: Callable[[], str] | None = None):
         self.workspace = workspace
         self.remote = remote
-        self.environment = environment or LocalEnvironment(workspace.root)
+        self.environment = environment or workspace.environment
+        self.land = land
 
     def _git(self, *args: str, check: bool = True) -> str:
         out = self.environment.run(["git", *SAFE, *args], timeout=60)
@@ -32,25 +39,21 @@ class Git:
             raise ToolError(f"git {args[0]} failed: {redact(str(last))}")
         return redact((out.stdout + out.stderr).strip())
 
-    def remote_path(self, remote: str) -> Path | None:
-        """The local folder a remote points to (None: not a local path)."""
-        url = self._git("remote", "get-url", remote)
-        if "://" in url:
-            parts = urlsplit(url)
-            return Path(parts.path) if parts.scheme == "file" else None
-        if ":" in url.split("/")[0]:  # scp-like host:path
-            return None
-        return (self.workspace.root / url).resolve() if not url.startswith("/") else Path(url).resolve()
-
-    def check_push(self, remote: str) -> None:
-        if self._git("remote", "get-url", remote) in self.environment.remote_urls:
-            return
-        path = self.remote_path(remote)
-        allowed = [self.workspace.root, *self.environment.writable]
-        if path is None or not any(path == a or a in path.parents for a in allowed):
-            where = mask_url(self._git("remote", "get-url", remote))
-            raise ToolError(f"pushing to {remote} ({where}) is refused: pushes go only to a remote inside the "
-                            "workspace or one the session was configured with (allowed_remotes)")
+    def allowed_remote(self, remote: str) -> str:
+        """The remote's URL as the user's repository names it, if the session may push there."""
+        out = result.git(self.workspace.root, "remote", "get-url", remote, check=False)
+        url = out.stdout.decode(errors="replace").strip()
+        if out.returncode != 0 or not url:
+            raise ToolError(f"pushing to {remote} is refused: the workspace's repository has no remote {remote}")
+        if url in self.environment.remote_urls:
+            return url
+        path = Path(url.removeprefix("file://"))
+        path = (self.workspace.root / path).resolve() if not path.is_absolute() else path.resolve()
+        allowed = [*self.environment.remotes, *self.environment.writable]
+        if "://" in url.removeprefix("file://") or not any(path == a or a in path.parents for a in allowed):
+            raise ToolError(f"pushing to {remote} ({mask_url(url)}) is refused: pushes go only to a remote the "
+                            "session was configured with (allowed_remotes)")
+        return str(path)
 
     @tool
     def status(self) -> str:
@@ -114,13 +117,19 @@ class Git:
             title: the pull request's title (also the commit message).
             body: its description.
         """
-        self.check_push(self.remote)
+        url = self.allowed_remote(self.remote)
         base = self._git("rev-parse", "--abbrev-ref", "HEAD")
         self._git("checkout", "-b", branch)
         self._git("add", "-A")
         self._git("commit", "-m", title, check=False)
         diff = self._git("diff", f"{base}...{branch}", check=False)
-        self._git("push", self.remote, branch)
+        if self.land is None or not self.environment.private:
+            self._git("push", self.remote, branch)
+        else:  # the branch comes back as data; the host pushes it from the user's repository
+            try:
+                result.push(self.workspace.root, self.land(), branch, url)
+            except (result.ResultError, ResultUnavailable) as exc:
+                raise ToolError(str(exc)) from None
         record = redact_obj({"title": title, "body": body, "base": base, "head": branch, "remote": self.remote,
                              "diff": diff})
         self.workspace.write_private(f"pulls/{branch.replace('/', '_')}.json", json.dumps(record, indent=2))

@@ -10,7 +10,6 @@ import re
 
 from toolkit.agent.environments.environment import (
     Environment,
-    LocalEnvironment,
     ShellExited,
     descendants,  # noqa: F401 (re-exported for benchmarks)
 )
@@ -36,8 +35,8 @@ class Terminal:
         self.workspace = workspace
         self.timeout_s = timeout_s
         self.max_output_chars = max_output_chars
-        self._own = environment is None  # a Terminal built alone ends its own environment at close
-        self.environment = environment or LocalEnvironment(workspace.root)
+        self._own = False  # the workspace's environment ends with its session (or its owner)
+        self.environment = environment or workspace.environment
 
     @tool
     async def run_command(self, cmd: str, timeout: float | None = None) -> str:

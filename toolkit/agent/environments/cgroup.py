@@ -1,4 +1,6 @@
-"""A pids cgroup per session: the process bound that holds when the toolkit runs as root.
+"""The session's cgroups: a pids cgroup (the process bound that holds when the toolkit runs as root) and a
+memory cgroup (the memory bound of the session as a whole: heap, ``MAP_SHARED`` memory, memfd, tmpfs pages
+it writes, ``/dev/shm``), one per controller in cgroup v1, one folder with both in v2.
 
 ``RLIMIT_NPROC`` does not apply to a process whose real user outside every user namespace is root, so
 under root the sandbox's ``ulimit -u`` bounds nothing. A pids cgroup does: the session's cgroup
@@ -23,13 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
-def hierarchy(mountinfo: str, cgroups: str) -> tuple[Path, str] | None:
-    """The folder of this process's pids cgroup and the hierarchy's version ("v1" or "v2"), from the text
-    of ``/proc/self/mountinfo`` and ``/proc/self/cgroup``; None when there is no pids controller."""
+def hierarchy(mountinfo: str, cgroups: str, controller: str = "pids") -> tuple[Path, str] | None:
+    """The folder of this process's cgroup for ``controller`` and the hierarchy's version ("v1" or "v2"),
+    from the text of ``/proc/self/mountinfo`` and ``/proc/self/cgroup``; None when there is no such
+    controller."""
     own = {}
     for line in cgroups.splitlines():
         number, controllers, path = line.split(":", 2)
-        own["v2" if number == "0" and not controllers else "v1" if "pids" in controllers.split(",") else ""] = path
+        own["v2" if number == "0" and not controllers else "v1" if controller in controllers.split(",") else ""] = path
     found = {}
     for line in mountinfo.splitlines():
         fields, _, fs = line.partition(" - ")
@@ -37,7 +40,7 @@ def hierarchy(mountinfo: str, cgroups: str) -> tuple[Path, str] | None:
         if len(fields) < 5 or len(fs) < 3:
             continue
         root, point = fields[3], fields[4]
-        version = "v2" if fs[0] == "cgroup2" else "v1" if fs[0] == "cgroup" and "pids" in fs[2].split(",") else ""
+        version = "v2" if fs[0] == "cgroup2" else "v1" if fs[0] == "cgroup" and controller in fs[2].split(",") else ""
         if version in own and version not in found:
             path = own[version]
             if root != "/" and (path == root or path.startswith(root + "/")):
@@ -45,47 +48,68 @@ def hierarchy(mountinfo: str, cgroups: str) -> tuple[Path, str] | None:
             found[version] = Path(point.replace("\\040", " ")) / path.lstrip("/")
     if "v1" in found:
         return found["v1"], "v1"
-    if "v2" in found and "pids" in _read(found["v2"] / "cgroup.controllers").split():
+    if "v2" in found and controller in _read(found["v2"] / "cgroup.controllers").split():
         return found["v2"], "v2"
     return None
 
 
+# what each controller's bound is written to: v1 file, v2 file(s)
+BOUND_FILES = {"pids": {"v1": ["pids.max"], "v2": ["pids.max"]},
+               "memory": {"v1": ["memory.limit_in_bytes", "memory.memsw.limit_in_bytes?"],
+                          "v2": ["memory.max", "memory.swap.max=0?"]}}
+
+
 @dataclass
-class PidsCgroup:
+class Cgroup:
     path: Path
     version: str
 
     @classmethod
-    def make(cls, name: str, max_pids: int) -> PidsCgroup | str:
-        """A new cgroup ``toolkit-<our pid>-<name>`` bounded to ``max_pids`` processes (threads count too),
-        or why there is none. Empty ones left by a toolkit process that is gone (killed before it could
-        remove its own) are removed first."""
+    def make(cls, name: str, bound: int, controller: str = "pids") -> Cgroup | str:
+        """A new cgroup ``toolkit-<our pid>-<name>`` of ``controller`` bounded to ``bound`` (processes and
+        threads for pids, bytes for memory; swap too where the kernel counts it), or why there is none.
+        Empty ones left by a toolkit process that is gone (killed before it could remove its own) are
+        removed first."""
         try:
-            found = hierarchy(_read(Path("/proc/self/mountinfo")), _read(Path("/proc/self/cgroup")))
+            found = hierarchy(_read(Path("/proc/self/mountinfo")), _read(Path("/proc/self/cgroup")), controller)
         except OSError as exc:
-            return f"no pids cgroup: {exc}"
+            return f"no {controller} cgroup: {exc}"
         if found is None:
-            return "no pids cgroup controller on this machine"
+            return f"no {controller} cgroup controller on this machine"
         parent, version = found
+        path = parent / f"toolkit-{os.getpid()}-{name}"
         try:
-            if version == "v2" and "pids" not in _read(parent / "cgroup.subtree_control").split():
-                (parent / "cgroup.subtree_control").write_text("+pids")
+            if version == "v2" and controller not in _read(parent / "cgroup.subtree_control").split():
+                (parent / "cgroup.subtree_control").write_text(f"+{controller}")
             _remove_stale(parent)
-            path = parent / f"toolkit-{os.getpid()}-{name}"
-            path.mkdir()
+            path.mkdir(exist_ok=version == "v2")  # v2: one folder for both controllers
         except OSError as exc:
-            return f"no pids cgroup can be made in {parent}: {exc.strerror or exc}"
-        try:
-            (path / "pids.max").write_text(str(max_pids))
-        except OSError as exc:
-            path.rmdir()
-            return f"no pids cgroup: pids.max not writable ({exc.strerror or exc})"
+            return f"no {controller} cgroup can be made in {parent}: {exc.strerror or exc}"
+        for file in BOUND_FILES[controller][version]:
+            optional, (file, _, value) = file.endswith("?"), file.rstrip("?").partition("=")
+            try:
+                (path / file).write_text(value or str(bound))
+            except OSError as exc:
+                if optional:
+                    continue
+                path.rmdir()
+                return f"no {controller} cgroup: {file} not writable ({exc.strerror or exc})"
         return cls(path, version)
 
     def enter(self, argv: list[str]) -> list[str]:
         """``argv`` started inside the cgroup: a ``sh`` moves itself in, then becomes ``argv``. If the move
         fails the command does not run (exit 126)."""
         return ["/bin/sh", "-c", 'echo $$ > "$0" || exit 126; exec "$@"', str(self.path / "cgroup.procs"), *argv]
+
+    def oom_kills(self) -> int:
+        """How many processes the memory bound has killed so far (0 where the kernel does not say)."""
+        for file in ("memory.events", "memory.oom_control"):
+            try:
+                fields = dict(line.split() for line in _read(self.path / file).splitlines())
+                return int(fields.get("oom_kill", 0))
+            except (OSError, ValueError):
+                continue
+        return 0
 
     def pids(self) -> list[int]:
         try:
