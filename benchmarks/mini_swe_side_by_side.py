@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("MSWEA_GLOBAL_CONFIG_DIR", tempfile.mkdtemp(prefix="mswea-"))  # not the home folder
 
+from toolkit.agent.environments.environment import LocalEnvironment as ToolkitLocal  # noqa: E402
 from toolkit.agent.suite import check, load_tasks, prepare_workspace, run_task  # noqa: E402
 from toolkit.record.load import load  # noqa: E402
 from toolkit.record.run_log import Run  # noqa: E402
@@ -68,7 +69,12 @@ def run_mini(task, spec: str | None, root: Path) -> dict:
     except Exception as exc:  # a scripted model that runs out of answers, an endpoint that fails
         status = type(exc).__name__
     wall = time.perf_counter() - start
-    return {"pass": check(task, work), "steps": agent.n_calls, "cost": agent.cost, "time_s": wall,
+    here = ToolkitLocal(work, private=False)  # mini-swe-agent worked in the folder itself
+    try:
+        passed = check(task, here)
+    finally:
+        here.discard()
+    return {"pass": passed, "steps": agent.n_calls, "cost": agent.cost, "time_s": wall,
             "ended_by": status}
 
 

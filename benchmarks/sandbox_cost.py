@@ -1,12 +1,14 @@
-"""Cost per command of the hardened sandbox against the previous one (commit 873c7f3), side by side.
+"""Cost per command of the sandbox against a previous one (default: commit e01e9c5, the last that worked in
+the user's folder in place), side by side, in one run.
 
-    python benchmarks/sandbox_cost.py [--commands 200] [--old 873c7f3]
+    python benchmarks/sandbox_cost.py [--commands 200] [--old e01e9c5]
 
 The previous toolkit is extracted with ``git archive OLD toolkit prompts`` into a temporary folder and run
 in a child Python with PYTHONPATH pointing there; the current one runs from this checkout. For each of
 ``bubblewrap`` and ``local`` it prints the median and 90th percentile milliseconds of: a command in the
 persistent shell (``true``), a one-off program (``env.run(["true"])``: a fresh sandbox each time) and a
-session's start and stop (environment made, first command, stop).
+session's start and stop (environment made, first command, stop), on a small git repository (20 files):
+the new start includes making the private copy and its start snapshot.
 """
 
 from __future__ import annotations
@@ -33,7 +35,12 @@ def stats(xs):
     return [round(statistics.median(xs) * 1000, 2), round(xs[int(len(xs) * 0.9) - 1] * 1000, 2)]
 
 async def main(kind, n):
+    import subprocess
     ws = tempfile.mkdtemp(prefix="sandbox-cost-")
+    for i in range(20):
+        open(f"{ws}/f{i}.py", "w").write(f"x = {i}\n" * 50)
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "s"]):
+        subprocess.run(["git", *args], cwd=ws, check=True, capture_output=True)
     env = make_environment(kind, ws)
     await env.execute("true", 30)
     shell = []
@@ -65,7 +72,7 @@ def measure(pythonpath: str, kind: str, n: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--commands", type=int, default=200, help="commands in the persistent shell per environment")
-    parser.add_argument("--old", default="873c7f3", help="the previous sandbox's commit")
+    parser.add_argument("--old", default="e01e9c5", help="the previous sandbox's commit")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="sandbox-old-") as old:
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.old, "toolkit", "prompts"],

@@ -36,7 +36,7 @@ async def test_the_protocol_allow_list_and_colour(kind, tmp_path, monkeypatch):
         result = await env.execute("echo $HOME; echo ${FORCE_COLOR:-unset} ${NO_COLOR} $MY_SETTING "
                                    "${OTHER_SETTING:-absent}; exit_me() { return 3; }; exit_me", 10)
         home, line = result.output.splitlines()
-        assert home == str(tmp_path / "ws" / ".agent" / "home") and result.exit_code == 3
+        assert home == str(env.root / ".agent" / "home") and result.exit_code == 3
         assert line == "unset 1 passed-through absent"
         assert await term.run_command("printf '\\033[1;31mred\\033[0m plain\\n'") == "red plain\n[exit code 0]"
         with pytest.raises(Failed, match="killed after 1.5s timeout"):
@@ -58,7 +58,8 @@ async def test_bubblewrap_confines_the_filesystem(tmp_path):
                                 "touch inside && echo wrote-inside; hostname", 10)
         assert "No such file" in out.output and "Read-only file system" in out.output
         assert "wrote-inside" in out.output and out.output.endswith("sandbox")
-        assert (tmp_path / "ws" / "inside").exists() and not Path("/etc/hostile").exists()
+        assert env.run(["test", "-e", "inside"]).returncode == 0  # in the session's copy
+        assert not (tmp_path / "ws" / "inside").exists() and not Path("/etc/hostile").exists()
     finally:
         await env.stop()
 
@@ -125,11 +126,12 @@ def test_git_pushes_only_to_remotes_inside_or_configured(tmp_path):
         subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=ws.root, check=True)
     assert "Pushed a to inside" in Git(ws, "inside").create_pull("a", "t")
     for remote in ("out", "web"):
-        with pytest.raises(ToolError, match="is refused: pushes go only to a remote inside the workspace"):
+        with pytest.raises(ToolError, match="is refused: pushes go only to a remote"):
             Git(ws, remote).create_pull("b", "t")
-    configured = LocalEnvironment(ws.root, allowed_remotes=[tmp_path / "out.git", "https://example.invalid/r.git"])
+    configured = LocalEnvironment(ws.root, allowed_remotes=[tmp_path / "out.git", "https://example.invalid/r.git"],
+                                  private=False)
     assert "Pushed c to out" in Git(ws, "out", environment=configured).create_pull("c", "t")
-    Git(ws, "web", environment=configured).check_push("web")  # allowed (the push itself needs the network)
+    Git(ws, "web", environment=configured).allowed_remote("web")  # allowed (the push itself needs the network)
     record = (ws.root / ".agent" / "pulls" / "c.json").read_text()
     assert '"head": "c"' in record
 
@@ -176,7 +178,7 @@ def test_the_toolkit_folder_stays_out_of_commits(tmp_path):
     from toolkit.agent.tools.git import Git
 
     ws = Workspace(tmp_path / "ws")
-    env = LocalEnvironment(ws.root)
+    env = ws.environment
     assert env.run(["git", "init", "-q"]).returncode == 0
     (ws.root / "a.txt").write_text("a")
     ws.write_private("trajectories/s.json", "{}")
@@ -189,51 +191,12 @@ def test_the_cli_says_in_one_line_when_a_container_engine_cannot_run(tmp_path):
     assert out.returncode == 2 and out.stderr.startswith("error: docker: ") and out.stderr.count("\n") == 1
 
 
-# ------------------------------------------------------------------ the disk walk and the cgroup's place
-def test_disk_use_counts_blocks_once_and_follows_no_link(tmp_path):
-    """``used_bytes``: allocated blocks (a sparse file counts what it holds), a hard link once, a link to
-    a big host folder not at all, a FIFO without blocking; a tree nested past ``MAX_DEPTH`` cannot be
-    measured (which the bound treats as over it)."""
-    from toolkit.agent.environments.disk_use import MAX_DEPTH, DiskBound, Unmeasurable, used_bytes
-
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "big.bin").write_bytes(os.urandom(4 << 20))
-    ws = tmp_path / "ws"
-    (ws / "sub").mkdir(parents=True)
-    empty = used_bytes(ws)
-    (ws / "sub" / "one.bin").write_bytes(os.urandom(1 << 20))
-    os.link(ws / "sub" / "one.bin", ws / "again.bin")
-    with open(ws / "sparse.bin", "wb") as f:
-        f.truncate(1 << 30)
-    (ws / "out").symlink_to(outside)
-    (ws / "big.bin").symlink_to(outside / "big.bin")
-    os.mkfifo(ws / "fifo")
-    assert 1 << 20 <= used_bytes(ws) - empty < (1 << 20) + (256 << 10)
-    bound = DiskBound([ws], 2 << 20)
-    assert bound.check() is None  # the baseline
-    (ws / "two.bin").write_bytes(os.urandom(3 << 20))
-    assert "grew by 3 MB, over limits.disk_mb = 2" in bound.check()
-    deep = ws / "deep"
-    deep.mkdir()
-    fd = os.open(deep, os.O_RDONLY)
-    try:
-        for _ in range(MAX_DEPTH + 1):
-            os.mkdir("d", dir_fd=fd)
-            fd, old = os.open("d", os.O_RDONLY, dir_fd=fd), fd
-            os.close(old)
-    finally:
-        os.close(fd)
-    with pytest.raises(Unmeasurable, match="nested deeper"):
-        used_bytes(ws)
-    assert "could not be measured" in DiskBound([ws], 1 << 30).check()
-
-
+# ------------------------------------------------------------------ the cgroups' place
 def test_the_pids_cgroup_is_found_below_the_toolkits_own(tmp_path):
     """Where the session's cgroup goes, read from mountinfo and /proc/self/cgroup: the v1 pids hierarchy
     at the process's own path (also inside a cgroup namespace whose root is not /), else v2 where the
     process's cgroup offers pids (a folder stands in for the v2 mount: this machine has no v2 pids)."""
-    from toolkit.agent.environments.pids_cgroup import hierarchy
+    from toolkit.agent.environments.cgroup import hierarchy
 
     v1 = ("30 25 0:26 / /sys/fs/cgroup/pids rw,relatime shared:10 - cgroup cgroup rw,pids\n"
           "31 25 0:27 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n")
@@ -241,6 +204,7 @@ def test_the_pids_cgroup_is_found_below_the_toolkits_own(tmp_path):
     nested = v1.replace(" / /sys/fs/cgroup/pids", " /ns /sys/fs/cgroup/pids")
     assert hierarchy(nested, "8:pids:/ns/job\n") == (Path("/sys/fs/cgroup/pids/job"), "v1")
     assert hierarchy(v1, "4:memory:/x\n") is None
+    assert hierarchy(v1, "4:memory:/x\n", "memory") == (Path("/sys/fs/cgroup/memory/x"), "v1")
     (tmp_path / "me").mkdir()
     (tmp_path / "me" / "cgroup.controllers").write_text("cpu memory pids\n")
     v2 = f"40 25 0:30 / {tmp_path} rw - cgroup2 cgroup2 rw\n"
@@ -257,36 +221,38 @@ async def test_a_bound_or_filter_that_cannot_be_had_is_said_in_one_line(tmp_path
 
     if bwrap_problem():
         pytest.skip(bwrap_problem())
-    monkeypatch.setattr(envmod.PidsCgroup, "make", classmethod(lambda cls, name, n: "no pids cgroup here"))
+    monkeypatch.setattr(envmod.Cgroup, "make", classmethod(lambda cls, name, n, c: f"no {c} cgroup here"))
     monkeypatch.setattr(syscall_filter, "program", lambda: "no seccomp filter: libseccomp not found")
     envmod._warn_once.cache_clear()
     env = make_environment("bubblewrap", tmp_path / "ws")
     try:
-        assert env.cgroup is None and "--seccomp" not in env.wrap(["true"], fds=[])
+        assert env.cgroups == [] and "--seccomp" not in env.wrap(["true"], fds=[])
         assert (await env.execute("grep '^Seccomp:' /proc/self/status", 10)).output == "Seccomp:\t0"
+        assert " -v " in " ".join(env.bounded(["true"]))  # RLIMIT_AS stands in for the memory cgroup
     finally:
         await env.stop()
     err = capsys.readouterr().err.strip().splitlines()
-    expected = ["warning: bubblewrap without a system-call filter: no seccomp filter: libseccomp not found"]
-    if os.geteuid() == 0:
-        expected.insert(0, "warning: limits.processes is not enforced (no pids cgroup here; RLIMIT_NPROC does not "
-                           "bind root)")
+    expected = ["warning: limits.processes is not a session-wide bound (no pids cgroup here); RLIMIT_NPROC, which "
+                "does not bind root instead",
+                "warning: limits.memory_mb is not a session-wide bound (no memory cgroup here); RLIMIT_AS of each "
+                "process instead",
+                "warning: bubblewrap without a system-call filter: no seccomp filter: libseccomp not found"]
     assert err == expected
 
 
 def test_a_cgroup_left_by_a_killed_toolkit_is_removed_by_the_next(tmp_path):
     """A toolkit killed with SIGKILL cannot remove its session's cgroup; the next one made removes an
     empty ``toolkit-<pid>-…`` whose process is gone, and leaves a live toolkit's alone."""
-    from toolkit.agent.environments.pids_cgroup import PidsCgroup
+    from toolkit.agent.environments.cgroup import Cgroup
 
-    first = PidsCgroup.make("first", 16)
+    first = Cgroup.make("first", 16)
     if isinstance(first, str):
         pytest.skip(first)
     dead = next(pid for pid in range(4_000_000, 3_000_000, -1) if not os.path.exists(f"/proc/{pid}"))
     stale = first.path.parent / f"toolkit-{dead}-stale"
     stale.mkdir()
     try:
-        second = PidsCgroup.make("second", 16)
+        second = Cgroup.make("second", 16)
         assert not stale.exists() and first.path.is_dir() and second.path.is_dir()
         assert first.path.name.startswith(f"toolkit-{os.getpid()}-")
     finally:

@@ -170,7 +170,7 @@ def test_hostile_trajectory(kind, tmp_path, host_server):
     assert surviving(marker) == [], "a process of the session outlived it"
     assert "committed" in observation(traj, 8) and "executed" in observation(traj, 9)
     assert not (outside / "hook_ran").exists() and not (ws / "hook_ran_inside").exists()
-    assert "pushes go only to a remote inside the workspace" in observation(traj, 11)
+    assert "pushes go only to a remote the session was configured with" in observation(traj, 11)
     assert "index.html=200 passwd=404 s.txt=404" in observation(traj, 13)
     assert "0 files contain 'TOPSECRET'" in observation(traj, 14)
     assert "planted" in observation(traj, 16) and list((outside / "redirect").iterdir()) == []
@@ -181,8 +181,7 @@ def test_hostile_trajectory(kind, tmp_path, host_server):
         assert not any(name in observation(traj, n) for name in SECRETS) and "FORCE_COLOR" not in observation(traj, n)
     allowed_leaks = set()
     if kind == "local":  # documented: a command can read host processes' environments and write them to files
-        allowed_leaks = {ws / "grand_env.txt"}
-        assert SECRETS["OPENAI_API_KEY"] in (ws / "grand_env.txt").read_text()
+        allowed_leaks = set((ws / ".agent" / "results").glob("*.tar"))  # grand_env.txt, in the session's result
         assert "[redacted OPENAI_API_KEY]" in observation(traj, 5)  # but the model never sees it
     for path in files_below(ws, tmp_path / "res"):
         if path not in allowed_leaks:
@@ -240,60 +239,10 @@ def test_git_typed_outside_eval_mode_does_not_end_the_session(kind, tmp_path):
                term("echo next > after.txt"), {"commands": [{"command_name": "end", "args": {}}]}]
     (tmp_path / "s.yaml").write_text(yaml.safe_dump({"answers": answers}))
     agent = Session(load_role("engineer"), "t", ws, f"scripted:{tmp_path / 's.yaml'}", environment=kind)
-    assert asyncio.run(agent.run()).ended_by == "end" and (ws / "after.txt").exists()
-
-
-# ------------------------------------------------------------------ host-side file operations under attack
-SWAPPER = """
-import ctypes, os, sys
-libc = ctypes.CDLL(None, use_errno=True)
-os.chdir(sys.argv[1])
-open("swapper-up", "w").close()
-while not os.path.exists("stop-swapping"):
-    libc.renameat2(-100, b"dir", -100, b"link", 2)  # RENAME_EXCHANGE: dir <-> a symlink to the host folder
-"""
-
-
-async def test_a_folder_swapped_for_a_link_never_redirects_the_editor(tmp_path):
-    """The race of the issue: a process in the sandbox swaps a folder with a symlink to a host folder
-    (renameat2 RENAME_EXCHANGE) as fast as it can while the host Editor writes into that folder 300 times
-    and reads it back: every write lands in the workspace or is refused, the host folder stays empty."""
-    from toolkit.agent.environments.environment import make_environment
-    from toolkit.agent.environments.workspace import Workspace
-    from toolkit.agent.tools.base import ToolError
-    from toolkit.agent.tools.editor import Editor
-
-    needs("bubblewrap")
-    outside, ws_root = tmp_path / "outside", tmp_path / "ws"
-    outside.mkdir()
-    (outside / "victim.txt").write_text("host file\n")
-    (ws_root / "dir").mkdir(parents=True)
-    (ws_root / "link").symlink_to(outside)
-    (ws_root / "swap.py").write_text(SWAPPER)
-    env = make_environment("bubblewrap", ws_root)
-    ed = Editor(Workspace(ws_root), check_python=False)
-    written = refused = 0
-    try:
-        await env.execute(f"setsid -f python3 -I swap.py {ws_root} </dev/null >/dev/null 2>&1", 10)
-        for _ in range(200):
-            if (ws_root / "swapper-up").exists():
-                break
-            await asyncio.sleep(0.05)
-        assert (ws_root / "swapper-up").exists()
-        for i in range(300):
-            for call in (lambda: ed.write_file("dir/victim.txt", f"agent {i}\n"),
-                         lambda: ed.open_file("dir/victim.txt")):
-                try:
-                    call()
-                    written += 1
-                except ToolError:
-                    refused += 1
-    finally:
-        (ws_root / "stop-swapping").touch()
-        await env.stop()
-    assert sorted(p.name for p in outside.iterdir()) == ["victim.txt"]
-    assert (outside / "victim.txt").read_text() == "host file\n"
-    assert written + refused == 600 and written > 0  # the race ran: some calls went through, none went out
+    assert asyncio.run(agent.run()).ended_by == "end" and not (ws / "after.txt").exists()
+    shown = subprocess.run(["git", "show", f"refs/agent/{agent.session_id}/result:after.txt"], cwd=ws,
+                           capture_output=True, text=True)
+    assert shown.stdout == "next\n"  # in the session's result, not in the user's folder
 
 
 # ------------------------------------------------------------------ the helper folder, kernel settings, the user
@@ -315,15 +264,16 @@ async def test_the_helper_folder_is_read_only_and_the_port_comes_over_the_pipe(t
             f"ln -sf /proc/self/environ {helper}/port; mkfifo {helper}/fifo; touch {helper}/new; "
             f"ls {helper}", 10)
         assert out.output.count("Read-only file system") >= 3 and "fifo" not in out.output.split("\n")[-1]
-        assert {p.name for p in helper.iterdir()} - {"tmp"} == {"disarm.py", "gitignore", "static_server.py"}
-        url = await env.serve(ws / "site")
+        assert {p.name for p in helper.iterdir()} - {"tmp"} == {"collect.py", "fileop.py", "gitignore",
+                                                                 "static_server.py", "ws", "mnt"}
+        url = await env.serve("site")
         assert url.startswith("http://127.0.0.1:") and url.endswith("/")
         got = await env.execute(f"curl -s {url}", 10)
         assert got.output == "<h1>ok</h1>"
         # a shell function that prints a host-looking text instead of the port: only a number is taken
         await env.execute("python3() { cat /proc/self/environ; echo; echo 'not a port'; }", 5)
         with pytest.raises(EnvironmentUnavailable, match="did not start"):
-            await env.serve(ws / "site")
+            await env.serve("site")
     finally:
         await env.stop()
 
@@ -342,8 +292,8 @@ async def test_kernel_settings_are_read_only_and_the_user_is_not_root(tmp_path):
         assert lines[0] == "1000" and "writable" not in out.output
         assert "Read-only file system" in out.output and lines[-1].startswith("ro")
         touch = await env.execute("touch made-by-sandbox && stat -c %u made-by-sandbox", 10)
-        assert touch.output == "1000"  # inside; outside it belongs to the toolkit's own user
-        assert (tmp_path / "ws" / "made-by-sandbox").stat().st_uid == os.getuid()
+        assert touch.output == "1000"  # inside; outside it is the session's own uid, not the toolkit's user
+        assert not (tmp_path / "ws" / "made-by-sandbox").exists()  # in the session's copy only
     finally:
         await env.stop()
 
@@ -447,26 +397,26 @@ async def test_fifos_devices_links_and_huge_files_never_hang_or_flood_the_host(t
         made = await env.execute("mkfifo fifo && ln -s /dev/zero zero && ln -s /proc/self/environ environ && "
                                  "truncate -s 1G huge.txt && ln -s /etc/passwd passwd && echo made", 10)
         assert made.output == "made"
-        eight = await env.execute("truncate -s 8G eight.txt", 10)
-        assert "File size limit exceeded" in eight.output and not (ws_root / "eight.txt").stat().st_size
+        eight = await env.execute("truncate -s 8G eight.txt; stat -c %s eight.txt", 10)
+        assert "File size limit exceeded" in eight.output and eight.output.endswith("\n0")
+        ws = Workspace(ws_root, env)  # the tools, through the environment
+        ed = Editor(ws)
+        for name, message in (("fifo", "not a regular file"), ("zero", "outside the workspace"),
+                              ("environ", "outside the workspace"), ("huge.txt", "larger than"),
+                              ("passwd", "outside the workspace")):
+            for call in (lambda: ed.open_file(name), lambda: ed.write_file(name, "x"),
+                         lambda: ed.search_file("root", name)):
+                with pytest.raises(ToolError, match=message):
+                    call()
+            with pytest.raises(ToolError, match=message):
+                ImageGetter(ws).get_image("x", name) if name != "huge.txt" else ed.append_file(name, "x")
+        with pytest.raises(ToolError, match="larger than"):
+            _read(ws, "huge.txt")
+        assert _read(ws, "fifo") == "" and _read(ws, "environ") == ""
+        assert "1 files larger than" in ed.search_dir("anything")
     finally:
         await env.stop()
-    ws = Workspace(ws_root)
-    ed = Editor(ws)
-    for name, message in (("fifo", "not a regular file"), ("zero", "outside the workspace"),
-                          ("environ", "outside the workspace"), ("huge.txt", "too large"),
-                          ("passwd", "outside the workspace")):
-        for call in (lambda: ed.open_file(name), lambda: ed.write_file(name, "x"),
-                     lambda: ed.search_file("root", name)):
-            with pytest.raises(ToolError, match=message):
-                call()
-        with pytest.raises(ToolError, match=message):
-            ImageGetter(ws).get_image("x", name) if name != "huge.txt" else ed.append_file(name, "x")
-    with pytest.raises(ToolError, match="too large"):
-        _read(ws, ws_root / "huge.txt")
-    assert _read(ws, ws_root / "fifo") == "" and _read(ws, ws_root / "environ") == ""
-    assert "1 files larger than" in ed.search_dir("anything")
-    assert (ws_root / "huge.txt").stat().st_size == 2**30 and os.path.islink(ws_root / "passwd")
+    assert sorted(p.name for p in ws_root.iterdir()) == []  # the user's folder: nothing of it
 
 
 async def test_every_process_is_bounded_by_the_settings(tmp_path):
@@ -504,13 +454,14 @@ async def test_a_fork_bomb_is_contained(kind, tmp_path):
     still answers; the shell answers the next command and the session ends, its cgroup removed. About
     8 s per kind: the bomb must run long enough to hit the bound many times over."""
     from toolkit.agent.environments.environment import EnvironmentConfig, Limits, descendants, make_environment
-    from toolkit.agent.environments.pids_cgroup import hierarchy
+    from toolkit.agent.environments.cgroup import hierarchy
 
     needs(kind)
     (tmp_path / "ws" / "site").mkdir(parents=True)
     (tmp_path / "ws" / "site" / "index.html").write_text("still served")
     env = make_environment(kind, tmp_path / "ws", EnvironmentConfig(limits=Limits(processes=64)))
-    if env.cgroup is None:
+    pids = next((c for c in env.cgroups if (c.path / "pids.max").exists()), None)
+    if pids is None:
         found = hierarchy(Path("/proc/self/mountinfo").read_text(), Path("/proc/self/cgroup").read_text())
         assert found is None or not os.access(found[0], os.W_OK), "a pids cgroup could be made here"
         await env.stop()
@@ -524,11 +475,11 @@ async def test_a_fork_bomb_is_contained(kind, tmp_path):
             time.sleep(0.02)
 
     try:
-        url = await env.serve(tmp_path / "ws" / "site")  # a daemon of its own session: the timeout spares it
+        url = await env.serve("site")  # a daemon of its own session: the timeout spares it
         watcher = threading.Thread(target=watch, daemon=True)
         watcher.start()
         bomb = await env.execute(FORK_BOMB, 6)
-        refused = env.cgroup.refused()
+        refused = pids.refused()
         after = await env.execute(f"curl -s -m 5 {url}; echo; echo alive", 10)
     finally:
         done.set()
@@ -536,49 +487,9 @@ async def test_a_fork_bomb_is_contained(kind, tmp_path):
     assert bomb.timed_out and refused > 100  # the bound was hit, over and over
     assert 10 < peak[0] <= 64
     assert after.output == "still served\nalive" and not after.timed_out
-    assert not env.cgroup.path.exists()
+    assert not pids.path.exists()
 
 
-def test_disk_use_in_the_workspace_is_bounded_and_ends_the_session(tmp_path):
-    """A scripted session under bubblewrap with ``disk_mb=20``: a 1 GB sparse file costs nothing (blocks
-    are counted), the memory-backed /tmp and /dev/shm are full at ``tmp_mb``, then a daemon writes 1 MB
-    every 20 ms into the workspace between and during commands. The host's watcher ends the session with
-    the reason (``ended_by`` disk, in the trajectory) and kills the writer: the workspace stops growing,
-    well short of what the writer would have written."""
-    from toolkit.agent.environments.environment import EnvironmentConfig, Limits, make_environment
-    from toolkit.record.run_log import Run
-
-    needs("bubblewrap")
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    answers = [term("truncate -s 1G sparse.bin && head -c 12M /dev/zero > /tmp/t; echo $?; "
-                    "head -c 12M /dev/zero > /dev/shm/t; echo $?"),
-               term("setsid -f sh -c 'i=0; while :; do head -c 1M /dev/zero > f$i; i=$((i+1)); sleep 0.02; done' "
-                    "</dev/null >/dev/null 2>&1; echo started"),
-               term("sleep 20; echo slept"), term("echo never"), {"thought": "done", "commands": [
-                   {"command_name": "end", "args": {}}]}]
-    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"answers": answers}))
-    env = make_environment("bubblewrap", ws, EnvironmentConfig(limits=Limits(disk_mb=20, tmp_mb=8)))
-    started = time.perf_counter()
-    with Run(tmp_path / "res") as run:
-        s = Session(load_role("engineer"), "fill the disk", ws, f"scripted:{tmp_path / 's.yaml'}", run=run,
-                    environment=env)
-        asyncio.run(s.run())
-    took = time.perf_counter() - started
-    files = sorted(ws.glob("f*"))
-    time.sleep(0.5)
-    assert sorted(ws.glob("f*")) == files  # the writer is gone
-    outputs = [r.output for r in s.tools.results]
-    assert [x for x in outputs[0].split("\n") if x.isdigit()] == ["1", "1"]  # /tmp then /dev/shm: full
-    assert outputs[0].count("No space left on device") == 2
-    assert "started" in outputs[1] and "the session ends: the workspace grew by" in outputs[2]
-    assert "over limits.disk_mb = 20" in outputs[2] and "slept" not in outputs[2]
-    assert s.ended_by == "disk" and len(outputs) == 3 and took < 20
-    assert 20 < len(files) < 200  # past the bound, stopped within a few seconds' writing
-    assert load(tmp_path / "res").sessions["ended_by"].tolist() == ["disk"]
-
-
-# ------------------------------------------------------------------ dangerous workspaces
 @pytest.mark.parametrize("where", ["/", "home", "home-parent", "/etc", "/usr/lib", "toolkit", "toolkit/toolkit/agent",
                                    "venv", "holds-results"])
 def test_a_dangerous_workspace_is_refused_in_one_line(where, tmp_path):
@@ -638,39 +549,7 @@ def test_encoded_secrets_never_reach_the_model_under_local(tmp_path):
         assert not [k for k, v in SECRETS.items() if any(f in flat for f in encoded_forms(v))]
 
 
-# ------------------------------------------------------------------ nothing planted for later, nothing left running
-@pytest.mark.parametrize("kind", ENVS)
-def test_what_the_agent_plants_in_git_is_removed_at_the_end(kind, tmp_path):
-    """A planted core.fsmonitor, hook, include, filter and ! alias would run on the host at the user's next
-    ``git status``; after the session none of them is active (the hooks are kept in .agent/planted/)."""
-    needs(kind)
-    outside, ws = scene(tmp_path)
-    ran = outside / "ran"
-    prog = f"#!/bin/sh\\ntouch {ran}\\n"
-    (ws / "sub").mkdir()
-    sh("git", "init", "-q", cwd=ws / "sub")
-    answers = [term(f"printf '{prog}' > .git/hooks/post-checkout && printf '{prog}' > evil.sh && chmod +x evil.sh "
-                    ".git/hooks/post-checkout && git config core.fsmonitor \"$PWD/evil.sh\" && "
-                    "git config alias.st '!sh evil.sh' && git config filter.x.clean 'sh evil.sh' && "
-                    "printf '[core]\\n\\tpager = sh evil.sh\\n' > inc.cfg && "
-                    "git config include.path \"$PWD/inc.cfg\" && "
-                    "git -C sub config core.fsmonitor \"$PWD/evil.sh\" && echo planted"),
-               {"commands": [{"command_name": "end", "args": {}}]}]
-    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"answers": answers}))
-    result = asyncio.run(Session(load_role("engineer"), "t", ws, f"scripted:{tmp_path / 's.yaml'}",
-                                 environment=kind).run())
-    assert result.ended_by == "end"
-    planted = json.loads((ws / ".agent" / "planted.json").read_text())
-    assert {".git/config: core.fsmonitor", ".git/config: alias.st", ".git/config: filter.x.clean",
-            ".git/config: include.path", "sub/.git/config: core.fsmonitor", ".git/hooks/post-checkout"} <= set(planted)
-    for where in (ws, ws / "sub"):  # the user's git, as the user runs it: no hook setting of ours
-        subprocess.run(["git", "status"], cwd=where, capture_output=True, env={"PATH": os.environ["PATH"],
-                       "HOME": str(tmp_path)}, timeout=30)
-    subprocess.run(["git", "checkout", "-q", "-b", "other"], cwd=ws, capture_output=True, timeout=30)
-    assert not ran.exists()
-    assert (ws / ".agent" / "planted" / ".git__hooks__post-checkout").exists()
-
-
+# ------------------------------------------------------------------ nothing left running
 @pytest.mark.parametrize("kind", ENVS)
 async def test_no_process_outlives_the_session_even_when_its_subreaper_is_killed(kind, tmp_path):
     from toolkit.agent.environments.environment import make_environment

@@ -12,6 +12,7 @@ import ipywidgets as W
 
 from toolkit.agent.loop.role import load_role
 from toolkit.agent.loop.session import Session
+from toolkit.agent.tools.base import ToolError
 from toolkit.record.run_log import Run
 from toolkit.ui.kernel_loop import KernelLoop
 from toolkit.ui.style import WRAP
@@ -59,7 +60,9 @@ class EngineerSession(W.VBox):
         self.workspace = W.Text(value=workspace, description="workspace", layout=wide)
         self.model = W.Text(value=model, description="model", layout=wide)
         self.role = W.Text(value=role, description="role")
-        self.buttons = {name: W.Button(description=name) for name in ("Step", "Run", "Stop")}
+        self.buttons = {name: W.Button(description=name) for name in ("Step", "Run", "Stop", "Apply")}
+        self.buttons["Apply"].tooltip = "merge the finished session's result into the workspace folder"
+        self.applied = ""
         self.status = W.HTML()
         self.status.add_class("toolkit-status")
         self.tool_table = W.HTML(layout=W.Layout(max_height="360px", overflow="auto"))
@@ -76,6 +79,7 @@ class EngineerSession(W.VBox):
         self.buttons["Step"].on_click(on(self.step))
         self.buttons["Run"].on_click(on(self.run_all))
         self.buttons["Stop"].on_click(on(self.stop))
+        self.buttons["Apply"].on_click(on(self.apply))
         super().__init__([self.task_text, self.workspace, self.model, self.role,
                           W.HBox(list(self.buttons.values())), self.status, self.human_box, self.said,
                           W.HTML("<b>Tool calls</b>"), self.tool_table, W.HTML("<b>Open file</b>"), self.open_file])
@@ -126,6 +130,21 @@ class EngineerSession(W.VBox):
                 self._launch(lambda: self._steps(1))
             self._render()
 
+    def apply(self) -> str:
+        """Merge the finished session's result into the workspace folder (as ``engineer --apply``); until
+        then the folder is as it was. Returns the line the status shows."""
+        from toolkit.agent.environments.result import ResultError, apply
+
+        if self.session is None or self.session.result is None:
+            self.applied = "nothing to apply yet: the session has not finished"
+        else:
+            try:
+                self.applied = apply(self.session.workspace.root, self.session.session_id)
+            except ResultError as exc:
+                self.applied = str(exc)
+        self._render()
+        return self.applied
+
     def _render(self) -> None:
         s = self.session
         if s is None:
@@ -135,7 +154,11 @@ class EngineerSession(W.VBox):
                        "</td></tr>"
                        for t in s.tools.results)
         self.tool_table.value = f"<table><tr><th>step</th><th>ok</th><th>tool</th><th>output</th></tr>{rows}</table>"
-        self.open_file.value = f"<pre style='{WRAP}'>{html.escape(s.editor.view())}</pre>"
+        if s.result is None:  # once the session has ended its copy is gone: the last view stays
+            try:
+                self.open_file.value = f"<pre style='{WRAP}'>{html.escape(s.editor.view())}</pre>"
+            except ToolError as exc:
+                self.open_file.value = f"<pre style='{WRAP}'>{html.escape(str(exc))}</pre>"
         if s.ended_by:
             state = f"; ended by <b>{s.ended_by}</b>"
         elif self.channel.waiting:
@@ -146,4 +169,5 @@ class EngineerSession(W.VBox):
             state = "; <span class='toolkit-busy'>⏳ running…</span>"
         else:
             state = ""
-        self.status.value = f"steps: {s.steps}{state}"
+        applied = f"<br>{html.escape(self.applied)}" if self.applied else ""
+        self.status.value = f"steps: {s.steps}{state}{applied}"

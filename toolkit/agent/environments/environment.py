@@ -260,7 +260,7 @@ class Environment:
                 weakref.finalize(self, made.remove)
             elif self.confined:
                 _warn_once(f"warning: limits.{'processes' if controller == 'pids' else 'memory_mb'} is not a "
-                           f"session-wide bound ({made}); {instead} instead")
+                           f"session-wide bound ({made}); {instead} instead")  # one line each
         self.memory_cgroup = any(c.path.name and (c.path / "memory.limit_in_bytes").exists()
                                  or (c.path / "memory.max").exists() for c in self.cgroups)
 
@@ -824,10 +824,11 @@ class BubblewrapEnvironment(Environment):
         ready_r, ready_w = os.pipe()
         exit_r, self.slirp_exit = os.pipe()
         pid = self.holder.pid
-        userns = [] if os.geteuid() == 0 else [f"--userns-path=/proc/{pid}/ns/user"]
+        # as root its own sandbox too (as another user slirp4netns cannot make one inside the session's)
+        userns = ["--enable-sandbox"] if os.geteuid() == 0 else [f"--userns-path=/proc/{pid}/ns/user"]
         try:
             self.slirp = subprocess.Popen([exe, "--configure", "--mtu=65520", "--disable-host-loopback",
-                                           "--enable-sandbox", "--enable-seccomp", f"--ready-fd={ready_w}",
+                                           "--enable-seccomp", f"--ready-fd={ready_w}",
                                            f"--exit-fd={exit_r}", *userns, "--netns-type=path",
                                            f"/proc/{pid}/ns/net", "tap0"], pass_fds=(ready_w, exit_r),
                                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

@@ -50,6 +50,8 @@ class Git:
         path = Path(url.removeprefix("file://"))
         path = (self.workspace.root / path).resolve() if not path.is_absolute() else path.resolve()
         allowed = [*self.environment.remotes, *self.environment.writable]
+        if not self.environment.private:  # in place (a tool on its own): a remote inside the folder too
+            allowed.append(self.workspace.root)
         if "://" in url.removeprefix("file://") or not any(path == a or a in path.parents for a in allowed):
             raise ToolError(f"pushing to {remote} ({mask_url(url)}) is refused: pushes go only to a remote the "
                             "session was configured with (allowed_remotes)")
