@@ -187,11 +187,17 @@ def session(host: Host, ws: Path, answers: list, environment: dict | None = None
     traj = json.loads(trajectories[-1].read_text())
     traj["stdout"], traj["stderr"] = done.stdout, done.stderr
     if apply:
-        applied = subprocess.run(host.argv([sys.executable, "-m", "toolkit", "engineer", "--apply",
-                                            traj["session_id"], "--workspace", str(ws)]),
-                                 cwd=host.base, env=env, capture_output=True, text=True, timeout=120)
-        assert applied.returncode == 0, applied.stderr[-2000:]
+        apply_result(host, ws, traj["session_id"])
     return traj
+
+
+def apply_result(host: Host, ws: Path, session_id: str) -> None:
+    """``engineer --apply SESSION`` as the host's user."""
+    env = {"PATH": os.environ["PATH"], "HOME": str(host.base / "home"), "LANG": "C.UTF-8", "PYTHONPATH": str(ROOT)}
+    applied = subprocess.run(host.argv([sys.executable, "-m", "toolkit", "engineer", "--apply", session_id,
+                                        "--workspace", str(ws)]),
+                             cwd=host.base, env=env, capture_output=True, text=True, timeout=120)
+    assert applied.returncode == 0, applied.stderr[-2000:]
 
 
 def observations(traj) -> str:
@@ -260,12 +266,15 @@ def test_applying_the_result_brings_the_files_and_nothing_of_git(host):
 def test_set_id_files_never_reach_the_users_folder(host):
     ws = workspace(host, git_repo=False)
     traj = session(host, ws, [term("cp /usr/bin/id suid && chmod 4755 suid && cp /usr/bin/id sgid && "
-                                   "chmod 2755 sgid && ls -l suid sgid && ./suid -u")], apply=True)
+                                   "chmod 2755 sgid && ls -l suid sgid && ./suid -u")])
     assert "rws" in observations(traj)  # the sandbox could set the bit on its own copy...
     assert "\n0\n" not in observations(traj) + "\n"  # ...which runs as nobody privileged (nosuid)
-    for p in ws.rglob("*"):
-        assert not p.lstat().st_mode & 0o6000, f"{p} has a set-id bit in the user's folder"
-    assert (ws / "suid").exists()  # the file itself came back, as data
+    for when in ("after the session", "after --apply"):
+        if when == "after --apply":
+            apply_result(host, ws, traj["session_id"])
+            assert (ws / "suid").exists()  # the file itself came back, as data
+        for p in ws.rglob("*"):
+            assert not p.lstat().st_mode & 0o6000, f"{p} has a set-id bit in the user's folder {when}"
 
 
 def test_root_only_files_stay_unreadable(host):
