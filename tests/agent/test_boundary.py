@@ -57,8 +57,8 @@ def git(*args, cwd, check=True, home=None, host=None):
     safe = [] if host is not None else ["-c", "safe.directory=*"]
     env = {"PATH": os.environ["PATH"], "HOME": str(home or cwd), "GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@u",
            "GIT_COMMITTER_NAME": "u", "GIT_COMMITTER_EMAIL": "u@u", "GIT_TERMINAL_PROMPT": "0"}
-    return subprocess.run([*prefix, "git", *safe, *args], cwd=cwd, env=env, capture_output=True, text=True, check=check, timeout=60,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run([*prefix, "git", *safe, *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          check=check, timeout=60, stdin=subprocess.DEVNULL)
 
 
 def tree_digest(folder: Path) -> dict:
@@ -86,6 +86,18 @@ def git_state(folder: Path) -> dict:
             if p.is_file() and (p.name in ("config", "commondir", "config.worktree") or "hooks" in p.parts)}
 
 
+def v1_cgroups() -> dict:
+    """This process's cgroup v1 folders by controller (``/sys/fs/cgroup/<controller>/<path>``)."""
+    found = {}
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        for c in filter(None, controllers.split(",")):
+            folder = Path("/sys/fs/cgroup") / c / path.lstrip("/")
+            if folder.is_dir():
+                found[c] = folder
+    return found
+
+
 class Host:
     """The host side of one test: as root (``tmp_path``) or as the throwaway user (its own folder, a
     private mount namespace for the Python installation, a delegated cgroup)."""
@@ -105,13 +117,9 @@ class Host:
         self.base = Path(tempfile.mkdtemp(prefix="toolkit-user-"))
         os.chmod(self.base, 0o755)
         (self.base / "stub").mkdir()
-        from toolkit.agent.environments.cgroup import hierarchy
-
-        for controller in ("memory", "pids"):
-            found = hierarchy(Path("/proc/self/mountinfo").read_text(), Path("/proc/self/cgroup").read_text(),
-                              controller)
-            if found and found[1] == "v1":
-                delegated = found[0] / f"toolkit-test-user-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        for controller, own in v1_cgroups().items():  # the test's own, read here (not by the code under test)
+            if controller in ("memory", "pids") and os.access(own, os.W_OK):
+                delegated = own / f"toolkit-test-user-{os.getpid()}-{uuid.uuid4().hex[:6]}"
                 delegated.mkdir()
                 for p in [delegated, *delegated.iterdir()]:
                     os.chown(p, USER_UID, USER_UID)
@@ -221,7 +229,7 @@ def users_git_runs_nothing(ws: Path, marker: Path, home: Path, host: Host) -> No
 PLANTS = {
     "config-symlink": "cp .git/config evil.cfg && printf '[core]\\n\\tfsmonitor = \"touch {m}\"\\n' >> evil.cfg && "
                       "rm .git/config && ln -s ../evil.cfg .git/config",
-    "chmod-000": "git config core.fsmonitor 'touch {m}' && chmod 000 .git/hooks",
+    "chmod-000": "git config core.fsmonitor 'touch {m}' && chmod 000 .git/config .git/hooks",
     "commondir": "cp -r .git .common && printf '[core]\\n\\tfsmonitor = \"touch {m}\"\\n' >> .common/config && "
                  "echo ../.common > .git/commondir",
     "bare-worktree": "git init -q --bare sub && git -C sub config core.bare false && "
@@ -295,16 +303,16 @@ def test_root_only_files_stay_unreadable(host):
 # ------------------------------------------------------------------ stalls and resources
 LEASE = ("setsid -f python3 -c 'import fcntl, os, time\n"
          "fds = [os.open(n, os.O_RDONLY) for n in (\"a.txt\", \"b.txt\")]\n"
-         "[fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK) for fd in fds]\n"
+         "[fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK) for fd in fds]\n"
          "open(\"leased\", \"w\").close()\n"
          "time.sleep(600)' && sleep 1 && ls leased")
 
 
 def test_a_file_lease_cannot_stall_the_host(host):
-    """A read lease on workspace files (no privilege needed) makes an opener for writing wait up to
-    lease-break-time (45 s) per file; a write lease does so for readers. The Editor's reads and writes run
-    inside the environment with O_NONBLOCK, so each answers at once: the session (two leased files, four
-    tool calls that would each wait 45 s) ends well inside its own wall clock."""
+    """A write lease on workspace files (no privilege needed) makes any other opener wait up to
+    lease-break-time (45 s) per file. The Editor's reads and writes run inside the environment with
+    O_NONBLOCK, so each answers at once ("busy"): the session (two leased files, four tool calls that would
+    each wait 45 s) ends well inside 40 s."""
     ws = workspace(host)
     (ws / "b.txt").write_text("bee\n")
     host.own(ws)

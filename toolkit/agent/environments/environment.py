@@ -510,8 +510,9 @@ class Environment:
 
     # ------------------------------------------------------------------ the Deployer's server
     async def serve(self, folder: str) -> str:
-        """Start the static server on ``folder`` (relative to the workspace) inside the environment; return its URL (127.0.0.1 as seen
-        from the environment's network: the host's for ``local``, the sandbox's own loopback otherwise).
+        """Start the static server on ``folder`` (relative to the workspace) inside the environment; return
+        its URL (127.0.0.1 as seen from the environment's network: the host's for ``local``, the sandbox's
+        own loopback otherwise).
         The port comes back as the command's output (the shell's pipe, within the command's deadline) and
         only a number is taken from it: no file is read, nothing else of what the sandbox prints is used."""
         script = self.session_dir / "static_server.py"  # read-only inside the sandbox

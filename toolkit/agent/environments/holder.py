@@ -42,8 +42,11 @@ def check(result: int, what: str) -> None:
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
+def enc(text):
+    return text.encode() if text is not None else None
+
+
 def mount(source, target, fstype, flags, data=None) -> None:
-    enc = (lambda s: s.encode() if s is not None else None)
     check(libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {target}")
 
 
