@@ -215,3 +215,26 @@ def test_cli_replay_says_identical(tmp_path):
                           "--quiet", "--out", str(tmp_path / "replays")], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "identical to the recording" in out.stdout
     assert len(load(tmp_path / "replays").games) == 1
+
+
+def test_side_models_go_to_the_seats_the_runners_own_deal_gives_each_side(tmp_path):
+    """``side_models`` is resolved by the runner after its deal (no second deal outside it): every wolf seat
+    plays the wolves' spec, every village seat the village's, an explicit seat keeps its own; fixed roles too."""
+    configs = [GameConfig(preset="classic7", seed=s, side_models={"werewolves": "random", "village": "mixed"},
+                          seats={"Player1": "heuristic"}) for s in range(4)]
+    configs.append(GameConfig(preset="classic7", seed=9, side_models={"werewolves": "random"},
+                              roles={"Player1": "Werewolf", "Player2": "Werewolf", "Player3": "Seer",
+                                     "Player4": "Guard", "Player5": "Witch", "Player6": "Villager",
+                                     "Player7": "Villager"}))
+    _, t = run_games(tmp_path, configs)
+    p = t.players.merge(t.games[["game_id", "seed"]], on="game_id")
+    for r in p.itertuples():
+        if r.seed != 9 and r.seat == "Player1":
+            assert r.spec == "heuristic"
+        elif r.seed == 9:
+            assert r.spec == ("random" if r.role == "Werewolf" else "heuristic")
+        else:
+            assert r.spec == ("random" if r.side == "werewolves" else "mixed"), r
+    assert set(p[(p["seed"] == 9) & (p["spec"] == "random")]["seat"]) == {"Player1", "Player2"}
+    with pytest.raises(ValueError, match="side_models: wolves is no side"):
+        GameRunner(GameConfig(side_models={"wolves": "random"}))

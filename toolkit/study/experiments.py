@@ -22,7 +22,6 @@ from toolkit.werewolf.experience import ExperiencePool
 from toolkit.llm.budget import Budget, BudgetReached
 from toolkit.werewolf.game import CapReport, GameConfig, play_games
 from toolkit.werewolf.engine.preset import load_preset, parse_error_policy
-from toolkit.werewolf.engine.rules import Game
 
 
 @contextmanager
@@ -42,19 +41,6 @@ def finished_seeds(results_dir: str | Path) -> set[int]:
         return set()
     games = load(results_dir, complete_games=False, columns={"games": ["seed", "winner"]}).games
     return set(int(s) for s in games[games["winner"] != "error"]["seed"].dropna())
-
-
-def seat_models(preset: str, seed: int, model: str, wolf_model: str | None, village_model: str | None,
-                seats: dict[str, str] | None) -> dict[str, str]:
-    """Per-seat specs: a model per side (the seeded roles decide who is a wolf), then explicit seats."""
-
-    out: dict[str, str] = {}
-    if wolf_model or village_model:
-        for seat, role in Game(load_preset(preset), seed).roles.items():
-            side_model = wolf_model if role == "Werewolf" else village_model
-            out[seat] = side_model or model
-    out.update(seats or {})
-    return out
 
 
 # A cell's games are held in memory as configs and rows while it plays: past this many the cell is refused up
@@ -152,8 +138,9 @@ def run_werewolf_cell(results_dir: str, preset: str = "classic7", n_games: int =
         if todo:
             pool = ExperiencePool(Path(results_dir) / "experience" / "pool.jsonl", version=experiment) \
                 if experience else None
+            side_models = {side: m for side, m in (("werewolves", wolf_model), ("village", village_model)) if m}
             configs = [GameConfig(preset=preset, seed=s, model=model,
-                                  seats=seat_models(preset, s, model, wolf_model, village_model, seats),
+                                  seats=dict(seats or {}), side_models=side_models,
                                   reflection=reflection, experience=experience, temperature=temperature,
                                   experience_pool=pool, error_policy=error_policy) for s in todo]
             bar = None

@@ -64,8 +64,11 @@ class Player:
 class GameConfig:
     preset: Preset | str = "classic7"
     seed: int = 0
-    model: str = "heuristic"  # every seat's spec unless ``seats`` says otherwise
+    model: str = "heuristic"  # every seat's spec unless ``seats`` or ``side_models`` says otherwise
     seats: dict[str, SeatConfig | str] = field(default_factory=dict)
+    # a side's spec ("village" or "werewolves" → spec) for its seats not in ``seats``: the runner puts it in the
+    # seats its own deal gives that side (a study asks "wolves played by X", not which seats they hold)
+    side_models: dict[str, str] = field(default_factory=dict)
     roles: dict[str, str] | None = None
     draws: dict[str, str] | None = None  # the rules' random draws to use ("wolf_tie:2" → seat; rules.Game)
     reflection: bool = False
@@ -95,16 +98,19 @@ class GameConfig:
         preset = load_preset(self.preset) if isinstance(self.preset, str) else self.preset
         return preset.model_copy(update={"max_days": self.max_days}) if self.max_days else preset
 
-    def spec(self, seat: str) -> str:
+    def spec(self, seat: str, role: str | None = None) -> str:
+        """The seat's spec: its own, else its side's (once the deal gave it ``role``), else ``model``."""
         value = self.seats.get(seat)
-        return value.spec if isinstance(value, SeatConfig) else (value or self.model)
+        if value:
+            return value.spec if isinstance(value, SeatConfig) else value
+        return (self.side_models.get(side_of(role)) if role is not None else None) or self.model
 
     def seat_config(self, seat: str, role: str | None = None) -> SeatConfig:
         value = self.seats.get(seat)
         if isinstance(value, SeatConfig):
             return value
         experience = self.experience and (role != "Werewolf" or self.wolf_experience)
-        return SeatConfig(spec=value or self.model, reflection=self.reflection, experience=experience)
+        return SeatConfig(spec=self.spec(seat, role), reflection=self.reflection, experience=experience)
 
 
 @dataclass
@@ -135,10 +141,17 @@ class GameRunner:
         self.models = models if models is not None else {}
         self.game_id = game_id or f"g{config.seed}-{uuid.uuid4().hex[:8]}"
         self.on_event = on_event
+        unknown = sorted(set(config.side_models) - {"village", "werewolves"})
+        if unknown:
+            raise ValueError(f"side_models: {', '.join(unknown)} is no side (village, werewolves)")
         given = seat_models or {}
-        seat_models = {seat: given.get(seat) or self._model(config.spec(seat)) for seat in self.preset.seats}
-        self.game = Game(self.preset, config.seed, config.roles or _scripted_roles(seat_models.values()),
-                         config.draws or _scripted_draws(seat_models.values()))
+        # a scripted file among the specs may fix the roles and draws: read before the deal
+        before = [*given.values(), *map(self._model, {config.spec(s) for s in self.preset.seats if s not in given}),
+                  *map(self._model, config.side_models.values())]
+        self.game = Game(self.preset, config.seed, config.roles or _scripted_roles(before),
+                         config.draws or _scripted_draws(before))
+        seat_models = {seat: given.get(seat) or self._model(config.spec(seat, self.game.roles[seat]))
+                       for seat in self.preset.seats}
         self.players = {seat: Player(seat, self.game.roles[seat], config.seat_config(seat, self.game.roles[seat]),
                                      seat_models[seat]) for seat in self.preset.seats}
         self.budget = budget  # a study's spending cap: every call is charged to it (toolkit.llm.budget)
@@ -460,7 +473,7 @@ async def play_games(configs: list[GameConfig], run: Run | None = None, concurre
     gate = asyncio.Semaphore(concurrency)
     cap = cap if cap is not None else CapReport()
     if budget is not None:
-        specs = {spec for c in configs for spec in (c.model, *map(c.spec, c.seats))}
+        specs = {spec for c in configs for spec in (c.model, *map(c.spec, c.seats), *c.side_models.values())}
         budget.check_prices(models.get(s) or models.setdefault(s, get_model(s)) for s in sorted(specs))
 
     async def one(config: GameConfig) -> GameResult | None:
