@@ -180,3 +180,14 @@ def test_the_plan_of_an_adaptive_tournament_and_a_bad_comparison_in_one_line(tmp
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: compare:") and "\n" not in err
     assert not (tmp_path / "results").exists() and not (ROOT / "results" / "bad").exists()
+
+
+def test_the_general_report_of_an_adaptive_tournament_puts_the_valid_verdicts_first(ordered):
+    from toolkit.analysis.report import write_report
+
+    tmp, _, _ = ordered
+    folder = tmp / "results" / "ordered"
+    summary = [p for p in write_report(folder, tmp / "report") if p.name == "summary.md"][0].read_text()
+    first = summary.index("## An adaptive tournament")
+    assert first < summary.index("Which models the data can tell apart")
+    assert "do not account for that" in summary and "heuristic > random" in summary[first:]

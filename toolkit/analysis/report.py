@@ -476,6 +476,14 @@ def write_report(folder: str | Path, out: str | Path | None = None) -> list[Path
                  "the games table; these results do not include the calls table)")
     sections = [f"# Report: {folder}\n", f"Runs: {len(tables.runs)}, games: {len(tables.games)}, "
                 f"sessions: {len(tables.sessions)}, {calls}.\n"]
+    adaptive = folder / "adaptive.md"
+    if adaptive.exists() and len(tables.games):  # the games of an adaptive tournament stopped on their own data
+        sections += ["## An adaptive tournament\n",
+                     "These games come from an adaptive tournament that chose its games and its stopping time from "
+                     "the results as they came. The ratings' intervals and the separation verdicts further down "
+                     "are fixed-sample ones and do not account for that. The verdicts and intervals that do are "
+                     "these (from `adaptive.md`):\n",
+                     adaptive.read_text().replace("# Adaptive tournament\n", "", 1).replace("\n## ", "\n### ")]
     if len(tables.games):
         sections += _werewolf_sections(tables, out, written)
     if len(tables.sessions):
