@@ -135,3 +135,15 @@ def test_engineer_success_and_tool_usage():
     assert u.loc[("x", "Terminal.run_command"), "error_rate"] == pytest.approx(1 / 3)
     assert u.loc[("x", "Terminal.run_command"), "calls_per_session"] == 1.5
     assert u.loc[("y", "Editor.open_file"), "error_rate"] == 0.0
+
+
+def test_the_engineer_tables_header_names_the_interval_its_rows_use():
+    """The rows say `exact` below 30 sessions (intervals.proportion): the header said Wilson only."""
+    from toolkit.analysis.intervals import EXACT_BELOW
+    from toolkit.analysis.report import ENGINEER_HEADER
+
+    sessions = pd.DataFrame({"session_id": list("abc"), "spec": ["x"] * 3, "success": [True, False, True],
+                             "steps": [4, 6, 3]})
+    methods = set(A.engineer_success(sessions)["method"])
+    assert methods == {"exact"} and "exact below" in ENGINEER_HEADER and str(EXACT_BELOW) in ENGINEER_HEADER
+    assert "Wilson" in ENGINEER_HEADER

@@ -98,3 +98,40 @@ def test_the_default_tournament_of_the_offline_players_ranks_heuristic_above_ran
             row = sep.loc[(side, "heuristic", "random")]
             assert row["verdict"] == "heuristic > random", (preset, side)
             assert row["p_holm"] < 0.05 and row["ci_low"] > 0, (preset, side)
+
+
+def test_the_plan_is_sized_at_the_presets_village_rate_with_holm():
+    """At the rate the preset gives (classic7's known rate is far from 0.5) a rating's interval is wider and a
+    difference harder to detect than the old plan (0.5, no Holm) promised; Holm over the table's 6 pairs raises
+    the detectable difference further. benchmarks/plan_power.py checks the numbers by simulation (planned
+    half-width 0.238 vs realised 0.241, power at 0.6 logits 0.585 vs 0.565 [0.496, 0.632] at 0.192)."""
+    from scipy.stats import norm
+
+    plan = T.schedule(MODELS, ["classic7"], games=97, seed=0)
+    p, source = T.village_rate("classic7")
+    assert p < 0.35 and "known rate" in source
+    assert T.village_rate("classic7", {"classic7": 0.2}) == (0.2, "given")
+    assert T.village_rate("nonesuch") == (0.5, "no known rate: 0.5 assumed")
+    widths, pairs = T.expected_widths(plan)
+    even, even_pairs = T.expected_widths(plan, 0.5)
+    assert (widths["half_width"] > even["half_width"] * 1.1).all()
+    assert set(pairs["holm_pairs"]) == {6}
+    sd = even_pairs["diff_half_width"] / 1.959964
+    holm = norm.ppf(1 - 0.05 / 12) + norm.ppf(0.8)
+    assert even_pairs["detectable_80"].to_numpy() == pytest.approx((holm * sd).to_numpy())
+    assert (pairs["power_at_0.6"] < even_pairs["power_at_0.6"]).all()
+
+
+def test_a_pilot_plays_offline_models_only(tmp_path, capsys):
+    spec = {"name": "pilot", "models": ["heuristic", "random"], "presets": ["classic7"], "games": 5}
+    path = tmp_path / "pilot.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    from toolkit.cli import main
+
+    assert main(["tournament", str(path), "--plan", "--pilot", "8"]) == 0
+    printed = capsys.readouterr().out
+    assert "pilot classic7: the village won" in printed and "(given)" in printed
+    plan = T.schedule(["heuristic", "openai:gpt-4o-mini"], ["classic7"], games=2)
+    with pytest.raises(ValueError, match="offline models only"):
+        T.pilot_rates(plan, 4)
+    assert main(["tournament", str(path), "--plan", "--village-rate", "1.5"]) == 2

@@ -118,7 +118,7 @@ def brier(beliefs: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = N
         ref = acc * (1 - acc)
         a = min(max(acc, 1e-9), 1 - 1e-9)
         ref_ll = -(a * np.log(a) + (1 - a) * np.log(1 - a))
-        m = cluster_mean(g["sq"], g["game_id"], n_boot=N_BOOT)
+        m = cluster_mean(g["sq"], g["game_id"], n_boot=N_BOOT, bounds=(0, 1))
         rows.append({**key, **m, "reference": ref, "brier_skill": 1 - m["mean"] / ref if ref > 0 else np.nan,
                      "log_loss": float(g["ll"].mean()),
                      "log_skill": 1 - float(g["ll"].mean()) / ref_ll if ref_ll > 0 else np.nan})

@@ -186,14 +186,28 @@ def holm(pvalues: Iterable[float], alpha: float = 0.05) -> tuple[np.ndarray, np.
     return reject, adjusted
 
 
-def cluster_mean(values: pd.Series, clusters: pd.Series, n_boot: int = 2000, seed: int = 0) -> dict:
-    """Mean of per-unit ``values`` (e.g. a Brier score per belief) with a cluster-bootstrap interval."""
+def cluster_mean(values: pd.Series, clusters: pd.Series, n_boot: int = 2000, seed: int = 0,
+                 bounds: tuple[float, float] | None = None) -> dict:
+    """Mean of per-unit ``values`` (e.g. a Brier score per belief) with a cluster-bootstrap interval.
+
+    ``bounds`` (the values' known range, e.g. (0, 1) for a share, (1, last day) for a night): the mean is
+    computed on the values scaled to [0, 1], so that where the resampled games cannot vary (every game the
+    same value: a potion always used on night 1 in 10 games) the interval is the exact one with the games as
+    trials, scaled back, never a zero-width point. Without bounds such a mean gets a zero-width interval (the
+    data say nothing about its spread): at 10 games of a skewed night count that undercovered (0.81)."""
     frame = pd.DataFrame({"v": pd.to_numeric(values, errors="coerce"), "g": clusters.values}).dropna()
+    if bounds is not None:
+        lo, hi = bounds
+        span = (hi - lo) if hi > lo else 1.0
+        frame["v"] = ((frame["v"] - lo) / span).clip(0, 1)
     per = frame.groupby("g")["v"].agg(["sum", "count"])
     if per.empty:
         return {"n": 0, "n_games": 0, "mean": float("nan"), "ci_low": float("nan"), "ci_high": float("nan")}
-    r = cluster_rate(per["sum"], per["count"], n_boot=n_boot, seed=seed, proportion=False)
-    return {"n": r["n"], "n_games": r["n_games"], "mean": r["rate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"]}
+    r = cluster_rate(per["sum"], per["count"], n_boot=n_boot, seed=seed, proportion=bounds is not None)
+    out = {"n": r["n"], "n_games": r["n_games"], "mean": r["rate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"]}
+    if bounds is not None:
+        out.update({k: lo + span * out[k] for k in ("mean", "ci_low", "ci_high")})
+    return out
 
 
 def groups(df: pd.DataFrame, by: list[str] | None):

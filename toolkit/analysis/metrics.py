@@ -93,7 +93,7 @@ def win_margin_speed(games: pd.DataFrame, players: pd.DataFrame, by: list[str] |
     rows = []
     for key, g in groups(won, by or ["spec", "side"]):
         for metric in ("margin", "speed"):
-            rows.append({**key, "metric": f"{metric}_of_win", **cluster_mean(g[metric], g["game_id"])})
+            rows.append({**key, "metric": f"{metric}_of_win", **cluster_mean(g[metric], g["game_id"], bounds=(0, 1))})
     return pd.DataFrame(rows)
 
 
@@ -536,7 +536,7 @@ def night_actions(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | N
     for kind in ("save", "poison"):
         used = ev[ev["kind"] == kind]
         for key, g in groups(used, by):
-            m = cluster_mean(g["day"], g["game_id"])
+            m = cluster_mean(g["day"], g["game_id"], bounds=(1, max(1, int(ev["day"].max()))))
             timing.append({**key, "metric": f"witch_{kind}_night", "k": None, "n": m["n"], "n_games": m["n_games"],
                            "rate": m["mean"], "ci_low": m["ci_low"], "ci_high": m["ci_high"]})
     return pd.concat([table, pd.DataFrame(timing)], ignore_index=True) if timing else table

@@ -27,6 +27,9 @@ from toolkit.record.load import Results, games_with_params, load
 from toolkit.werewolf.engine.roles import event_kinds
 
 
+# the engineer table's rows are ``intervals.proportion``: exact below EXACT_BELOW sessions, Wilson from there
+ENGINEER_HEADER = ("## Engineer success by model (95% intervals: exact below 30 sessions, else Wilson, as `method` "
+                   "says; n = sessions)\n")
 INTERVAL_COLUMNS = ("ci_low", "ci_high", "lift_ci_low", "lift_ci_high", "lift_baseline_ci_low",
                     "lift_baseline_ci_high", "fp_ci_low", "fp_ci_high")
 
@@ -490,7 +493,7 @@ def write_report(folder: str | Path, out: str | Path | None = None) -> list[Path
         sessions = tables.sessions.copy()
         written.append(P.save(P.plot_tool_usage(tables.tool_calls, sessions), inside(out, "tool_usage", ".png")))
         written.append(P.save(P.plot_success_vs_steps(sessions), inside(out, "success_vs_steps", ".png")))
-        sections += ["## Engineer success by model (Wilson; n = sessions)\n",
+        sections += [ENGINEER_HEADER,
                      markdown_table(A.engineer_success(sessions)),
                      "## Tool usage by model\n",
                      markdown_table(A.tool_usage(tables.tool_calls, sessions)[

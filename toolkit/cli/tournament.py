@@ -15,6 +15,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "experiments/tournaments/example.yaml)")
     parser.add_argument("--plan", action="store_true", help="print the schedule's balance, size and the expected "
                         "interval width of every model's rating per side; run nothing")
+    parser.add_argument("--village-rate", type=float, metavar="P", help="with --plan: the village win rate to size "
+                        "the study at (from a pilot of your own; default: the preset's measured rate)")
+    parser.add_argument("--pilot", type=int, metavar="N", help="with --plan: play the first N planned games of each "
+                        "preset now (offline models only) and size the study at their village win rate")
+    parser.add_argument("--difference", type=float, default=0.6, metavar="LOGITS", help="with --plan: the true "
+                        "difference between two models whose detection power is printed (default: 0.6 logits)")
     parser.add_argument("--workers", type=int, default=1, help="cells run at once (default: 1)")
     parser.add_argument("--executor", choices=["local", "dask"], default="local",
                         help="local processes (default) or a Dask cluster")
@@ -38,8 +44,8 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from toolkit.study.tournament import (balance, expected_widths, export_tables, load_tournament, plan_from_file,
-                                          run_tournament)
+    from toolkit.study.tournament import (balance, expected_widths, export_tables, load_tournament, pilot_rates,
+                                          plan_from_file, run_tournament)
 
     try:
         if args.adaptive or _design(args.file) == "adaptive":
@@ -49,12 +55,26 @@ def run(args: argparse.Namespace) -> int:
             games = plan["game"].nunique()
             print(f"{spec['name']}: {games} games in {plan['cell'].nunique()} cells")
             print(balance(plan).to_string())
-            widths, pairs = expected_widths(plan)
-            print("\nExpected 95% half-width of each rating (logits; equal models, P(village wins) = 0.5 assumed):")
-            print(widths.to_string(index=False, float_format="{:.2f}".format))
+            rate = args.village_rate
+            if rate is not None and not 0 < rate < 1:
+                raise ValueError(f"--village-rate must be between 0 and 1, got {rate}")
+            if args.pilot:
+                pilot = pilot_rates(plan, args.pilot)
+                for preset, (p, n) in pilot.items():
+                    print(f"pilot {preset}: the village won {p:.3f} of {n} decided games")
+                rate = {preset: p for preset, (p, _) in pilot.items()}
+            widths, pairs = expected_widths(plan, rate, difference=args.difference)
+            for preset, part in widths.groupby("preset", sort=False):
+                print(f"\n{preset}: sized at P(village wins) = {part['p_village'].iloc[0]:.3f} "
+                      f"({part['source'].iloc[0]})")
+            print("\nExpected 95% half-width of each rating (logits, equal models at that rate):")
+            print(widths.drop(columns=["p_village", "source"]).to_string(index=False, float_format="{:.2f}".format))
             if len(pairs):
-                print("\nSmallest true difference between two models detected with 80% power (logits):")
-                print(pairs.to_string(index=False, float_format="{:.2f}".format))
+                print("\nBetween two models on a side: the half-width of their difference, the smallest true "
+                      "difference detected with 80% power after Holm's correction over the table's pairs, and the "
+                      f"power at a true difference of {args.difference:g} logits (benchmarks/plan_power.py checks "
+                      "these by simulation):")
+                print(pairs.drop(columns=["p_village"]).to_string(index=False, float_format="{:.2f}".format))
             return 0
         summary = run_tournament(args.file, workers=args.workers, executor=args.executor,
                                  scheduler=args.scheduler, results_root=args.out, max_usd=args.max_usd,

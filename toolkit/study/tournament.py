@@ -13,8 +13,10 @@ The tournament file (its keys and defaults): docs/experiments.md, "Tournaments".
   use it for questions about roles, not for ranking.
 
 ``expected_widths`` (``toolkit tournament FILE --plan``) prints, before anything runs, the 95% interval
-half-width each model's rating per side will have and the smallest difference between two models the
-plan detects with 80% power (equal models, village win probability 0.5 assumed).
+half-width each model's rating per side will have, the smallest difference between two models the plan
+detects with 80% power after Holm's correction, and the power at a given difference — at the village win rate
+the preset gives (its measured rate, a pilot's with ``--pilot``, or ``--village-rate``; ``village_rate``),
+not at an assumed 0.5: a preset the wolves win 80% of the time carries less information per game.
 
 In both, the seat *names* are shuffled per game (seeded), so no model is tied to a seat name or a speaking
 position. ``schedule`` returns the whole plan as a DataFrame (one row per seat per game) to inspect before
@@ -42,7 +44,7 @@ from toolkit.core import data
 from toolkit.core.files import FileError, TournamentFile, load_file, one_line
 from toolkit.record.load import load
 from toolkit.study.sweep import run_sweep
-from toolkit.werewolf.game import GameConfig, SeatConfig
+from toolkit.werewolf.game import GameConfig, SeatConfig, play_games
 from toolkit.werewolf.engine.preset import load_preset, parse_error_policy
 
 NOTEBOOK = "experiments/tournament.ipynb"
@@ -156,32 +158,96 @@ def balance(plan: pd.DataFrame) -> pd.DataFrame:
     return plan.pivot_table(index=["preset", "spec"], columns="role", values="game", aggfunc="count", fill_value=0)
 
 
-def expected_widths(plan: pd.DataFrame, p_village: float = 0.5) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """What the plan can measure, per preset (the report rates each preset on its own): for each model and
-    side, the decided games that inform its rating and the expected 95% half-width of the rating (logits);
-    for each pair of models on a side, the expected half-width of their difference and the smallest true
-    difference detected with 80% power at the 5% level ((1.96 + 0.84) standard errors, before Holm)."""
+# P(village wins) per preset as measured (the heuristic in every seat, seeds 0-299 with play_games: village wins,
+# games; docs/statistics.md, "What the planner assumes"). ``--plan`` sizes a study at these unless given a rate or
+# a pilot.
+KNOWN_VILLAGE_WINS = {"classic7": (86, 300), "standard9": (14, 300), "competitive12": (3, 300), "kaggle7": (66, 300),
+                      "kaggle8": (77, 300)}
+OFFLINE = ("heuristic", "random", "mixed")  # specs a pilot may play (no network, no cost)
+
+
+def village_rate(preset: str, given: float | dict[str, float] | None = None) -> tuple[float, str]:
+    """P(village wins) the plan assumes for ``preset`` and where it comes from: ``given`` (a rate, or a rate
+    per preset, from a pilot or the user), else the preset's measured rate (``KNOWN_VILLAGE_WINS``), else 0.5
+    (said so: no rate is known)."""
+    if isinstance(given, dict) and preset in given:
+        return float(given[preset]), "given"
+    if isinstance(given, (int, float)):
+        return float(given), "given"
+    k, n = KNOWN_VILLAGE_WINS.get(preset, (0, 0))
+    if n:
+        return k / n, f"known rate: heuristic self-play, {k}/{n} games"
+    return 0.5, "no known rate: 0.5 assumed"
+
+
+def pilot_rates(plan: pd.DataFrame, games: int = 60, seed: int = 10_000) -> dict[str, tuple[float, int]]:
+    """A pilot: the first ``games`` planned games of each preset played now (seeds apart from the plan's),
+    their village win rate per preset (rate, games decided). Only offline models (``OFFLINE``) are played:
+    a pilot of paid models is a study of its own, refused here."""
+    import asyncio
+    import tempfile
+
+    paid = sorted({str(s) for s in plan["spec"]} - set(OFFLINE))
+    if paid:
+        raise ValueError(f"--pilot plays offline models only ({', '.join(OFFLINE)}); {', '.join(paid)} would be "
+                         "called: run a small tournament of your own and pass its rate with --village-rate")
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for preset, part in plan.groupby("preset", sort=False):
+            first = sorted(set(part["game"]))[:games]
+            configs = [GameConfig(preset=preset, seed=seed + int(g), seats={s: SeatConfig(spec=m) for s, m in
+                                                                            zip(rows["seat"], rows["spec"])},
+                                  roles=dict(zip(rows["seat"], rows["role"])))
+                       for g, rows in part[part["game"].isin(first)].groupby("game")]
+            folder = Path(tmp) / preset
+            with Run(folder, "pilot") as run:
+                asyncio.run(play_games(configs, run))
+            g = load(folder, complete_games=True).games
+            decided = g[g["winner"].isin(["village", "werewolves"])]
+            out[preset] = (float((decided["winner"] == "village").mean()) if len(decided) else 0.5, len(decided))
+    return out
+
+
+def expected_widths(plan: pd.DataFrame, p_village: float | dict[str, float] | None = None, alpha: float = 0.05,
+                    power: float = 0.8, difference: float = 0.6) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """What the plan can measure, per preset (the report rates each preset on its own), at the village win rate
+    each preset gives (``village_rate``: ``p_village``, else the preset's known rate): for each model and side,
+    the decided games that inform its rating and the expected 95% half-width of the rating (logits); for each
+    pair of models on a side, the expected half-width of their difference, the smallest true difference
+    detected with ``power`` at family-wise ``alpha`` after Holm's correction over every pair of the preset's
+    table (the report's ``separation``; its first step, α / pairs, the bound when one pair differs), and the
+    power to detect a true ``difference``. Binomial information only: the simulation of
+    ``benchmarks/plan_power.py`` checks it."""
+    from scipy.stats import norm
+
     from toolkit.analysis.ratings import expected_se
 
     rows, pairs = [], []
     for preset, part in plan.groupby("preset", sort=False):
+        p, source = village_rate(preset, p_village)
         games = part.groupby("game").size().rename("seats").reset_index().rename(columns={"game": "game_id"})
         players = part.rename(columns={"game": "game_id"})
-        d, cov = expected_se(games, players, p_village)
+        d, cov = expected_se(games, players, p)
         se = np.sqrt(np.diag(cov))
         for i, (spec, side) in enumerate(d.names, start=1):
             if d.n_games[(spec, side)]:
-                rows.append({"preset": preset, "spec": spec, "side": side, "games": d.n_games[(spec, side)],
-                             "half_width": 1.959964 * se[i]})
+                rows.append({"preset": preset, "p_village": p, "source": source, "spec": spec, "side": side,
+                             "games": d.n_games[(spec, side)], "half_width": 1.959964 * se[i]})
         index = {n: i for i, n in enumerate(d.names, start=1)}
+        found = []
         for side in ("village", "werewolves"):
             specs = [m for m, s in d.names if s == side and d.n_games[(m, s)]]
             for a, b in itertools.combinations(specs, 2):
                 c = np.zeros(len(se))
                 c[index[(a, side)]], c[index[(b, side)]] = 1.0, -1.0
-                sd = float(np.sqrt(c @ cov @ c))
-                pairs.append({"preset": preset, "side": side, "a": a, "b": b, "diff_half_width": 1.959964 * sd,
-                              "detectable_80": 2.801585 * sd})
+                found.append((side, a, b, float(np.sqrt(c @ cov @ c))))
+        z = norm.ppf(1 - alpha / (2 * max(len(found), 1)))  # Holm's first step over the table's pairs
+        for side, a, b, sd in found:
+            pairs.append({"preset": preset, "p_village": p, "side": side, "a": a, "b": b,
+                          "diff_half_width": 1.959964 * sd, "holm_pairs": len(found),
+                          f"detectable_{round(power * 100)}": (z + norm.ppf(power)) * sd,
+                          f"power_at_{difference:g}": float(norm.cdf(difference / sd - z)
+                                                              + norm.cdf(-difference / sd - z))})
     return pd.DataFrame(rows), pd.DataFrame(pairs)
 
 
