@@ -142,6 +142,27 @@ def robustness_sections(tables: Results, games: pd.DataFrame, by: list[str]) -> 
     if tables.players["spec"].nunique() > 1 and len(clean):
         s.append(markdown_table(games_table(per_condition(lambda t: A.ratings(t.games, t.players, by_side=True),
                                                           clean, tables, by))))
+    return s + error_policy_sections(tables, games, by)
+
+
+def error_policy_sections(tables: Results, games: pd.DataFrame, by: list[str]) -> list[str]:
+    """Ratings on all games beside those on the clean ones (``toolkit.analysis.error_policy``), and the study
+    rated under two error policies side by side; only where several models play and some game had a failure."""
+    from toolkit.analysis.error_policy import clean_games, error_survival, policy_ratings
+
+    if tables.players["spec"].nunique() < 2 or len(clean_games(games)) == len(games):
+        return []
+    s = ["## Error policies\n", "Each model's rating per side on all decided games (`_all`) beside its rating on "
+         "the games with no fallback, error or forfeit (`_clean`); `shift` = clean − all (logits). A model whose "
+         "rating moves owes it to how failures were scored (the error-survival confound):\n"]
+    sentence = ""
+    for key, part in A.groups(games, by):
+        players = tables.players[tables.players["game_id"].isin(part["game_id"])]
+        events = tables.events[tables.events["game_id"].isin(part["game_id"])]
+        where = "**" + ", ".join(f"{k} = {v}" for k, v in key.items()) + "**: " if key else ""
+        s += [where, markdown_table(error_survival(part, players))]
+        table, sentence = policy_ratings(part, players, events)
+        s += [f"{where}ratings {sentence}:\n", markdown_table(table)]
     return s
 
 

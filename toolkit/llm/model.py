@@ -15,7 +15,6 @@ import json
 import math
 import os
 import time
-import weakref
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
@@ -32,6 +31,7 @@ from tenacity import (
 )
 
 from toolkit.llm.cache import ResponseCache, cache_key
+from toolkit.llm.gate import gate as endpoint_gate
 from toolkit.llm.backend import Backend
 from toolkit.llm.request import Completion, LLMError, Request, TransientError, estimate_tokens, messages_text
 from toolkit.core.secrets import mask_url
@@ -107,7 +107,10 @@ def cost_usd(model: str, prompt_tokens: int, completion_tokens: int, cached_toke
 # ------------------------------------------------------------------ configuration
 @dataclass
 class ModelConfig:
-    max_connections: int = 8  # concurrent requests per endpoint (per event loop)
+    # Requests in flight per endpoint from this process (per event loop): the most, lowered on a 429 and raised
+    # again by answers while ``rate_adaptive`` (toolkit.llm.gate); a spec's ?max_connections=N sets it for a model.
+    max_connections: int = 64
+    rate_adaptive: bool = True
     timeout_s: float = 60.0  # a deadline: one request's whole time, from sending it to its last byte
     max_attempts: int = 6
     max_total_wait_s: float = 120.0
@@ -245,9 +248,6 @@ class Call:
 
 
 # ------------------------------------------------------------------ the wrapper
-# Per event loop: {endpoint: semaphore}. asyncio semaphores belong to a loop.
-_GATES: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]]" = (
-    weakref.WeakKeyDictionary())
 # Endpoints that have answered at least once in this process: a refused connection to one of them is a
 # blip worth retrying; to any other, nothing is listening and retrying cannot help.
 _ANSWERED: set[str] = set()
@@ -300,8 +300,15 @@ class Model:
             if self.base_url is None:
                 completion = await self.backend.complete(request)
             else:
-                async with self._gate():  # the deadline counts from sending, not from waiting for a slot
-                    completion = await asyncio.wait_for(self.backend.complete(request), self.config.timeout_s)
+                gate = endpoint_gate(self.base_url, self.config.max_connections, self.config.rate_adaptive)
+                async with gate:  # the deadline counts from sending, not from waiting for a slot
+                    try:
+                        completion = await asyncio.wait_for(self.backend.complete(request), self.config.timeout_s)
+                    except TransientError as exc:
+                        if exc.kind == "rate_limit":  # every game of the process backs off together
+                            gate.rate_limited(min(exc.retry_after or 0, self.config.retry_after_cap_s))
+                        raise
+                gate.answered()
         except asyncio.TimeoutError as exc:  # a server that drips bytes or never finishes its body
             error = TransientError(f"timed out after {self.config.timeout_s:g}s (the deadline for a whole answer, "
                                    "TOOLKIT_TIMEOUT_S)", kind="timeout")
@@ -347,13 +354,6 @@ class Model:
         if isinstance(exc, TransientError) and exc.retry_after is not None:
             return min(exc.retry_after, self.config.retry_after_cap_s)
         return self._backoff(SimpleNamespace(attempt_number=attempt))  # tenacity's waits read only this
-
-    def _gate(self) -> asyncio.Semaphore:
-        gates = _GATES.setdefault(asyncio.get_running_loop(), {})
-        gate = gates.get(self.base_url)
-        if gate is None:
-            gate = gates[self.base_url] = asyncio.Semaphore(self.config.max_connections)
-        return gate
 
     def _accounted(self, c: Completion, request: Request) -> Completion:
         """Usage (estimated and flagged where the backend reports none) and cost."""
