@@ -168,8 +168,10 @@ def paired_difference(ka: Iterable[float], na: Iterable[float], kb: Iterable[flo
     (d0,), (se0,) = est(np.ones((1, g)))
     d, se = est(W)
     ok = np.isfinite(d)
-    t = (d[ok] - d0) / np.maximum(se[ok], se0 / math.sqrt(g))
-    t_low, t_high = np.percentile(t, [2.5, 97.5]) if se0 > 1e-12 else (0.0, 0.0)
+    t_low = t_high = 0.0  # every pair the same difference: no spread to resample (and no 0/0 to warn about)
+    if se0 > 1e-12:
+        t = (d[ok] - d0) / np.maximum(se[ok], se0 / math.sqrt(g))
+        t_low, t_high = np.percentile(t, [2.5, 97.5])
     return {"n_pairs": g, "diff": tidy(d0), "ci_low": tidy(d0 - t_high * se0), "ci_high": tidy(d0 - t_low * se0),
             "method": "paired bootstrap-t (common seeds)"}
 

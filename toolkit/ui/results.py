@@ -82,12 +82,16 @@ def fingerprint(folder: Path) -> str:
     return h.hexdigest()[:32]
 
 
-def cached_report(folder: Path, stage=lambda text: None) -> tuple[str, dict[str, bytes], bool]:
-    """The report of ``folder`` (its Markdown and its plots by file name) and whether it came from the cache;
-    computed (``write_report``) and kept there when it was not."""
+def cached(folder: Path) -> Path | None:
+    """The cache's copy of ``folder``'s report (a folder holding summary.md and its plots), or None."""
+    entry = cache_root() / fingerprint(folder)
+    return entry if (entry / "summary.md").is_file() else None
+
+
+def cached_report(folder: Path) -> Path:
+    """``folder``'s report in the cache, computed (``write_report``) and kept there when it was not."""
     entry = cache_root() / fingerprint(folder)
     if not (entry / "summary.md").is_file():
-        stage("computing the report (rates, intervals, ratings) and drawing its plots; kept for the next time")
         entry.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".partial-"))
         try:
@@ -96,12 +100,7 @@ def cached_report(folder: Path, stage=lambda text: None) -> tuple[str, dict[str,
             os.replace(tmp, entry)  # whole or not at all: a report killed half-way is never read back
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        hit = False
-    else:
-        hit = True
-    markdown = (entry / "summary.md").read_text()
-    images = {p.name: p.read_bytes() for p in entry.glob("*.png")}
-    return markdown, images, hit
+    return entry
 
 
 class ResultsExplorer(W.VBox):
@@ -145,27 +144,42 @@ class ResultsExplorer(W.VBox):
         where = f" ({how})" if how else ""
         self.load_button.disabled = True
         try:
-            self._stage(f"looking for {folder}'s report in the cache{where}", started)
-            self.markdown, self.images, hit = cached_report(folder, lambda text: self._stage(text, started))
-            # append_display_data, not `with self.report`: the capture does not work from a thread
-            self.report.append_display_data(Markdown(inline_images(self.markdown, self.images)))
-            self.shown = folder
-            shown_in = time.monotonic() - started
-            self._stage(f"report shown ({'from the cache' if hit else 'computed'}, {shown_in:.1f} s); reading "
-                        f"the tables for the replays", started)
-            self.tables = t = load(folder)
-            self.summary.value = (f"{len(t.runs)} runs, {len(t.games)} games, {len(t.sessions)} sessions, "
-                                  f"{len(t.calls)} model calls")
-            self.pick.options = tuple(t.games["game_id"]) + tuple(t.sessions["session_id"])
-            self.view_button.disabled = not self.pick.options
+            entry = cached(folder)
+            if entry is not None:  # shown at once; the tables (for the replays) are read after
+                self._show(entry)
+                shown_in = time.monotonic() - started
+                self._stage(f"report shown from the cache ({shown_in:.1f} s); reading the tables for the replays",
+                            started)
+                self._read_tables(folder)
+            else:  # the counts first (seconds), then the report (minutes for a large study)
+                self._stage(f"reading the tables in {folder}{where}", started)
+                self._read_tables(folder)
+                self._stage("computing the report (rates, intervals, ratings) and drawing its plots; kept in the "
+                            "cache for the next time", started)
+                self._show(cached_report(folder))
+                shown_in = time.monotonic() - started
             self.progress.value = html.escape(
-                f"loaded in {time.monotonic() - started:.0f} s (report {'from the cache' if hit else 'computed'} "
+                f"loaded in {time.monotonic() - started:.0f} s (report {'from the cache' if entry else 'computed'} "
                 f"and shown after {shown_in:.1f} s){where}", quote=False)
         except Exception as exc:
             self.progress.value = f"<span style='color:#c0392b'>{html.escape(f'{type(exc).__name__}: {exc}')}</span>"
             raise
         finally:
             self.load_button.disabled = False
+
+    def _show(self, entry: Path) -> None:
+        self.markdown = (entry / "summary.md").read_text()
+        self.images = {p.name: p.read_bytes() for p in entry.glob("*.png")}
+        # append_display_data, not `with self.report`: the capture does not work from a thread
+        self.report.append_display_data(Markdown(inline_images(self.markdown, self.images)))
+
+    def _read_tables(self, folder: Path) -> None:
+        self.tables = t = load(folder)
+        self.shown = folder
+        self.summary.value = (f"{len(t.runs)} runs, {len(t.games)} games, {len(t.sessions)} sessions, "
+                              f"{len(t.calls)} model calls")
+        self.pick.options = tuple(t.games["game_id"]) + tuple(t.sessions["session_id"])
+        self.view_button.disabled = not self.pick.options
 
     def view(self, ident: str | None = None) -> Replay | None:
         """Show the replay of the picked game or session below the picker, with a link that saves it."""
