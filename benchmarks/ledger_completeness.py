@@ -15,7 +15,7 @@ import statistics
 import sys
 import time
 
-from toolkit.werewolf.seat.completeness import check_games, new_stats
+from toolkit.werewolf.ledger_check import check_games, new_stats
 from toolkit.werewolf.game import GameConfig
 
 METAGPT_MEAN = 11453

@@ -161,3 +161,21 @@ def test_the_package_root_holds_only_packages():
     packages = {p.name for p in ROOT.iterdir() if (p / "__init__.py").exists()}
     named = {prefix.split(".")[1] for _, prefixes in LAYERS for prefix in prefixes if prefix.count(".") == 1}
     assert packages == named - {"__main__"}, (packages, named)
+
+
+def test_inside_werewolf_the_rules_and_the_seat_import_nothing_above_them():
+    """Inside ``toolkit.werewolf`` the order is engine (the rules) < seat (a seat's view and decisions) < players <
+    the modules at its top (the runner ``game``, the recorder, replay, the ledger check): a module imports only
+    its own level or lower ones."""
+    level = {"toolkit.werewolf.engine": 0, "toolkit.werewolf.seat": 1, "toolkit.werewolf.players": 2,
+             "toolkit.werewolf.kaggle": 3}
+
+    def of(module: str) -> int | None:
+        if not module.startswith("toolkit.werewolf"):
+            return None
+        return next((n for prefix, n in level.items() if module == prefix or module.startswith(prefix + ".")), 3)
+
+    wrong = [f"{name} imports {target}" for name, path in modules().items() if of(name) is not None
+             for target in imports(path) if of(target) is not None and of(target) > of(name)
+             and target != "toolkit.werewolf"]
+    assert not wrong, "\n".join(wrong)

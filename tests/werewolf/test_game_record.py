@@ -9,7 +9,8 @@ import asyncio
 import pytest
 
 from toolkit.prompting.structured_call import render
-from toolkit.werewolf.seat.completeness import check_games, missing, new_stats
+from toolkit.werewolf.ledger_check import check_games, new_stats
+from toolkit.werewolf.seat.completeness import missing
 from toolkit.werewolf.game import play_games, GameConfig, GameRunner
 from toolkit.werewolf.seat.observation import FULL_DAYS, observe
 from toolkit.werewolf.engine.preset import load_preset
@@ -177,3 +178,25 @@ def test_condensed_days_keep_deaths_eliminations_and_last_words():
             else:
                 game.apply(ask.seat, ask.action, None)
     assert game.winner == "draw" and checked >= 3 * 7
+
+
+def test_the_seats_view_reads_the_announcements_typed_fields_not_their_text():
+    """Speaking order, revotes, ties and abstentions reach a seat's record from the events' ``about`` and
+    ``seats`` fields: with those announcements' text blanked the record is the same (a bid's outcome is shown
+    as its announcement says, so its text stays)."""
+    import dataclasses
+
+    from toolkit.werewolf.seat.observation import record
+
+    seen = set()
+    for preset in ("standard9", "competitive12", "classic7"):
+        for seed in range(12):
+            runner = GameRunner(GameConfig(preset=preset, seed=seed, model="random"))
+            asyncio.run(runner.play())
+            game = runner.game
+            public = [e for e in game.events if e.visibility == "public"]
+            blank = [dataclasses.replace(e, text="") if e.about not in (None, "bids") else e
+                 for e in public]
+            seen |= {e.about for e in public if e.about}
+            assert record(game, blank) == record(game, public), (preset, seed)
+    assert {"speaking_order", "revote", "tie"} <= seen

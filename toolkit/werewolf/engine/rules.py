@@ -50,6 +50,11 @@ class Event:
     text: str
     visibility: str
     fallback: bool = False
+    # What an announcement announces, for the seat's view (never read back from the text): "speaking_order",
+    # "bids", "revote", "tie" or "abstained"; ``seats`` the speaking order or the revote's candidates.
+    # Not columns of the events table (the text says the same to a reader of the rows).
+    about: str | None = None
+    seats: tuple[str, ...] = ()
 
     def visible_to(self, seat: str, role: str) -> bool:
         return (self.visibility == PUBLIC or self.visibility == seat
@@ -256,7 +261,7 @@ class Game:
             self.speech_queue = bidding.round_order(bids)
             order = ", ".join(f"{s} ({bids[s]})" for s in self.speech_queue)
             self._emit("announcement", None, None, f"Round {self.bid_done + 1} speaking order, by bid: {order}.",
-                       shown)
+                       shown, about="bids", seats=tuple(self.speech_queue))
             return
         if not any(bids.values()):
             self._emit("announcement", None, None, "Everyone bid 0: the talk ends.", PUBLIC)
@@ -265,7 +270,8 @@ class Game:
         named = bidding.mentioned(said[-1].text, self.seats) if said else []
         winner = bidding.turn_winner(bids, self.preset.bid_tie, self.seats, named, Counter(e.actor for e in said))
         overview = ", ".join(f"{s}: {bids[s]}" for s in self.alive)
-        self._emit("announcement", None, winner, f"{winner} wins the bid and speaks next (bids: {overview}).", shown)
+        self._emit("announcement", None, winner, f"{winner} wins the bid and speaks next (bids: {overview}).", shown,
+                   about="bids", seats=(winner,))
         self.speech_queue = [winner]
 
     def _vote(self, seat: str, target: str | None, fallback: bool) -> None:
@@ -407,7 +413,7 @@ class Game:
             rounds = f" Each speaks {n} times, in turn." if n > 1 else ""
         self._emit("announcement", None, None,
                    f"Day {self.day}: the living players are {', '.join(self.alive)}.{rounds} Speaking order: "
-                   f"{', '.join(order)}.", PUBLIC)
+                   f"{', '.join(order)}.", PUBLIC, about="speaking_order", seats=tuple(order))
 
     def _open_vote(self, candidates: tuple[str, ...], phase: str) -> None:
         self.phase = phase
@@ -419,7 +425,8 @@ class Game:
             self.vote_queue_first = self.vote_queue[0] if self.vote_queue else None
         if phase == "day_revote":
             self._emit("announcement", None, None,
-                       f"The vote is tied between {', '.join(candidates)}. Vote again among them.", PUBLIC)
+                       f"The vote is tied between {', '.join(candidates)}. Vote again among them.", PUBLIC,
+                       about="revote", seats=tuple(candidates))
 
     def _vote_order(self, first: str | None = None) -> list[str]:
         """The day's sequential voting order (``vote_order``); a revote keeps the day's first voter."""
@@ -453,7 +460,8 @@ class Game:
             out = self.draw("vote_tie", list(leaders), f"{self.seed}:tie:{self.day}")
         if out is None:
             self._emit("announcement", None, None, f"Votes ({tally}) are tied: nobody is eliminated." if counts
-                       else "Every voter abstained: nobody is eliminated.", PUBLIC)
+                       else "Every voter abstained: nobody is eliminated.", PUBLIC,
+                       about="tie" if counts else "abstained")
             return self._end_day()
         self._remove(out, "vote")
         self._emit("elimination", None, out, f"Votes: {tally}. {self.shown_name(out, 'exile')} is eliminated.", PUBLIC)
@@ -510,6 +518,7 @@ class Game:
         self._emit(kind, actor, target, text, visibility, fallback, phase)
 
     def _emit(self, kind: str, actor: str | None, target: str | None, text: str, visibility: str,
-              fallback: bool = False, phase: str | None = None) -> None:
+              fallback: bool = False, phase: str | None = None, about: str | None = None,
+              seats: tuple[str, ...] = ()) -> None:
         self.events.append(Event(len(self.events), self.day, phase or self.phase, kind, actor, target, text,
-                                 visibility, fallback))
+                                 visibility, fallback, about, tuple(seats)))

@@ -6,7 +6,8 @@ event before the call that the prompt does not carry, a one-line description. It
 observation code that built the prompt: it parses what the model would read. Speech text may be omitted
 only where the prompt says so (the counts in "N speeches of day D omitted" must add up).
 
-Used by tests/werewolf/test_game_record.py and benchmarks/ledger_completeness.py.
+Used by tests/werewolf/test_game_record.py and benchmarks/ledger_completeness.py (through
+``toolkit.werewolf.ledger_check``, which plays games with every prompt checked).
 """
 
 from __future__ import annotations
@@ -15,9 +16,7 @@ import re
 from collections import Counter, defaultdict
 from typing import Any, Callable
 
-from toolkit.llm import Backend, Model
 from toolkit.werewolf.engine import claims as claims_mod
-from toolkit.werewolf.game import GameRunner
 from toolkit.werewolf.engine.rules import PUBLIC, Event
 from toolkit.werewolf.engine.speech import clean_speech
 
@@ -231,48 +230,3 @@ def missing(prompt: str, events: list[Event], reveal_roles: bool = False, roles:
             continue
         out.append(f"day {d}: {hidden} speeches not shown, {single[d]} said to be omitted")
     return out
-
-
-# ---------------------------------------------------------------------------------------------- games
-class _Checking(Backend):
-    """Wraps a seat's real backend: before answering, checks the request's prompt against the game so far
-    (the rules apply a phase's decisions only after every answer is in, so the events are those the
-    prompt was built from)."""
-
-    def __init__(self, inner: Any, runner: Any, stats: dict[str, Any]):
-        self.inner, self.runner, self.stats = inner, runner, stats
-        self.model = inner.model
-        self.free, self.roles = inner.free, inner.roles
-
-    async def complete(self, request: Any) -> Any:
-        game = self.runner.game
-        prompt = request.messages[0]["content"]  # the prompt itself (later messages are re-asks)
-        gaps = missing(prompt, game.events, roles=game.roles, phase=game.phase, shown_name=game.shown_name)
-        public = sum(e.visibility == PUBLIC for e in game.events)
-        self.stats["calls"] += 1
-        self.stats["facts"] += public
-        self.stats["missing"] += len(gaps)
-        self.stats["complete_calls"] += not gaps
-        self.stats["condensed_calls"] += "(condensed;" in prompt  # older votes there are kept without their day
-        if gaps and len(self.stats["examples"]) < 5:
-            self.stats["examples"].append((self.runner.game_id, request.replay_key, gaps[:3]))
-        self.stats["chars"].append(sum(len(m["content"]) for m in request.messages))
-        return await self.inner.complete(request)
-
-
-def new_stats() -> dict[str, Any]:
-    return {"calls": 0, "facts": 0, "missing": 0, "complete_calls": 0, "examples": [], "chars": [], "games": 0,
-            "condensed_calls": 0}
-
-
-async def check_games(configs: list[Any], stats: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Plays the games one after another, checking every call's prompt; returns the counts."""
-    stats = stats if stats is not None else new_stats()
-    models: dict[str, Any] = {}
-    for config in configs:
-        runner = GameRunner(config, models=models)
-        for player in runner.players.values():
-            player.model = Model(player.model.spec, _Checking(player.model.backend, runner, stats), player.model.config)
-        await runner.play()
-        stats["games"] += 1
-    return stats

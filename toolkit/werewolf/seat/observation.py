@@ -72,22 +72,19 @@ def record(game: Game, public: list[Event]) -> dict[str, Any]:
             d["dawn"] = True
         elif e.kind == "death":
             d["night_deaths"].append(game.shown_name(e.target, "night"))
-        elif e.kind == "announcement" and e.text.startswith(f"Day {e.day}: the living players"):
-            if "Speaking order: " in e.text:  # (a bidding discussion has none: the bids decide)
-                d["order"] = e.text.rsplit("Speaking order: ", 1)[-1].rstrip(".").split(", ")
-        elif e.kind == "announcement" and (" wins the bid and speaks next" in e.text
-                                           or " speaking order, by bid: " in e.text):
+        elif e.about == "speaking_order":  # (a bidding discussion has none: the bids decide)
+            d["order"] = list(e.seats)
+        elif e.about == "bids":
             d.setdefault("bids", []).append(e.text)
-        elif e.kind == "announcement" and "Vote again among them" in e.text:
+        elif e.about == "revote":
             d["rounds"][-1]["outcome"] = "revote"
-            candidates = e.text.split("tied between ", 1)[1].split(". Vote again")[0].split(", ")
-            d["rounds"].append({"revote": True, "candidates": candidates, "votes": [], "outcome": None})
+            d["rounds"].append({"revote": True, "candidates": list(e.seats), "votes": [], "outcome": None})
         elif e.kind == "vote":
             if not d["rounds"] or d["rounds"][-1]["outcome"] is not None:
                 d["rounds"].append({"revote": False, "candidates": [], "votes": [], "outcome": None})
             d["rounds"][-1]["votes"].append([e.actor, e.target])
-        elif e.kind == "announcement" and "nobody is eliminated" in e.text:
-            d["rounds"][-1]["outcome"] = "abstained" if e.text.startswith("Every voter abstained") else "tie"
+        elif e.about in ("tie", "abstained"):
+            d["rounds"][-1]["outcome"] = e.about
             d["outcome"] = "tie"
         elif e.kind == "elimination":
             d["rounds"][-1]["outcome"] = game.shown_name(e.target, "exile")
