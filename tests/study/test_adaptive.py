@@ -191,3 +191,40 @@ def test_the_general_report_of_an_adaptive_tournament_puts_the_valid_verdicts_fi
     first = summary.index("## An adaptive tournament")
     assert first < summary.index("Which models the data can tell apart")
     assert "do not account for that" in summary and "heuristic > random" in summary[first:]
+
+
+def test_a_spending_cap_stops_an_adaptive_tournament_and_a_rerun_continues(tmp_path, prices):
+    """A priced model on the loopback server (a process of its own): the token cap of ``toolkit.llm.budget``
+    stops the run mid-round (exit 3); the round it cut is not counted; a rerun with a higher cap finishes that
+    round first, plays on, and plays nothing twice."""
+    from toolkit.testing.loopback_server import serve_in_subprocess
+
+    server, url = serve_in_subprocess(seed=3)
+    prices("det: {input: 1.0, output: 4.0}")
+    try:
+        path = write(tmp_path / "t.yaml", name="capped", models=[f"openai:det@{url}", "heuristic"],
+                     presets=["classic7"], design="adaptive", min_difference=2.0, round_games=4, concurrency=1,
+                     max_tokens=40000, seed=2)
+        results = tmp_path / "results"
+        run = [sys.executable, "-m", "toolkit", "tournament", str(path), "--out", str(results)]
+        first = subprocess.run(run, cwd=ROOT, capture_output=True, text=True, timeout=600)
+        assert first.returncode == 3, first.stdout[-2000:] + first.stderr[-2000:]
+        assert "stopped (spending cap:" in first.stdout
+        folder = results / "capped"
+        played = load(folder).games
+        sched = pd.read_parquet(folder / "schedule.parquet")
+        assert 0 < len(played) < sched["game"].nunique()  # the last round was cut short
+        counted = pd.read_parquet(folder / "comparisons.parquet")["pairs"].sum()
+        rounds = int(sched["round"].max())
+        assert f"in {rounds - 1} rounds" in (folder / "adaptive.md").read_text()  # the cut round is not counted
+        rerun = subprocess.run(run + ["--max-tokens", "100000000", "--max-games", str(sched["game"].nunique() + 4)],
+                               cwd=ROOT, capture_output=True, text=True, timeout=600)
+        assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-2000:]
+        games = load(folder).games
+        sched = pd.read_parquet(folder / "schedule.parquet")
+        assert games["seed"].is_unique and sorted(games["seed"]) == sorted(sched["seed"].unique())
+        assert set(played["game_id"]) <= set(games["game_id"])  # the first run's games kept, not replayed
+        assert pd.read_parquet(folder / "comparisons.parquet")["pairs"].sum() >= counted
+    finally:
+        server.terminate()
+        server.wait(10)
