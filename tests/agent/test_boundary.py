@@ -170,12 +170,13 @@ def workspace(host: Host, git_repo: bool = True) -> Path:
     return ws
 
 
-def session(host: Host, ws: Path, answers: list, environment: dict | None = None, apply: bool = False) -> dict:
+def session(host: Host, ws: Path, answers: list, environment: dict | None = None, apply: bool = False,
+            kind: str = "bubblewrap") -> dict:
     """Run a scripted session through the CLI as ``host``; returns its trajectory and output."""
     script = host.base / f"s-{uuid.uuid4().hex[:6]}.yaml"
     script.write_text(yaml.safe_dump({"answers": [*answers, END]}))
     role = yaml.safe_load((ROOT / "prompts" / "agent" / "roles" / "engineer.yaml").read_text())
-    role["environment"] = {"kind": "bubblewrap", **(environment or {})}
+    role["environment"] = {"kind": kind, **(environment or {})}
     role_file = host.base / f"role-{uuid.uuid4().hex[:6]}.yaml"
     role_file.write_text(yaml.safe_dump(role))
     out = host.base / "res"
@@ -301,7 +302,8 @@ def test_root_only_files_stay_unreadable(host):
 
 
 # ------------------------------------------------------------------ stalls and resources
-LEASE = ("setsid -f python3 -c 'import fcntl, os, time\n"
+LEASE = ("setsid -f python3 -c 'import fcntl, os, signal, time\n"
+         "signal.signal(signal.SIGIO, signal.SIG_IGN)\n"  # the break notice ignored: the lease holds 45 s
          "fds = [os.open(n, os.O_RDONLY) for n in (\"a.txt\", \"b.txt\")]\n"
          "[fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK) for fd in fds]\n"
          "open(\"leased\", \"w\").close()\n"
@@ -309,10 +311,11 @@ LEASE = ("setsid -f python3 -c 'import fcntl, os, time\n"
 
 
 def test_a_file_lease_cannot_stall_the_host(host):
-    """A write lease on workspace files (no privilege needed) makes any other opener wait up to
-    lease-break-time (45 s) per file. The Editor's reads and writes run inside the environment with
-    O_NONBLOCK, so each answers at once ("busy"): the session (two leased files, four tool calls that would
-    each wait 45 s) ends well inside 40 s."""
+    """A write lease on workspace files (no privilege needed), held by a process that ignores the
+    break notice (SIGIO), makes any other opener wait up to lease-break-time (45 s) per file. The
+    Editor's reads and writes run inside the environment with O_NONBLOCK, so each answers at once
+    ("busy"): the session (two leased files, four tool calls that would each wait 45 s) ends well inside
+    40 s."""
     ws = workspace(host)
     (ws / "b.txt").write_text("bee\n")
     host.own(ws)
@@ -414,3 +417,18 @@ def test_the_hosts_loopback_and_abstract_sockets_are_unreachable(host, host_serv
     assert "abstract-unreachable" in seen and "abstract-reached" not in seen
     if address:
         assert ("HOST-ONLY outbound-ok" in seen) == network, seen  # outbound only with network: true
+
+
+# ------------------------------------------------------------------ local, honestly
+def test_local_keeps_the_toolkits_own_environment_from_a_normal_users_command(host):
+    """``local`` is unconfined (docs/environments.md says so first); what can be arranged is arranged: the
+    toolkit is not dumpable, so a command of a normal user cannot read the toolkit's /proc/<pid>/environ
+    (its parent's parent). Root's can, as the docs say."""
+    ws = workspace(host)
+    grand = "/proc/$(awk '/^PPid/{print $2}' /proc/$PPID/status)"
+    traj = session(host, ws, [term(f"grep -q python {grand}/cmdline && echo toolkit-found; "
+                                   f"cat {grand}/environ > /dev/null 2>&1 && echo environ-readable "
+                                   "|| echo environ-denied")], kind="local")
+    seen = observations(traj)
+    assert "toolkit-found" in seen
+    assert ("environ-denied" if host.as_user else "environ-readable") in seen

@@ -42,6 +42,9 @@ async def test_the_protocol_allow_list_and_colour(kind, tmp_path, monkeypatch):
         with pytest.raises(Failed, match="killed after 1.5s timeout"):
             await term.run_command("sleep 1000")
         assert (await term.run_command("echo alive")).startswith("alive")  # the shell stayed
+        with pytest.raises(Failed, match=r"(?s)before-exit.*the shell exited"):  # `exit` keeps its output
+            await term.run_command("echo before-exit; exit 3")
+        assert (await term.run_command("echo back")).startswith("back")  # and the shell restarts
         assert env.run(["git", "config", "core.hooksPath"]).stdout.strip() == "/dev/null"
     finally:
         await env.stop()

@@ -451,6 +451,7 @@ class Environment:
             while True:
                 chunk = await proc.stdout.read(65536)
                 if not chunk:
+                    out.add(buf + decoder.decode(b"", final=True))
                     raise ShellExited("the shell exited; it restarts on the next command")
                 buf += decoder.decode(chunk)
                 at = buf.find(marker)
@@ -477,9 +478,10 @@ class Environment:
             except (asyncio.TimeoutError, ShellExited):
                 await self.stop_shell()
             return ExecResult(out.text().rstrip("\n"), code, timed_out=True)
-        except ShellExited:
+        except ShellExited as exc:  # e.g. the command ran `exit`: what it printed is kept
             await self.stop_shell()
-            raise
+            shown = out.text().rstrip("\n")
+            raise type(exc)(f"{shown}\n[{exc}]" if shown else str(exc)) from None
 
     def kill_command(self) -> None:
         """Kill what the current command started, keep the shell."""
@@ -703,10 +705,17 @@ class LocalEnvironment(Environment):
     """Unconfined: the host, as the current user. The session works in a private copy (the user's folder
     changes only when its result is applied), the environment is an allow-list and the session's processes
     are kept in one tree (child subreaper) that ends with the session. A command can still read and write
-    anything the user can, the toolkit's own process included."""
+    anything the user can. Where it can be arranged the toolkit's own process is out of its reach: the
+    toolkit makes itself non-dumpable (``PR_SET_DUMPABLE`` 0), so a command of the same user that is not
+    root cannot read its ``/proc/<pid>/environ`` or memory (root can; so can anything the user runs that
+    reads the user's files, e.g. a ``.env``)."""
 
     name = "local"
     confined = False
+
+    def __init__(self, *args, **kwargs):
+        _not_dumpable()
+        super().__init__(*args, **kwargs)
 
     def wrap(self, argv: list[str], persistent: bool = False, fds: list[int] | None = None) -> list[str]:
         return self.enter_cgroup([sys.executable, "-I", "-S", str(HERE / "subreaper.py"),  # -S: a faster start
@@ -722,6 +731,15 @@ class LocalEnvironment(Environment):
         if len(out) > max_output:
             out, err, code = b"", f"the answer is larger than {max_output} bytes", 3
         return subprocess.CompletedProcess(args, code, out if binary else out.decode("utf-8", errors="replace"), err)
+
+
+@functools.lru_cache(maxsize=1)
+def _not_dumpable() -> None:
+    """This process's memory and ``/proc/<pid>/environ`` out of reach of its own user's other processes
+    (not of root's): no core dumps and no debugger attaching to the toolkit from then on."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
 
 
 @functools.lru_cache(maxsize=1)

@@ -52,8 +52,8 @@ class Terminal:
         limit = timeout or self.timeout_s
         try:
             result = await self.environment.execute(cmd, limit, self.max_output_chars)
-        except ShellExited as exc:
-            raise ToolError(str(exc)) from None
+        except ShellExited as exc:  # its whole output, as for a failed command
+            raise Failed(clean(str(exc))) from None
         text = clean(result.output)
         if result.timed_out:
             raise Failed(f"{text}\n[killed after {limit:g}s timeout; exit code {result.exit_code}]".strip())
