@@ -97,6 +97,25 @@ def test_the_wall_clock_is_checked_before_each_step(tmp_path):
     assert not (applied(s) / "too_late.txt").exists()
 
 
+@pytest.mark.parametrize("kind", ["local", "bubblewrap"])
+def test_the_wall_clock_fires_inside_a_tool(kind, tmp_path):
+    """A command that would run for 600 s (the Terminal's own timeout is longer) is cut at the session's
+    wall clock of 2 s: the session ends there, not after the command."""
+    import time
+
+    from toolkit.agent.environments.environment import bwrap_problem
+
+    if kind == "bubblewrap" and bwrap_problem():
+        pytest.skip(bwrap_problem())
+    s = session(tmp_path, [step(sh("sleep 600")), step(sh("touch too_late.txt")), END], wall_clock_s=2,
+                environment=kind)
+    started = time.monotonic()
+    result = asyncio.run(s.run())
+    assert (result.ended_by, result.steps) == ("wall_clock", 1)
+    assert time.monotonic() - started < 60  # 2 s of the command, then the result and the stop
+    assert "killed after" in s.agent.memory[0].observations[0]
+
+
 def test_a_zero_budget_ends_before_the_first_call(tmp_path):
     with Run(tmp_path / "res") as run:
         result = asyncio.run(session(tmp_path, [END], run=run, budget_usd=0).run())
