@@ -179,6 +179,20 @@ def load_file(path: str | Path, model: type[BaseModel], what: str) -> Any:
 
 
 # ------------------------------------------------------------------------------------------------ sweeps
+def model_spec(entry: Any) -> Any:
+    """A model as a file gives it: a spec string as it is, or ``{spec: SPEC, NAME: VALUE, ...}``, the spec with
+    provider parameters (``{spec: "openai:o4-mini@URL", reasoning_effort: high}`` is
+    ``openai:o4-mini@URL?reasoning_effort=high``; the model layer checks them)."""
+    if not isinstance(entry, dict):
+        return entry
+    if not isinstance(entry.get("spec"), str):
+        raise ValueError(f"a model given as a mapping needs spec: SPEC, got {one_line(entry, 80)}")
+    text = {True: "true", False: "false", None: "null"}
+    query = "&".join(f"{k}={text[v] if isinstance(v, bool) or v is None else v}"
+                     for k, v in entry.items() if k != "spec")
+    return entry["spec"] + (("&" if "?" in entry["spec"] else "?") + query if query else "")
+
+
 class SweepFile(BaseModel):
     """A sweep: ``name`` (a folder under the results root), a notebook, fixed parameters, a grid of
     lists (every combination is one cell), and how many repeats (each with seeds shifted by 10000)."""
@@ -194,6 +208,18 @@ class SweepFile(BaseModel):
     max_usd: float | None = Field(None, gt=0, allow_inf_nan=False)
     max_tokens: int | None = Field(None, ge=1)
     at_cap: Literal["stop", "finish"] = "stop"
+    # Named models: a parameter or grid value (or a seats entry) equal to a name stands for its spec, so cells
+    # and their folders are named by the short name: {o4-high: {spec: "openai:o4-mini@URL", reasoning_effort: high}}.
+    models: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("models", mode="before")
+    @classmethod
+    def _models(cls, value: Any) -> Any:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise ValueError("must map short names to specs, e.g. {o4-high: {spec: SPEC, reasoning_effort: high}}")
+        return {str(k): model_spec(v) for k, v in value.items()}
 
     @field_validator("name", mode="before")
     @classmethod
@@ -273,22 +299,8 @@ class TournamentFile(BaseModel):
     @field_validator("models", mode="before")
     @classmethod
     def _model_entries(cls, value: Any) -> Any:
-        """A model is a spec, or ``{spec: SPEC, NAME: VALUE, ...}``: the spec with provider parameters
-        (``{spec: "openai:o4-mini@URL", reasoning_effort: high}`` is ``openai:o4-mini@URL?reasoning_effort=high``)."""
-        if not isinstance(value, list):
-            return value
-        out = []
-        for entry in value:
-            if isinstance(entry, dict):
-                if not isinstance(entry.get("spec"), str):
-                    raise ValueError(f"a model given as a mapping needs spec: SPEC, got {one_line(entry, 80)}")
-                params = {k: v for k, v in entry.items() if k != "spec"}
-                text = {True: "true", False: "false", None: "null"}
-                query = "&".join(f"{k}={text.get(v, v) if isinstance(v, (bool, type(None))) else v}"
-                                 for k, v in params.items())
-                entry = entry["spec"] + (("&" if "?" in entry["spec"] else "?") + query if query else "")
-            out.append(entry)
-        return out
+        """A model is a spec, or ``{spec: SPEC, NAME: VALUE, ...}`` (``model_spec``)."""
+        return [model_spec(entry) for entry in value] if isinstance(value, list) else value
 
     @field_validator("models", "presets")
     @classmethod

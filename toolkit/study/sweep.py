@@ -53,6 +53,17 @@ def _slug(value: Any) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(value)).strip("-.")[:40] or "x"
 
 
+def named_models(params: dict[str, Any], models: dict[str, str]) -> dict[str, Any]:
+    """The parameters with each value (or seats entry) that names a model of the file's ``models:`` replaced by
+    its spec."""
+    if not models:
+        return params
+    out = {k: models.get(v, v) if isinstance(v, str) else v for k, v in params.items()}
+    if isinstance(out.get("seats"), dict):
+        out["seats"] = {seat: models.get(v, v) if isinstance(v, str) else v for seat, v in out["seats"].items()}
+    return out
+
+
 def cell_id(chosen: dict[str, Any]) -> str:
     """A readable prefix (values cut to 40 characters) and a short hash of the full values, so two cells
     that differ only after the cut still get their own folders."""
@@ -136,7 +147,7 @@ def load_sweep(path: str | Path, results_root: str | Path = "results") -> tuple[
             chosen = dict(zip(keys, values))
             cid = cell_id(chosen) + (f"__rep{r}" if sweep.repeats > 1 else "")
             folder = root / sweep.name / cid
-            params = {**sweep.parameters, **chosen, "results_dir": str(folder)}
+            params = named_models({**sweep.parameters, **chosen, "results_dir": str(folder)}, sweep.models)
             if r:
                 params["seed"] = int(params.get("seed", 0)) + 10000 * r
             cells.append(Cell(sweep.name, cid, str(notebook.resolve()), str(folder), params, chosen))
