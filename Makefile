@@ -45,7 +45,7 @@ $(LOCAL_STAMP): $(STAMP)
 	rm -f $(VENV)/.local-*
 	touch $(LOCAL_STAMP)
 
-.PHONY: install play test bench example test-deps notebook-filter
+.PHONY: install play check test bench example test-deps notebook-filter
 install: $(STAMP)
 
 test-deps: $(LOCAL_STAMP)
@@ -60,9 +60,16 @@ test-deps: $(LOCAL_STAMP)
 play: $(STAMP)
 	$(PY) -m toolkit play $(ARGS)
 
+# The fast tier for an edit-test loop: every test not marked slow, sandbox, browser, local_model or interop
+# (pyproject.toml lists the marks); it needs only the dev extra and runs in under a minute on 2 cores.
+TEST_WORKERS ?= 2
+FAST_TIER := not (slow or sandbox or browser or local_model or interop)
+check: $(STAMP)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist load -m "$(FAST_TIER)" $(ARGS)
+
 # Two pytest workers (pytest-xdist), a test file each at a time (module fixtures are built once); TEST_WORKERS=0
 # runs the suite in one process.
-TEST_WORKERS ?= 2
+
 test: test-deps
 	PHOENIX_PYTHON=$${PHOENIX_PYTHON:-$(abspath $(VENV))-phoenix/bin/python} $(PY) -m pytest -q \
 	  -n $(TEST_WORKERS) --dist loadfile $(ARGS)

@@ -30,6 +30,13 @@ def _no_real_endpoint(monkeypatch):
 GUARD = Path(__file__).resolve().parent / "write_guard"
 
 
+def pytest_collection_modifyitems(config, items):
+    """A test that drives headless Chromium through the ``browser`` fixture is in the browser tier."""
+    for item in items:
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)
+
+
 def pytest_configure(config):
     """Tests write only to temporary folders. Every Python process of the suite (this one, the xdist workers,
     the subprocesses and kernels the tests start) loads tests/write_guard/sitecustomize.py, whose audit hook

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 from markdown.extensions.toc import slugify
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
@@ -86,6 +87,7 @@ def test_mkdocs_builds_the_site_strictly(tmp_path):
     assert "cdnjs" not in html, "the site loads a script from a CDN: it would not work offline"
 
 
+@pytest.mark.slow
 def test_the_readme_python_example_runs_as_written(tmp_path):
     """The README's only Python block, run as a script in an empty folder: it plays its games, loads only its
     own run and prints the winners."""

@@ -75,7 +75,7 @@ def test_every_declared_kind_is_known_to_every_reader():
         if k.decision and k.kaggle != MODERATOR and k.decision != "bid":
             assert entries[k.kaggle[0]] == k.decision, name
     assert kinds["heal"].kaggle == ("DoctorHealActionDataEntry", "heal_action")
-    assert registry.removing_kinds() == ("death", "elimination", "shot")
+    assert registry.removing_kinds() == ("death", "elimination", "disqualification", "shot")
 
 
 def test_a_kind_declared_twice_differently_or_emitted_undeclared_is_refused():

@@ -53,4 +53,5 @@ def test_nothing_is_installed_when_everything_is_there(tmp_path):
 
 def test_ci_is_a_thin_wrapper_around_make_test():
     lines = [x for x in (REPO / ".ci" / "run").read_text().splitlines() if x.strip() and not x.startswith("#")]
-    assert lines[-1] == "exec make test" and len(lines) <= 4
+    assert lines[-1] == "exec make test" and len(lines) <= 5
+    assert "make check" in lines[-2] and "SECONDS" in lines[-2]  # the fast tier, timed

@@ -23,6 +23,8 @@ import pytest
 from toolkit.core import data
 from toolkit.record.load import load
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

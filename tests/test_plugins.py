@@ -54,6 +54,7 @@ def plugins(knight):  # noqa: F811
     del EXPORTERS["blessings"], METRICS["blessed_victim"]
 
 
+@pytest.mark.slow
 def test_a_role_an_exporter_and_a_metric_added_here_reach_the_cli_the_report_and_the_exports(plugins, tmp_path,
                                                                                              capsys):
     preset = tmp_path / "knight7.yaml"

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[1]
 NOT_RUN = {"make test": "the test suite itself (it runs this test)"}
 BLOCK = re.compile(r"```(bash|python)\n(.*?)```", re.S)

@@ -6,10 +6,10 @@ import asyncio
 import json
 import subprocess
 
+import pytest
 import yaml
 
 from toolkit.agent.environments.result import apply
-
 from toolkit.agent.loop.role import load_role
 from toolkit.agent.loop.session import Session
 from toolkit.record.run_log import Run
@@ -54,6 +54,7 @@ def results(s):
 
 
 # ------------------------------------------------------------------ write_new_code
+@pytest.mark.slow
 def test_write_new_code_writes_the_answer_and_logs_its_own_call(tmp_path):
     code = "def add(a, b):\n    return a + b\n"
     s, calls = run_session(tmp_path, [step(cmd("write_new_code", path="pkg/m.py", file_description="adds two")),

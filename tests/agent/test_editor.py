@@ -74,6 +74,7 @@ def test_a_short_file_has_no_markers_and_an_empty_file_shows_none(ws, ed):
 
 @given(n=st.integers(min_value=0, max_value=400), line=st.integers(min_value=-5, max_value=450))
 @settings(derandomize=True, database=None, deadline=None, max_examples=60)
+@pytest.mark.slow
 def test_every_window_is_contiguous_complete_and_its_markers_add_up(tmp_path_factory, n, line):
     ws = Workspace(tmp_path_factory.mktemp("win"))
     (ws.root / "f.txt").write_text(numbered(n))
@@ -244,6 +245,7 @@ def test_edits_delete_lines_and_keep_a_missing_final_newline_missing(ws, ed):
        span=st.tuples(st.integers(0, 29), st.integers(0, 29)),
        new=st.lists(st.text(alphabet="pqr 01", max_size=6), max_size=5))
 @settings(derandomize=True, database=None, deadline=None, max_examples=80)
+@pytest.mark.slow
 def test_an_edit_is_a_splice_of_the_line_list(tmp_path_factory, lines, span, new):
     """Whatever the lines and the range, the file afterwards is exactly the list splice (or unchanged and
     refused when the splice would leave nothing)."""

@@ -20,11 +20,12 @@ from toolkit.agent.tools.base import Failed
 from toolkit.agent.environments.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[2]
-ENVS = ["local", pytest.param("bubblewrap", marks=pytest.mark.skipif(bool(bwrap_problem()),
-                                                                      reason=f"no bubblewrap: {bwrap_problem()}"))]
+ENVS = ["local", pytest.param("bubblewrap", marks=[pytest.mark.sandbox, pytest.mark.skipif(
+    bool(bwrap_problem()), reason=f"no bubblewrap: {bwrap_problem()}")])]
 
 
 @pytest.mark.parametrize("kind", ENVS)
+@pytest.mark.slow
 async def test_the_protocol_allow_list_and_colour(kind, tmp_path, monkeypatch):
     monkeypatch.setenv("FORCE_COLOR", "1")
     monkeypatch.setenv("CLICOLOR_FORCE", "1")
@@ -51,6 +52,7 @@ async def test_the_protocol_allow_list_and_colour(kind, tmp_path, monkeypatch):
     assert not env.session_dir.exists()
 
 
+@pytest.mark.sandbox
 async def test_bubblewrap_confines_the_filesystem(tmp_path):
     if bwrap_problem():
         pytest.skip(bwrap_problem())
@@ -103,6 +105,7 @@ def test_selection_per_role_and_per_call(tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["local", pytest.param(None, id="default")])
+@pytest.mark.slow
 def test_engineer_suite_passes_with_its_default_output_folder(kind, tmp_path):
     """The CLI as a newcomer runs it: no --out, so a relative ``results/`` under the current folder."""
     cmd = [sys.executable, "-m", "toolkit", "engineer-suite"] + (["--env", kind] if kind else [])
@@ -117,6 +120,7 @@ def test_engineer_suite_passes_with_its_default_output_folder(kind, tmp_path):
     assert "--session SESSION" in out.stdout
 
 
+@pytest.mark.slow
 def test_git_pushes_only_to_remotes_inside_or_configured(tmp_path):
     from toolkit.agent.tools.git import Git
     from toolkit.agent.tools.base import ToolError
@@ -140,6 +144,7 @@ def test_git_pushes_only_to_remotes_inside_or_configured(tmp_path):
 
 
 @pytest.mark.parametrize("kind", ENVS)
+@pytest.mark.slow
 def test_nothing_outlives_a_killed_toolkit_process(kind, tmp_path):
     """The toolkit process dies without cleaning up (SIGKILL): the daemon its session started dies too
     (PR_SET_PDEATHSIG on the subreaper / bwrap's --die-with-parent)."""
@@ -188,6 +193,7 @@ def test_the_toolkit_folder_stays_out_of_commits(tmp_path):
     assert Git(ws, environment=env).status().splitlines()[1:] == ["?? a.txt"]
 
 
+@pytest.mark.slow
 def test_the_cli_says_in_one_line_when_a_container_engine_cannot_run(tmp_path):
     out = subprocess.run([sys.executable, "-m", "toolkit", "engineer-suite", "--env", "docker"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -216,6 +222,7 @@ def test_the_pids_cgroup_is_found_below_the_toolkits_own(tmp_path):
     assert hierarchy(v2, "0::/me\n") is None
 
 
+@pytest.mark.sandbox
 async def test_a_bound_or_filter_that_cannot_be_had_is_said_in_one_line(tmp_path, monkeypatch, capsys):
     """Stand-ins for a machine where no pids cgroup can be made and libseccomp is missing (this one has
     both): under root the process bound's absence is one warning line, the filter's another, and the

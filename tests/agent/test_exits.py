@@ -58,6 +58,7 @@ def observations(s, index=None):
 
 
 # ------------------------------------------------------------------ Submitted
+@pytest.mark.slow
 def test_end_stops_the_step_where_it_stands(tmp_path):
     s = session(tmp_path, [step(sh("echo a > a.txt"), cmd("end"), sh("echo b > b.txt"))])
     result = asyncio.run(s.run())
@@ -66,6 +67,7 @@ def test_end_stops_the_step_where_it_stands(tmp_path):
     assert [r.tool for r in result.tool_calls] == ["Terminal.run_command"]
 
 
+@pytest.mark.slow
 def test_a_failure_before_end_skips_the_end_and_the_session_goes_on(tmp_path):
     s = session(tmp_path, [step(sh("sh -c 'exit 3'"), cmd("end")), step(sh("echo later > later.txt")), END])
     result = asyncio.run(s.run())
@@ -76,6 +78,7 @@ def test_a_failure_before_end_skips_the_end_and_the_session_goes_on(tmp_path):
 
 
 # ------------------------------------------------------------------ LimitsExceeded
+@pytest.mark.slow
 def test_max_steps_comes_from_the_role_unless_the_session_overrides_it(tmp_path):
     role = load_role("engineer").model_copy(update={"max_react_loop": 2})
     answers = [step(sh(f"echo {i} >> n.txt")) for i in range(6)]
@@ -136,6 +139,7 @@ def priced(tmp_path, monkeypatch):
     load_prices.cache_clear()
 
 
+@pytest.mark.slow
 def test_the_budget_ends_the_session_once_the_running_cost_reaches_it(tmp_path, server, priced):
     server.say(*[step(sh(f"echo {i}")) for i in range(20)])
     budget = 5.0
@@ -153,6 +157,7 @@ def test_the_budget_ends_the_session_once_the_running_cost_reaches_it(tmp_path, 
 
 
 # ------------------------------------------------------------------ Stopped
+@pytest.mark.slow
 def test_stop_before_the_first_step_and_between_steps(tmp_path):
     async def drive(s):
         first = await s.step()
@@ -185,6 +190,7 @@ def commits(path):
     return int(out.stdout)
 
 
+@pytest.mark.slow
 def test_eval_mode_records_git_commit_without_running_it(tmp_path):
     ws = git_repo(tmp_path / "ws")
     answers = [step(sh("echo x > x.txt && git add x.txt"), cmd("Git.commit", message="m"), sh("touch after"))]
@@ -199,6 +205,7 @@ def test_eval_mode_records_git_commit_without_running_it(tmp_path):
     assert json.loads(rows.iloc[1]["args"]) == {"message": "m"}
 
 
+@pytest.mark.slow
 def test_outside_eval_mode_git_commit_runs(tmp_path):
     ws = git_repo(tmp_path / "ws")
     s = session(tmp_path, [step(sh("echo x > x.txt && git add x.txt"), cmd("Git.commit", message="add x")), END])
@@ -209,6 +216,7 @@ def test_outside_eval_mode_git_commit_runs(tmp_path):
 
 
 # ------------------------------------------------------------------ unusable replies
+@pytest.mark.slow
 def test_an_unusable_reply_is_reasked_once_then_becomes_an_observation(tmp_path):
     s = session(tmp_path, ["no json here", '{"thought": "t", "commands": "ls"}', END])
     result = asyncio.run(s.run())
@@ -219,6 +227,7 @@ def test_an_unusable_reply_is_reasked_once_then_becomes_an_observation(tmp_path)
     assert "commands: Input should be a valid list" in first.observations[0]
 
 
+@pytest.mark.slow
 def test_a_reasked_reply_that_parses_is_used_in_the_same_step(tmp_path):
     s = session(tmp_path, ["oops", step(sh("echo fixed > f.txt")), END])
     result = asyncio.run(s.run())
@@ -251,6 +260,7 @@ def test_native_tool_calls_become_commands_in_order():
 
 
 # ------------------------------------------------------------------ exclusive and skipped commands
+@pytest.mark.slow
 def test_two_exclusive_commands_run_nothing_at_all(tmp_path):
     with Run(tmp_path / "res") as run:
         s = session(tmp_path, [step(sh("touch z.txt"), cmd("Editor.create_file", path="a.txt"),
@@ -270,6 +280,7 @@ def test_one_exclusive_command_among_others_runs_them_all(tmp_path):
     assert observations(s, 0)[-1] == "Command Terminal.run_command executed:\na\nb\n[exit code 0]"
 
 
+@pytest.mark.slow
 def test_everything_after_a_failure_is_listed_as_skipped(tmp_path):
     first = step(cmd("Editor.open_file", path="nope.txt"), sh("touch x"), cmd("Plan.finish_current_task"), cmd("end"))
     s = session(tmp_path, [first, END])
@@ -281,6 +292,7 @@ def test_everything_after_a_failure_is_listed_as_skipped(tmp_path):
 
 
 # ------------------------------------------------------------------ repeats
+@pytest.mark.slow
 def test_repeats_are_nudged_from_the_third_and_the_human_asked_from_the_fifth(tmp_path):
     same = step(cmd("Editor.find_file", name="*.md"))
     channel = ScriptedChannel(["stop looking", "really", "please"])
@@ -294,6 +306,7 @@ def test_repeats_are_nudged_from_the_third_and_the_human_asked_from_the_fifth(tm
                                            for q in channel.asked)
 
 
+@pytest.mark.slow
 def test_thoughts_do_not_hide_a_repeat_and_alternation_is_not_one(tmp_path):
     a, b = cmd("Editor.find_file", name="*.md"), cmd("Editor.find_file", name="*.txt")
     s = session(tmp_path, [step(a, thought=f"attempt {i}") for i in range(3)] + [END])
@@ -304,6 +317,7 @@ def test_thoughts_do_not_hide_a_repeat_and_alternation_is_not_one(tmp_path):
     assert not any("same commands" in o for o in observations(alternating))
 
 
+@pytest.mark.slow
 def test_empty_steps_are_told_so_but_never_count_as_repeats(tmp_path):
     channel = ScriptedChannel()
     s = session(tmp_path, [step()] * 6 + [END], channel=channel)
@@ -312,6 +326,7 @@ def test_empty_steps_are_told_so_but_never_count_as_repeats(tmp_path):
     assert channel.asked == []
 
 
+@pytest.mark.slow
 def test_a_model_that_cannot_answer_is_not_reasked_and_the_steps_still_count(tmp_path):
     """The script runs out after one answer: each later step is one failed call (a transport-like failure is
     not re-asked) and an observation, until max_steps."""
@@ -326,6 +341,7 @@ def test_a_model_that_cannot_answer_is_not_reasked_and_the_steps_still_count(tmp
         assert obs.startswith("Your reply could not be used (") and "no scripted answer" in obs
 
 
+@pytest.mark.slow
 def test_the_order_of_the_limits_stop_steps_clock_budget(tmp_path):
     s = session(tmp_path, [step(sh("echo 1")), END], max_steps=1, budget_usd=0, wall_clock_s=0)
     s.stop()

@@ -19,6 +19,7 @@ CAPS = {**FAST, "timeout_s": 0.3, "max_attempts": 2, "max_response_bytes": 256 *
 
 @pytest.mark.parametrize("native", [True, False], ids=["native-tools", "json-commands"])
 @pytest.mark.parametrize("behaviour", BEHAVIOURS)
+@pytest.mark.slow
 def test_an_engineer_session_against_a_hostile_endpoint_ends_recorded(tmp_path, server, behaviour, native):
     model = get_model(f"openai:{behaviour}@{server.base_url}", **CAPS)
     with Run(tmp_path / "res") as run:

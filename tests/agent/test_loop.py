@@ -5,6 +5,7 @@ import json
 
 import yaml
 
+import pytest
 from toolkit.agent.tools.human import ScriptedChannel
 from toolkit.agent.loop.role import load_role
 from toolkit.agent.loop.session import Session
@@ -86,6 +87,7 @@ def test_repeated_actions_get_a_nudge_then_the_human_is_asked(tmp_path):
     assert "Human: try ending" in obs
 
 
+@pytest.mark.slow
 def test_the_prompt_stays_bounded_as_the_session_grows(tmp_path):
     """60 steps that each print 20 kB: the prompt per step levels off below the role's budget."""
     steps = [json.dumps([cmd("Terminal.run_command", cmd=f"python3 -c \"print('{i}' * 20000)\"")]) for i in range(60)]

@@ -28,6 +28,8 @@ from toolkit.agent.loop.session import Session
 from toolkit.agent.loop.role import load_role
 from toolkit.record.load import load
 
+pytestmark = pytest.mark.sandbox
+
 ROOT = Path(__file__).resolve().parents[2]
 SECRETS = {"OPENAI_API_KEY": "sk-hostiletest0123456789abcdefXYZ", "GITHUB_PAT": "ghp_Hostile0123456789abcdefghijKLMN",
            "DB_PASS": "correct-horse-battery-staple-77", "MY_SERVICE_TOKEN": "tok-7f3a9c1e5b2d4680",

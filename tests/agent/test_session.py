@@ -73,6 +73,7 @@ def test_a_role_can_name_single_tools(tmp_path):
     assert "Editor.write_file" not in s.agent.system_values["tools"]
 
 
+@pytest.mark.slow
 def test_context_follows_the_plan_and_the_open_file(tmp_path):
     answers = [step(cmd("Plan.append_task", task_id="1", instruction="read it"),
                     cmd("Editor.create_file", path="sub/a.txt", content="x")), END]
@@ -83,6 +84,7 @@ def test_context_follows_the_plan_and_the_open_file(tmp_path):
     assert s.context() == {"plan": "[>] 1: read it", "cwd": str(s.environment.root), "open_file": "sub/a.txt"}
 
 
+@pytest.mark.slow
 def test_session_ids_and_the_role_defaults_for_eval_and_native_tools(tmp_path):
     plain = session(tmp_path / "a", [END])
     assert re.fullmatch(r"s-[0-9a-f]{10}", plain.session_id)
@@ -95,6 +97,7 @@ def test_session_ids_and_the_role_defaults_for_eval_and_native_tools(tmp_path):
 
 
 # ------------------------------------------------------------------ finishing and the sessions row
+@pytest.mark.slow
 def test_the_sessions_row(tmp_path):
     with Run(tmp_path / "res") as run:
         s = session(tmp_path, [step(cmd("Terminal.run_command", cmd="echo hi")), END], run=run, session_id="sid-1",
@@ -109,6 +112,7 @@ def test_the_sessions_row(tmp_path):
     assert rows["session_id"].tolist() == ["sid-1"] and len(result.tool_calls) == 1
 
 
+@pytest.mark.slow
 def test_finish_runs_the_check_once_and_writes_one_row(tmp_path):
     checked = []
 
@@ -156,6 +160,7 @@ def test_finish_ends_the_shell_and_everything_it_started(tmp_path):
     assert stat.rsplit(")", 1)[1].split()[0] == "Z"  # the shell is gone (at most a zombie awaiting its reaper)
 
 
+@pytest.mark.slow
 def test_a_failing_channel_ends_the_session_as_error_recorded_not_raised(tmp_path):
     """A human channel that breaks (a notebook widget closed, say) during the repeat check: a tiny channel
     class stands in for the widget, which cannot run in a test."""
@@ -174,6 +179,7 @@ def test_a_failing_channel_ends_the_session_as_error_recorded_not_raised(tmp_pat
     assert load(tmp_path / "res").sessions.iloc[0]["ended_by"] == "error"
 
 
+@pytest.mark.slow
 def test_an_open_file_swapped_for_a_link_out_does_not_end_the_session(tmp_path):
     outside = tmp_path / "outside.txt"
     outside.write_text("not yours")
@@ -285,6 +291,7 @@ def git(work, *args):
     return subprocess.run(["git", *args], cwd=work, check=True, capture_output=True, text=True).stdout.strip()
 
 
+@pytest.mark.slow
 def test_prepare_workspace_commits_the_files_and_adds_a_bare_origin(tmp_path, monkeypatch):
     make_task(tmp_path / "tasks", "t1", {"task": "T", "check": "true"}, {"a.txt": "alpha\n", "b.py": "B = 1\n"})
     (task,) = load_tasks(tmp_path / "tasks")
@@ -317,6 +324,7 @@ def test_check_runs_the_task_command_in_the_workspace(tmp_path):
         env.discard()
 
 
+@pytest.mark.slow
 def test_run_task_wires_answers_limits_and_the_recorded_spec(tmp_path):
     good = [step(cmd("Human.ask_human", question="Name?")),
             step(cmd("Terminal.run_command", cmd="echo Ada > name.txt")), END]

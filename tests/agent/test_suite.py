@@ -9,6 +9,8 @@ from toolkit.agent.suite import load_tasks, run_suite
 from toolkit.record.run_log import Run
 from toolkit.record.load import load
 
+pytestmark = pytest.mark.slow  # its module fixture runs the engineer suite
+
 ALL_TOOLS = {"Terminal.run_command", "Editor.open_file", "Editor.search_file", "Editor.search_dir",
              "Editor.find_file", "Editor.create_file", "Editor.write_file", "Editor.edit_file_by_replace",
              "Editor.insert_content_at_line", "Editor.append_file", "write_new_code", "CodeReview.review",

@@ -177,6 +177,7 @@ def fewer_resamples(monkeypatch):
 
 
 @pytest.mark.parametrize("preset", list(PRESETS))
+@pytest.mark.slow
 def test_random_players_sit_at_their_level_and_the_trivial_strategies_at_their_bar(preset):
     """Seeded engine games (a few seconds a preset). The random player's level and the bar differ on the
     kaggle presets' ballots (a random voter also votes for itself and abstains) and on every preset's Guard
@@ -233,6 +234,7 @@ def kaggle_imported(tmp_path_factory):
 KAGGLE_GAMES = 24  # ~2 s a game on a loaded machine (Kaggle's engine), across 2 processes
 
 
+@pytest.mark.slow
 def test_imported_kaggle_ballots_sit_at_the_bar(kaggle_imported):
     t = kaggle_imported
     assert len(t.games) == KAGGLE_GAMES and set(t.games["preset"]) == {"kaggle7"}
@@ -264,6 +266,7 @@ def part(t, preset, village=None):
 
 
 @pytest.mark.parametrize("preset", ["classic7", "standard9"])
+@pytest.mark.slow
 def test_the_example_studys_random_player_sits_at_the_random_level(example, preset):
     games, events, players, beliefs = part(example, preset, village="random")
     found = []

@@ -22,6 +22,7 @@ def study(tmp_path_factory):
     return root, load(root, complete_games=True)
 
 
+@pytest.mark.slow
 def test_the_matrix_has_one_cell_per_pairing_with_its_own_games(study):
     root, t = study
     m = design_matrix(t.games, t.players).set_index(["village_model", "wolf_model"])
@@ -60,6 +61,7 @@ def test_conclusions_quote_the_tables(study):
     assert re.search(rf"from {100 * low:.1f}% \[", text)
 
 
+@pytest.mark.slow
 def test_the_report_opens_with_conclusions_and_the_design(study, tmp_path):
     root, _ = study
     write_report(root, tmp_path / "out")
@@ -140,6 +142,7 @@ def synthetic_pairings(rates: dict, n: int = 200, seed: int = 0):
     return pd.DataFrame(games), pd.DataFrame(players)
 
 
+@pytest.mark.slow
 def test_the_conclusions_say_when_an_order_depends_on_the_opponent():
     """Strong wolves beat weak ones against strong villagers only (0.2 vs 0.6 village wins) and not at all
     against weak ones (0.1 vs 0.1): the average order is named, and the per-opponent differences and the
@@ -173,6 +176,7 @@ def reflection_study(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 def test_the_conclusions_open_with_each_grid_variables_effect_unpooled(reflection_study, tmp_path):
     from toolkit.analysis.intervals import paired_difference
 

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 
+import pytest
 from toolkit.analysis.degeneracy import degeneracy, echoes, summary_line
 from toolkit.record.load import load
 from toolkit.record.run_log import Run
@@ -107,6 +108,7 @@ def test_play_prints_the_checks_in_its_summary_line(tmp_path, capsys):
     assert last.startswith("degeneracy checks: ") and "repeated speech" in last
 
 
+@pytest.mark.slow
 def test_the_report_has_a_degeneracy_section_per_model(tmp_path):
     from toolkit.analysis.report import write_report
 

@@ -24,6 +24,7 @@ def simulate(rng, games, p, rho):
 
 @pytest.mark.parametrize("games", [10, 30, 100])
 @pytest.mark.parametrize("p,rho", [(0.3, 0.2), (0.15, 0.1), (0.05, 0.05)])
+@pytest.mark.slow
 def test_cluster_bootstrap_t_covers_93_to_97_percent(games, p, rho):
     rng = np.random.default_rng(games)
     covered = percentile = 0
@@ -40,6 +41,7 @@ def test_cluster_bootstrap_t_covers_93_to_97_percent(games, p, rho):
         assert percentile / REPS < 0.93  # what the bootstrap-t fixes: the percentile interval undercovers
 
 
+@pytest.mark.slow
 def test_lift_interval_covers_when_the_chance_level_varies_by_unit():
     """The lift (rate − chance) of a player at chance: its interval holds 0 in 93–97% of replications."""
     rng = np.random.default_rng(5)
@@ -65,6 +67,7 @@ def test_tiny_and_constant_samples_get_exact_intervals():
     assert with_chance["lift_ci_low"] < with_chance["lift"] < with_chance["lift_ci_high"]
 
 
+@pytest.mark.slow
 def test_a_paired_difference_is_sharper_than_independent_intervals_when_seeds_share_deals():
     """Two conditions on the same seeds: each seed's deal moves both (shared effect); the paired interval of
     the difference is narrower than what two independent intervals imply, and covers the true difference."""

@@ -132,6 +132,7 @@ def test_the_guard_bar_is_protecting_itself_and_a_dead_last_choice_blocks_nothin
     assert r["chance"] == pytest.approx((0 + 1 + 0) / 3) and r["k"] == 1
 
 
+@pytest.mark.slow
 def test_random_villagers_vote_at_chance_and_heuristic_lift_has_an_interval(tmp_path):
     from toolkit.study.experiments import run_werewolf_cell
 

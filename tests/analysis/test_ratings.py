@@ -56,6 +56,7 @@ def default_plan(models=MODELS, preset="classic7"):
     return schedule(models, [preset], seed=0)
 
 
+@pytest.mark.slow
 def test_default_design_recovers_the_order_and_covers_in_200_replications():
     """200 simulated tournaments in the default design with known side-specific strengths: the fitted
     village and wolf orders are right in ≥ 90% of them, and the 95% intervals cover the truth 93–97% of the
@@ -110,6 +111,7 @@ def test_overall_rating_and_side_term_separate_side_from_model():
     assert r.loc["(side term)", "ci_low"] > 0
 
 
+@pytest.mark.slow
 def test_elo_and_openskill_recover_the_order_in_the_default_design():
     """Elo and OpenSkill (medians over 5 random game orders) get both sides' order right in ≥ 90% of 20
     simulated default tournaments (20, not 200, to keep the test short: 200 in
@@ -162,6 +164,7 @@ def test_separation_verdicts_are_holm_corrected():
     assert ((sep["p_holm"] < 0.05) == (sep["verdict"] != "cannot separate")).all()
 
 
+@pytest.mark.slow
 def test_the_example_study_situation_ranks_heuristic_wolves_above_random_wolves(tmp_path):
     """Heuristic villagers against heuristic or random wolves (the old example study), played for real."""
     from toolkit.study.experiments import run_werewolf_cell

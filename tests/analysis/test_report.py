@@ -23,6 +23,7 @@ def study(root):
     return load(root, complete_games=True)
 
 
+@pytest.mark.slow
 def test_report_splits_conditions_and_flags_identical_ones(tmp_path):
     t = study(tmp_path / "res")
     games = games_with_params(t)
@@ -68,6 +69,7 @@ def test_plots_show_n_start_counts_at_zero_and_mark_estimates(tmp_path):
     assert all("n=" in label.get_text() for label in fig.axes[0].get_yticklabels())
 
 
+@pytest.mark.slow
 def test_the_docs_recompute_the_committed_example_with_pandas(monkeypatch, capsys):
     """The pandas recipe of docs/experiments.md reproduces the analysis numbers on the committed example tables, and
     the ratings there put heuristic wolves above random wolves."""
@@ -140,6 +142,7 @@ def test_elo_and_openskill_are_not_shown_in_the_default_report():
     assert text.startswith("Elo and OpenSkill: not shown")
 
 
+@pytest.mark.slow
 def test_a_crafted_results_folder_cannot_make_the_report_write_outside_out(tmp_path):
     """A results folder someone sends you: a run parameter (a condition) holding ``../``, a preset name holding
     ``../``, and a link named like a report file pointing outside. Every file the report writes is named from

@@ -3,12 +3,14 @@ from measured usage only (estimated usage and response-cache hits are counted ap
 
 import asyncio
 
+import pytest
 from toolkit.record.rows import CallRow
 from toolkit.record.run_log import Run
 from toolkit.analysis.report import write_report
 from toolkit.werewolf.game import GameConfig, play_game
 
 
+@pytest.mark.slow
 def test_the_report_shows_the_cached_share_of_prompt_tokens(tmp_path, server):
     spec = f"openai:det@{server.base_url}"
     with Run(tmp_path / "res") as run:
@@ -25,6 +27,7 @@ def test_the_report_shows_the_cached_share_of_prompt_tokens(tmp_path, server):
     assert cells[2:6] == ["3", "2500", "1400", "0.560"]  # 1400 of 2500 prompt tokens came from the cache
 
 
+@pytest.mark.slow
 def test_no_measured_usage_no_section(tmp_path):
     with Run(tmp_path / "res") as run:
         asyncio.run(play_game(GameConfig(seed=1, model="heuristic", max_days=1), run))

@@ -167,6 +167,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("argv,words", CASES, ids=[" ".join(a) for a, _ in CASES])
+@pytest.mark.slow
 def test_bad_input_is_one_line_exit_2_and_nothing_written(work, capsys, argv, words):
     before = files(work)
     code, out, err = run_cli(argv, capsys)
@@ -176,6 +177,7 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(work, capsys, argv, wo
     assert files(work) == before  # no run folder, no output folder, no results/
 
 
+@pytest.mark.slow
 def test_a_hosted_endpoint_without_key_and_a_dead_loopback_fail_fast_in_a_subprocess(tmp_path):
     """Refused before any game starts (how fast is measured in benchmarks/, not here: a loaded machine broke a
     wall-clock bound)."""
@@ -192,6 +194,7 @@ def test_credentials_in_a_url_are_masked_in_the_message(work, capsys):
     assert code == 2 and "hunter2" not in err and "***@127.0.0.1" in err
 
 
+@pytest.mark.slow
 def test_credentials_in_a_url_never_reach_a_table(tmp_path, server):
     """A real game against the loopback test server, with user:password in the URL: accepted, masked."""
     url = server.base_url.replace("http://", "http://user:hunter2@")
@@ -202,6 +205,7 @@ def test_credentials_in_a_url_never_reach_a_table(tmp_path, server):
 
 
 @pytest.mark.parametrize("status", ["400", "401", "404"])
+@pytest.mark.slow
 def test_a_seat_whose_every_call_failed_ends_the_game_as_an_error_naming_it(tmp_path, server, capsys, status):
     """400/401/404 are not retried (one attempt per call), and the seat's failures end the game with exit 1."""
     code = main(["play", "--seat", f"Player3=openai:{status}@{server.base_url}", "--quiet", "--out", str(tmp_path)])
@@ -218,6 +222,7 @@ def test_a_seat_whose_every_call_failed_ends_the_game_as_an_error_naming_it(tmp_
     assert code == 0 and "winner: error" not in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_the_transcript_reads_well(tmp_path, capsys):
     assert main(["play", "--seed", "3", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
@@ -231,6 +236,7 @@ def test_the_transcript_reads_well(tmp_path, capsys):
             assert " died." not in lines[i + 1], lines[i: i + 2]
 
 
+@pytest.mark.slow
 def test_unused_scripted_decisions_are_reported(tmp_path, capsys):
     script = tmp_path / "late.yaml"
     script.write_text("default: heuristic\ndecisions:\n  - {day: 40, action: vote, seat: Player1, target: Player2}\n")
@@ -264,6 +270,7 @@ SETTINGS = [
 
 
 @pytest.mark.parametrize("var,value,words", SETTINGS, ids=[f"{v}={x}" for v, x, _ in SETTINGS])
+@pytest.mark.slow
 def test_a_bad_setting_is_one_line_exit_2_and_nothing_written(work, capsys, monkeypatch, var, value, words):
     (work / "prices_list.yaml").write_text("- gpt-x\n")
     (work / "prices_negative.yaml").write_text("m: {input: -1, output: 2}\n")

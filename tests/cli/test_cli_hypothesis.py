@@ -147,6 +147,7 @@ def workdir(tmp_path, monkeypatch):
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.data_too_large, HealthCheck.filter_too_much])
 @given(args=argv)
+@pytest.mark.slow
 def test_the_cli_never_shows_a_traceback_and_a_rejected_command_creates_nothing(workdir, args):
     root, game, _ = workdir
     args = [game if a == "GAME" else a for a in args]

@@ -128,6 +128,7 @@ def test_preset_errors_name_the_file_and_hint(tmp_path):
         load_preset(str(path))
 
 
+@pytest.mark.slow
 def test_two_cells_differing_after_40_characters_play_different_games(tmp_path):
     """A real sweep (papermill kernels): two preset paths that share their first 40+ characters."""
     presets = tmp_path / ("a-folder-name-long-enough-to-pass-forty-characters" * 2)

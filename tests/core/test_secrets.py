@@ -89,6 +89,7 @@ def env_and_text(draw):
 
 @SEEDED
 @given(case=env_and_text())
+@pytest.mark.slow
 def test_the_redactor_and_redact_agree_and_leave_no_secret(case):
     env, text = case
     out = Redactor(env)(text)
@@ -108,6 +109,7 @@ def test_key_shapes_are_masked_whatever_surrounds_them(text, shape):
 @SEEDED
 @given(user=st.text("abcdefgh", min_size=1, max_size=6), pw=st.text("abcdef0123456789-_.~!$", min_size=1, max_size=12),
        host=st.sampled_from(["h", "example.org:8443", "10.0.0.1"]), path=st.sampled_from(["", "/v1", "/a/b.git"]))
+@pytest.mark.slow
 def test_url_masking_removes_exactly_the_credentials(user, pw, host, path):
     url = f"https://{user}:{pw}@{host}{path}"
     assert mask_url(url) == f"https://{MASK}:{MASK}@{host}{path}"

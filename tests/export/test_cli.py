@@ -26,6 +26,7 @@ def toolkit(*args, cwd=ROOT):
     (["export", "mini", EXAMPLES, "--out", "{out}", "--endpoint", "http://127.0.0.1:1"], "--endpoint is for the otel"),
     (["export", "yaml", EXAMPLES, "--out", "{out}"], "invalid choice"),
 ])
+@pytest.mark.slow
 def test_a_mistake_is_one_line_and_exit_2_and_nothing_written(tmp_path, args, message):
     out = tmp_path / "out"
     done = toolkit(*[str(a).replace("{out}", str(out)) for a in args])
@@ -34,6 +35,7 @@ def test_a_mistake_is_one_line_and_exit_2_and_nothing_written(tmp_path, args, me
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_export_kaggle_writes_one_replay_per_game(tmp_path):
     done = toolkit("export", "kaggle", EXAMPLES, "--out", tmp_path, "--game", example_game())
     assert done.returncode == 0, done.stderr
@@ -42,6 +44,7 @@ def test_export_kaggle_writes_one_replay_per_game(tmp_path):
     assert "wrote 1 file" in done.stdout
 
 
+@pytest.mark.slow
 def test_view_writes_one_self_contained_page(tmp_path):
     out = tmp_path / "views" / "game.html"
     done = toolkit("view", EXAMPLES, "--game", example_game(), "--out", out)
@@ -55,6 +58,7 @@ def test_view_writes_one_self_contained_page(tmp_path):
     (["view", EXAMPLES, "--out", "{out}"], "one of the arguments --game --session is required"),
     (["view", EXAMPLES, "--session", "s-nope", "--out", "{out}"], "--session s-nope: no session"),
 ])
+@pytest.mark.slow
 def test_view_mistakes_are_one_line(tmp_path, args, message):
     out = tmp_path / "page.html"
     done = toolkit(*[str(a).replace("{out}", str(out)) for a in args])

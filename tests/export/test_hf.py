@@ -6,6 +6,8 @@ import pytest
 from toolkit.export import hf
 from toolkit.record.load import load
 
+pytestmark = pytest.mark.interop
+
 datasets = pytest.importorskip("datasets", reason="the interop extra (datasets) is not installed")
 
 

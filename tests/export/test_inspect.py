@@ -6,6 +6,8 @@ import pytest
 from toolkit.export import html, inspect_log
 from toolkit.record.load import load
 
+pytestmark = pytest.mark.interop
+
 log_api = pytest.importorskip("inspect_ai.log", reason="the interop extra (inspect-ai) is not installed")
 analysis = pytest.importorskip("inspect_ai.analysis")
 

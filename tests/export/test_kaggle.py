@@ -18,6 +18,8 @@ loaders = pytest.importorskip("kaggle_environments.envs.werewolf.eval.loaders",
 from kaggle_environments.envs.werewolf.game import records  # noqa: E402
 from kaggle_environments.envs.werewolf.game.consts import Team  # noqa: E402
 
+pytestmark = pytest.mark.interop
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "results" / "examples"
 
 
@@ -106,6 +108,7 @@ def test_no_content_leaves_speech_out(exported, tmp_path):
     assert json.loads(text)["info"]["GAME_END"]["winner_team"] in ("Villagers", "Werewolves")
 
 
+@pytest.mark.browser
 def test_kaggles_own_visualizer_renders_an_exported_game_offline(exported, tmp_path):
     """``export kaggle --html``: the game injected into the visualizer page the wheel ships, opened in headless
     Chromium with the network refused; it draws the seats (by model spec) and steps through the events."""

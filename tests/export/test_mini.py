@@ -11,6 +11,8 @@ import pytest
 from toolkit.export import html, mini
 from toolkit.record.load import load
 
+pytestmark = pytest.mark.interop
+
 # mini-swe-agent writes its global config folder on import: keep it out of the home folder
 os.environ.setdefault("MSWEA_GLOBAL_CONFIG_DIR", tempfile.mkdtemp(prefix="mswea-"))
 inspector = pytest.importorskip("minisweagent.run.utilities.inspector",

@@ -6,10 +6,12 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_a_notebook_shows_the_replay_inline(game_folder, game, browser, tmp_path):
     results, gid = game
     nb = nbformat.v4.new_notebook()

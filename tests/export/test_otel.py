@@ -18,6 +18,8 @@ import pytest
 from toolkit.export import otel
 from toolkit.record.load import load
 
+pytestmark = pytest.mark.interop
+
 pytest.importorskip("opentelemetry.sdk", reason="the interop extra (opentelemetry-sdk) is not installed")
 
 

@@ -24,6 +24,7 @@ def _charge_many(ledger, n):
         budget.charge(0.001, 10)
 
 
+@pytest.mark.slow
 def test_the_ledger_is_shared_by_processes_and_read_incrementally(tmp_path):
     ledger = tmp_path / "spend.jsonl"
     procs = [multiprocessing.get_context("spawn").Process(target=_charge_many, args=(ledger, 200)) for _ in range(3)]
@@ -81,6 +82,7 @@ def test_a_token_cap_works_on_an_unpriced_model(server, tmp_path):
 
 
 @pytest.mark.parametrize("at_cap", ["stop", "finish"])
+@pytest.mark.slow
 def test_the_cap_stops_new_games_and_a_rerun_with_a_higher_cap_continues(server, tmp_path, priced, at_cap):
     spec = f"openai:det@{server.base_url}"
     configs = lambda seeds: [GameConfig(seed=s, model=spec) for s in seeds]  # noqa: E731

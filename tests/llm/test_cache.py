@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from tests.conftest import FAST
 from toolkit.llm import Completion, Request, Sampling, get_model
 from toolkit.llm.cache import ResponseCache, cache_key
@@ -97,6 +98,7 @@ def test_several_processes_share_one_cache_file(tmp_path):
             assert hit.text == f"{name} answer {i}" and hit.prompt_tokens == i
 
 
+@pytest.mark.slow
 async def test_a_cache_written_by_another_process_answers_without_a_request(server, tmp_path):
     """One process asks the server; a new process (this one) gets the same answer from the cache file."""
     code = ("import asyncio, sys; from toolkit.llm import Request, get_model\n"

@@ -25,6 +25,7 @@ def printable_line(text):
 
 
 @pytest.mark.parametrize("behaviour", list(HOSTILE))
+@pytest.mark.slow
 async def test_each_hostile_answer_is_a_failed_attempt_of_its_kind(server, behaviour):
     m = get_model(f"openai:{behaviour}@{server.base_url}", **CAPS)
     call = await m.generate(Request(messages=[{"role": "user", "content": "hi"}]))

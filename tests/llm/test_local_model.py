@@ -28,6 +28,8 @@ from toolkit.record.run_log import Run
 from toolkit.record.load import load
 from toolkit.werewolf.game import GameConfig, play_game
 
+pytestmark = pytest.mark.local_model
+
 
 @pytest.fixture(scope="module", autouse=True)
 def no_configured_server():

@@ -80,6 +80,7 @@ def test_parse_spec_and_unknown_options():
 
 # ------------------------------------------------------------------ offline backends through the wrapper
 @pytest.mark.parametrize("spec", ["random", "chaos:0", "heuristic"])
+@pytest.mark.slow
 def test_offline_backends_are_free_estimated_and_recorded_alike(spec, tmp_path):
     with Run(tmp_path) as run:
         result = asyncio.run(play_game(GameConfig(seed=4, model=spec, max_days=2), run))
@@ -126,6 +127,7 @@ def test_replay_answers_from_rows_given_to_it():
     assert one.text == "first" and "replayed failure: boom" in two.error and "no recorded answer #3" in three_.error
 
 
+@pytest.mark.slow
 def test_the_call_row_carries_the_whole_request(tmp_path):
     """Ids, day, phase, action, spec and the provider's model name: from the game to the row, whole."""
     with Run(tmp_path) as run:
@@ -208,6 +210,7 @@ def test_a_hosted_endpoint_without_a_key_is_refused_before_any_call(monkeypatch)
     assert get_model("openai:m@http://127.0.0.1:8000/v1").name == "m"  # loopback servers need no key
 
 
+@pytest.mark.slow
 def test_credentials_in_a_url_never_reach_a_record(server, tmp_path):
     url = server.base_url.replace("http://", "http://alice:s3cret-pw@")
     assert mask_url(url) == server.base_url.replace("http://", "http://***:***@")
@@ -219,6 +222,7 @@ def test_credentials_in_a_url_never_reach_a_record(server, tmp_path):
     assert load(tmp_path).games.iloc[0]["n_fallbacks"] == 0  # the server answered: the URL was usable
 
 
+@pytest.mark.slow
 def test_a_forked_game_costs_what_its_second_model_costs(server, tmp_path):
     """The free replay before the fork, the priced model after it: cost is read per call, never assumed."""
     from toolkit.werewolf.replay import replay_game
@@ -311,6 +315,7 @@ def test_a_prices_file_adds_and_overrides_entries(tmp_path, monkeypatch):
     assert cost_usd("my-model", 1, 1) is None
 
 
+@pytest.mark.slow
 def test_toolkit_prices_prices_a_call_in_a_fresh_process(tmp_path):
     extra = tmp_path / "prices.yaml"
     extra.write_text("mine: {input: 1000000, output: 0}\n")

@@ -59,6 +59,7 @@ SCHEMAS = st.recursive(leaf(), grow, max_leaves=12)
 
 @SEEDED
 @given(schema=SCHEMAS, seed=st.integers(0, 2**32))
+@pytest.mark.slow
 def test_every_sample_validates_against_its_schema(schema, seed):
     value = sample_from_schema(schema, random.Random(seed))
     assert valid(value, schema)
@@ -68,6 +69,7 @@ def test_every_sample_validates_against_its_schema(schema, seed):
 @SEEDED
 @given(defs=st.dictionaries(st.sampled_from(["Role", "Seat", "Vote"]), leaf(), min_size=1, max_size=3),
        seed=st.integers(0, 2**32))
+@pytest.mark.slow
 def test_refs_resolve_through_the_root_defs(defs, seed):
     """``$ref`` (bare, or inside ``anyOf``) is looked up in the root schema's ``$defs`` at any depth."""
     names = sorted(defs)
@@ -89,6 +91,7 @@ class Vote(BaseModel):
 
 @pytest.mark.parametrize("choices, allow_none", [(("Player1",), False), (("Player1", "Player2", "Player3"), True),
                                                  ((), False)])
+@pytest.mark.slow
 def test_pydantic_made_schemas_sample_to_values_pydantic_accepts(choices, allow_none):
     """What the random backend and the test server rely on: a sample of a with_choices model is a legal answer."""
     model = with_choices(Vote, "target", choices, allow_none)
@@ -281,6 +284,7 @@ def test_truncated_is_a_prefix_of_the_good_answer_and_rate_zero_is_the_inner_ans
             assert clean.text.startswith(bad) and 0 < len(bad) < len(clean.text)
 
 
+@pytest.mark.slow
 def test_chaos_is_reproducible_and_near_its_rate_through_the_wrapper():
     m = get_model("chaos:0.25")
 

@@ -54,6 +54,7 @@ async def test_missing_usage_is_estimated_and_flagged(server):
 
 
 @pytest.mark.parametrize("fault", ["500", "malformed", "reset"])
+@pytest.mark.slow
 async def test_transient_faults_are_retried_then_succeed(server, fault):
     server.queue(fault, fault, "ok")
     call = await complete(model(server, "queue"), req())
@@ -121,6 +122,7 @@ async def test_response_cache_costs_no_second_call(server, tmp_path):
     assert len(server.requests) == 2
 
 
+@pytest.mark.slow
 async def test_thirty_percent_faults_every_call_completes_once(server, tmp_path):
     """200 structured calls, 30% of requests failing (429/500/hang/reset/malformed): all complete,
     every fault is retried, the calls table has exactly one row per call with its attempts, and the

@@ -65,6 +65,7 @@ def observation() -> dict:
     return observe(game, ask.seat, ask)
 
 
+@pytest.mark.slow
 def test_a_scripted_default_heuristic_answers_the_same_whatever_was_imported_first(tmp_path):
     script = tmp_path / "s.yaml"
     script.write_text("default: heuristic\n")

@@ -70,6 +70,7 @@ async def test_reask_can_recover(server):
     assert not result.fallback and result.value.target == "Player2"
 
 
+@pytest.mark.slow
 async def test_chaos_thousand_calls_no_exception_every_anomaly_recorded(tmp_path):
     chaos = get_model("chaos:0.3")
     action = Action("pick", "reask.j2", PICK)

@@ -58,6 +58,7 @@ def compaction_growth_mb(folder: Path, rows: int, mixed: bool) -> float:
 
 
 @pytest.mark.parametrize("mixed", [False, True], ids=["arrow blocks", "row by row"])
+@pytest.mark.slow
 def test_compaction_memory_does_not_grow_with_the_table(tmp_path, mixed):
     """4,000 then 16,000 rows (24 MB then 96 MB of JSONL): the peak grows by the same bounded amount. Reading the
     whole file at once (the compaction of e01e9c5) grew it by more than the file: ~130 MB more for the larger."""

@@ -84,6 +84,7 @@ def test_a_truncated_parquet_is_named_and_the_other_tables_load(tmp_path):
         load(tmp_path, strict=True)
 
 
+@pytest.mark.slow
 def test_report_on_a_folder_with_a_truncated_parquet_warns_in_one_line_and_writes(tmp_path, capsys):
     folder = finished_run(tmp_path / "res")
     (folder / "calls.parquet").write_bytes(b"PAR1 truncated")
@@ -100,6 +101,7 @@ run_werewolf_cell(sys.argv[1], n_games=int(sys.argv[2]), seed=100, concurrency=8
 """
 
 
+@pytest.mark.slow
 def test_a_killed_then_resumed_cell_loads_complete_games_and_says_how_many_it_left_out(tmp_path):
     """The cell code a sweep's notebook runs (``run_werewolf_cell``), killed with SIGKILL mid-way, then
     run again: it resumes. ``load`` keeps only games with a ``games`` row and names the partial ones."""
@@ -251,7 +253,7 @@ def test_runs_whose_files_type_a_column_differently_load_as_one_table(tmp_path):
     assert list(calls["call_id"]) == ["a0", "a1", "b0"]
     assert list(calls["latency_ms"]) == [1.0, 2.0, 2.5]
     assert calls["error"].isna().sum() == 2 and calls["error"].iloc[2] == "timeout"
-    assert list(calls.columns[-1:]) == ["finish_reason"] and calls["finish_reason"].iloc[2] == "stop"
+    assert calls["finish_reason"].isna().sum() == 2 and calls["finish_reason"].iloc[2] == "stop"
     empty = load(tmp_path / "a").calls  # a column without a value reads as None, as it always has
     assert empty["error"].tolist() == [None, None] and empty["session_id"].tolist() == [None, None]
 

@@ -27,6 +27,7 @@ asyncio.run(play_games([GameConfig(seed=s) for s in range(100000)], run, concurr
 """
 
 
+@pytest.mark.slow
 def test_load_reads_a_finished_and_a_killed_run(tmp_path):
     with Run(tmp_path, "finished") as run:
         run.write(GameRow(game_id="a", run_id=run.run_id, winner="village"))

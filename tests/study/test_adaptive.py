@@ -39,6 +39,7 @@ def ordered(tmp_path_factory):
     return tmp, path, status
 
 
+@pytest.mark.slow
 def test_an_adaptive_tournament_of_the_offline_players_stops_early_with_the_right_order(ordered):
     tmp, path, status = ordered
     table = status.monitor.table().set_index("side")
@@ -67,6 +68,7 @@ def test_an_adaptive_tournament_of_the_offline_players_stops_early_with_the_righ
     assert again.games == status.games and again.monitor.table().equals(status.monitor.table())
 
 
+@pytest.mark.slow
 def test_equal_models_are_never_separated(tmp_path):
     """``chaos:0`` is the heuristic player under another spec: two equal models."""
     path = write(tmp_path / "eq.yaml", name="equal", models=["heuristic", "chaos:0"], presets=["classic7"],
@@ -78,6 +80,7 @@ def test_equal_models_are_never_separated(tmp_path):
     assert status.monitor.table()["ci_low"].lt(0).all() and status.monitor.table()["ci_high"].gt(0).all()
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_to_the_state_an_uninterrupted_run_reaches(tmp_path):
     spec = dict(name="kill", models=["heuristic", "chaos:0"], presets=["classic7"], design="adaptive",
                 min_difference=2.0, seed=5, round_games=8, concurrency=1)
@@ -115,6 +118,7 @@ def test_a_killed_run_resumes_to_the_state_an_uninterrupted_run_reaches(tmp_path
         pd.read_parquet(tmp_path / "straight" / "kill" / "schedule.parquet"))
 
 
+@pytest.mark.slow
 def test_an_adaptive_and_a_fixed_run_on_the_same_seeds_in_one_report(ordered, tmp_path, capsys):
     from toolkit.cli import main
 

@@ -37,6 +37,7 @@ def spent(folder):
     return Budget(Path(folder) / "spend.jsonl").spent()
 
 
+@pytest.mark.slow
 def test_a_dollar_cap_stops_a_sweep_and_a_rerun_after_kill_9_continues(tmp_path, endpoint):
     sweep = tmp_path / "capped.yaml"
     sweep.write_text(f"""name: capped
@@ -84,6 +85,7 @@ max_usd: 0.03
     assert spent(folder)[0] > paid_before_rerun
 
 
+@pytest.mark.slow
 def test_a_token_cap_stops_a_tournament_mid_way_and_a_rerun_finishes_it(tmp_path, endpoint):
     spec = f"openai:det@{endpoint}"
     path = tmp_path / "t.yaml"
@@ -111,6 +113,7 @@ max_tokens: 60000
     assert set(played["game_id"]) <= set(games["game_id"])  # the games of the first run were kept, not replayed
 
 
+@pytest.mark.slow
 def test_a_dollar_cap_with_an_unpriced_model_is_refused_in_one_line(tmp_path, endpoint):
     out = toolkit("play", "--model", f"openai:unpriced@{endpoint}", "--max-usd", "1", "--out", tmp_path / "r")
     assert out.returncode == 2 and out.stdout == ""
@@ -118,6 +121,7 @@ def test_a_dollar_cap_with_an_unpriced_model_is_refused_in_one_line(tmp_path, en
     assert not (tmp_path / "r").exists() or not any((tmp_path / "r").iterdir())
 
 
+@pytest.mark.slow
 def test_play_stops_its_game_at_the_cap(tmp_path, endpoint):
     out = toolkit("play", "--model", f"openai:det@{endpoint}", "--max-usd", "0.001", "--quiet", "--out",
                   tmp_path / "r")

@@ -35,6 +35,7 @@ def sweep_cmd(path, results, executor):
 
 
 @pytest.mark.parametrize("executor", ["local", "dask"])
+@pytest.mark.slow
 def test_kill_9_then_rerun_finishes_the_grid_without_loss_or_duplicates(tmp_path, executor):
     path, results = sweep_file(tmp_path, f"kill-{executor}"), tmp_path / "results"
     proc = subprocess.Popen(sweep_cmd(path, results, executor), cwd=REPO, start_new_session=True,
@@ -65,6 +66,7 @@ def test_kill_9_then_rerun_finishes_the_grid_without_loss_or_duplicates(tmp_path
     assert (sweep_dir / "win_rates.png").stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_failed_cell_is_recorded_and_the_others_finish(tmp_path):
     """A cell that fails while it runs (every setting is checked before: a bad preset is refused up front, so
     the failure here is one the notebook raises) is recorded, and the other cell still finishes."""
@@ -100,6 +102,7 @@ grid:
     assert len(logs) == 2 and "kernel.log" in broken["error"]
 
 
+@pytest.mark.slow
 def test_the_readme_papermill_command(tmp_path):
     out = subprocess.run(["papermill", "experiments/werewolf.ipynb", str(tmp_path / "out.ipynb"), "-p", "n_games",
                           "20", "-p", "model", "heuristic", "-p", "results_dir", str(tmp_path / "try")],
@@ -110,6 +113,7 @@ def test_the_readme_papermill_command(tmp_path):
     assert "village" in (tmp_path / "out.ipynb").read_text()
 
 
+@pytest.mark.slow
 def test_engineer_notebook_runs_the_suite(tmp_path):
     out = subprocess.run(["papermill", "experiments/engineer.ipynb", str(tmp_path / "out.ipynb"),
                           "-p", "results_dir", str(tmp_path / "eng")], cwd=REPO, capture_output=True, text=True,

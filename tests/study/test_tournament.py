@@ -46,6 +46,7 @@ def test_pairs_play_every_ordered_pair_and_size_comes_from_the_sample_size_helpe
     assert default["matchup"].nunique() == 9
 
 
+@pytest.mark.slow
 def test_a_tournament_runs_through_sweep_cells_and_resumes(tmp_path, capsys):
     spec = {"name": "tiny", "models": ["heuristic", "random"], "presets": ["classic7"], "design": "pairs",
             "self_play": False, "games": 3, "seed": 5, "games_per_cell": 4}
@@ -74,6 +75,7 @@ def test_a_tournament_runs_through_sweep_cells_and_resumes(tmp_path, capsys):
         T.run_tournament(path, results_root=tmp_path / "results", progress=False)
 
 
+@pytest.mark.slow
 def test_the_default_tournament_of_the_offline_players_ranks_heuristic_above_random_on_both_sides():
     """The committed example study is the default design (pairs, self-play) of heuristic, mixed and random at
     the size its ``--plan`` prints (97 games per pairing for ±0.10: 1,746 games), played for real by

@@ -1,9 +1,11 @@
 """The notebook's adaptive-tournament panel updates after every round with the ratings, their intervals and
 the comparisons' verdicts (driven from Python with real offline games)."""
 
+import pytest
 import yaml
 
 
+@pytest.mark.slow
 def test_the_panel_shows_ratings_and_verdicts_after_every_round(tmp_path):
     from toolkit.ui import AdaptiveTournament
 

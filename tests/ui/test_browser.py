@@ -13,6 +13,8 @@ import pytest
 
 from tests.ui.jupyterlab import CHROMIUM, REPO, Lab, chromium_page, screenshot_dir, serve
 
+pytestmark = pytest.mark.browser
+
 if not Path(CHROMIUM).exists():  # `make test` installs it on a root Debian machine; elsewhere it says how
     pytest.fail("Debian's chromium is not installed (apt-get install -y chromium; `make test` does it as root)",
                 pytrace=False)

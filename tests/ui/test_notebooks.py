@@ -58,6 +58,7 @@ def checkout(tmp_path):
     return root
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS + EXPERIMENTS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_notebook_runs_with_its_defaults_and_leaves_the_checkout_clean(path, checkout):
     target = checkout / path.parent.name / path.name

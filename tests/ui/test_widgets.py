@@ -7,6 +7,7 @@ import json
 import re
 
 
+import pytest
 from toolkit.analysis.report import write_report
 from toolkit.export import html as html_export
 from toolkit.record.load import load
@@ -29,6 +30,7 @@ async def wait_for(predicate, timeout=30):
         await asyncio.sleep(0.01)
 
 
+@pytest.mark.slow
 async def test_step_run_and_god_view(tmp_path):
     s = WerewolfSession(results_dir=str(tmp_path), seed=3)
     s.buttons["Start"].click()
@@ -49,6 +51,7 @@ async def test_step_run_and_god_view(tmp_path):
     assert "messages" in s.call_view.value and "raw answer" in s.call_view.value and "tokens" in s.call_view.value
 
 
+@pytest.mark.slow
 async def test_a_human_seat_plays_a_whole_game_through_the_widgets(tmp_path):
     s = WerewolfSession(results_dir=str(tmp_path), seed=5)
     s.seat_models["Player2"].value = "human"
@@ -76,6 +79,7 @@ async def test_a_human_seat_plays_a_whole_game_through_the_widgets(tmp_path):
     assert speeches and all(t.startswith("I am Player2, turn") for t in speeches)
 
 
+@pytest.mark.slow
 async def test_stop_halts_within_one_phase_and_tables_stay_consistent(tmp_path):
     s = WerewolfSession(results_dir=str(tmp_path), seed=7)
     s.buttons["Start"].click()
@@ -93,6 +97,7 @@ async def test_stop_halts_within_one_phase_and_tables_stay_consistent(tmp_path):
     assert len(load(tmp_path, complete_games=True).games) == 0  # an unfinished game is not counted
 
 
+@pytest.mark.slow
 async def test_engineer_session_with_ask_human(tmp_path):
     script = tmp_path / "s.yaml"
     script.write_text(json.dumps({"answers": [
@@ -118,6 +123,7 @@ async def test_engineer_session_with_ask_human(tmp_path):
     assert len(tables.tool_calls) == 2 and len(tables.calls) == 3
 
 
+@pytest.mark.slow
 async def test_engineer_stop_ends_the_session_and_writes_its_row(tmp_path):
     script = tmp_path / "s.yaml"
     step = json.dumps([{"command_name": "Plan.append_task", "args": {"task_id": "1", "instruction": "x"}}])
@@ -132,6 +138,7 @@ async def test_engineer_stop_ends_the_session_and_writes_its_row(tmp_path):
     assert list(load(tmp_path / "res").sessions["ended_by"]) == ["stopped"]
 
 
+@pytest.mark.slow
 async def test_a_widget_game_and_a_cli_game_with_the_same_seed_have_identical_events(tmp_path):
     from toolkit.cli import main
 
@@ -147,6 +154,7 @@ async def test_a_widget_game_and_a_cli_game_with_the_same_seed_have_identical_ev
     assert len(widget) > 20 and widget.equals(cli)
 
 
+@pytest.mark.slow
 def test_results_explorer_shows_tables_and_plots(tmp_path):
     import asyncio as aio
 
@@ -187,6 +195,7 @@ def test_results_explorer_shows_tables_and_plots(tmp_path):
     assert r.report.outputs == before and r.pick.options == tuple(games["game_id"])
 
 
+@pytest.mark.slow
 def test_the_explorer_shows_a_report_it_made_before_at_once_and_finds_relative_folders(tmp_path, monkeypatch):
     import asyncio as aio
     import time

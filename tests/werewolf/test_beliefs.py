@@ -45,6 +45,7 @@ def observations():
 
 
 @pytest.mark.parametrize("preset", ["classic7", "standard9"])
+@pytest.mark.slow
 def test_heuristic_beliefs_cover_every_other_living_seat_with_a_legal_role(observations, preset):
     roles = tuple(load_preset(preset).roles)
     for game, seat, obs in observations[preset]:
@@ -66,6 +67,7 @@ def test_heuristic_beliefs_cover_every_other_living_seat_with_a_legal_role(obser
 
 
 @pytest.mark.parametrize("preset", ["classic7", "standard9"])
+@pytest.mark.slow
 def test_village_beliefs_find_wolves_better_than_chance(observations, preset):
     """Over seeded games, the village seats' wolf guesses hit real wolves more often than the same number of
     guesses drawn at random from the same seats (fixed seed)."""

@@ -42,6 +42,7 @@ def test_same_seed_same_events_and_calls(tmp_path):
     assert len(a.calls) > 50
 
 
+@pytest.mark.slow
 def test_replay_reproduces_a_logged_game_exactly(tmp_path):
     # kaggle7/kaggle8: the rules' draws (random ties, a random first voter) and sequential votes replay too
     results, _ = run_games(tmp_path, [GameConfig(seed=21, model="chaos:0.3"), GameConfig(seed=22, model="random"),
@@ -61,6 +62,7 @@ def test_fork_replays_up_to_the_event_then_another_model_plays(tmp_path):
     assert forked.winner in ("village", "werewolves", "draw")
 
 
+@pytest.mark.slow
 def test_chaos_games_finish_and_every_bad_answer_is_a_recorded_fallback(tmp_path):
     results, tables = run_games(tmp_path, [GameConfig(seed=s, model="chaos:0.3") for s in range(40)])
     assert all(r.winner in ("village", "werewolves", "draw") for r in results)
@@ -74,6 +76,7 @@ def test_chaos_games_finish_and_every_bad_answer_is_a_recorded_fallback(tmp_path
 
 @pytest.mark.parametrize("preset", ["classic7", "standard9"])
 @pytest.mark.parametrize("model", ["heuristic", "random"])
+@pytest.mark.slow
 def test_many_seeded_games_finish(tmp_path, preset, model):
     results, tables = run_games(tmp_path, [GameConfig(preset=preset, seed=s, model=model) for s in range(60)])
     winners = {r.winner for r in results}
@@ -81,6 +84,7 @@ def test_many_seeded_games_finish(tmp_path, preset, model):
     assert tables.games["n_fallbacks"].sum() == 0 and len(tables.players) == 60 * load_preset(preset).n_players
 
 
+@pytest.mark.slow
 def test_heuristic_is_a_real_baseline_against_random(tmp_path):
     """Heuristic villagers beat random villagers against the same heuristic wolves (seeded, 150 games each)."""
     def village_wins(village_model):
@@ -113,6 +117,7 @@ def leaks(prompt, seat, role, roles, private_texts, revealed=()):
     return found
 
 
+@pytest.mark.slow
 def test_no_prompt_names_what_its_seat_may_not_know(tmp_path):
     configs = [GameConfig(preset=p, seed=s, reflection=True) for p in ("classic7", "standard9") for s in range(12)]
     configs += [GameConfig(preset=p, seed=s, reflection=True) for p in ("kaggle7", "kaggle8") for s in range(4)]
@@ -180,6 +185,7 @@ def test_prompt_size_stays_bounded_as_the_game_grows():
     assert sizes[30] <= sizes[8] * 1.05  # flat once the summary window is full
 
 
+@pytest.mark.slow
 def test_mean_prompt_is_under_a_third_of_metagpt(tmp_path):
     _, tables = run_games(tmp_path, [GameConfig(seed=s, reflection=True) for s in range(20)])
     chars = tables.calls["messages"].map(lambda m: sum(len(x["content"]) for x in json.loads(m)))
@@ -187,6 +193,7 @@ def test_mean_prompt_is_under_a_third_of_metagpt(tmp_path):
 
 
 # ----------------------------------------------------------------------------- CLI
+@pytest.mark.slow
 def test_cli_play_prints_a_transcript_and_the_winner_line(tmp_path):
     out = subprocess.run([sys.executable, "-m", "toolkit", "play", "--seed", "4", "--out", str(tmp_path),
                           "--seat", "Player3=random", "--max-days", "6"],
@@ -199,6 +206,7 @@ def test_cli_play_prints_a_transcript_and_the_winner_line(tmp_path):
     assert len(tables.games) == 1 and tables.players.set_index("seat").loc["Player3", "spec"] == "random"
 
 
+@pytest.mark.slow
 def test_cli_reports_bad_input_clearly(tmp_path):
     for args, message in [(["--preset", "nope"], "no preset"), (["--model", "gpt5"], "unknown model spec"),
                           (["--roles", "Player1=Werewolf"], "do not match preset")]:
@@ -207,6 +215,7 @@ def test_cli_reports_bad_input_clearly(tmp_path):
         assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
 
 
+@pytest.mark.slow
 def test_cli_replay_says_identical(tmp_path):
     subprocess.run([sys.executable, "-m", "toolkit", "play", "--seed", "11", "--model", "chaos:0.3", "--quiet",
                     "--out", str(tmp_path / "play")], check=True, capture_output=True, timeout=120)

@@ -24,6 +24,7 @@ def prompt_for(runner, game, ask, reflection=""):
 
 
 @pytest.mark.parametrize("preset", ["classic7", "standard9"])
+@pytest.mark.slow
 def test_every_public_event_before_a_call_is_in_its_prompt(preset):
     stats = new_stats()
     for model in ("random", "heuristic", "chaos:0.3"):
@@ -39,6 +40,7 @@ def test_every_public_event_before_a_call_is_in_its_prompt(preset):
     ("standard9", {"reveal_roles_on_death": True, "speech_order": "fixed", "protect_and_save": "die",
                    "win_rule": "parity"}),
 ])
+@pytest.mark.slow
 def test_the_record_is_complete_under_other_rule_flags(preset, flags):
     """Role reveals on death, random tie-breaks, last words in a 7-seat game, fixed order, parity."""
     rules = load_preset(preset).model_copy(update=flags)
@@ -48,6 +50,7 @@ def test_the_record_is_complete_under_other_rule_flags(preset, flags):
     assert stats["calls"] > 1000 and stats["missing"] == 0, stats["examples"]
 
 
+@pytest.mark.slow
 def test_the_record_carries_every_hunter_shot():
     """competitive12, the shot seat's role revealed as an exile's: the shots (at dawn and after a vote) are in
     every later prompt, and at least one game has one."""

@@ -140,6 +140,7 @@ def test_a_seat_whose_every_call_failed_ends_the_game_as_an_error_naming_it(tmp_
     assert tables.games.iloc[0]["winner"] == "error" and tables.games.iloc[0]["n_fallbacks"] == len(p1)
 
 
+@pytest.mark.slow
 def test_chaos_faults_injected_by_design_never_end_a_game_as_an_error(tmp_path):
     """Seeds 250-299 of chaos:0.3 (50 games, ~7 s; all 300 of the issue take ~40 s here, so the test plays the
     50 that hold seed 257): there every call of Player5 drew an injected transport fault, and the old rule
@@ -240,6 +241,7 @@ def test_a_preset_override_of_max_days_and_a_bad_cadence():
 
 
 @pytest.mark.parametrize("cadence", ["per_phase", "per_day"])
+@pytest.mark.slow
 def test_each_reflection_comes_just_before_a_decision_of_its_seat_in_that_phase(tmp_path, cadence):
     with Run(tmp_path) as run:
         runner = GameRunner(GameConfig(seed=5, reflection=True, reflect=cadence, max_days=3), run)

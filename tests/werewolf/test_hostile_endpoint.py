@@ -22,6 +22,7 @@ def one_printable_line(text):
 
 
 @pytest.mark.parametrize("behaviour", BEHAVIOURS)
+@pytest.mark.slow
 def test_a_game_against_a_hostile_seat_ends_recorded(tmp_path, server, behaviour):
     spec = f"openai:{behaviour}@{server.base_url}"
     # Two hostile seats: their calls are in flight together with the heuristic seats' decisions.

@@ -27,6 +27,8 @@ pytest.importorskip("kaggle_environments", reason="needs kaggle-environments (ma
 
 from toolkit.werewolf.kaggle import differential, harness, replay  # noqa: E402
 
+pytestmark = pytest.mark.interop
+
 
 def test_every_kaggle_game_replays_here_to_the_same_eliminations_winner_and_final_day(kaggle_games):
     assert len(kaggle_games) >= 200

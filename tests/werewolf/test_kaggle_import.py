@@ -29,6 +29,8 @@ from toolkit.core.secrets import redact  # noqa: E402
 from toolkit.testing.loopback_server import FakeOpenAIServer  # noqa: E402
 from toolkit.werewolf.kaggle import replay  # noqa: E402
 
+pytestmark = pytest.mark.interop
+
 TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2"  # a GitHub key shape in a completion: masked on import
 
 # Kaggle's LLM agent in every seat of its default 7-seat game, against base_url (argv 1); the replay to argv 2

@@ -97,6 +97,7 @@ def test_an_offline_player_refuses_parameters():
         get_model("heuristic?reasoning_effort=high")
 
 
+@pytest.mark.slow
 def test_the_cli_refuses_a_bad_parameter_in_one_line_and_exit_2(tmp_path):
     out = subprocess.run([sys.executable, "-m", "toolkit", "play", "--model",
                           "openai:o4-mini@http://127.0.0.1:9/v1?reasoning_effort=hgih", "--out", str(tmp_path)],

@@ -127,6 +127,7 @@ def test_a_replay_keeps_each_seats_strategy(tmp_path):
 
 
 @pytest.mark.parametrize("discussion", ["round_robin", "parallel", "bid_turn", "bid_round"])
+@pytest.mark.slow
 def test_every_discussion_protocol_replays_exactly_and_forks_at_zero_into_the_same_game(tmp_path, discussion):
     """Replay and fork for each discussion protocol (the bids of a bidding discussion are calls too)."""
     preset = load_preset("kaggle7").model_copy(update={"discussion": discussion, "speech_turns": 4,

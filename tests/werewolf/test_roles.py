@@ -136,6 +136,7 @@ def _literals(path: Path) -> set[str]:
             and isinstance(n.value, str)}
 
 
+@pytest.mark.slow
 def test_the_hunter_is_named_only_in_its_module_the_registry_and_the_decisions_table():
     """No module of the package branches on the Hunter or its decision: the string "Hunter" is a constant in its
     role module and the names registry only, "shoot" there and in the decisions' table (its schema)."""

@@ -12,6 +12,7 @@ import asyncio
 import random
 from collections import Counter
 
+import pytest
 from toolkit.analysis.intervals import wilson
 from toolkit.werewolf.engine.preset import load_preset
 from toolkit.werewolf.engine.rules import Game
@@ -33,6 +34,7 @@ def play(seed: int) -> Game:
     return game
 
 
+@pytest.mark.slow
 def test_heuristic_games_of_competitive12_use_every_role_and_both_sides_win_some():
     games = [play(seed) for seed in range(GAMES)]
     winners = Counter(g.winner for g in games)
@@ -60,6 +62,7 @@ def test_the_same_seed_plays_the_same_competitive12_game():
     assert play(8).events != a.events
 
 
+@pytest.mark.slow
 def test_the_report_measures_the_hunters_shot_and_keeps_every_role(tmp_path):
     """Recorded competitive12 games: the night-actions table has the shots (k of n on a wolf, with chance), key-role
     survival lists the Hunter, and a preset without a Hunter gets no shot row."""

@@ -108,6 +108,7 @@ def test_random_passes_as_often_as_a_uniform_choice_over_legal_answers(action, c
     assert None not in sample(action, choices, False, 300)
 
 
+@pytest.mark.slow
 def test_random_witch_sometimes_keeps_her_potions_in_games(tmp_path):
     with Run(tmp_path) as run:
         asyncio.run(play_games([GameConfig(seed=s, model="random") for s in range(60)], run))

@@ -204,6 +204,7 @@ def nights(game: Game):
 
 @SETTINGS
 @given(preset=presets(), seed=st.integers(0, 10_000), decision_seed=st.integers(0, 10_000))
+@pytest.mark.slow
 def test_random_legal_games_keep_every_invariant(preset, seed, decision_seed):
     game, decisions = play_random(preset, seed, decision_seed)
     events = game.events
@@ -320,6 +321,7 @@ def test_different_seeds_deal_different_roles():
 
 @SETTINGS
 @given(preset=presets(), seed=st.integers(0, 1000), decision_seed=st.integers(0, 1000))
+@pytest.mark.slow
 def test_a_different_decision_changes_the_record_only_from_that_point(preset, seed, decision_seed):
     """Determinism the other way round: the events before a changed decision are the same."""
     game, decisions = play_random(preset, seed, decision_seed, probe=False)
@@ -345,6 +347,7 @@ def test_a_different_decision_changes_the_record_only_from_that_point(preset, se
 # ---------------------------------------------------------------- the rule-based player on random rule sets
 @settings(derandomize=True, database=None, deadline=None, max_examples=30)
 @given(preset=presets(), seed=st.integers(0, 10_000))
+@pytest.mark.slow
 def test_the_heuristic_player_answers_legally_under_any_preset(preset, seed):
     """Every heuristic answer to every ask the rules produce is legal, and its known-role habits hold: the Seer
     never re-checks while an unchecked choice is left, the Witch saves on night 1, and a wolf votes for a

@@ -12,6 +12,8 @@ from toolkit.record.run_log import Run
 from toolkit.record.load import load
 from toolkit.werewolf.game import GameConfig, play_games
 
+pytestmark = pytest.mark.slow  # its module fixture plays and records games
+
 ALL = ("Werewolf", "Villager", "Guard", "Witch", "Seer")
 NIGHT = ("Werewolf", "Guard", "Witch", "Seer")
 SPECIAL = ("Guard", "Witch", "Seer")

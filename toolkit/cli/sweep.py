@@ -49,9 +49,8 @@ def run(args: argparse.Namespace) -> int:
     columns = [c for c in ("cell_id", "ok", "games", "village_win_rate", "village_ci_low", "village_ci_high",
                            "sessions", "success_rate", "error") if c in summary.columns]
     print(summary[columns].to_string(index=False))
-    code = cells_line(summary)
     print(written(Path(args.out) / sweep["name"]))
-    return code
+    return cells_line(summary)  # the last lines: cells, failed, capped, and what the budget spent
 
 
 def cells_line(summary) -> int:
