@@ -31,10 +31,14 @@ def free_port() -> int:
 
 @contextmanager
 def serve(tmp: Path):
-    """JupyterLab serving ``tmp/served`` (the repository's notebooks copied into notebooks/)."""
+    """JupyterLab serving ``tmp/served`` (the repository's notebooks copied into notebooks/, the experiments'
+    into experiments/)."""
     port, token = free_port(), secrets.token_hex(16)
     served = tmp / "served"
     shutil.copytree(REPO / "notebooks", served / "notebooks")
+    (served / "experiments").mkdir()
+    for nb in (REPO / "experiments").glob("*.ipynb"):
+        shutil.copy(nb, served / "experiments" / nb.name)
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp / "cfg"), "JUPYTER_RUNTIME_DIR": str(tmp / "rt"),
            "JUPYTER_DATA_DIR": str(tmp / "data"), "PYTHONPATH": str(REPO)}
     log = open(tmp / "jupyterlab.log", "wb")
@@ -76,10 +80,10 @@ class Lab:
     def __init__(self, page, base: str, token: str, shots: Path):
         self.page, self.base, self.token, self.shots = page, base, token, shots
 
-    def open(self, notebook: str) -> None:
+    def open(self, notebook: str, folder: str = "notebooks") -> None:
         from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-        self.page.goto(f"{self.base}/lab/tree/notebooks/{notebook}?token={self.token}")
+        self.page.goto(f"{self.base}/lab/tree/{folder}/{notebook}?token={self.token}")
         self.page.wait_for_selector(".jp-NotebookPanel", timeout=120_000)
         dialog = self.page.locator(".jp-Dialog:has-text('Select Kernel') button:has-text('Select')")
         try:  # JupyterLab may ask which kernel to start; the notebook's own (python3) is preselected

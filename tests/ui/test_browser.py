@@ -172,3 +172,23 @@ def test_analysis_notebook_and_the_explorer_on_the_example_study(lab):
     assert last_image_then_text  # text follows the last plot: the plots are in the report, not after it
     explorer.screenshot(path=str(lab.shots / "explorer_example_study.png"))
     lab.shot("explorer_example_study_page")
+
+
+@pytest.mark.parametrize("notebook", ["werewolf.ipynb", "tournament.ipynb", "engineer.ipynb"])
+def test_each_experiment_notebook_runs_top_to_bottom_in_jupyterlab(lab, notebook):
+    """Run All with the notebook's defaults, its kernel in experiments/ as JupyterLab starts it: every cell
+    runs, none ends in a traceback (tournament.ipynb's default schedule was missing: a FileNotFoundError)."""
+    page = lab.page
+    lab.open(notebook, folder="experiments")
+    lab.run_all()
+    # every code cell numbered ([n]:), none pending ([*]:) or never run ([ ]:)
+    page.wait_for_function("""() => { const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]
+        .map(e => e.innerText.trim()); return p.length > 0 && p.every(t => /^\\[\\d+\\]:$/.test(t)); }""",
+                           timeout=900_000)
+    lab.wait_idle(timeout=300_000)
+    counts = page.locator(".jp-CodeCell .jp-InputArea-prompt").all_inner_texts()
+    code = [c for c in counts if c.strip()]
+    assert code and all(re.fullmatch(r"\[\d+\]:", c.strip()) for c in code), code  # every cell ran, none pending
+    errors = page.locator("[data-mime-type='application/vnd.jupyter.error']")
+    assert errors.count() == 0, errors.first.inner_text()[:2000]
+    lab.shot(f"experiments_{notebook.removesuffix('.ipynb')}")
