@@ -63,6 +63,19 @@ def test_effort_and_extra_parameters_reach_the_body_and_every_row(server, tmp_pa
     assert set(t.players["spec"]) == {high, low}
 
 
+def test_two_efforts_of_one_model_never_share_a_cached_answer(server, tmp_path):
+    request = Request(messages=[{"role": "user", "content": "the same question"}])
+
+    async def ask(spec):
+        return await get_model(spec, cache_dir=str(tmp_path / "cache")).generate(request)
+
+    for spec in (f"openai:reason@{server.base_url}?reasoning_effort=high",
+                 f"openai:reason@{server.base_url}?reasoning_effort=low",
+                 f"openai:reason@{server.base_url}?reasoning_effort=high"):
+        asyncio.run(ask(spec))
+    assert [b.get("reasoning_effort") for b in server.requests] == ["high", "low"]  # the third was cached
+
+
 def test_an_endpoint_that_counts_reasoning_apart_is_billed_for_it():
     from toolkit.llm.model import cost_usd
 

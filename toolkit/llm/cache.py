@@ -16,12 +16,12 @@ from pathlib import Path
 from toolkit.llm.request import Completion, Request
 
 
-def cache_key(model: str, base_url: str | None, request: Request) -> str:
-    payload = json.dumps(
-        [model, base_url, request.messages, request.schema, request.tools, request.sampling.temperature,
-         request.sampling.max_tokens, request.sampling.seed],
-        sort_keys=True, ensure_ascii=False, default=str,
-    )
+def cache_key(model: str, base_url: str | None, request: Request, params: dict | None = None) -> str:
+    """The request's key: the model, endpoint, messages, schema, tools, sampling and the spec's provider
+    parameters (two efforts of one model never share an answer; a spec without any keeps its old key)."""
+    parts = [model, base_url, request.messages, request.schema, request.tools, request.sampling.temperature,
+             request.sampling.max_tokens, request.sampling.seed]
+    payload = json.dumps(parts + ([params] if params else []), sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 

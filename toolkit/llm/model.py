@@ -277,7 +277,7 @@ class Model:
     async def generate(self, request: Request) -> Call:
         call = Call(request, self.spec, self.backend.model, self.base_url, now(), free=self.backend.free)
         started = time.perf_counter()
-        key = cache_key(self.backend.model, self.base_url, request) if self.cache else None
+        key = cache_key(self.backend.model, self.base_url, request, self.backend.params) if self.cache else None
         if key and (hit := self.cache.get(key)) is not None:
             call.completion = hit
             return call
