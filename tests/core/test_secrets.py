@@ -175,3 +175,24 @@ def test_redact_obj_keeps_types_and_masks_keys_too():
     assert out == {"[redacted API_KEY]": ("a [redacted API_KEY]", 1, 2.5),
                    "n": [None, True, {"deep": "[redacted API_KEY]"}]}
     assert isinstance(out["[redacted API_KEY]"], tuple) and redact("", env) == ""
+
+
+def test_a_redactor_made_before_a_spec_is_parsed_masks_its_password():
+    """A run begins (its Redactor reads the secrets) before a model is built from a spec with a URL password."""
+    from toolkit.llm.spec import parse_spec
+
+    mask = Redactor({})
+    assert "pw-late-registered-1" in mask("echo pw-late-registered-1")
+    parse_spec("openai:m@http://user:pw-late-registered-1@127.0.0.1:9/v1")
+    assert mask("echo pw-late-registered-1") == "echo [redacted registered]"
+
+
+def test_a_registered_value_nested_in_json_and_html_is_masked():
+    value = "pässwort-nested-7"
+    register(value)
+    nested = value
+    for _ in range(3):  # an answer's JSON in a message list in a row's JSON, ASCII-escaped
+        nested = json.dumps({"x": nested})
+    page = '<pre>{"a": "' + json.dumps(value)[1:-1] + '"}</pre>'
+    for text in (json.dumps(nested), json.dumps(nested, ensure_ascii=False), page.replace('"', "&quot;")):
+        assert "sswort-nested-7" not in redact(text, {}) and "sswort-nested-7" not in Redactor({})(text), text

@@ -9,10 +9,13 @@ still shows its traceback."""
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import warnings
 from importlib import import_module
+
+from toolkit.cli.common import log_to_terminal, show
 
 COMMANDS = {  # command -> module under toolkit.cli
     "play": "play", "replay": "replay", "engineer": "engineer", "engineer-suite": "engineer_suite",
@@ -96,7 +99,7 @@ def _describe(exc: BaseException) -> str:
 
 
 def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"warning: {_one_line(message, 500)}", file=file or sys.stderr)
+    show(f"warning: {_one_line(message, 500)}", file=file or sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(only).parse_args(argv)
     shown = warnings.showwarning
     warnings.showwarning = _warning_line
+    last_resort = log_to_terminal()
     import yaml
 
     from toolkit.core.files import FileError
@@ -119,10 +123,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout = open(os.devnull, "w")
         return 1
     except (FileError, OSError, ValueError, yaml.YAMLError, ImportError) as exc:
-        print(f"error: {_describe(exc)}", file=sys.stderr)
+        show(f"error: {_describe(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        show("interrupted", file=sys.stderr)
         return 130
     finally:
         warnings.showwarning = shown
+        logging.lastResort = last_resort

@@ -1,12 +1,47 @@
-"""What the commands share: counts in words, SEAT=VALUE pairs, the options as the runs table keeps them, and
-the live transcript of a game."""
+"""What the commands share: ``show`` (every line the command line prints goes through it), counts in words,
+SEAT=VALUE pairs, the options as the runs table keeps them, and the live transcript of a game."""
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from typing import Any
+
+
+def show(text: object = "", file: Any = None) -> None:
+    """Print one message on the terminal as text only: what a model, a tool or a file put in it is made printable
+    (``toolkit.core.printable``: escape sequences, controls and bidi overrides shown escaped; newlines and tabs
+    kept) and secrets are masked (``toolkit.core.secrets.redact``: the environment's, a spec's URL password, key
+    shapes, credentials inside URLs)."""
+    from toolkit.core.printable import printable
+    from toolkit.core.secrets import redact
+
+    print(redact(printable(text, keep_lines=True)), file=file or sys.stdout)
+
+
+class TerminalFormatter(logging.Formatter):
+    """Log records on the terminal as ``show`` prints: made printable and masked (a record may quote a model's
+    or a tool's text, e.g. a failed tool's traceback)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from toolkit.core.printable import printable
+        from toolkit.core.secrets import redact
+
+        return redact(printable(super().format(record), keep_lines=True))
+
+
+def log_to_terminal() -> logging.Handler | None:
+    """Python's last-resort log handler (what prints a warning or worse when no handler is configured) replaced by
+    one that formats through ``TerminalFormatter``: the same records, the same text, made printable. Returns the
+    handler it replaced."""
+    replaced = logging.lastResort
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(TerminalFormatter("%(message)s"))
+    logging.lastResort = handler
+    return replaced
 
 
 def plural(n: int, word: str) -> str:
@@ -15,11 +50,14 @@ def plural(n: int, word: str) -> str:
 
 class Transcript:
     """Prints events as they happen (god view: night actions shown, marked private; ``toolkit.ui.transcript``
-    formats them, as for the notebook widget)."""
+    formats them, as for the notebook widget, its texts made printable), secrets masked as ``show`` masks them."""
     def __init__(self, colour: bool | None = None, stream: Any = None):
+        from toolkit.core.secrets import Redactor
+
         self.stream = stream or sys.stdout
         self.colour = self.stream.isatty() and not os.environ.get("NO_COLOR") if colour is None else colour
         self.last_announcement = ""
+        self.mask = Redactor()
 
     def __call__(self, e: Any, game: Any) -> None:
         from toolkit.ui import transcript
@@ -29,7 +67,7 @@ class Transcript:
         if e.kind == "announcement" and e.visibility == PUBLIC:
             self.last_announcement = e.text
         if line is not None:
-            print(transcript.ansi(line, self.colour), file=self.stream)
+            print(self.mask(transcript.ansi(line, self.colour)), file=self.stream)
 
 
 def pairs(items: list[str], what: str) -> dict[str, str]:

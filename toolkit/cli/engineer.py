@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from toolkit.cli.common import plural, run_config
+from toolkit.cli.common import plural, run_config, show
 
 HELP = "run the engineer agent on a task in a workspace folder"
 DESCRIPTION = None
@@ -52,14 +52,31 @@ def existing_workspace(path: str) -> None:
                         f"(create it first with mkdir -p {path} for a new project)")
 
 
+class TerminalChannel:
+    """The human channel on a terminal: the agent's questions and messages on stderr (made printable by ``show``:
+    a model's text cannot clear the screen, fake a prompt or write the clipboard), answers from stdin."""
+
+    async def ask(self, question: str) -> str:
+        import asyncio
+        import sys
+
+        show(f"\n[agent asks] {question}", file=sys.stderr)
+        return (await asyncio.to_thread(sys.stdin.readline)).strip()
+
+    async def tell(self, message: str) -> None:
+        import sys
+
+        show(f"\n[agent says] {message}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from toolkit.agent.environments.workspace import check_workspace
     from toolkit.agent.loop.session import Session
-    from toolkit.agent.tools.human import StdinChannel
     from toolkit.cli.preflight import check_spec, out_folder
     from toolkit.core.files import FileError
+    from toolkit.core.printable import printable
     from toolkit.record.run_log import Run
 
     if args.apply:
@@ -75,14 +92,14 @@ def run(args: argparse.Namespace) -> int:
     existing_workspace(args.workspace)
     out_folder(args.out)
     with Run(args.out, "engineer", config=run_config(args)) as run:
-        session = Session(chosen, args.task, args.workspace, args.model, run=run, channel=StdinChannel(),
+        session = Session(chosen, args.task, args.workspace, args.model, run=run, channel=TerminalChannel(),
                           eval_mode=args.eval or None, max_steps=args.max_steps, environment=args.env)
         result = asyncio.run(session.run())
     for t in result.tool_calls:
-        print(f"[{'ok' if t.ok else 'FAILED'}] {t.tool} {t.args_json()[:100]}")
-    print(f"ended_by: {result.ended_by} after {plural(result.steps, 'step')}; tables: {run.folder}; trajectory: "
+        show(f"[{'ok' if t.ok else 'FAILED'}] {printable(t.tool)} {printable(t.args_json()[:100])}")
+    show(f"ended_by: {result.ended_by} after {plural(result.steps, 'step')}; tables: {run.folder}; trajectory: "
           f"{session.workspace.root / '.agent' / 'trajectories' / (result.session_id + '.json')}")
-    print(f"result: {session.landed or session.land_error or 'none'}; your folder is unchanged until "
+    show(f"result: {session.landed or session.land_error or 'none'}; your folder is unchanged until "
           f"engineer --apply {result.session_id} --workspace {args.workspace}")
     return 0 if result.ended_by != "error" else 1
 
@@ -96,7 +113,7 @@ def apply(args: argparse.Namespace) -> int:
 
     existing_workspace(args.workspace)
     try:
-        print(result.apply(Path(args.workspace).resolve(), args.apply))
+        show(result.apply(Path(args.workspace).resolve(), args.apply))
     except result.ResultError as exc:
         raise FileError(str(exc)) from None
     return 0

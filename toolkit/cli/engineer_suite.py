@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from toolkit.cli.common import run_config
+from toolkit.cli.common import run_config, show
 from toolkit.cli.engineer import KINDS
 
 HELP = "run the offline engineer task suite"
@@ -41,8 +41,8 @@ def run(args: argparse.Namespace) -> int:
         results = asyncio.run(run_suite(args.model, run, Path(run.folder) / "workspaces", names=args.task or None,
                                         environment=args.env))
     for name, r in results.items():
-        print(f"{name:28s} success={r.success!s:5s} ended_by={r.ended_by:9s} steps={r.steps} "
+        show(f"{name:28s} success={r.success!s:5s} ended_by={r.ended_by:9s} steps={r.steps} "
               f"tools={len(r.tool_calls)} session={r.session_id}")
-    print(f"succeeded: {sum(bool(r.success) for r in results.values())}/{len(results)}; tables: {run.folder}")
-    print(f"replay a session: python -m toolkit view {run.folder} --session SESSION")
+    show(f"succeeded: {sum(bool(r.success) for r in results.values())}/{len(results)}; tables: {run.folder}")
+    show(f"replay a session: python -m toolkit view {run.folder} --session SESSION")
     return 0

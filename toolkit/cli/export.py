@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from toolkit.cli.common import show
 from toolkit.export import EXPORTERS
 
 HELP = "export games and sessions for Kaggle, Inspect, mini-swe-agent, OpenTelemetry or Hugging Face datasets"
@@ -76,12 +77,12 @@ def run(args: argparse.Namespace) -> int:
         if args.game:
             left = len([g for g in args.game if g not in set(games["game_id"])])
         if left:
-            print(f"note: {plural(left, 'undecided game')} left out (Kaggle's loader needs a winning side)")
+            show(f"note: {plural(left, 'undecided game')} left out (Kaggle's loader needs a winning side)")
     if args.endpoint:  # otel only (checked above)
         from toolkit.export import otel
 
         n = otel.send(results, args.endpoint, content, args.game)
-        print(f"sent {plural(n, 'span')} to {args.endpoint}")
+        show(f"sent {plural(n, 'span')} to {args.endpoint}")
         return 0
     options = Options(content, args.game, trajectories(args.dir, results) if exporter.trajectories else None,
                       str(args.dir))
@@ -90,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         from toolkit.export import kaggle
 
         paths += kaggle.write_html(paths, Path(out))
-    print(f"wrote {plural(len(paths), 'file')} to {out}")
+    show(f"wrote {plural(len(paths), 'file')} to {out}")
     return 0
 
 

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 
+from toolkit.cli.common import show
+
 HELP = "import Kaggle Game Arena werewolf replays as this toolkit's tables"
 DESCRIPTION = """Each replay (env.toJSON() of kaggle-environments' werewolf) is played here again, decision by decision,
 with the preset its configuration means, and written as the games, players, events and calls tables of one run
 under RESULTS; an LLM agent's prompts and completions in a replay become calls rows of their own. Every replay
-is checked first (same eliminations, winner and final day here as in Kaggle's game, its model calls as Kaggle's
-harness writes them); one that fails is named and nothing is written. docs/werewolf.md ("Importing Kaggle
-games")."""
+is checked first (strict JSON, its shape, same eliminations, winner and final day here as in Kaggle's game, its
+model calls as Kaggle's harness writes them); one that fails is named in one line, exit code 2, and nothing is
+written. A replay given twice (in two files, or already imported under RESULTS) is imported once.
+docs/werewolf.md ("Importing Kaggle games")."""
 
 SOURCES = ("kaggle",)
 
@@ -24,22 +27,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import shutil
+    from pathlib import Path
+
     from toolkit.cli.common import plural
     from toolkit.cli.preflight import make_folder, out_folder
     from toolkit.record.run_log import Run
     from toolkit.werewolf.kaggle import importer
 
     out_folder(args.out)
-    games = importer.check(args.dir)
+    games, notes = importer.once(importer.check(args.dir), importer.imported_ids(args.out))
+    for note in notes:
+        show(f"note: {note}")
+    if not games:
+        show(f"nothing to import: every replay in {args.dir} is already in {args.out}")
+        return 0
+    existed = Path(args.out).exists()
     make_folder(args.out)
-    with Run(args.out, "kaggle-import", config={"source": args.source, "dir": str(args.dir)}) as run:
-        results = importer.write(games, run)
+    folder = None
+    try:
+        with Run(args.out, "kaggle-import", config={"source": args.source, "dir": str(args.dir)}) as run:
+            folder = run.folder
+            results = importer.write(games, run)
+    except BaseException:  # nothing half-written stays behind (the error itself is reported as it is)
+        shutil.rmtree(folder or "/nonexistent", ignore_errors=True)
+        if not existed:
+            shutil.rmtree(args.out, ignore_errors=True)
+        raise
     winners = ", ".join(f"{w} {sum(r.winner == w for r in results)}" for w in ("village", "werewolves"))
-    print(f"imported {plural(len(results), 'game')} ({winners}): {run.folder}")
+    show(f"imported {plural(len(results), 'game')} ({winners}): {run.folder}")
     with_calls = [g for g in games if g.calls]
     if with_calls:
-        print(f"model calls: {sum(len(g.calls) for g in games)} (prompts and completions) from "
+        show(f"model calls: {sum(len(g.calls) for g in games)} (prompts and completions) from "
               f"{len(with_calls)} of {plural(len(games), 'replay')}")
     else:
-        print("model calls: 0 (the replays hold no prompts and completions, as Kaggle's random agent's)")
+        show("model calls: 0 (the replays hold no prompts and completions, as Kaggle's random agent's)")
     return 0

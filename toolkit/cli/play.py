@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from toolkit.cli.common import CAPPED, Transcript, add_cap_arguments, pairs, plural, run_config
+from toolkit.cli.common import CAPPED, Transcript, add_cap_arguments, pairs, plural, run_config, show
 
 HELP = "play one werewolf game and write its tables"
 DESCRIPTION = "Play one werewolf game; print the transcript and write its tables."
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     seats, roles = check_play(args)
     make_folder(args.out)
     if args.experience and not args.reflection:
-        print("warning: --experience without --reflection: lessons are read but none are added (a lesson is a "
+        show("warning: --experience without --reflection: lessons are read but none are added (a lesson is a "
               "player's reflection)", file=sys.stderr)
     config = GameConfig(preset=args.preset, seed=args.seed, model=args.model, seats=seats, roles=roles,
                         reflection=args.reflection, experience=args.experience, max_days=args.max_days,
@@ -127,17 +127,17 @@ def run(args: argparse.Namespace) -> int:
                             budget=budget)
         result = asyncio.run(runner.play())
     for unused in unused_decisions(runner):
-        print(f"warning: {unused} was never used", file=sys.stderr)
+        show(f"warning: {unused} was never used", file=sys.stderr)
     if budget is not None and result.winner == "unfinished":
-        print(f"stopped on day {result.days}: {budget.line(stopped=1)}")
+        show(f"stopped on day {result.days}: {budget.line(stopped=1)}")
         return CAPPED
-    print(f"winner: {result.winner} ({mask_url(result.win_reason.splitlines()[0])}) after {plural(result.days, 'day')}")
+    show(f"winner: {result.winner} ({mask_url(result.win_reason.splitlines()[0])}) after {plural(result.days, 'day')}")
     if budget is not None:
-        print(budget.line())
+        show(budget.line())
     from toolkit.analysis.degeneracy import summary_line
     from toolkit.record.load import load
 
-    print(f"tables: {run.folder}  (game {result.game_id}, {plural(result.log.calls, 'call')}, "
+    show(f"tables: {run.folder}  (game {result.game_id}, {plural(result.log.calls, 'call')}, "
           f"{plural(result.log.fallbacks, 'fallback')})")
-    print(summary_line(load(run.folder, complete_games=False)))
+    show(summary_line(load(run.folder, complete_games=False)))
     return 0 if result.winner != "error" else 1

@@ -14,7 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from toolkit.llm import get_model, known_specs, parse_spec
-from toolkit.llm.spec import spec_params
+from toolkit.llm.spec import expand, spec_params
 from toolkit.llm.registry import did_you_mean_spec, find
 from toolkit.llm.keys import is_local, key_rule, key_setting
 from toolkit.record.load import run_folders
@@ -141,6 +141,10 @@ def check_spec(spec: str, seats: list[str] | None = None, option: str = "--model
         if "?" in str(spec):
             raise FileError(f"{option}: {exc}") from None
         raise FileError(f"{option}: {exc}; specs are {known_specs()}") from None
+    try:
+        arg = expand(arg)
+    except ValueError as exc:
+        raise FileError(f"{option} {one_line(spec, 80)}: {exc}") from None
     if kind == "scripted":
         if not arg:
             raise FileError(f"{option} {spec}: scripted:PATH needs a file path")

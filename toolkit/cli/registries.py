@@ -92,5 +92,7 @@ def write(docs: Path = DOCS) -> list[str]:
 
 
 if __name__ == "__main__":
+    from toolkit.cli.common import show
+
     names = write()
-    print(f"updated: {', '.join(names)}" if names else "the docs' tables are up to date", file=sys.stderr)
+    show(f"updated: {', '.join(names)}" if names else "the docs' tables are up to date", file=sys.stderr)

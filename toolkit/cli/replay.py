@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from toolkit.cli.common import Transcript, plural, run_config
+from toolkit.cli.common import Transcript, plural, run_config, show
 
 HELP = "re-run a logged game from its recorded answers"
 DESCRIPTION = None
@@ -39,17 +39,17 @@ def run(args: argparse.Namespace) -> int:
         result, recorded = asyncio.run(replay_game(args.dir, args.game, run, args.fork_at, args.model,
                                                    None if args.quiet else Transcript()))
     new = [event_tuple(e) for e in result.events]
-    print(f"winner: {result.winner} ({result.win_reason.splitlines()[0]}) after {plural(result.days, 'day')}")
+    show(f"winner: {result.winner} ({result.win_reason.splitlines()[0]}) after {plural(result.days, 'day')}")
     if args.fork_at is None:
         same = new == recorded
-        print(f"replayed {len(new)} events: {'identical to the recording' if same else 'DIFFERENT from the recording'}")
+        show(f"replayed {len(new)} events: {'identical to the recording' if same else 'DIFFERENT from the recording'}")
         if not same:
             i = next((i for i, (a, b) in enumerate(zip(new, recorded)) if a != b), min(len(new), len(recorded)))
-            print(f"first difference at event {i} (recorded {len(recorded)} events, replayed {len(new)}):\n"
+            show(f"first difference at event {i} (recorded {len(recorded)} events, replayed {len(new)}):\n"
                   f"  recorded {dict(zip(EVENT_FIELDS, recorded[i])) if i < len(recorded) else '(none)'}\n"
                   f"  replayed {dict(zip(EVENT_FIELDS, new[i])) if i < len(new) else '(none)'}")
             return 1
     else:
         same = sum(1 for a, b in zip(new[: args.fork_at], recorded[: args.fork_at]) if a == b)
-        print(f"forked at event {args.fork_at} ({same} recorded events reproduced), then {args.model} played on")
+        show(f"forked at event {args.fork_at} ({same} recorded events reproduced), then {args.model} played on")
     return 0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from toolkit.cli.common import show
+
 HELP = "write plots (PNG) and summary.md for a results folder"
 DESCRIPTION = None
 
@@ -20,5 +22,5 @@ def run(args: argparse.Namespace) -> int:
     results_folder(args.dir)
     out_folder(args.out or args.dir)
     for path in write_report(args.dir, args.out):
-        print(path)
+        show(path)
     return 0

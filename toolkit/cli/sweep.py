@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from toolkit.cli.common import CAPPED, add_cap_arguments
+from toolkit.cli.common import CAPPED, add_cap_arguments, show
 
 HELP = "run a sweep file: one papermill notebook run per grid cell"
 DESCRIPTION = None
@@ -48,8 +48,8 @@ def run(args: argparse.Namespace) -> int:
                         at_cap=args.at_cap)
     columns = [c for c in ("cell_id", "ok", "games", "village_win_rate", "village_ci_low", "village_ci_high",
                            "sessions", "success_rate", "error") if c in summary.columns]
-    print(summary[columns].to_string(index=False))
-    print(written(Path(args.out) / sweep["name"]))
+    show(summary[columns].to_string(index=False))
+    show(written(Path(args.out) / sweep["name"]))
     return cells_line(summary)  # the last lines: cells, failed, capped, and what the budget spent
 
 
@@ -57,10 +57,10 @@ def cells_line(summary) -> int:
     """The last lines of a sweep or a tournament (cells, failed, the budget's line) and its exit code."""
     capped = summary["capped"].fillna(False).astype(bool) if "capped" in summary else False
     failed = int((~summary["ok"].astype(bool) & ~capped).sum())
-    print(f"cells: {len(summary)}, failed: {failed}" + (f", capped: {int(capped.sum())}" if capped is not False
+    show(f"cells: {len(summary)}, failed: {failed}" + (f", capped: {int(capped.sum())}" if capped is not False
                                                          and capped.any() else ""))
     if "budget" in summary.attrs:
-        print(summary.attrs["budget"])
+        show(summary.attrs["budget"])
     return 1 if failed else CAPPED if capped is not False and capped.any() else 0
 
 

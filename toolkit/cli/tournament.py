@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from toolkit.cli.common import add_cap_arguments
+from toolkit.cli.common import add_cap_arguments, show
 
 HELP = "plan and run a tournament file (every ordered pair of models per side, seat shuffling)"
 DESCRIPTION = None
@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
+    from toolkit.core.files import one_line
     from toolkit.study.tournament import (balance, expected_widths, export_tables, load_tournament, pilot_rates,
                                           plan_from_file, run_tournament)
 
@@ -53,43 +54,43 @@ def run(args: argparse.Namespace) -> int:
         if args.plan:
             spec, plan = plan_from_file(args.file)
             games = plan["game"].nunique()
-            print(f"{spec['name']}: {games} games in {plan['cell'].nunique()} cells")
-            print(balance(plan).to_string())
+            show(f"{spec['name']}: {games} games in {plan['cell'].nunique()} cells")
+            show(balance(plan).to_string())
             rate = args.village_rate
             if rate is not None and not 0 < rate < 1:
                 raise ValueError(f"--village-rate must be between 0 and 1, got {rate}")
             if args.pilot:
                 pilot = pilot_rates(plan, args.pilot)
                 for preset, (p, n) in pilot.items():
-                    print(f"pilot {preset}: the village won {p:.3f} of {n} decided games")
+                    show(f"pilot {preset}: the village won {p:.3f} of {n} decided games")
                 rate = {preset: p for preset, (p, _) in pilot.items()}
             widths, pairs = expected_widths(plan, rate, difference=args.difference)
             for preset, part in widths.groupby("preset", sort=False):
-                print(f"\n{preset}: sized at P(village wins) = {part['p_village'].iloc[0]:.3f} "
+                show(f"\n{preset}: sized at P(village wins) = {part['p_village'].iloc[0]:.3f} "
                       f"({part['source'].iloc[0]})")
-            print("\nExpected 95% half-width of each rating (logits, equal models at that rate):")
-            print(widths.drop(columns=["p_village", "source"]).to_string(index=False, float_format="{:.2f}".format))
+            show("\nExpected 95% half-width of each rating (logits, equal models at that rate):")
+            show(widths.drop(columns=["p_village", "source"]).to_string(index=False, float_format="{:.2f}".format))
             if len(pairs):
-                print("\nBetween two models on a side: the half-width of their difference, the smallest true "
+                show("\nBetween two models on a side: the half-width of their difference, the smallest true "
                       "difference detected with 80% power after Holm's correction over the table's pairs, and the "
                       f"power at a true difference of {args.difference:g} logits (benchmarks/plan_power.py checks "
                       "these by simulation):")
-                print(pairs.drop(columns=["p_village"]).to_string(index=False, float_format="{:.2f}".format))
+                show(pairs.drop(columns=["p_village"]).to_string(index=False, float_format="{:.2f}".format))
             return 0
         summary = run_tournament(args.file, workers=args.workers, executor=args.executor,
                                  scheduler=args.scheduler, results_root=args.out, max_usd=args.max_usd,
                                  max_tokens=args.max_tokens, at_cap=args.at_cap)
     except (ValueError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        show(f"error: {one_line(exc)}", file=sys.stderr)
         return 2
     if args.export:
         spec = load_tournament(args.file)
         for path in export_tables(Path(args.out) / spec["name"], args.export):
-            print(path)
+            show(path)
     from toolkit.cli.sweep import cells_line
 
     cols = [c for c in ("cell_id", "ok", "games", "village_win_rate", "error") if c in summary.columns]
-    print(summary[cols].to_string(index=False))
+    show(summary[cols].to_string(index=False))
     return cells_line(summary)
 
 
@@ -110,15 +111,15 @@ def _run_adaptive(args: argparse.Namespace) -> int:
 
         zero = {m: 0.0 for m in spec["models"]}
         fixed = fixed_games(zero, zero, 0.0, plan, bool(spec.get("self_play", True))) * len(spec["presets"])
-        print(f"{spec['name']}: adaptive, {len(comps)} comparisons at family-wise alpha {plan.alpha:g}, power "
+        show(f"{spec['name']}: adaptive, {len(comps)} comparisons at family-wise alpha {plan.alpha:g}, power "
               f"{plan.power:g} at {plan.delta:g} logits; horizon {plan.horizon} discordant pairs per comparison, "
               f"boundary ±{plan.bound}; {rounds} games per round")
-        print(f"The fixed design of the same error and power: {fixed} games (equal models, P(village wins) = 0.5 "
+        show(f"The fixed design of the same error and power: {fixed} games (equal models, P(village wins) = 0.5 "
               f"assumed). The adaptive one stops when its comparisons are decided: fewer games where gaps are "
               f"clear, at most about {round(fixed * plan.horizon / plan.fixed_pairs())} where nothing can be "
               "decided early (benchmarks/adaptive_tournament.py)")
         for c in comps:
-            print(f"  {c.preset} {c.side}: {c.a} vs {c.b}")
+            show(f"  {c.preset} {c.side}: {c.a} vs {c.b}")
         return 0
     status = run_adaptive(spec, results_root=args.out, max_games=args.max_games, max_usd=args.max_usd,
                           max_tokens=args.max_tokens, at_cap=args.at_cap)
@@ -130,9 +131,9 @@ def _run_adaptive(args: argparse.Namespace) -> int:
         report.write_text(report.read_text() + "\n" + compare_designs(status.monitor, load(args.compare)))
     if args.export:
         for p in export_tables(status.folder, args.export):
-            print(p)
+            show(p)
     decided = sum(not c.open and c.verdict != "undecided at the horizon" for c in status.monitor.comps)
-    print(f"{spec['name']}: stopped ({status.stopped}) after {status.games} games; {decided} of "
+    show(f"{spec['name']}: stopped ({status.stopped}) after {status.games} games; {decided} of "
           f"{len(status.monitor.comps)} comparisons decided; report: {report}")
     from toolkit.cli.common import CAPPED
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from toolkit.cli.common import show
+
 HELP = "write a game's or session's replay as one self-contained HTML file"
 DESCRIPTION = ("The page opens from disk with no network: timeline, who is alive, speeches, a vote matrix per day, "
                "deaths; a god-view toggle shows roles, night actions, thoughts, reflections, beliefs and each "
@@ -46,5 +48,5 @@ def run(args: argparse.Namespace) -> int:
         raise FileError(f"--{'game' if args.game else 'session'} {ident}: {exc}") from None
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
-    print(f"wrote {out} ({len(page.encode()) // 1024} KB)")
+    show(f"wrote {out} ({len(page.encode()) // 1024} KB)")
     return 0

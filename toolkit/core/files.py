@@ -14,6 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from toolkit.core.printable import printable
 from toolkit.core.werewolf_names import ACTIONS, ROLES, TARGETED_ACTIONS
 
 # A name that becomes a folder: letters, digits, '_', '-', '.', not starting with '.' (no '..', no '/').
@@ -25,12 +26,6 @@ KNOWN_MIX_UPS = {"text": "speech", "params": "parameters", "paramters": "paramet
 
 class FileError(ValueError):
     """A user's file (or option) is wrong; the message is one line that names it and says how to fix it."""
-
-
-def printable(text: str) -> str:
-    """Control characters (a newline or escape sequence inside a file name) shown escaped, so one line
-    stays one line on a terminal."""
-    return "".join(ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode() for ch in text)
 
 
 def one_line(text: Any, limit: int = 300) -> str:

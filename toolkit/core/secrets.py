@@ -9,22 +9,29 @@ A secret's value is also masked in the forms a command can easily turn it into (
 ``env | base64``), hex (lower and upper case), URL-encoding and reversed; ``redact`` also finds them in
 base64 or hex wrapped over several lines (``base64`` wraps at 76 columns, ``xxd -p`` at 60).
 
-Used by the agent (tool outputs before they reach the model, trajectories, pull-request records) and by the
-record layer (tables). Values shorter than ``MIN_CHARS`` are not masked by value (masking "1" or "true"
-everywhere would garble every output); key shapes are masked at any length they match.
+``register_carried`` registers the secrets a model spec carries (a URL's password, a token in its query); the model
+layer calls it on every spec it parses, so they are masked like the environment's in that process (a
+``Redactor`` made earlier sees values registered later).
+
+Used by the agent (tool outputs before they reach the model, trajectories, pull-request records), by the
+record layer (tables), the response cache, sweeps (notebooks, statuses), the exports and the command line.
+Values shorter than ``MIN_CHARS`` are not masked by value (masking "1" or "true" everywhere would garble every
+output); key shapes are masked at any length they match.
 """
 
 from __future__ import annotations
 
 import base64
 import functools
+import html
 import json
 import os
 import re
 from typing import Any, Mapping
-from urllib.parse import parse_qsl, quote, quote_plus, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlencode, urlsplit, urlunsplit
 
 MIN_CHARS = 6
+JSON_DEPTH = 4
 # a name is a secret's when one of its _-separated words is, or ends with, one of these
 SECRET_WORDS = ("KEY", "KEYS", "TOKEN", "TOKENS", "SECRET", "SECRETS", "PASS", "PASSWORD", "PASSWD", "PASSPHRASE",
                 "PAT", "CREDENTIAL", "CREDENTIALS", "APIKEY", "PRIVATE", "COOKIE", "SIGNATURE", "AUTH")
@@ -44,6 +51,9 @@ URL_CREDENTIALS = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://)([^/\s'\"<>]*)@")
 
 
 def _masked(m: re.Match) -> str:
+    password = m.group(2).partition(":")[2]
+    if REFERENCE.fullmatch(password):  # ``${NAME}``: a name, not the secret (kept, so the spec says where it is)
+        return f"{m.group(1)}{MASK}:{password}@"
     return f"{m.group(1)}{MASK}{':' + MASK if ':' in m.group(2) else ''}@"
 
 
@@ -51,6 +61,7 @@ SECRET_QUERY = re.compile(r"(?i)(key|token|secret|pass|password|sig|signature|au
 MASK = "***"
 
 _extra: set[str] = set()
+_generation = [0]  # how many values were registered: a Redactor made earlier sees the later ones
 
 
 def is_secret_name(name: str) -> bool:
@@ -62,8 +73,51 @@ def is_secret_name(name: str) -> bool:
 
 def register(value: str | None) -> None:
     """Treat one more value as a secret for the rest of the process (e.g. a key given in a spec string)."""
-    if value and len(value) >= MIN_CHARS:
+    if value and len(value) >= MIN_CHARS and value not in _extra:
         _extra.add(value)
+        _generation[0] += 1
+
+
+URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s'\"<>]+")
+REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+
+
+def carried(text: str) -> list[str]:
+    """The secrets a text (a model spec, a parameter) carries in URLs: each password of a ``user:password@``
+    (``openai:m@http://user:PASS@host/v1``), each value of a token-like query parameter (``?api_key=…``,
+    ``&token=…``), URL-decoded as the server sees them and as written."""
+    found = []
+    for url in URL.findall(text):
+        cred = URL_CREDENTIALS.match(url)
+        if cred and ":" in cred.group(2):
+            found.append(cred.group(2).partition(":")[2])
+        try:
+            query = urlsplit(url).query
+        except ValueError:
+            continue
+        for key, value in parse_qsl(query, keep_blank_values=False):
+            if SECRET_QUERY.search(key):
+                found.append(value)
+        found += [raw.partition("=")[2] for raw in query.split("&") if SECRET_QUERY.search(raw.partition("=")[0])]
+    # a ``${NAME}`` reference is not the secret (the model layer expands it and registers the value)
+    return [v for v in dict.fromkeys(x for value in found for x in (value, unquote(value)))
+            if v and not REFERENCE.fullmatch(v)]
+
+
+def register_carried(obj: Any) -> None:
+    """``register`` every secret ``carried`` by any string inside ``obj`` (nested dicts, lists, tuples): a model
+    spec when it is parsed, a sweep cell's parameters in the worker that runs it."""
+    if isinstance(obj, str):
+        if "://" in obj:
+            for value in carried(obj):
+                register(value)
+    elif isinstance(obj, dict):
+        for key, value in obj.items():
+            register_carried(key)
+            register_carried(value)
+    elif isinstance(obj, (list, tuple, set)):
+        for value in obj:
+            register_carried(value)
 
 
 def secret_values(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -87,11 +141,15 @@ def secret_values(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 @functools.lru_cache(maxsize=256)
 def encoded_forms(value: str) -> frozenset[str]:
     """``value`` as it appears once base64-encoded (the characters that depend only on it, at each byte
-    alignment; standard and URL-safe alphabets), hex-encoded, URL-encoded or reversed (its JSON-escaped
-    form too). Forms shorter than ``MIN_CHARS`` are left out."""
+    alignment; standard and URL-safe alphabets), hex-encoded, URL-encoded or reversed, JSON-escaped up to
+    ``JSON_DEPTH`` times and HTML-escaped. Forms shorter than ``MIN_CHARS`` are left out."""
     raw = value.encode("utf-8")
-    forms = {value, json.dumps(value)[1:-1], value[::-1], raw.hex(), raw.hex().upper(), quote(value, safe=""),
-             quote_plus(value, safe="")}
+    forms = {value[::-1], raw.hex(), raw.hex().upper(), quote(value, safe=""), quote_plus(value, safe="")}
+    escaped = {value}
+    for _ in range(JSON_DEPTH):  # JSON-escaped up to JSON_DEPTH times (a model's JSON answer, in a prompt's
+        # message list, in a row's JSON), with and without \uXXXX for non-ASCII
+        escaped |= {json.dumps(t, ensure_ascii=a)[1:-1] for t in escaped for a in (True, False)}
+    forms |= escaped | {html.escape(text) for text in escaped}  # and HTML-escaped (a page)
     for pad in range(3):
         enc = base64.b64encode(b"\0" * pad + raw).decode("ascii")
         core = enc[-(-8 * pad // 6):(8 * (pad + len(raw))) // 6]  # chars fixed by the value's bits alone
@@ -125,12 +183,18 @@ class Redactor:
     prefix is one more scan of every row."""
 
     def __init__(self, environ: Mapping[str, str] | None = None, shapes: tuple[str, ...] = KEY_SHAPE_PREFIXES):
-        values = secret_values(environ)
+        self.environ, self.shapes = environ, shapes
+        self._read()
+
+    def _read(self) -> None:
+        self.generation = _generation[0]
+        values = secret_values(self.environ)
         forms = {form: f"[redacted {values[v]}]" for v in sorted(values, key=len) for form in encoded_forms(v)}
         self.forms = sorted(forms.items(), key=lambda item: len(item[0]), reverse=True)
-        self.shapes = shapes
 
     def __call__(self, text: str) -> str:
+        if self.generation != _generation[0]:  # a secret registered since (a spec parsed after the run began)
+            self._read()
         for form, label in self.forms:
             if form in text:
                 text = text.replace(form, label)

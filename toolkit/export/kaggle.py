@@ -16,6 +16,14 @@ Kaggle numbers the first night day 0 and a night after day N night N; this toolk
 Its ``ROLE_TO_TEAM`` knows Villager, Werewolf, Seer and Doctor only: a reader must add Guard and Witch to the
 village (``Team.VILLAGERS``), or its loader prints a warning and leaves their ballots out of IRP and VSS.
 Only decided games (a side won) can be written: its ``GameResult`` needs a winning team.
+
+Every text in a replay is made inert (``inert``): Kaggle's visualizer puts ``display_name``, a speech's
+``description`` and other texts into its page as HTML (``innerHTML``, and double-quoted attributes such as
+``title="…"``), elsewhere as plain text, so a model spec, a speech or an imported agent id holding markup would
+run script in whoever opens the replay. ``<``, ``>`` and ``"`` become their full-width look-alikes (``＜``, ``＞``,
+``＂``), which show the same as HTML and as text, and start no tag and end no attribute (HTML entities would show
+as ``&lt;`` where it renders text). ``&`` and ``'`` stay: an entity in a text is text, and no attribute is
+single-quoted.
 """
 
 from __future__ import annotations
@@ -108,7 +116,7 @@ def moderator_observation(events: list[dict], roles: dict[str, str], sides: dict
                  "public": public, "visible_to": visible,
                  "data": DATA[data_type](e, roles, sides, e["text"] if content else OMITTED),
                  "source": "MODERATOR", "created_at": "", "visible_in_ui": True}
-        steps[-1].append({"data_type": data_type, "json_str": dumps(event, ensure_ascii=False)})
+        steps[-1].append({"data_type": data_type, "json_str": dumps(inert(event), ensure_ascii=False)})
     return steps
 
 
@@ -150,9 +158,25 @@ def seat_costs(calls: list[dict]) -> dict[str, dict]:
     return per
 
 
+INERT = str.maketrans({"<": "\uff1c", ">": "\uff1e", '"': "\uff02"})
+
+
+def inert(obj: Any) -> Any:
+    """Every string inside ``obj`` (nested dicts and lists, keys too) with ``<``, ``>`` and ``"`` as their
+    full-width look-alikes: shown as it reads by Kaggle's visualizer, as HTML or as text, and never markup."""
+    if isinstance(obj, str):
+        return obj.translate(INERT)
+    if isinstance(obj, dict):
+        return {inert(k): inert(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [inert(v) for v in obj]
+    return obj
+
+
 def game_replay(game: dict, players: list[dict], events: list[dict], calls: list[dict] = (),
                 content: bool = True) -> dict[str, Any]:
-    """One decided game as a Kaggle werewolf replay (a dict ready for ``json.dump``), from its rows."""
+    """One decided game as a Kaggle werewolf replay (a dict ready for ``json.dump``), from its rows; every text
+    made inert (``inert``; the moderator log's ``json_str`` entries inside)."""
     seats = sorted(players, key=seat_order)
     roles = {p["seat"]: p["role"] for p in seats}
     sides = {p["seat"]: p["side"] for p in seats}
@@ -163,7 +187,7 @@ def game_replay(game: dict, players: list[dict], events: list[dict], calls: list
     steps = [[{"action": {}, "reward": None if i < n - 1 else end["scores"][p["seat"]],
                "status": "ACTIVE" if i < n - 1 else "DONE", "observation": {}, "info": {}} for p in seats]
              for i in range(n)]
-    return {
+    replay = inert({
         "id": game["game_id"], "name": "werewolf", "title": "Werewolf",
         "description": f"toolkit game {game['game_id']} (run {game.get('run_id')}, preset {game.get('preset')})",
         "version": "1.0.0", "schema_version": 1,
@@ -171,11 +195,13 @@ def game_replay(game: dict, players: list[dict], events: list[dict], calls: list
                           "preset": (config.get("preset") or {}).get("name") if isinstance(config, dict) else None,
                           "agents": [{"id": p["seat"], "role": p["role"], "agent_id": p["spec"],
                                       "display_name": p["spec"], "thumbnail": ""} for p in seats]},
-        "info": {"GAME_END": end, "MODERATOR_OBSERVATION": observation,
+        "info": {"GAME_END": end, "MODERATOR_OBSERVATION": [],
                  "Agents": [{"name": p["spec"], "index": i} for i, p in enumerate(seats)]},
         "steps": steps, "rewards": [end["scores"][p["seat"]] for p in seats],
         "statuses": ["DONE"] * len(seats),
-    }
+    })
+    replay["info"]["MODERATOR_OBSERVATION"] = observation  # escaped inside each entry's json_str
+    return replay
 
 
 def seat_order(player: dict) -> tuple[int, str]:

@@ -1,7 +1,8 @@
 """An optional on-disk response cache, so that re-running a notebook costs no calls.
 
 Keyed by model, endpoint, messages, schema and sampling settings. SQLite, so several processes of a
-sweep can share one cache file safely.
+sweep can share one cache file safely. What is stored is masked (``toolkit.core.secrets``): an endpoint that
+echoes a key or a URL's password back does not put it on disk.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import threading
 from dataclasses import asdict, fields
 from pathlib import Path
 
+from toolkit.core.secrets import Redactor
 from toolkit.llm.request import Completion, Request
 
 
@@ -33,6 +35,7 @@ class ResponseCache:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._lock = threading.Lock()
+        self._mask = Redactor()
         self._db = sqlite3.connect(path, check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, completion TEXT)")
@@ -52,5 +55,5 @@ class ResponseCache:
     def put(self, key: str, completion: Completion) -> None:
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?)",
-                             (key, json.dumps(asdict(completion))))
+                             (key, self._mask(json.dumps(asdict(completion), ensure_ascii=False))))
             self._db.commit()

@@ -16,8 +16,8 @@ from typing import Any, Callable
 from toolkit.llm.backend import Backend
 from toolkit.llm.model import Model, ModelConfig
 from toolkit.llm.providers import BUILTIN
-from toolkit.llm.spec import (WRAPPER_PARAMS, Provider, installed, installed_names, missing_hint, parse_spec,
-                              provider_params, spec_params)
+from toolkit.llm.spec import (WRAPPER_PARAMS, Provider, expand, installed, installed_names, missing_hint,
+                              parse_spec, provider_params, spec_params)
 
 PROVIDERS: dict[str, Provider] = {}  # registered at run time (step 1 above)
 
@@ -78,7 +78,7 @@ def build(spec: str, config: Any) -> Backend:
     if provider.arg == "none" and arg:
         raise ValueError(f"{prefix} takes no argument (got {spec!r}); use {provider.usage}")
     params = provider_params(spec)
-    backend = provider.factory(arg, config)
+    backend = provider.factory(expand(arg), config)
     if params:
         if not backend.accepts_params:
             raise ValueError(f"{prefix} takes no provider parameters (got {', '.join(params)}); they are for "

@@ -7,6 +7,7 @@ entry points of the ``toolkit.models`` group (an entry point's name is the prefi
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -14,6 +15,7 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Callable
 from urllib.parse import unquote
 
+from toolkit.core.secrets import register_carried
 from toolkit.llm.backend import Backend
 
 GROUP = "toolkit.models"
@@ -43,8 +45,31 @@ class Provider:
             object.__setattr__(self, "usage", self.prefix)
 
 
+REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def expand(arg: str) -> str:
+    """``${NAME}`` in a spec's argument replaced by the environment's ``NAME`` (a ValueError naming it when it is
+    not set): a password given as ``openai:m@http://user:${MY_PASS}@host/v1`` stays out of every file that keeps
+    the spec (sweep and tournament files, schedules, run configs), and its value is registered as a secret."""
+    def value(m: re.Match) -> str:
+        if m.group(1) not in os.environ:
+            raise ValueError(f"the spec names ${{{m.group(1)}}}, which is not set in the environment")
+        return os.environ[m.group(1)]
+
+    if "${" not in arg:
+        return arg
+    expanded = REFERENCE.sub(value, arg)
+    register_carried(expanded)
+    return expanded
+
+
 def parse_spec(spec: str) -> tuple[str, str]:
-    """(prefix, argument) of a spec; provider parameters after ``?`` are not part of either (``spec_params``)."""
+    """(prefix, argument) of a spec as written (``${NAME}`` references are expanded when a backend is built,
+    ``expand``); provider parameters after ``?`` are not part of either (``spec_params``). Every secret the spec
+    carries (a URL's password, a token in its query or its parameters) is registered with ``toolkit.core.secrets``
+    here, so every record this process writes masks it, also when the endpoint echoes it back."""
+    register_carried(str(spec).strip())
     spec = str(spec).strip().partition("?")[0]
     prefix, _, arg = spec.partition(":")
     if not prefix:

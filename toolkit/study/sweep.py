@@ -12,6 +12,7 @@ import ctypes
 import hashlib
 import itertools
 import json
+import os
 import re
 import signal
 import time
@@ -30,6 +31,7 @@ from toolkit.llm.local import study_server
 from toolkit.record.load import games_with_params, load
 from toolkit.core import data
 from toolkit.core.files import FileError, SweepFile, did_you_mean, load_file, one_line
+from toolkit.core.secrets import Redactor, redact, redact_obj, register_carried
 from toolkit.llm.budget import Budget, BudgetError, BudgetReached
 from toolkit.study.experiments import check_werewolf_parameters
 
@@ -65,11 +67,12 @@ def named_models(params: dict[str, Any], models: dict[str, str]) -> dict[str, An
 
 
 def cell_id(chosen: dict[str, Any]) -> str:
-    """A readable prefix (values cut to 40 characters) and a short hash of the full values, so two cells
-    that differ only after the cut still get their own folders."""
+    """A readable prefix (values cut to 40 characters, secrets masked: a model URL's password never names a
+    folder) and a short hash of the full values, so two cells that differ only after the cut still get their own
+    folders."""
     if not chosen:
         return "all"
-    readable = "__".join(f"{_slug(k)}-{_slug(v)}" for k, v in chosen.items())[:150].rstrip("-_.")
+    readable = "__".join(f"{_slug(k)}-{_slug(redact(str(v)))}" for k, v in chosen.items())[:150].rstrip("-_.")
     digest = hashlib.sha1(json.dumps(chosen, sort_keys=True, default=repr).encode()).hexdigest()[:8]
     return f"{readable}__{digest}"
 
@@ -139,7 +142,8 @@ def load_sweep(path: str | Path, results_root: str | Path = "results") -> tuple[
     root = Path(results_root).resolve()
     if root.exists() and not root.is_dir():
         raise FileError(f"--out {results_root}: is a file, not a folder")
-    spec = sweep.model_dump()
+    register_carried([sweep.parameters, sweep.grid])  # a URL's password in a spec: masked in all this writes
+    spec = redact_obj(sweep.model_dump())
     keys = list(sweep.grid)
     cells: list[Cell] = []
     for r in range(sweep.repeats):
@@ -185,12 +189,48 @@ def _budget(parameters: dict[str, Any]) -> Budget | None:
                      parameters.get("max_tokens"), parameters.get("at_cap") or "stop")
 
 
+MASKED = "toolkit-masked:"  # papermill writes the executed notebook through MaskedHandler
+
+
+class MaskedHandler:
+    """Papermill's I/O for the executed notebook: every save (papermill saves after each cell, the injected
+    parameters cell first) is masked (``toolkit.core.secrets``) before it reaches the disk, so a URL password in
+    a parameter, or echoed by an endpoint into a cell's output, is never written, even by a cell killed
+    halfway."""
+
+    @staticmethod
+    def write(buf: str, path: str) -> None:
+        path = path[len(MASKED):]
+        tmp = f"{path}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(Redactor()(buf.replace(MASKED, "")))  # the notebook's metadata names the plain path
+        os.replace(tmp, path)
+
+    @staticmethod
+    def read(path: str) -> str:
+        return Path(path[len(MASKED):]).read_text(encoding="utf-8")
+
+    @staticmethod
+    def pretty_path(path: str) -> str:
+        return path[len(MASKED):]
+
+    @staticmethod
+    def listdir(path: str) -> list[str]:
+        return [str(p) for p in Path(path[len(MASKED):]).iterdir()]
+
+
 def execute_cell(cell: Cell) -> dict[str, Any]:
     """Run one cell's notebook with papermill (its kernel is a separate process). Never raises. A cell the
     spending cap stopped (or kept from starting) is ``capped``: not done, so a rerun with a higher cap plays
-    the rest of it."""
+    the rest of it. The secrets the cell's parameters carry (a model URL's password) are registered in this
+    worker first, so its notebook, status and error are written masked; the kernel registers them itself when
+    it parses the spec."""
     import papermill  # its Jupyter stack takes seconds to import: only sweeps need it, not every CLI command
+    from papermill.iorw import papermill_io
 
+    if not any(scheme == MASKED for scheme, _ in papermill_io._handlers):
+        papermill_io.register(MASKED, MaskedHandler)
+    register_carried(cell.parameters)
     folder = Path(cell.folder)
     folder.mkdir(parents=True, exist_ok=True)
     started = time.time()
@@ -200,7 +240,8 @@ def execute_cell(cell: Cell) -> dict[str, Any]:
         status.update(ok=False, capped=True, error=budget.line(), wall_s=0.0)
         return status
     try:
-        papermill.execute_notebook(cell.notebook, str(folder / "notebook.ipynb"), parameters=cell.parameters,
+        papermill.execute_notebook(cell.notebook, MASKED + str((folder / "notebook.ipynb").resolve()),
+                                   parameters=cell.parameters,
                                    kernel_name="python3", progress_bar=False, cwd=str(REPO),
                                    kernel_manager_class=kernel_logged_to(folder / "kernel.log"))
         status.update(ok=True, error=None)
@@ -212,7 +253,9 @@ def execute_cell(cell: Cell) -> dict[str, Any]:
     except Exception as exc:  # recorded: the other cells go on
         status.update(ok=False, error=f"{type(exc).__name__}: {str(exc)[-2000:]} (the kernel's own log: "
                                       f"{folder / 'kernel.log'})")
-        (folder / "FAILED.json").write_text(json.dumps({**status, "traceback": traceback.format_exc()[-4000:]}))
+        (folder / "FAILED.json").write_text(redact(json.dumps({**status,
+                                                               "traceback": traceback.format_exc()[-4000:]})))
+    status = redact_obj(status)
     status["wall_s"] = round(time.time() - started, 2)
     if status["ok"]:
         (folder / "DONE.json").write_text(json.dumps(status))
@@ -347,7 +390,8 @@ def summarise(spec: dict[str, Any], cells: list[Cell], statuses: list[dict], fol
     rows = []
     for cell in cells:
         status = by_id.get(cell.cell_id, {"ok": False, "error": "not run"})
-        row = {"cell_id": cell.cell_id, **cell.grid_values, "ok": status.get("ok"), "error": status.get("error"),
+        row = {"cell_id": cell.cell_id, **redact_obj(cell.grid_values), "ok": status.get("ok"),
+               "error": status.get("error"),
                "capped": bool(status.get("capped")), "wall_s": status.get("wall_s")}
         if Path(cell.folder).exists():
             tables = load(cell.folder, complete_games=True, columns=CELL_COLUMNS)

@@ -41,6 +41,8 @@ Hostile behaviours (a server that misbehaves on purpose):
 - ``manytools``: 1000 tool calls in one answer.   - ``strusage``: token counts as strings.
 - ``negusage``: −10¹² prompt tokens.   - ``escape``: an HTTP 400 whose message holds terminal escape
   sequences (clear screen, a fake green line, a window title) and a line break.
+- ``echo``: an answer whose every string ends with the credentials the client sent (the Authorization header,
+  a Basic one's ``user:password`` decoded); ``echo:error``: an HTTP 400 whose message echoes them.
 
 ``server.headers`` keeps every request's headers, names lower-cased (to check which key went where).
 
@@ -50,6 +52,7 @@ Hostile behaviours (a server that misbehaves on purpose):
 from __future__ import annotations
 
 import argparse
+import base64
 import hashlib
 import json
 import random
@@ -207,6 +210,37 @@ def _many_tools(out: dict[str, Any]) -> None:
                                     "function": {"name": "end", "arguments": "{}"}} for i in range(1000)]
 
 
+def _credentials(handler: _Handler) -> str:
+    """What the client sent to authenticate, as a careless server would log or echo it: the Authorization
+    header, and a Basic header's user:password decoded."""
+    auth = handler.headers.get("Authorization", "")
+    kind, _, value = auth.partition(" ")
+    decoded = ""
+    if kind.lower() == "basic":
+        try:
+            decoded = base64.b64decode(value).decode("utf-8", "replace")
+        except ValueError:
+            decoded = "?"
+    return f"you sent {decoded} ({auth})"
+
+
+def _echo(handler: _Handler, arg: str, body: dict[str, Any]) -> None:
+    said = _credentials(handler)
+    if arg == "error":
+        return handler._error(400, f"bad request: {said}")
+    out = handler.server.owner.answer(body, usage=True, say=False)
+    message = _message(out)
+    try:  # a JSON answer: every string in it replaced, so it is still legal for a schema of strings
+        data = json.loads(message["content"])
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        message["content"] = json.dumps({k: f"{v} {said}" if isinstance(v, str) else v for k, v in data.items()})
+    else:
+        message["content"] = f"{message['content']} {said}"
+    handler._send(200, out)
+
+
 ESCAPE_TEXT = "\x1b[2J\x1b[H\x1b[32mAll checks passed\x1b[0m\x1b]0;pwned\x07\nsecond line"
 
 HOSTILE = {
@@ -217,6 +251,7 @@ HOSTILE = {
     "strusage": _reshaped(lambda out: out["usage"].update(prompt_tokens="12", completion_tokens="3")),
     "negusage": _reshaped(lambda out: out["usage"].update(prompt_tokens=-10**12, completion_tokens=-5)),
     "escape": lambda handler, arg, body: handler._error(400, ESCAPE_TEXT),
+    "echo": _echo,
 }
 
 

@@ -6,8 +6,9 @@ announcement is not repeated."""
 from __future__ import annotations
 
 import html as _html
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from toolkit.core.printable import printable
 from toolkit.werewolf.engine.rules import PUBLIC, Event
 
 ROLE_ANSI = {"Werewolf": "31", "Seer": "35", "Witch": "36", "Guard": "34", "Villager": "32"}
@@ -67,8 +68,13 @@ def lines(events: list[Event], roles: dict[str, str], god: bool = True,
 
 
 def ansi(x: Line, colour: bool = True) -> str:
+    """A line for a terminal: its own colours, and every text in it made printable (a speech cannot send escape
+    sequences of its own)."""
     def c(code: str, text: str) -> str:
         return f"\033[{code}m{text}\033[0m" if colour else text
+
+    x = replace(x, text=printable(x.text), actor=x.actor and printable(x.actor), role=x.role and printable(x.role),
+                phase=printable(x.phase), private_to=x.private_to and printable(x.private_to))
 
     who = ""
     if x.actor:

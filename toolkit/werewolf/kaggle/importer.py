@@ -3,9 +3,12 @@ engine as a scripted game (its roles, the rules' draws, every decision in order)
 means, so the games, players, events and calls tables are the toolkit's own and every analysis, rating, plot,
 ``replay`` and fork works on them. A seat's spec is ``kaggle:<agent_id>`` (the Kaggle agent in that seat).
 
-Each replay is checked first (readable, rules this engine plays, the same eliminations, winner and final day
-here as in Kaggle's game, model calls as Kaggle's harness writes them); a replay that fails is named with the
-reason and nothing is written.
+Each replay is checked first (strict JSON, nested at most ``MAX_DEPTH`` deep, the shape ``ReplayShape`` says:
+an integer seed, a mapping of info, a moderator log of entries; rules this engine plays; the same eliminations,
+winner and final day here as in Kaggle's game; model calls as Kaggle's harness writes them); a replay that fails
+is named with the reason in one line and nothing is written. A replay given twice (the same Kaggle game id and
+content, in two files or already imported under the results folder) is imported once; two different replays
+with one id are refused.
 
 The calls table holds two kinds of rows for an imported game. The replay's own model calls (an LLM agent's
 prompts and completions, ``toolkit.werewolf.kaggle.calls``), one row each, with the seat's spec
@@ -18,14 +21,17 @@ of the Kaggle game."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
 
-from toolkit.core.files import FileError
+from toolkit.core.files import FileError, explain, one_line
 from toolkit.core.secrets import redact_obj
 from toolkit.record.rows import GameRow
 from toolkit.werewolf.engine.preset import load_preset
@@ -36,6 +42,9 @@ from toolkit.werewolf.kaggle import differential, replay
 DECISIONS_SPEC = "kaggle-decisions"  # the calls rows of this engine's re-play, which replay and forks answer from
 
 
+MAX_DEPTH = 64  # env.toJSON() nests 8 deep; a deeper file is not a replay (and would exhaust the parser's stack)
+
+
 @dataclass
 class Imported:
     path: Path
@@ -43,6 +52,81 @@ class Imported:
     kg: replay.KaggleGame
     agents: dict[str, str]  # seat → Kaggle agent id
     calls: list[kaggle_calls.KaggleCall]  # the replay's model calls (none for Kaggle's random agent)
+    digest: str = ""  # of the replay's content: the same game given twice is imported once
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class _Entry(_Open):
+    data_type: StrictStr | None = None
+    json_str: StrictStr | None = None
+
+    @field_validator("json_str")
+    @classmethod
+    def _an_object(cls, text: str | None) -> str | None:
+        if text is not None and not isinstance(strict_json(text), dict):
+            raise ValueError("must hold a JSON object")
+        return text
+
+
+class _Agent(_Open):
+    agent_id: StrictStr | None = None
+    display_name: StrictStr | None = None
+
+
+class _Configuration(_Open):
+    seed: StrictInt | None = Field(None, ge=-(2**63), lt=2**63)
+    agents: list[_Agent] = []
+
+
+class _Info(_Open):
+    MODERATOR_OBSERVATION: list[list[_Entry]]
+    GAME_END: dict[str, Any] | None = None
+
+
+class ReplayShape(_Open):
+    """What the importer reads of ``env.toJSON()``, with its types (anything else may be there)."""
+
+    id: StrictStr | None = None
+    configuration: _Configuration
+    info: _Info
+
+
+STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def _refuse(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def strict_json(text: str) -> Any:
+    """JSON as the standard has it: ``NaN`` and ``Infinity`` refused (Python's reader takes them), and nothing
+    nested deeper than ``MAX_DEPTH`` (a ValueError; Python's reader would exhaust its stack)."""
+    depth = 0
+    for bracket in BRACKETS.findall(STRINGS.sub("", text)):  # the brackets outside strings
+        depth += 1 if bracket in "[{" else -1
+        if depth > MAX_DEPTH:
+            raise ValueError(f"nested more than {MAX_DEPTH} deep")
+    return json.loads(text, parse_constant=_refuse)
+
+
+def _read(path: Path) -> replay.KaggleGame:
+    """One replay file read and shape-checked (``FileError`` naming it for anything wrong)."""
+    try:
+        data = strict_json(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
+        raise FileError(f"{path}: not JSON: {one_line(exc, 200)}") from None
+    if not isinstance(data, dict) or "info" not in data or "configuration" not in data:
+        raise FileError(f"{path}: not a Kaggle replay (no info and configuration; env.toJSON() writes them)")
+    try:
+        ReplayShape.model_validate(data)
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        why = re.sub(r" or instance of \w+", "", explain(exc, ReplayShape))  # the class names are ours, not the file's
+        raise FileError(f"{path}: not a Kaggle werewolf replay: {why}") from None
+    return data
 
 
 def _named(kg: replay.KaggleGame) -> replay.KaggleGame:
@@ -66,31 +150,71 @@ def check(folder: str | Path) -> list[Imported]:
     for path in files:
         if not path.is_file():  # a FIFO or a device would block or never end the read
             raise FileError(f"{path}: not a regular file")
+        data = _read(path)
         try:
-            data = json.loads(path.read_text())
-            if not isinstance(data, dict) or "info" not in data or "configuration" not in data:
-                raise FileError(f"{path}: not a Kaggle replay (no info and configuration; env.toJSON() writes them)")
             kg = _named(replay.read(data))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise FileError(f"{path}: not JSON: {exc}") from None
         except replay.Unsupported as exc:
             raise FileError(f"{path}: a rule this engine does not play: {exc}") from None
-        except (KeyError, StopIteration, TypeError) as exc:
-            raise FileError(f"{path}: not a Kaggle werewolf replay ({type(exc).__name__}: {exc})") from None
+        except (FileError, MemoryError):
+            raise
+        except Exception as exc:  # whatever else its contents make the reader trip on: the file is the problem
+            raise FileError(f"{path}: not a Kaggle werewolf replay ({type(exc).__name__}: "
+                            f"{one_line(exc, 200)})") from None
         if kg.winner is None:
             raise FileError(f"{path}: the Kaggle game did not finish (no GAME_END)")
         try:
             differential.compare(kg)
+            calls = kaggle_calls.read(data, kg)
         except differential.Divergence as exc:
             raise FileError(f"{path}: plays differently here: {exc}") from None
-        try:
-            calls = kaggle_calls.read(data, kg)
         except kaggle_calls.BadCall as exc:
             raise FileError(f"{path}: a model call Kaggle's harness does not write: {exc}") from None
+        except (FileError, MemoryError):
+            raise
+        except Exception as exc:
+            raise FileError(f"{path}: not a Kaggle werewolf replay ({type(exc).__name__}: "
+                            f"{one_line(exc, 200)})") from None
         agents = {f"Player{i + 1}": a.get("agent_id") or "unknown"
                   for i, a in enumerate(kg.config.get("agents") or [])}
-        out.append(Imported(path, f"kaggle-{data.get('id') or path.stem}", kg, agents, calls))
+        digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+        out.append(Imported(path, f"kaggle-{data.get('id') or path.stem}", kg, agents, calls, digest))
     return out
+
+
+def imported_ids(out: str | Path) -> dict[str, str]:
+    """The Kaggle games already imported under a results folder: game id → its run folder."""
+    from toolkit.record.load import read_table, run_folders
+
+    found: dict[str, str] = {}
+    for folder in run_folders(out) if Path(out).is_dir() else []:
+        games = read_table(folder, "games")
+        if games is not None and "game_id" in games:
+            for gid in games["game_id"]:
+                if isinstance(gid, str) and gid.startswith("kaggle-"):
+                    found.setdefault(gid, str(folder))
+    return found
+
+
+def once(games: list[Imported], imported: dict[str, str]) -> tuple[list[Imported], list[str]]:
+    """The games to import: a replay given twice (the same game id and content, in two files, or already in
+    ``imported``, game id → where) only once. Returns (games, one note per replay left out); two different
+    replays with one id are a ``FileError``."""
+    first: dict[str, Imported] = {}
+    kept, notes = [], []
+    for g in games:
+        if g.game_id in first:
+            if first[g.game_id].digest != g.digest:
+                raise FileError(f"{g.path} and {first[g.game_id].path}: two different replays with the game id "
+                                f"{g.game_id}; import them from different folders or remove one")
+            notes.append(f"{g.path.name} is the same game as {first[g.game_id].path.name} ({g.game_id}): "
+                         "imported once")
+            continue
+        first[g.game_id] = g
+        if g.game_id in imported:
+            notes.append(f"{g.path.name} ({g.game_id}) is already imported in {imported[g.game_id]}: left out")
+            continue
+        kept.append(g)
+    return kept, notes
 
 
 class _KaggleUsage:

@@ -1,0 +1,36 @@
+"""Text bound for a terminal, made printable: ``printable(text)`` shows every character a terminal would act on
+instead of printing (C0 and C1 controls, ESC and so every escape sequence — CSI clear-screen, OSC 52 clipboard
+writes, window titles, DCS —, DEL, the bidirectional overrides and isolates, zero-width and other format
+characters, line and paragraph separators, surrogates, private-use and unassigned code points) as its Python
+escape (``\\x1b``, ``\\u202e``), so what a model, a tool or a file supplies can neither move the cursor, clear
+the screen, fake a prompt, reorder a line nor write the clipboard. ``keep_lines=True`` keeps newlines and
+tabs where they are content (a model's multi-line message); a lone carriage return is shown escaped (it would
+overwrite the line). Letters of every script, emoji and ordinary spaces stay as they are.
+
+Every line the command line prints from a model, a tool or a file goes through this one function.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+SHOWN_SPACES = {"Zs"}  # ordinary and no-break spaces print as space; separators (Zl, Zp) do not
+
+
+def _shown(ch: str) -> bool:
+    return ch.isprintable() or ch == " " or unicodedata.category(ch) in SHOWN_SPACES
+
+
+def _escaped(ch: str) -> str:
+    return ch.encode("unicode_escape").decode("ascii")
+
+
+def printable(text: object, keep_lines: bool = False) -> str:
+    """``text`` with every character a terminal would act on shown escaped (see the module's docstring).
+    ``keep_lines``: newlines (``\\r\\n`` as one) and tabs stay."""
+    text = str(text)
+    if text.isprintable():  # the common case, at C speed
+        return text
+    if keep_lines:
+        text = text.replace("\r\n", "\n")
+    return "".join(ch if _shown(ch) or (keep_lines and ch in "\n\t") else _escaped(ch) for ch in text)
