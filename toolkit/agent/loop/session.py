@@ -9,10 +9,10 @@ from __future__ import annotations
 import inspect
 import json
 import os
-import sys
 import tempfile
 import time
 import uuid
+import warnings
 from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -160,7 +160,7 @@ class Session:
                 self.land()
             except (ResultUnavailable, ResultError) as exc:
                 self.land_error = str(exc)
-                print(f"warning: {exc}", file=sys.stderr)
+                warnings.warn(str(exc), stacklevel=2)  # the command line shows it as one clean line
             success = None
             if check is not None:  # in the session's copy, after its result was taken
                 outcome = check()
