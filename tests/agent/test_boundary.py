@@ -35,8 +35,9 @@ ROOT = Path(__file__).resolve().parents[2]
 USER_UID = 54321
 AS = ["root", "user"]
 
-pytestmark = pytest.mark.skipif(bool(bwrap_problem()) or os.geteuid() != 0,
-                                reason="needs bubblewrap and root (to play both the root and the normal user)")
+pytestmark = [pytest.mark.sandbox, pytest.mark.slow,
+              pytest.mark.skipif(bool(bwrap_problem()) or os.geteuid() != 0,
+                                 reason="needs bubblewrap and root (to play both the root and the normal user)")]
 
 
 def term(cmd):

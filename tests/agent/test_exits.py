@@ -100,7 +100,8 @@ def test_the_wall_clock_is_checked_before_each_step(tmp_path):
     assert not (applied(s) / "too_late.txt").exists()
 
 
-@pytest.mark.parametrize("kind", ["local", "bubblewrap"])
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["local", pytest.param("bubblewrap", marks=pytest.mark.sandbox)])
 def test_the_wall_clock_fires_inside_a_tool(kind, tmp_path):
     """A command that would run for 600 s (the Terminal's own timeout is longer) is cut at the session's
     wall clock of 2 s: the session ends there, not after the command."""

@@ -111,10 +111,10 @@ class EnvironmentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["auto", "bubblewrap", "local", "docker", "podman"] = "auto"
-    network: bool = False  # bubblewrap/containers: share the host's network (default: loopback only)
+    network: bool = False  # bubblewrap: outbound only, through slirp4netns (default: its own loopback only)
     pass_env: list[str] = Field(default_factory=list)  # names passed from the parent (values still redacted)
     read_only: list[str] = Field(default_factory=list)  # extra host folders visible read-only
-    writable: list[str] = Field(default_factory=list)  # extra host folders writable (e.g. a git remote)
+    writable: list[str] = Field(default_factory=list)  # local: writable; bubblewrap: read-only (the host pushes)
     image: str = "python:3.11-slim"  # containers only
     seccomp: bool = True  # bubblewrap: the system-call filter (syscall_filter.py); off lets strace/gdb run
     limits: Limits = Field(default_factory=Limits)
