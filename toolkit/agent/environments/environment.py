@@ -234,7 +234,7 @@ class Environment:
         self.root = self.source
         self.proc: asyncio.subprocess.Process | None = None
         self._lock: asyncio.Lock | None = None
-        self.deadline: float | None = None  # time.monotonic() past which every command is cut short
+        self.deadline: float | None = None  # time.perf_counter() past which every command is cut short
         self.cgroups: list[Cgroup] = []
         self.memory_cgroup = False
         if self.uses_cgroup:
@@ -305,7 +305,7 @@ class Environment:
         starts and is killed rather than never tried)."""
         if self.deadline is None:
             return timeout
-        return max(0.05, min(timeout, self.deadline - time.monotonic()))
+        return max(0.05, min(timeout, self.deadline - time.perf_counter()))
 
     # ------------------------------------------------------------------ what every command gets
     def env(self, trace_git: bool = True) -> dict[str, str]:

@@ -71,7 +71,6 @@ class Session:
             raise ValueError(f"budget_usd needs a price for {self.model.name}: add it to a TOOLKIT_PRICES file")
         self.environment = environment if isinstance(environment, Environment) else make_environment(
             environment, workspace, role.environment, allowed_remotes)
-        self.environment.deadline = time.monotonic() + wall_clock_s  # every command is cut short past it
         self.session_id = session_id or f"s-{uuid.uuid4().hex[:10]}"
         self.log = CallLog(run)
         self.channel = channel or ScriptedChannel()
@@ -108,6 +107,7 @@ class Session:
                            eval_mode=role.eval if eval_mode is None else eval_mode,
                            native_tools=role.native_tools if native_tools is None else native_tools,
                            ran_eval_git=self.environment.ran_eval_git, exceeded=self.environment.exceeded)
+        self.environment.deadline = self.agent.started + wall_clock_s  # the agent's clock: commands cut past it
         self.ended_by: str | None = None
         self.result: SessionResult | None = None
         self._started = time.perf_counter()
