@@ -210,16 +210,32 @@ def per_condition(func: Callable[[Results], pd.DataFrame], games: pd.DataFrame, 
                   by: list[str]) -> pd.DataFrame:
     """``func`` on each condition's games alone, the condition's values as leading columns."""
     parts = []
-    for key, g in A.groups(games, by):
-        ids = set(g["game_id"])
-        sub = Results(**{name: (getattr(tables, name)[getattr(tables, name)["game_id"].isin(ids)]
-                                if "game_id" in getattr(tables, name).columns else getattr(tables, name))
-                         for name in Results.__dataclass_fields__})
-        sub.games = g
+    for key, sub in conditions_of(games, tables, by):
         out = func(sub)
         if out is not None and len(out):
             parts.append(out.assign(**key)[list(key) + list(out.columns)])
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def conditions_of(games: pd.DataFrame, tables: Results, by: list[str]) -> list[tuple[dict, Results]]:
+    """Each condition's values and its tables (every table cut to the condition's games), cut once per report
+    and kept on ``tables``: the report asks for them once per metric (dozens of times), and cutting the events
+    and calls of 100,000 games costs seconds each time."""
+    cache = tables.__dict__.setdefault("_conditions", {})
+    key = (id(games), tuple(by))
+    if key not in cache:
+        out = []
+        for values, g in A.groups(games, by):
+            ids = set(g["game_id"])
+            every = len(ids) == len(tables.games) and ids == set(tables.games["game_id"])  # nothing to cut
+            sub = Results(**{name: (getattr(tables, name)[getattr(tables, name)["game_id"].isin(ids)]
+                                    if not every and "game_id" in getattr(tables, name).columns
+                                    else getattr(tables, name))
+                             for name in Results.__dataclass_fields__})
+            sub.games = g
+            out.append((values, sub))
+        cache[key] = (games, out)  # the games frame is kept so that its id is not reused
+    return cache[key][1]
 
 
 def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[str]:
@@ -289,12 +305,10 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
 
     vote_by = ["spec", "round"] if multi else ["round"]
     vote_plots = []
-    for key, g in A.groups(games, by):
+    for key, sub in conditions_of(games, tables, by):
         name = "_".join(str(v) for v in key.values())
-        ids = set(g["game_id"])
-        fig = P.plot_vote_accuracy_by_day(tables.events[tables.events["game_id"].isin(ids)],
-                                          tables.players[tables.players["game_id"].isin(ids)],
-                                          "spec" if multi else None, games=g,
+        fig = P.plot_vote_accuracy_by_day(sub.events, sub.players,
+                                          "spec" if multi else None, games=sub.games,
                                           title="Village vote accuracy by day vs the bar" + (
                                               ": " + ", ".join(f"{k}={v}" for k, v in key.items()) if key else ""))
         path = inside(out, f"vote_accuracy_{name}" if name else "vote_accuracy", ".png")

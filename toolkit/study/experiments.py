@@ -17,6 +17,7 @@ from tqdm.auto import tqdm
 from toolkit.agent.suite import load_tasks, run_task
 from toolkit.record.run_log import Run
 from toolkit.record.load import Results, load
+from toolkit.record.tables import TABLES
 from toolkit.core.sync import run_sync
 from toolkit.werewolf.experience import ExperiencePool
 from toolkit.llm.budget import Budget, BudgetReached
@@ -118,6 +119,10 @@ def play_capped(configs: list[GameConfig], run: Run, budget: Budget | None, **kw
         raise BudgetReached(budget.line(stopped=len(cap.stopped), skipped=len(cap.skipped)))
 
 
+# Every table and column but the prompts: what a cell's notebook gets back (its summary and plots never read them).
+WITHOUT_PROMPTS = {t: None for t in TABLES} | {"calls": [c for c in TABLES["calls"] if c != "messages"]}
+
+
 def run_werewolf_cell(results_dir: str, preset: str = "classic7", n_games: int = 20, seed: int = 0,
                       model: str = "heuristic", wolf_model: str | None = None, village_model: str | None = None,
                       seats: dict[str, str] | None = None, reflection: bool = False, experience: bool = False,
@@ -128,7 +133,8 @@ def run_werewolf_cell(results_dir: str, preset: str = "classic7", n_games: int =
     """Play a cell's seeded games into ``results_dir`` (finished seeds skipped). ``max_usd``/``max_tokens``:
     a spending cap (``toolkit.llm.budget``) over ``spend_dir``'s ledger; at the cap no new game starts and
     ``BudgetReached`` says what was spent and what is left. ``error_policy``: ``fallback``, ``forfeit`` or
-    ``eliminate_after:N`` (None: the preset's)."""
+    ``eliminate_after:N`` (None: the preset's). Returns the cell's tables without the prompts
+    (``calls.messages``, most of a study's bytes: ``load(results_dir)`` reads them)."""
     params = {k: v for k, v in locals().items() if k not in ("progress",)}
     check_werewolf_parameters(params)  # a seat the preset lacks would be ignored: every game all-default
     budget = cell_budget(results_dir, max_usd, max_tokens, at_cap, spend_dir)
@@ -154,7 +160,7 @@ def run_werewolf_cell(results_dir: str, preset: str = "classic7", n_games: int =
             finally:
                 if bar:
                     bar.close()
-    return load(results_dir, complete_games=True)
+    return load(results_dir, complete_games=True, columns=WITHOUT_PROMPTS)
 
 
 def run_engineer_cell(results_dir: str, tasks: list[str] | None = None, model: str = "scripted:{task}/good.yaml",
