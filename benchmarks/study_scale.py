@@ -63,9 +63,8 @@ write_report(sys.argv[1], sys.argv[2])
 """
 
 EXPORT = """
-import sys, time, warnings
+import importlib, sys, time, warnings
 from pathlib import Path
-from toolkit.export import EXPORTERS, Options
 from toolkit.record.load import load
 warnings.simplefilter("ignore")
 name, folder, out, n = sys.argv[1], sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
@@ -76,8 +75,9 @@ for table in ("games", "players", "events", "calls", "beliefs"):
     frame = getattr(results, table)
     setattr(results, table, frame[frame["game_id"].isin(keep)].reset_index(drop=True))
 import inspect_ai.log, opentelemetry.sdk.trace  # the writers' libraries, imported before the clock starts
+importlib.import_module("toolkit.export." + {"inspect": "inspect_log"}.get(name, name))
 wall, cpu = time.perf_counter(), time.process_time()
-EXPORTERS[name].write(results, out, Options(source=folder))
+importlib.import_module("toolkit.export." + {"inspect": "inspect_log"}.get(name, name)).write(results, out)
 wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
 print("export", len(keep), "games", len(results.calls), "calls", f"{len(keep) / cpu:.1f}", f"{len(keep) / wall:.1f}")
 """
@@ -156,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--export-games", type=int, default=1000, help="games each export writes")
     parser.add_argument("--against", default="e01e9c5", help="the old revision")
     parser.add_argument("--keep", metavar="DIR", help="keep the results here (default: a temporary folder)")
+    parser.add_argument("--steps", default="sweep,load,report,export",
+                        help="the steps to run (without sweep: the results --keep DIR already holds)")
     args = parser.parse_args(argv)
     sizes = {"new": [int(x) for x in args.games.split(",") if x],
              "old": [int(x) for x in args.old_games.split(",") if x]}
@@ -173,13 +175,16 @@ def main(argv: list[str] | None = None) -> int:
                     root, work = roots[version], base / f"{version}-{n}"
                     work.mkdir(parents=True, exist_ok=True)
                     label = version if version == "new" else args.against
-                    r = step("sweep", label, n, SWEEP, [str(work), str(n)], root, rows)
-                    if "error" in r:
+                    steps = args.steps.split(",")
+                    if "sweep" in steps and "error" in step("sweep", label, n, SWEEP, [str(work), str(n)], root,
+                                                            rows):
                         continue
                     cell = next((work / "scale").glob("model-*"))
-                    step("load", label, n, LOAD, [str(cell)], root, rows)
-                    step("report", label, n, REPORT, [str(cell), str(work / "report")], root, rows)
-                    for name in FORMATS:
+                    if "load" in steps:
+                        step("load", label, n, LOAD, [str(cell)], root, rows)
+                    if "report" in steps:
+                        step("report", label, n, REPORT, [str(cell), str(work / "report")], root, rows)
+                    for name in FORMATS if "export" in steps else ():
                         step(f"export {name}", label, min(n, args.export_games), EXPORT,
                              [name, str(cell), str(work / f"export-{name}"), str(args.export_games)], root, rows)
         finally:

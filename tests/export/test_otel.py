@@ -150,6 +150,34 @@ def test_otlp_json_file_holds_one_request_per_game_with_hex_ids(game, tmp_path):
     assert "gen_ai.input.messages" not in keys  # content capture is off
 
 
+def sdk_json(span_list):
+    """What the OpenTelemetry SDK's own encoder gives, through protobuf's JSON mapping, ids made hex (the
+    export's former path, 3-4 times slower): the reference the direct OTLP JSON is held to."""
+    import base64
+
+    from google.protobuf.json_format import MessageToDict
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    def hexed(obj):
+        if isinstance(obj, dict):
+            return {k: (base64.b64decode(v).hex() if k in ("traceId", "spanId", "parentSpanId") and v else hexed(v))
+                    for k, v in obj.items()}
+        return [hexed(v) for v in obj] if isinstance(obj, list) else obj
+
+    return hexed(MessageToDict(encode_spans(span_list)))
+
+
+@pytest.mark.parametrize("content", [True, False])
+def test_the_otlp_json_is_what_the_sdks_encoder_gives(game, session_folder, content):
+    """Every trace of a game (calls, seats, the game; content in and out) and of two engineer sessions (their
+    calls and tool calls): written directly, equal value for value to the SDK's protobuf encoding."""
+    sessions = load(session_folder)
+    traces = [*otel.spans(game[0], content).values(), *otel.spans(sessions, content).values()]
+    assert len(traces) == 3 and sum(map(len, traces)) > 20
+    for span_list in traces:
+        assert otel.otlp_json(span_list) == sdk_json(span_list)
+
+
 def test_an_otlp_receiver_decodes_every_span_sent_live(game, monkeypatch, tmp_path):
     """Without Phoenix too: a local OTLP/HTTP receiver decoding each request with opentelemetry-proto gets one
     span per call, per seat and per game from a run with TOOLKIT_OTLP_ENDPOINT, with token counts."""

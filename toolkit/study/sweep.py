@@ -247,19 +247,24 @@ def execute_cell(cell: Cell) -> dict[str, Any]:
         status.update(ok=True, error=None)
         (folder / "FAILED.json").unlink(missing_ok=True)
     except papermill.PapermillExecutionError as exc:
-        if exc.ename != BudgetReached.__name__:
-            raise
-        status.update(ok=False, capped=True, error=one_line(exc.evalue))
+        if exc.ename == BudgetReached.__name__:
+            status.update(ok=False, capped=True, error=one_line(exc.evalue))
+        else:  # any other error in the notebook: recorded like the rest (re-raising it ended the whole sweep)
+            _failed(status, folder, exc)
     except Exception as exc:  # recorded: the other cells go on
-        status.update(ok=False, error=f"{type(exc).__name__}: {str(exc)[-2000:]} (the kernel's own log: "
-                                      f"{folder / 'kernel.log'})")
-        (folder / "FAILED.json").write_text(redact(json.dumps({**status,
-                                                               "traceback": traceback.format_exc()[-4000:]})))
+        _failed(status, folder, exc)
     status = redact_obj(status)
     status["wall_s"] = round(time.time() - started, 2)
     if status["ok"]:
         (folder / "DONE.json").write_text(json.dumps(status))
     return status
+
+
+def _failed(status: dict[str, Any], folder: Path, exc: Exception) -> None:
+    """A failed cell's status and its FAILED.json (error, traceback, where the kernel's own log is)."""
+    status.update(ok=False, error=f"{type(exc).__name__}: {str(exc)[-2000:]} (the kernel's own log: "
+                                  f"{folder / 'kernel.log'})")
+    (folder / "FAILED.json").write_text(redact(json.dumps({**status, "traceback": traceback.format_exc()[-4000:]})))
 
 
 def _die_with_parent() -> None:
