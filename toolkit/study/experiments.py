@@ -114,7 +114,7 @@ def play_capped(configs: list[GameConfig], run: Run, budget: Budget | None, **kw
     """Play the games under the cap; raise ``BudgetReached`` (its line: spent and left) when the cap kept some
     from being played, so the cell is not taken for finished."""
     cap = CapReport()
-    run_sync(play_games(configs, run, budget=budget, cap=cap, **kwargs))
+    run_sync(play_games(configs, run, budget=budget, cap=cap, keep_results=False, **kwargs))
     if budget is not None and cap.reached:
         raise BudgetReached(budget.line(stopped=len(cap.stopped), skipped=len(cap.skipped)))
 

@@ -462,8 +462,12 @@ class CapReport:
 async def play_games(configs: list[GameConfig], run: Run | None = None, concurrency: int = 32,
                      models: dict[str, Model] | None = None,
                      on_result: Callable[[GameResult], None] | None = None,
-                     budget: Budget | None = None, cap: CapReport | None = None) -> list[GameResult]:
+                     budget: Budget | None = None, cap: CapReport | None = None,
+                     keep_results: bool = True) -> list[GameResult]:
     """Many games in one process, at most ``concurrency`` at once; model calls are capped per endpoint.
+    ``concurrency`` workers take the configs in order, so memory holds the games in flight, not one task per
+    game; ``keep_results=False`` returns nothing (each result goes to ``on_result`` and the run's tables): a
+    study of 100,000 games does not hold 100,000 event logs.
 
     With a ``budget`` (a spending cap, ``toolkit.llm.budget``) no game starts once a cap is reached, and
     games in flight stop unfinished (``at_cap="stop"``) or play to their end (``"finish"``); the games that
@@ -489,4 +493,14 @@ async def play_games(configs: list[GameConfig], run: Run | None = None, concurre
             on_result(result)
         return result
 
-    return [r for r in await asyncio.gather(*(one(c) for c in configs)) if r is not None]
+    results: list[GameResult | None] = [None] * len(configs) if keep_results else []
+    todo = iter(enumerate(configs))  # shared: each worker takes the next config
+
+    async def worker() -> None:
+        for i, config in todo:
+            result = await one(config)
+            if keep_results:
+                results[i] = result
+
+    await asyncio.gather(*(worker() for _ in range(min(concurrency, len(configs)))))
+    return [r for r in results if r is not None]
