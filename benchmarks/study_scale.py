@@ -151,8 +151,8 @@ def old_checkout(rev: str, where: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--games", default="1000,10000", help="study sizes for today's code")
-    parser.add_argument("--old-games", default="1000,10000", help="study sizes for the old code")
+    parser.add_argument("--games", default="1000", help="study sizes for today's code, e.g. 1000,10000")
+    parser.add_argument("--old-games", default="1000", help="study sizes for the old code (\"\": none)")
     parser.add_argument("--export-games", type=int, default=1000, help="games each export writes")
     parser.add_argument("--against", default="e01e9c5", help="the old revision")
     parser.add_argument("--keep", metavar="DIR", help="keep the results here (default: a temporary folder)")
