@@ -130,9 +130,8 @@ def otlp_json(span_list: list) -> dict:
     for resource, scopes in grouped.items():
         scope_spans = []
         for scope, spans_ in scopes.items():
-            entry: dict = {"scope": {} if scope is None else _attributes(
-                {**({"name": scope.name} if scope.name else {}), **({"version": scope.version} if scope.version else {})},
-                scope.attributes)}
+            named = {} if scope is None else {k: v for k, v in (("name", scope.name), ("version", scope.version)) if v}
+            entry: dict = {"scope": {} if scope is None else _attributes(named, scope.attributes)}
             entry["spans"] = spans_
             if scope is not None and scope.schema_url:
                 entry["schemaUrl"] = scope.schema_url
