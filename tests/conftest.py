@@ -28,6 +28,7 @@ def _no_real_endpoint(monkeypatch):
 
 
 GUARD = Path(__file__).resolve().parent / "write_guard"
+GUARD_OWNER = pytest.StashKey[bool]()
 
 
 def pytest_collection_modifyitems(config, items):
@@ -45,6 +46,7 @@ def pytest_configure(config):
         os.environ["TOOLKIT_WRITE_GUARD"] = str(GUARD.parents[1] / "results")
         fd, os.environ["TOOLKIT_WRITE_GUARD_REPORT"] = tempfile.mkstemp(prefix="toolkit-write-guard-")
         os.close(fd)
+        config.stash[GUARD_OWNER] = True  # a pytest run inside a test finds the file made and must not remove it
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(GUARD), os.environ.get("PYTHONPATH")]))
         # the results explorer's report cache (toolkit/ui/results.py): a temporary folder, never the user's
         os.environ["TOOLKIT_REPORT_CACHE"] = tempfile.mkdtemp(prefix="toolkit-report-cache-")
@@ -54,8 +56,8 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
-    if not hasattr(config, "workerinput"):  # the controller made the report file
-        Path(os.environ.pop("TOOLKIT_WRITE_GUARD_REPORT", "/nonexistent")).unlink(missing_ok=True)
+    if config.stash.get(GUARD_OWNER, False):  # the process that made the report file
+        Path(os.environ.pop("TOOLKIT_WRITE_GUARD_REPORT")).unlink(missing_ok=True)
         shutil.rmtree(os.environ.pop("TOOLKIT_REPORT_CACHE", "/nonexistent"), ignore_errors=True)
 
 
