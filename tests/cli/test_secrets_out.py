@@ -18,6 +18,8 @@ import zipfile
 from pathlib import Path
 from urllib.parse import quote, unquote
 
+import pytest
+
 import pandas as pd
 
 from toolkit.core.secrets import carried
@@ -96,6 +98,7 @@ def toolkit(*args, cwd, env):
     return p
 
 
+@pytest.mark.slow
 def test_an_echoed_url_password_is_written_nowhere(tmp_path, server):
     url = server.base_url.replace("http://", f"http://alice:{quote(PASSWORD)}@")
     out = tmp_path / "out"
@@ -146,6 +149,7 @@ def test_an_echoed_url_password_is_written_nowhere(tmp_path, server):
     assert (out / "cache" / "responses.sqlite").exists()
 
 
+@pytest.mark.slow
 def test_a_password_given_as_a_reference_stays_out_of_every_file(tmp_path, server):
     """``${NAME}`` in a spec: the files keep the reference (a sweep or tournament file, the schedule, the tables),
     the server gets the value, and the value is masked where the server echoes it."""

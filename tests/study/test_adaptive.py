@@ -186,6 +186,7 @@ def test_the_plan_of_an_adaptive_tournament_and_a_bad_comparison_in_one_line(tmp
     assert not (tmp_path / "results").exists() and not (ROOT / "results" / "bad").exists()
 
 
+@pytest.mark.slow
 def test_the_general_report_of_an_adaptive_tournament_puts_the_valid_verdicts_first(ordered):
     from toolkit.analysis.report import write_report
 
@@ -197,6 +198,7 @@ def test_the_general_report_of_an_adaptive_tournament_puts_the_valid_verdicts_fi
     assert "do not account for that" in summary and "heuristic > random" in summary[first:]
 
 
+@pytest.mark.slow
 def test_a_spending_cap_stops_an_adaptive_tournament_and_a_rerun_continues(tmp_path, prices):
     """A priced model on the loopback server (a process of its own): the token cap of ``toolkit.llm.budget``
     stops the run mid-round (exit 3); the round it cut is not counted; a rerun with a higher cap finishes that

@@ -279,7 +279,7 @@ class FakeOpenAIServer:
         self.max_active = 0
         self.httpd = self._Server(("127.0.0.1", port), _Handler)
         self.httpd.owner = self
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)  # quick to stop
 
     @property
     def base_url(self) -> str:
