@@ -31,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--adaptive", action="store_true", help="run the file as an adaptive tournament (as if it "
                         "said design: adaptive): rounds go where comparisons are undecided, the run stops when all "
                         "are decided at the family-wise error rate, with intervals valid under that stopping")
-    parser.add_argument("--max-games", type=int, metavar="N", help="adaptive: stop after N games (a cap only ends "
+    parser.add_argument("--max-games", type=_positive, metavar="N",
+                        help="adaptive: stop after N games (a cap only ends "
                         "the run earlier; a rerun with a higher cap continues)")
     parser.add_argument("--compare", metavar="DIR", help="adaptive: add the verdicts of a fixed run's results "
                         "folder beside the adaptive ones in adaptive.md")
@@ -138,3 +139,11 @@ def _run_adaptive(args: argparse.Namespace) -> int:
     from toolkit.cli.common import CAPPED
 
     return CAPPED if status.stopped.startswith("spending cap") else 0
+
+
+def _positive(text: str) -> int:
+    """A game cap of at least one game (0 or less would write an empty run)."""
+    import argparse
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of games ≥ 1, got {text!r}")
+    return int(text)
