@@ -4,6 +4,8 @@ rewritten in every table as a crafted folder would hold them, then exported."""
 
 import asyncio
 
+import pytest
+
 from toolkit.export import inspect_log, kaggle, mini
 from toolkit.record.load import load
 from toolkit.record.run_log import Run
@@ -29,6 +31,7 @@ def outside(tmp_path, out):
     return {p for p in tmp_path.rglob("*") if p != out and out not in p.parents and "res" not in p.parts}
 
 
+@pytest.mark.interop  # the Inspect export needs inspect-ai (the interop extra)
 def test_crafted_game_and_run_ids_stay_inside_the_export_folder(tmp_path):
     results = crafted(tmp_path)
     out = tmp_path / "a" / "b" / "out"
