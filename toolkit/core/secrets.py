@@ -195,18 +195,21 @@ class Redactor:
     def __call__(self, text: str) -> str:
         if self.generation != _generation[0]:  # a secret registered since (a spec parsed after the run began)
             self._read()
+        if "@" in text:  # URL credentials first: a registered password masked first hides its user from the pattern
+            text = mask_url_credentials(text)
         for form, label in self.forms:
             if form in text:
                 text = text.replace(form, label)
         if any(prefix in text for prefix in self.shapes):
             text = KEY_SHAPES.sub("[redacted key]", text)
-        return mask_url_credentials(text) if "@" in text else text
+        return text
 
 
 def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
     """``text`` with every secret value, key shape and URL credential masked."""
     if not text:
         return text
+    text = URL_CREDENTIALS.sub(_masked, text)  # first: a masked password would hide its user from the pattern
     values = secret_values(environ)
     forms = {form: f"[redacted {values[v]}]" for v in sorted(values, key=len) for form in encoded_forms(v)}
     ordered = sorted(forms, key=len, reverse=True)  # the longest first: a value before a part of it
@@ -219,8 +222,7 @@ def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
     for form in ordered:
         if form in text:
             text = text.replace(form, forms[form])
-    text = KEY_SHAPES.sub("[redacted key]", text)
-    return URL_CREDENTIALS.sub(_masked, text)
+    return KEY_SHAPES.sub("[redacted key]", text)
 
 
 def redact_obj(obj: Any, environ: Mapping[str, str] | None = None) -> Any:
