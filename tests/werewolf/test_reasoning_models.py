@@ -105,6 +105,31 @@ def test_parameters_are_typed_and_passed_through_unchanged():
         "reasoning_effort": "none", "seed": 3, "top_p": 0.5, "store": False, "vendor.flag": "on", "x": None}
 
 
+def test_a_typo_close_to_a_known_parameter_warns_and_is_still_sent_as_given(server):
+    spec = f"openai:ok@{server.base_url}?reasoning_efort=high&vendor.flag=on&top_a=0.1"
+    with pytest.warns(UserWarning, match=r"unknown parameter 'reasoning_efort' is sent as given \(did you mean "
+                      r"reasoning_effort\?\)") as caught:
+        params = spec_params(spec)
+    assert len(caught) == 1  # vendor.flag and top_a (OpenRouter's) are names of their own: no warning
+    assert params == {"reasoning_efort": "high", "vendor.flag": "on", "top_a": 0.1}
+    with pytest.warns(UserWarning, match="did you mean max_completion_tokens"):
+        spec_params("openai:m?max_completion_token=5")
+    asyncio.run(get_model(spec).generate(Request()))
+    assert server.requests[-1]["reasoning_efort"] == "high"  # not refused, not renamed: sent as the spec says
+
+
+@pytest.mark.slow
+def test_the_cli_warns_of_a_typo_in_one_line_and_plays(server, tmp_path):
+    out = subprocess.run([sys.executable, "-m", "toolkit", "play", "--preset", "classic7", "--quiet",
+                          "--model", "heuristic", "--seat", f"Player1=openai:ok@{server.base_url}?reasoning_efort=high",
+                          "--out", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    warned = [line for line in out.stderr.splitlines() if "reasoning_efort" in line]
+    assert warned == [f"warning: model spec openai:ok@{server.base_url}: unknown parameter 'reasoning_efort' is "
+                      "sent as given (did you mean reasoning_effort?)"]
+    assert any(body.get("reasoning_efort") == "high" for body in server.requests)
+
+
 def test_an_offline_player_refuses_parameters():
     with pytest.raises(ValueError, match="heuristic takes no provider parameters"):
         get_model("heuristic?reasoning_effort=high")

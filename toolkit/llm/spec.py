@@ -6,16 +6,18 @@ entry points of the ``toolkit.models`` group (an entry point's name is the prefi
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import re
+import warnings
 from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Callable
 from urllib.parse import unquote
 
-from toolkit.core.secrets import register_carried
+from toolkit.core.secrets import redact, register_carried
 from toolkit.llm.backend import Backend
 
 GROUP = "toolkit.models"
@@ -95,6 +97,13 @@ CHECKED_PARAMS: dict[str, Any] = {
 TOOLKIT_FIELDS = ("model", "messages", "response_format", "tools", "tool_choice", "stream", "n")
 # Read by the model wrapper and not sent: the endpoint's concurrency limit for this process.
 WRAPPER_PARAMS = {"max_connections": (int, 1, 4096)}
+# Other request fields of OpenAI-compatible endpoints (OpenAI's chat completions, and vLLM's, OpenRouter's and
+# Ollama's common extras): not checked, but a name close to one of these or the checked ones is probably a typo
+# (``reasoning_efort``), which would otherwise be sent, ignored by the endpoint and recorded as a distinct model.
+KNOWN_FIELDS = ("stop", "logit_bias", "top_logprobs", "user", "metadata", "modalities", "prediction", "audio",
+                "web_search_options", "stream_options", "safety_identifier", "prompt_cache_key", "reasoning",
+                "include_reasoning", "min_p", "repetition_penalty", "thinking", "chat_template_kwargs",
+                "num_ctx", "keep_alive", "top_a")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,63}")
 
 
@@ -155,9 +164,26 @@ def spec_params(spec: str) -> dict[str, Any]:
         value = _typed(unquote(raw.strip()))
         rule = CHECKED_PARAMS.get(name) or WRAPPER_PARAMS.get(name)
         out[name] = _check(where, name, value, rule) if rule else value
+        if not rule:
+            _typo(where, name)
     if "max_tokens" in out and "max_completion_tokens" in out:
         raise ValueError(f"{where}: give max_tokens or max_completion_tokens, not both")
     return out
+
+
+_WARNED: set[tuple[str, str]] = set()
+
+
+def _typo(where: str, name: str) -> None:
+    """Warn (once per spec and name in a process) when an unchecked name is close to a known field:
+    ``reasoning_efort`` → did you mean reasoning_effort? The name is still sent as given: a provider's own field
+    is not refused."""
+    known = [*CHECKED_PARAMS, *WRAPPER_PARAMS, *KNOWN_FIELDS]
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
+    if close and close[0] != name and (where, name) not in _WARNED:
+        _WARNED.add((where, name))
+        warnings.warn(f"{redact(where)}: unknown parameter {name!r} is sent as given (did you mean {close[0]}?)",
+                      UserWarning, stacklevel=3)
 
 
 def provider_params(spec: str) -> dict[str, Any]:
