@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -433,3 +434,103 @@ def test_local_keeps_the_toolkits_own_environment_from_a_normal_users_command(ho
     seen = observations(traj)
     assert "toolkit-found" in seen
     assert ("environ-denied" if host.as_user else "environ-readable") in seen
+
+
+# ------------------------------------------------------------------ nothing of a session outlives it
+HOLDERS = r'''
+import asyncio, gc, json, os, sys, time
+from pathlib import Path
+
+import yaml
+
+from toolkit.agent.environments.environment import EnvironmentConfig
+from toolkit.agent.loop.role import load_role
+from toolkit.agent.loop.session import Session
+
+gc.disable()  # the garbage collector's timing is not what ends a session's namespaces
+base, case = Path(sys.argv[1]), sys.argv[2]
+ws = base / case
+ws.mkdir()
+(ws / "a.txt").write_text("x\n")
+script = base / f"{case}.yaml"
+cmd = "sleep 60" if case in ("cancelled", "killed") else "echo hi"
+script.write_text(yaml.safe_dump({"answers": [
+    {"thought": "t", "commands": [{"command_name": "Terminal.run_command", "args": {"cmd": cmd}}]},
+    {"thought": "done", "commands": [{"command_name": "end", "args": {}}]}]}))
+role = load_role("engineer").model_copy(update={"environment": EnvironmentConfig(kind="bubblewrap")})
+
+
+def holders():
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(a.endswith(b"holder.py") for a in argv) and str(ws).encode() in b" ".join(argv):
+            found.append(int(pid))
+    return found
+
+
+def make(**kw):
+    return Session(role.model_copy(update=kw), "t", ws, f"scripted:{script}")
+
+
+async def main():
+    if case == "normal":
+        await make().run()
+    elif case == "init-error":  # the environment is made, then the role's misspelt tool is refused
+        try:
+            make(tools=["Terminal.run_commnd"])
+        except ValueError:
+            pass
+    elif case == "cancelled":  # the caller's timeout cancels the session inside a command
+        try:
+            await asyncio.wait_for(make().run(), 3)
+        except asyncio.TimeoutError:
+            pass
+    elif case == "dropped":  # a front end lets go of a session it never finished
+        s = make()
+        await s.step()
+        del s
+    elif case == "killed":
+        s = make()
+        print(json.dumps(holders()), flush=True)
+        await s.run()
+
+
+asyncio.run(main())
+print(json.dumps(holders()), flush=True)
+'''
+
+
+@pytest.mark.parametrize("case", ["normal", "init-error", "cancelled", "dropped", "killed"])
+def test_no_namespace_holder_outlives_its_session(host, case):
+    """The process holding a session's namespaces and private copy (``holder.py``) ends with the session:
+    run to its end, failed while being made, cancelled inside a command, dropped unfinished (with the
+    garbage collector off, so no cycle is left to it) and with the host process killed (SIGKILL)."""
+    folder = host.base / "holders"
+    folder.mkdir()
+    (folder / "holders.py").write_text(HOLDERS)
+    host.own(folder)
+    env = {"PATH": os.environ["PATH"], "HOME": str(folder), "LANG": "C.UTF-8", "PYTHONPATH": str(ROOT)}
+    argv = host.argv([sys.executable, str(folder / "holders.py"), str(folder), case])
+    if case != "killed":
+        done = subprocess.run(argv, cwd=host.base, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert json.loads(done.stdout.splitlines()[-1]) == [], f"holders left: {done.stdout}"
+        return
+    proc = subprocess.Popen(argv, cwd=host.base, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        alive = json.loads(proc.stdout.readline() or "null")
+        assert alive and len(alive) == 1, proc.stderr.read()[-2000:] if not alive else alive
+        proc.kill()
+        proc.wait()
+        for _ in range(100):
+            if not Path(f"/proc/{alive[0]}").exists():
+                break
+            time.sleep(0.05)
+        assert not Path(f"/proc/{alive[0]}").exists(), "the holder outlived the killed host process"
+    finally:
+        proc.kill()
+        proc.wait()

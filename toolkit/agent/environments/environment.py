@@ -237,14 +237,18 @@ class Environment:
         self.deadline: float | None = None  # time.perf_counter() past which every command is cut short
         self.cgroups: list[Cgroup] = []
         self.memory_cgroup = False
-        if self.uses_cgroup:
-            self.make_cgroups()
-        self.prepare()
         self.start_commit = ""
-        if self.is_git:
-            out = self.run(["python3", "-I", "-S", str(self.session_dir / "collect.py"), "snapshot", str(self.root)],
-                           timeout=120)
-            self.start_commit = out.stdout.strip() if re.fullmatch(r"[0-9a-f]{40}\n?", out.stdout) else ""
+        try:  # an environment that could not be made leaves nothing behind (cgroups, namespaces, copy)
+            if self.uses_cgroup:
+                self.make_cgroups()
+            self.prepare()
+            if self.is_git:
+                out = self.run(["python3", "-I", "-S", str(self.session_dir / "collect.py"), "snapshot",
+                                str(self.root)], timeout=120)
+                self.start_commit = out.stdout.strip() if re.fullmatch(r"[0-9a-f]{40}\n?", out.stdout) else ""
+        except BaseException:
+            self.discard()
+            raise
 
     uses_cgroup = True  # the session's processes in cgroups of their own, where they can be made
 
@@ -793,7 +797,7 @@ class BubblewrapEnvironment(Environment):
         self.outer_uid = unused_uid() if os.geteuid() == 0 else os.geteuid()
         self.holder: subprocess.Popen | None = None
         self.slirp: subprocess.Popen | None = None
-        self.slirp_exit: int | None = None
+        self.slirp_exit = None  # the write end of slirp4netns's --exit-fd pipe (a file)
         super().__init__(*args, **kwargs)
 
     def reach(self) -> list[str]:
@@ -841,7 +845,8 @@ class BubblewrapEnvironment(Environment):
             raise EnvironmentUnavailable("bubblewrap: network: true needs slirp4netns (Debian: apt-get install "
                                          "slirp4netns); use network: false")
         ready_r, ready_w = os.pipe()
-        exit_r, self.slirp_exit = os.pipe()
+        exit_r, exit_w = os.pipe()
+        self.slirp_exit = open(exit_w, "wb")  # slirp4netns ends when this closes (release, or the finalizer)
         pid = self.holder.pid
         # as root its own sandbox too (as another user slirp4netns cannot make one inside the session's)
         userns = ["--enable-sandbox"] if os.geteuid() == 0 else [f"--userns-path=/proc/{pid}/ns/user"]
@@ -854,6 +859,8 @@ class BubblewrapEnvironment(Environment):
                                           stderr=subprocess.PIPE, start_new_session=True, env=scrubbed())
         finally:
             _close([ready_w, exit_r])
+        weakref.finalize(self, _end_process, self.slirp)
+        weakref.finalize(self, self.slirp_exit.close)
         with os.fdopen(ready_r, "rb") as ready:
             ok = _readline(ready, 30, size=1) == b"1"
         if not ok:
@@ -865,8 +872,7 @@ class BubblewrapEnvironment(Environment):
 
     def release(self) -> None:
         if self.slirp_exit is not None:
-            os.close(self.slirp_exit)
-            self.slirp_exit = None
+            self.slirp_exit.close()
         for proc in (self.slirp, self.holder):
             if proc is not None:
                 _end_process(proc)

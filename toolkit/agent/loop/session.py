@@ -13,6 +13,7 @@ import tempfile
 import time
 import uuid
 import warnings
+import weakref
 from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -69,48 +70,55 @@ class Session:
         if budget_usd is not None and not self.model.backend.free and \
                 cost_usd(self.model.name, 1, 1) is None:  # an unknown price would make the budget never bind
             raise ValueError(f"budget_usd needs a price for {self.model.name}: add it to a TOOLKIT_PRICES file")
-        self.environment = environment if isinstance(environment, Environment) else make_environment(
-            environment, workspace, role.environment, allowed_remotes)
-        self.session_id = session_id or f"s-{uuid.uuid4().hex[:10]}"
-        self.log = CallLog(run)
-        self.channel = channel or ScriptedChannel()
-        self.plan = Plan()
-        self.workspace = Workspace(self.environment.source, self.environment)
-        self.editor = Editor(self.workspace)
-        self.terminal = Terminal(self.workspace, timeout_s=role.terminal_timeout_s, environment=self.environment)
-        self.deployer = Deployer(self.workspace, environment=self.environment)
-        self.recorder = SessionRecorder(run, self.session_id)
-        self.landed: str | None = None  # where the result went (refs/agent/<session>/… or .agent/results/…)
-        self.tools = Toolbox(self.recorder)
-        objects = {"Plan": self.plan, "Editor": self.editor, "Terminal": self.terminal,
-                   "Git": Git(self.workspace, remote, environment=self.environment, land=self.land),
-                   "CodeWriter": CodeWriter(self.ask, self.workspace, self.editor),
-                   "CodeReview": CodeReview(self.ask, self.workspace, self.editor, self.environment),
-                   "Deployer": self.deployer,
-                   "ImageGetter": ImageGetter(self.workspace), "Human": Human(self.channel)}
-        self.land_error: str | None = None
-        for name in role.tools:
-            base, _, only = name.partition(".")
-            before = set(self.tools.specs)
-            self.tools.add(objects[base], prefix=None if base == "CodeWriter" else base,
-                           only=[only] if only else None)
-            if only and set(self.tools.specs) == before:  # a misspelt method would silently give no tool
-                methods = sorted(s.split(".")[-1] for s in Toolbox().add(objects[base], prefix=base).specs)
-                raise ValueError(f"role {role.name}: {base} has no tool {only!r}{did_you_mean(only, methods)}; "
-                                 f"its tools are {', '.join(methods)}")
-        if "CodeWriter" in role.tools:  # write_new_code is a bare command name, as in the seed
-            self.tools.specs = {("write_new_code" if k.endswith("write_new_code") else k): v
-                                for k, v in self.tools.specs.items()}
-        self.agent = Agent(self.model, self.tools, role, task, self.log, self.session_id, self.channel,
-                           Limits(role.max_react_loop if max_steps is None else max_steps, wall_clock_s, budget_usd),
-                           self.context,
-                           eval_mode=role.eval if eval_mode is None else eval_mode,
-                           native_tools=role.native_tools if native_tools is None else native_tools,
-                           ran_eval_git=self.environment.ran_eval_git, exceeded=self.environment.exceeded)
-        self.environment.deadline = self.agent.started + wall_clock_s  # the agent's clock: commands cut past it
-        self.ended_by: str | None = None
-        self.result: SessionResult | None = None
-        self._started = time.perf_counter()
+        made = not isinstance(environment, Environment)
+        self.environment = make_environment(environment, workspace, role.environment, allowed_remotes) \
+            if made else environment
+        try:
+            self.session_id = session_id or f"s-{uuid.uuid4().hex[:10]}"
+            self.log = CallLog(run)
+            self.channel = channel or ScriptedChannel()
+            self.plan = Plan()
+            self.workspace = Workspace(self.environment.source, self.environment)
+            self.editor = Editor(self.workspace)
+            self.terminal = Terminal(self.workspace, timeout_s=role.terminal_timeout_s, environment=self.environment)
+            self.deployer = Deployer(self.workspace, environment=self.environment)
+            self.recorder = SessionRecorder(run, self.session_id)
+            self.landed: str | None = None  # where the result went (refs/agent/<session>/… or .agent/results/…)
+            self.tools = Toolbox(self.recorder)
+            objects = {"Plan": self.plan, "Editor": self.editor, "Terminal": self.terminal,
+                       "Git": Git(self.workspace, remote, environment=self.environment, land=weak(self.land)),
+                       "CodeWriter": CodeWriter(weak(self.ask), self.workspace, self.editor),
+                       "CodeReview": CodeReview(weak(self.ask), self.workspace, self.editor, self.environment),
+                       "Deployer": self.deployer,
+                       "ImageGetter": ImageGetter(self.workspace), "Human": Human(self.channel)}
+            self.land_error: str | None = None
+            for name in role.tools:
+                base, _, only = name.partition(".")
+                before = set(self.tools.specs)
+                self.tools.add(objects[base], prefix=None if base == "CodeWriter" else base,
+                               only=[only] if only else None)
+                if only and set(self.tools.specs) == before:  # a misspelt method would silently give no tool
+                    methods = sorted(s.split(".")[-1] for s in Toolbox().add(objects[base], prefix=base).specs)
+                    raise ValueError(f"role {role.name}: {base} has no tool {only!r}{did_you_mean(only, methods)}; "
+                                     f"its tools are {', '.join(methods)}")
+            if "CodeWriter" in role.tools:  # write_new_code is a bare command name, as in the seed
+                self.tools.specs = {("write_new_code" if k.endswith("write_new_code") else k): v
+                                    for k, v in self.tools.specs.items()}
+            self.agent = Agent(self.model, self.tools, role, task, self.log, self.session_id, self.channel,
+                               Limits(role.max_react_loop if max_steps is None else max_steps, wall_clock_s,
+                                      budget_usd),
+                               weak(self.context),
+                               eval_mode=role.eval if eval_mode is None else eval_mode,
+                               native_tools=role.native_tools if native_tools is None else native_tools,
+                               ran_eval_git=self.environment.ran_eval_git, exceeded=self.environment.exceeded)
+            self.environment.deadline = self.agent.started + wall_clock_s  # the agent's clock: commands cut past it
+            self.ended_by: str | None = None
+            self.result: SessionResult | None = None
+            self._started = time.perf_counter()
+        except BaseException:  # a session that could not be made leaves no namespaces, copy or cgroup
+            if made:
+                self.environment.discard()
+            raise
 
     async def ask(self, action: Action, values: dict[str, Any], what: str) -> ActionResult:
         """A model call on the session's behalf (the code-writing tools use it)."""
@@ -141,9 +149,14 @@ class Session:
         self.agent.stop_requested = True
 
     async def run(self, check: Callable[[], Any] | None = None) -> SessionResult:
-        """Run to the end, then ``finish``."""
-        while self.ended_by is None:
-            await self.step()
+        """Run to the end, then ``finish``. Cancelled or interrupted, the environment ends at once (its
+        namespaces, private copy and processes) and the exception goes on."""
+        try:
+            while self.ended_by is None:
+                await self.step()
+        except BaseException:
+            self.environment.discard()
+            raise
         return await self.finish(check)
 
     async def finish(self, check: Callable[[], Any] | None = None) -> SessionResult:
@@ -198,3 +211,18 @@ class Session:
         data = redact_obj(json.loads(json.dumps(data, default=str)))
         self.workspace.write_private(f"trajectories/{self.session_id}.json",
                                      json.dumps(data, indent=1, ensure_ascii=False, default=str))
+
+
+def weak(method: Callable) -> Callable:
+    """``method`` of a session, held weakly: the tools and the loop call back into the session without
+    keeping it alive, so a session dropped unfinished is freed at once, and its environment with it (no
+    reference cycle waiting for the garbage collector while the session's namespaces live on)."""
+    ref = weakref.WeakMethod(method)
+
+    def call(*args, **kwargs):
+        bound = ref()
+        if bound is None:
+            raise RuntimeError("the session this tool belonged to is gone")
+        return bound(*args, **kwargs)
+
+    return call
