@@ -53,11 +53,13 @@ def check_play(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str]
     from toolkit.werewolf.engine.rules import Game
 
     preset = load_preset(args.preset)
+    # a name of the preset's models: block stands for its spec (what is checked, recorded and played)
+    args.model = preset.models.get(args.model, args.model)
     if args.max_days is not None and args.max_days < 1:
         raise FileError(f"--max-days must be at least 1, got {args.max_days}")
     if args.temperature is not None and not (math.isfinite(args.temperature) and 0 <= args.temperature <= 2):
         raise FileError(f"--temperature must be between 0 and 2, got {args.temperature}")
-    seats = pairs(args.seat or [], "--seat")
+    seats = {seat: preset.models.get(spec, spec) for seat, spec in pairs(args.seat or [], "--seat").items()}
     for seat in seats:
         if seat not in preset.seats:
             raise FileError(f"--seat {seat}: no such seat in {preset.name}{did_you_mean(seat, preset.seats)}; "

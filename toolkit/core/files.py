@@ -188,6 +188,15 @@ def model_spec(entry: Any) -> Any:
     return entry["spec"] + (("&" if "?" in entry["spec"] else "?") + query if query else "")
 
 
+def models_block(value: Any) -> dict[str, Any]:
+    """A ``models:`` block (a sweep's, a preset's): short names → specs (``model_spec`` of each entry)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError("must map short names to specs, e.g. {o4-high: {spec: SPEC, reasoning_effort: high}}")
+    return {str(k): model_spec(v) for k, v in value.items()}
+
+
 class SweepFile(BaseModel):
     """A sweep: ``name`` (a folder under the results root), a notebook, fixed parameters, a grid of
     lists (every combination is one cell), and how many repeats (each with seeds shifted by 10000)."""
@@ -210,11 +219,7 @@ class SweepFile(BaseModel):
     @field_validator("models", mode="before")
     @classmethod
     def _models(cls, value: Any) -> Any:
-        if value is None:
-            return {}
-        if not isinstance(value, dict):
-            raise ValueError("must map short names to specs, e.g. {o4-high: {spec: SPEC, reasoning_effort: high}}")
-        return {str(k): model_spec(v) for k, v in value.items()}
+        return models_block(value)
 
     @field_validator("name", mode="before")
     @classmethod

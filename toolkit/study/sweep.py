@@ -34,6 +34,7 @@ from toolkit.core.files import FileError, SweepFile, did_you_mean, load_file, on
 from toolkit.core.secrets import Redactor, redact, redact_obj, register_carried
 from toolkit.llm.budget import Budget, BudgetError, BudgetReached
 from toolkit.study.experiments import check_werewolf_parameters
+from toolkit.werewolf.engine.preset import preset_models
 
 REPO = data.root()  # relative notebook paths start here: the repository, or the installed package's data
 
@@ -282,13 +283,17 @@ def cell_spec_keys(cell: Cell) -> dict[str, str]:
     """Every model spec a cell plays → the parameter naming it: its parameters named ``*model`` or ``spec``, its
     seats' specs (a seat is a spec or a mapping with ``spec``: ``seats.Player3``), its tournament schedule's."""
     p, found = cell.parameters, {}
+    try:  # the preset's models: block (a preset that cannot be read was refused by load_sweep)
+        named = preset_models([p["preset"]]) if isinstance(p.get("preset"), str) else {}
+    except ValueError:
+        named = {}
     for key, value in p.items():
         if isinstance(value, str) and (str(key).endswith("model") or key == "spec"):
-            found.setdefault(value, str(key))
+            found.setdefault(named.get(value, value), str(key))
     for seat, value in p["seats"].items() if isinstance(p.get("seats"), dict) else ():
         spec = value.get("spec") if isinstance(value, dict) else value
         if isinstance(spec, str):
-            found.setdefault(spec, f"seats.{seat}")
+            found.setdefault(named.get(spec, spec), f"seats.{seat}")
     if isinstance(p.get("schedule"), str) and isinstance(p.get("cell"), str) and Path(p["schedule"]).is_file():
         plan = pd.read_parquet(p["schedule"], columns=["cell", "spec"])
         for spec in plan.loc[plan["cell"] == p["cell"], "spec"]:

@@ -45,7 +45,7 @@ from toolkit.core.files import FileError, TournamentFile, load_file, one_line
 from toolkit.record.load import load
 from toolkit.study.sweep import run_sweep
 from toolkit.werewolf.game import GameConfig, SeatConfig, play_games
-from toolkit.werewolf.engine.preset import load_preset, parse_error_policy
+from toolkit.werewolf.engine.preset import load_preset, parse_error_policy, preset_models
 
 NOTEBOOK = "experiments/tournament.ipynb"
 DESIGNS = ("pairs", "rotation")
@@ -256,6 +256,14 @@ def load_tournament(path: str | Path) -> dict[str, Any]:
     """The tournament file, checked (``toolkit.core.files.TournamentFile``: unknown keys refused with a hint,
     types and ranges checked, a name that could leave the results folder refused)."""
     tournament = load_file(path, TournamentFile, "tournament file")
+    try:  # a name of the presets' models: blocks stands for its spec, the same in every preset
+        named = preset_models(tournament.presets)
+    except ValueError as exc:
+        raise FileError(f"{path}: {one_line(exc)}") from None
+    tournament.models = [named.get(m, m) for m in tournament.models]
+    twice = sorted({m for m in tournament.models if tournament.models.count(m) > 1})
+    if twice:
+        raise FileError(f"{path}: models: {', '.join(twice)} is given twice (once by a preset's name); list it once")
     for spec in tournament.models:  # a spec that cannot work is refused before any folder or kernel exists
         if parse_spec(spec)[0] == "local":
             continue  # building it would start the server; the study starts it (and says so if it cannot)

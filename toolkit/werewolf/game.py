@@ -14,7 +14,7 @@ import random
 import time
 import traceback
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from pydantic import BaseModel
@@ -98,17 +98,23 @@ class GameConfig:
         preset = load_preset(self.preset) if isinstance(self.preset, str) else self.preset
         return preset.model_copy(update={"max_days": self.max_days}) if self.max_days else preset
 
+    def named(self, spec: str) -> str:
+        """``spec`` itself, or the spec it names in the preset's ``models:`` block."""
+        preset = load_preset(self.preset) if isinstance(self.preset, str) else self.preset
+        return preset.models.get(spec, spec)
+
     def spec(self, seat: str, role: str | None = None) -> str:
-        """The seat's spec: its own, else its side's (once the deal gave it ``role``), else ``model``."""
+        """The seat's spec: its own, else its side's (once the deal gave it ``role``), else ``model``; a name of
+        the preset's ``models:`` stands for its spec."""
         value = self.seats.get(seat)
         if value:
-            return value.spec if isinstance(value, SeatConfig) else value
-        return (self.side_models.get(side_of(role)) if role is not None else None) or self.model
+            return self.named(value.spec if isinstance(value, SeatConfig) else value)
+        return self.named((self.side_models.get(side_of(role)) if role is not None else None) or self.model)
 
     def seat_config(self, seat: str, role: str | None = None) -> SeatConfig:
         value = self.seats.get(seat)
         if isinstance(value, SeatConfig):
-            return value
+            return replace(value, spec=self.named(value.spec))
         experience = self.experience and (role != "Werewolf" or self.wolf_experience)
         return SeatConfig(spec=self.spec(seat, role), reflection=self.reflection, experience=experience)
 
@@ -147,7 +153,7 @@ class GameRunner:
         given = seat_models or {}
         # a scripted file among the specs may fix the roles and draws: read before the deal
         before = [*given.values(), *map(self._model, {config.spec(s) for s in self.preset.seats if s not in given}),
-                  *map(self._model, config.side_models.values())]
+                  *(self._model(config.named(spec)) for spec in config.side_models.values())]
         self.game = Game(self.preset, config.seed, config.roles or _scripted_roles(before),
                          config.draws or _scripted_draws(before))
         seat_models = {seat: given.get(seat) or self._model(config.spec(seat, self.game.roles[seat]))
@@ -159,7 +165,7 @@ class GameRunner:
         self.recorder = GameRecorder(run, self.game_id)
         self.roles = tuple(sorted(self.preset.roles))  # the preset's role names (reflections guess among them)
         self.sampling = Sampling(temperature=config.temperature, seed=config.seed)
-        preset_values = {**self.preset.model_dump(), "n_players": self.preset.n_players}
+        preset_values = {**self.preset.model_dump(exclude={"models"}), "n_players": self.preset.n_players}
         self.values = {"preset": preset_values, "rules": render("werewolf/rules.j2", preset=preset_values)}
         self._written = 0
         self._reflected: set[tuple] = set()  # (seat, day, phase) or (seat, day) already reflected
@@ -397,8 +403,8 @@ class GameRunner:
 
     def replay_config(self) -> dict[str, Any]:
         """What ``toolkit replay`` needs to set the same game up again."""
-        return {"preset": self.preset.model_dump(), "seed": self.config.seed, "roles": self.game.roles,
-                "draws": dict(self.game.drawn),
+        return {"preset": self.preset.model_dump(exclude={"models"}), "seed": self.config.seed,
+                "roles": self.game.roles, "draws": dict(self.game.drawn),
                 "recent": self.config.recent, "temperature": self.config.temperature, "reflect": self.config.reflect,
                 "error_policy": format_policy(*self.policy),
                 "seats": {s: {"spec": p.config.spec, "reflection": p.config.reflection,

@@ -8,11 +8,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from toolkit.core.files import did_you_mean, load_file
+from toolkit.core.files import FileError, did_you_mean, load_file, models_block, one_line
 from toolkit.core.werewolf_names import ROLES
 from toolkit.werewolf.engine.roles import REGISTRY, special_roles
 
-__all__ = ["PRESETS_DIR", "Preset", "ROLES", "SPECIAL_ROLES", "available_presets", "load_preset"]
+__all__ = ["PRESETS_DIR", "Preset", "ROLES", "SPECIAL_ROLES", "available_presets", "load_preset", "preset_models"]
 
 PRESETS_DIR = Path(__file__).with_name("presets")
 
@@ -67,6 +67,24 @@ class Preset(BaseModel):
     # (Kaggle's Game Arena: the seat's side loses at once), ``eliminate_after:N`` (TextArena's: the seat's Nth
     # failed decision removes it at the next nightfall). The runner applies it (toolkit.werewolf.game).
     error_policy: str = "fallback"
+    # Named models, as a sweep's or tournament's ``models:`` block (one function, core.files.model_spec): a spec
+    # given for a game of this preset (play --model/--seat, a notebook's model, wolf_model, seats, a sweep's cell,
+    # a tournament's models) that equals a name stands for its spec: {o4-high: {spec: SPEC, reasoning_effort: high}}.
+    # The tables record the spec, parameters included.
+    models: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("models", mode="before")
+    @classmethod
+    def _models(cls, value: object) -> object:
+        from toolkit.llm.spec import parse_spec, spec_params
+
+        out = models_block(value)
+        for name, spec in out.items():
+            if not isinstance(spec, str) or not spec.strip():
+                raise ValueError(f"{name}: a model is a spec string or {{spec: SPEC, NAME: VALUE}}, not {spec!r}")
+            parse_spec(spec)
+            spec_params(spec)  # provider parameters checked here, when the preset is read
+        return out
 
     @field_validator("roles", "max_days", mode="before")
     @classmethod
@@ -122,6 +140,18 @@ class Preset(BaseModel):
 
     def role_list(self) -> list[str]:
         return [role for role in REGISTRY for _ in range(self.roles.get(role, 0))]
+
+
+def preset_models(presets: list[str | Path]) -> dict[str, str]:
+    """The named models of these presets (``Preset.models``) in one mapping; a name two presets give different
+    specs is refused (one line): a study's model must be the same model in every preset it plays."""
+    out: dict[str, str] = {}
+    for name in presets:
+        for short, spec in load_preset(name).models.items():
+            if out.setdefault(short, spec) != spec:
+                raise FileError(f"models: {short} is {one_line(out[short], 80)} in one preset and "
+                                f"{one_line(spec, 80)} in {name}; give it one spec (or two names)")
+    return out
 
 
 def available_presets() -> list[str]:
