@@ -173,7 +173,7 @@ def workspace(host: Host, git_repo: bool = True) -> Path:
 
 
 def session(host: Host, ws: Path, answers: list, environment: dict | None = None, apply: bool = False,
-            kind: str = "bubblewrap") -> dict:
+            kind: str = "bubblewrap", eval_mode: bool = False) -> dict:
     """Run a scripted session through the CLI as ``host``; returns its trajectory and output."""
     script = host.base / f"s-{uuid.uuid4().hex[:6]}.yaml"
     script.write_text(yaml.safe_dump({"answers": [*answers, END]}))
@@ -191,7 +191,8 @@ def session(host: Host, ws: Path, answers: list, environment: dict | None = None
     host.own(home)
     env = {"PATH": os.environ["PATH"], "HOME": str(home), "LANG": "C.UTF-8", "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "toolkit", "engineer", "--task", "be hostile", "--workspace", str(ws),
-           "--model", f"scripted:{script}", "--role", str(role_file), "--out", str(out), "--max-steps", "30"]
+           "--model", f"scripted:{script}", "--role", str(role_file), "--out", str(out), "--max-steps", "30",
+           *(["--eval"] if eval_mode else [])]
     done = subprocess.run(host.argv(cmd), cwd=host.base, env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
     trajectories = sorted((ws / ".agent" / "trajectories").glob("*.json"), key=os.path.getmtime)
@@ -419,6 +420,22 @@ def test_the_hosts_loopback_and_abstract_sockets_are_unreachable(host, host_serv
     assert "abstract-unreachable" in seen and "abstract-reached" not in seen
     if address:
         assert ("HOST-ONLY outbound-ok" in seen) == network, seen  # outbound only with network: true
+
+
+# ------------------------------------------------------------------ eval mode's git trace, forged
+def test_a_forged_git_trace_does_not_end_an_eval_session(host):
+    """Any process of the shell can write git's trace pipe: forged ``cmd_name`` events (commit, push, pull,
+    from the shell and from a process left running) and a flood without a newline do not end the session
+    as ``eval_git``; only a git command the repository shows does."""
+    ws = workspace(host)
+    forged = "".join(f'{{"event":"cmd_name","name":"{n}"}}\\n' for n in ("commit", "push", "pull"))
+    traj = session(host, ws, [term(f"printf '{forged}' >&9; (sleep 0.5; printf '{forged}' >&9) & "
+                                   "head -c 3000000 /dev/zero | tr '\\0' x >&9; echo forged"),
+                              term("sleep 1; echo still-running"),
+                              term("git commit -q --allow-empty -m real; echo too-far")], eval_mode=True)
+    seen = observations(traj)
+    assert "forged" in seen and "still-running" in seen, seen
+    assert "ended_by: eval_git after 3 steps" in traj["stdout"], traj["stdout"]
 
 
 # ------------------------------------------------------------------ local, honestly

@@ -217,20 +217,40 @@ def test_hostile_trajectory(kind, tmp_path, host_server):
 
 
 @pytest.mark.parametrize("kind", ENVS)
-@pytest.mark.parametrize("cmd", ["git -C . push -q origin HEAD:refs/heads/x",
+@pytest.mark.parametrize("cmd", ["git -C . push -q inner HEAD:refs/heads/x",
                                  "git -c user.name=x commit -q --allow-empty -m y",
                                  "git config alias.ci commit && git ci -q --allow-empty -m z",
                                  "git commit -q --amend --allow-empty -m w",
-                                 "git pull -q origin main"])
+                                 "git pull -q inner main"])
 def test_eval_mode_sees_git_through_the_trace(kind, cmd, tmp_path):
+    """A git commit, pull or push the repository shows (to a remote inside the workspace: the sandbox sees
+    no other) ends an eval-mode session, however it was typed."""
     needs(kind)
     _, ws = scene(tmp_path)
+    sh("git", "init", "-q", "--bare", "inner.git", cwd=ws)
+    sh("git", "remote", "add", "inner", "inner.git", cwd=ws)
+    sh("git", "push", "-q", "inner", "main", cwd=ws)
     answers = [term(cmd), term("echo too far > after.txt"), {"commands": [{"command_name": "end", "args": {}}]}]
     (tmp_path / "s.yaml").write_text(yaml.safe_dump({"answers": answers}))
     agent = Session(load_role("engineer"), "t", ws, f"scripted:{tmp_path / 's.yaml'}", eval_mode=True, environment=kind)
     result = asyncio.run(agent.run())
     assert (result.ended_by, result.steps) == ("eval_git", 1)
     assert not (ws / "after.txt").exists()
+
+
+@pytest.mark.parametrize("kind", ENVS)
+@pytest.mark.parametrize("cmd", ["git push -q origin HEAD:refs/heads/x",  # origin: outside, unreachable
+                                 "echo '{\"event\":\"cmd_name\",\"name\":\"commit\"}' >&9"])
+def test_eval_mode_ends_on_no_git_the_repository_does_not_show(kind, cmd, tmp_path):
+    """A push that failed, or a trace line any process of the shell wrote, changes nothing in the
+    repository: the session goes on."""
+    needs(kind)
+    _, ws = scene(tmp_path)
+    answers = [term(cmd), term("echo next > after.txt"), {"commands": [{"command_name": "end", "args": {}}]}]
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"answers": answers}))
+    agent = Session(load_role("engineer"), "t", ws, f"scripted:{tmp_path / 's.yaml'}", eval_mode=True, environment=kind)
+    result = asyncio.run(agent.run())
+    assert (result.ended_by, result.steps) == ("end", 3)
 
 
 @pytest.mark.parametrize("kind", ENVS)

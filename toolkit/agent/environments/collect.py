@@ -3,7 +3,9 @@ Standard library and git only: it runs as a script, in the sandbox, as the sandb
 is parsed by the host as data (a commit id, a git bundle, a tar archive); nothing it leaves behind is read.
 
   snapshot            -> the id of a commit whose tree is the working tree now (tracked and untracked files,
-                         ignored ones and ``.agent`` left out), its parent HEAD (if any)
+                         ignored ones and ``.agent`` left out), its parent HEAD (if any); then a line of ``refs``
+  refs                -> a digest of what a git commit, pull or push changes: every ref, HEAD, FETCH_HEAD's
+                         time (eval mode's confirmation that one ran)
   bundle START        -> a git bundle on stdout: the branches, ``refs/toolkit/start`` = START and
                          ``refs/toolkit/result`` = a snapshot made now
   tar                 -> a tar archive of the folder on stdout (``.agent`` left out)
@@ -12,6 +14,7 @@ Everything it writes goes to its own ``/tmp`` (a scratch folder per command), no
 workspace whose disk or inodes are full still yields its result.
 """
 
+import hashlib
 import os
 import re
 import subprocess
@@ -51,6 +54,19 @@ def snapshot(root: str, scratch: str, own: bool = False) -> str:
     return git(root, "commit-tree", tree, *(["-p", head] if head else []), "-m", "working tree", env=env)
 
 
+def refs(root: str) -> str:
+    digest = hashlib.sha256(git(root, "for-each-ref", "--format=%(objectname) %(refname)").encode())
+    head = subprocess.run(["git", *SAFE, "-C", root, "rev-parse", "HEAD", "--symbolic-full-name", "HEAD"],
+                          capture_output=True).stdout
+    digest.update(head)
+    try:
+        digest.update(str(os.stat(os.path.join(git(root, "rev-parse", "--absolute-git-dir"), "FETCH_HEAD"))
+                          .st_mtime_ns).encode())
+    except OSError:
+        pass
+    return digest.hexdigest()
+
+
 def bundle(root: str, start: str, scratch: str) -> None:
     result = snapshot(root, scratch)
     gitdir = git(root, "rev-parse", "--absolute-git-dir")
@@ -83,6 +99,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         if op == "snapshot":
             print(snapshot(root, scratch, own=True))
+            print(refs(root))
+        elif op == "refs":
+            print(refs(root))
         elif op == "bundle":
             bundle(root, sys.argv[3] if len(sys.argv) > 3 else "", scratch)
         elif op == "tar":

@@ -22,7 +22,8 @@ and what the role declares in ``pass_env``), never the parent's, so colour is of
 
 ``make_environment("auto", …)`` picks bubblewrap when ``bwrap`` works here, else ``local`` with a one-line
 warning. Eval mode's git detection reads the git trace (``GIT_TRACE2_EVENT``), which names the command git
-actually ran (after ``-C``, ``-c`` and aliases), not the text the model typed.
+actually ran (after ``-C``, ``-c`` and aliases), not the text the model typed; the repository's refs confirm
+it (any process of the shell can write the trace).
 """
 
 from __future__ import annotations
@@ -238,6 +239,7 @@ class Environment:
         self.cgroups: list[Cgroup] = []
         self.memory_cgroup = False
         self.start_commit = ""
+        self.refs = ""  # collect.py's digest of the repository's refs, as eval mode last saw it
         try:  # an environment that could not be made leaves nothing behind (cgroups, namespaces, copy)
             if self.uses_cgroup:
                 self.make_cgroups()
@@ -245,7 +247,8 @@ class Environment:
             if self.is_git:
                 out = self.run(["python3", "-I", "-S", str(self.session_dir / "collect.py"), "snapshot",
                                 str(self.root)], timeout=120)
-                self.start_commit = out.stdout.strip() if re.fullmatch(r"[0-9a-f]{40}\n?", out.stdout) else ""
+                found = re.fullmatch(r"([0-9a-f]{40})\n([0-9a-f]{64})\n?", out.stdout)
+                self.start_commit, self.refs = found.groups() if found else ("", "")
         except BaseException:
             self.discard()
             raise
@@ -537,7 +540,17 @@ class Environment:
         return self.trace.take()
 
     def ran_eval_git(self) -> bool:
-        return bool(EVAL_GIT_COMMANDS.intersection(self.git_commands()))
+        """Whether the last command ran a git commit, pull or push: git's trace names one (any process of
+        the shell can write that pipe, so it is only a claim) *and* the repository shows it (its refs, HEAD
+        or FETCH_HEAD changed since the last time this said yes; ``collect.py refs``, a digest parsed as
+        data). A forged trace line alone ends nothing; a git command that changed nothing (a push that
+        failed) neither."""
+        if not EVAL_GIT_COMMANDS.intersection(self.git_commands()) or not self.is_git:
+            return False
+        out = self.helper("collect.py", "refs", timeout=60)
+        now = out.stdout.strip() if out.returncode == 0 and re.fullmatch(r"[0-9a-f]{64}\n?", out.stdout) else ""
+        changed, self.refs = bool(now) and now != self.refs, now or self.refs
+        return changed
 
     # ------------------------------------------------------------------ the end
     def collect(self, folder: Path) -> Path | None:

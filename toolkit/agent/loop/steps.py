@@ -118,8 +118,8 @@ class Limits:
 @dataclass
 class Agent:
     """The loop. ``context()`` gives the live part of the step prompt (plan, working directory, open file);
-    ``ran_eval_git()`` says whether the last command ran a git pull/push/commit (the environment's git trace):
-    eval mode ends on it."""
+    ``ran_eval_git()`` says whether the last command ran a git pull/push/commit (git's trace, confirmed by the
+    repository): eval mode ends on it."""
 
     model: Model
     tools: Toolbox
