@@ -1,7 +1,8 @@
 """Adding a plug-in is one module plus one registration line: a role (the Knight of tests/werewolf/test_roles.py,
 with the kind of events row it emits), an exporter and a report metric, all defined in this test, show in the
 command line (``play``, ``export --help``, ``export``, ``view``, ``report``), in the report and in the exports with
-no file of the package edited. (A discussion protocol is not yet a plug-in: the four are branches of the rules.)"""
+no file of the package edited; so does a discussion protocol (``play --discussion``, its clause of the rules every seat
+is shown, and the order the day's speeches are played in)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
+from toolkit.werewolf.engine import discussions
+from toolkit.werewolf.engine.discussions.base import Discussion, announce_order
 
 from tests.werewolf.test_roles import Knight, knight  # noqa: F401  (the fixture: the Knight's prompt files)
 from toolkit.analysis.intervals import cluster_rate
@@ -132,3 +136,113 @@ def test_a_provider_registered_here_reaches_plays_help_the_widgets_and_the_repor
         assert tokens_estimated(tables("metered:small", "random"))
     finally:
         del registry.PROVIDERS["metered"]
+
+
+class Reverse(Discussion):
+    """The protocol a study adds: each seat speaks once, from the last living seat to the first."""
+
+    name = "reverse"
+    summary = "one speaker at a time, from the last seat to the first"
+
+    def open(self, game):
+        order = game.around(0)[::-1]
+        game.speech_queue = list(order)
+        announce_order(game, order, " From the last seat to the first.")
+
+
+REVERSE_PROMPT = """{% macro day() %}everyone speaks once, from the last seat to the first{% endmacro %}
+"""
+
+
+@pytest.fixture
+def reverse(tmp_path, monkeypatch):
+    import shutil
+
+    prompts = tmp_path / "prompts"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "prompts", prompts)
+    (prompts / "werewolf" / "discussions" / "reverse.j2").write_text(REVERSE_PROMPT)
+    monkeypatch.setenv("TOOLKIT_PROMPTS", str(prompts))
+    yield discussions.register(Reverse())
+    del discussions.REGISTRY["reverse"]
+
+
+@pytest.mark.slow
+def test_a_discussion_protocol_added_here_reaches_plays_help_the_rules_and_a_played_game(reverse, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["play", "--help"])
+    assert "reverse: one speaker at a time, from the last seat to the first" in " ".join(capsys.readouterr().out.split())
+    results = tmp_path / "results"
+    assert main(["play", "--discussion", "reverse", "--seed", "3", "--max-days", "1", "--quiet",
+                 "--out", str(results)]) == 0
+    from toolkit.record.load import load
+
+    t = load(results)
+    day1 = t.events[(t.events["day"] == 1) & (t.events["kind"] == "speech")]
+    speakers = day1["actor"].tolist()
+    seats = [f"Player{i}" for i in range(1, 8)]
+    assert speakers == [s for s in reversed(seats) if s in speakers] and len(speakers) >= 5
+    speak_calls = t.calls[t.calls["action"] == "speak"]
+    assert len(speak_calls) == len(speakers)
+    assert speak_calls["messages"].str.contains("By day everyone speaks once, from the last seat to the first, "
+                                                "then votes").all()
+    # refused in one line when not registered
+    del discussions.REGISTRY["reverse"]
+    with pytest.raises(SystemExit):
+        main(["play", "--discussion", "reverse", "--out", str(tmp_path / "none")])
+    assert "invalid choice: 'reverse'" in capsys.readouterr().err
+    discussions.register(reverse)
+
+
+class Marked:
+    """The kind of environment a study adds: the host (as ``local``), every command seeing ``MARKED=yes``. Made
+    here as a subclass of the local environment so that it runs on any machine."""
+
+    @staticmethod
+    def make(workspace, config, allowed_remotes=()):
+        from toolkit.agent.environments.environment import LocalEnvironment
+
+        class MarkedEnvironment(LocalEnvironment):
+            name = "marked"
+
+            def env(self, trace_git: bool = True):
+                return {**super().env(trace_git), "MARKED": "yes"}
+
+        return MarkedEnvironment(workspace, config, allowed_remotes)
+
+
+@pytest.fixture
+def marked():
+    from toolkit.agent.environments import kinds
+
+    kinds.register(kinds.Kind("marked", "the host, every command marked", False, Marked.make))
+    kinds.register(kinds.Kind("faraway", "a machine this one cannot reach", True, Marked.make,
+                              problem=lambda: "faraway is not reachable from here"))
+    yield kinds
+    del kinds.KINDS["marked"], kinds.KINDS["faraway"]
+
+
+@pytest.mark.slow
+async def test_an_environment_kind_added_here_reaches_the_cli_preflight_role_files_and_a_session(marked, tmp_path,
+                                                                                                  capsys):
+    with pytest.raises(SystemExit):
+        main(["engineer", "--help"])
+    assert "marked: the host, every command marked" in " ".join(capsys.readouterr().out.split())
+    # preflight reads the kind's own check: one line, before any folder is made
+    (tmp_path / "ws").mkdir()
+    assert main(["engineer", "--workspace", str(tmp_path / "ws"), "--task", "t", "--env", "faraway",
+                 "--model", "random", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("error: --env faraway: faraway is not reachable from here; choose one of auto, bubblewrap, local, "
+                   "docker, podman, marked") and not (tmp_path / "out").exists()
+    # a role file may name it, and a session's commands run in it
+    from toolkit.agent.environments.environment import EnvironmentConfig, make_environment
+
+    env = make_environment(None, tmp_path / "ws", EnvironmentConfig(kind="marked"))
+    try:
+        result = await env.execute("echo $MARKED", 10)
+        assert env.name == "marked" and result.output.strip() == "yes" and result.exit_code == 0
+    finally:
+        await env.stop()
+    with pytest.raises(ValueError, match="unknown environment 'vm'; choose one of auto, bubblewrap, local, docker, "
+                                         "podman, marked, faraway"):
+        EnvironmentConfig(kind="vm")

@@ -197,7 +197,8 @@ def test_the_toolkit_folder_stays_out_of_commits(tmp_path):
 def test_the_cli_says_in_one_line_when_a_container_engine_cannot_run(tmp_path):
     out = subprocess.run([sys.executable, "-m", "toolkit", "engineer-suite", "--env", "docker"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert out.returncode == 2 and out.stderr.startswith("error: docker: ") and out.stderr.count("\n") == 1
+    assert out.returncode == 2 and out.stderr.startswith("error: --env docker: ") and out.stderr.count("\n") == 1
+    assert out.stderr.rstrip().endswith("choose one of auto, bubblewrap, local, podman")  # preflight, from the registry
 
 
 # ------------------------------------------------------------------ the cgroups' place

@@ -448,7 +448,7 @@ def test_bid_turn_a_tie_goes_to_the_first_by_name():
 
 
 def test_by_name_is_a_to_z_on_the_names_so_player10_comes_before_player2():
-    from toolkit.werewolf.engine import bidding
+    from toolkit.werewolf.engine.discussions import bidding
 
     assert bidding.turn_winner({"Player2": 3, "Player10": 3}, "name", ["Player2", "Player10"], [], {}) == "Player10"
     assert bidding.round_order({"Player2": 1, "Player10": 1, "Player3": 4}) == ["Player3", "Player10", "Player2"]

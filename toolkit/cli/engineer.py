@@ -9,7 +9,15 @@ from toolkit.cli.common import plural, run_config, show
 
 HELP = "run the engineer agent on a task in a workspace folder"
 DESCRIPTION = None
-KINDS = ("auto", "bubblewrap", "local", "docker", "podman")  # toolkit.agent.environments.environment.KINDS (kept light)
+
+
+def env_argument(parser: argparse.ArgumentParser, default: str) -> None:
+    """``--env``: the registered kinds of environment (``toolkit.agent.environments.kinds``, a light module)."""
+    from toolkit.agent.environments import kinds
+
+    parser.add_argument("--env", choices=kinds.choices(), metavar="KIND", help=f"where commands run (default: "
+                        f"{default}; auto = bubblewrap where it works, else local): " + "; ".join(
+                            f"{k.name}: {k.summary}" for k in kinds.KINDS.values()).replace("%", "%%"))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,8 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-steps", type=int, metavar="N", help="stop after N steps (default: the role's)")
     parser.add_argument("--eval", action="store_true", help="end the session at git pull/push/commit")
     parser.add_argument("--out", default="results", metavar="DIR", help="results folder (default: results)")
-    parser.add_argument("--env", choices=KINDS, help="where commands run (default: the role's, auto = bubblewrap "
-                     "where it works, else local = unconfined)")
+    env_argument(parser, "the role's")
 
 
 def role(name: str) -> Any:
@@ -74,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
 
     from toolkit.agent.environments.workspace import check_workspace
     from toolkit.agent.loop.session import Session
-    from toolkit.cli.preflight import check_spec, out_folder
+    from toolkit.cli.preflight import check_environment, check_spec, out_folder
     from toolkit.core.files import FileError
     from toolkit.core.printable import printable
     from toolkit.record.run_log import Run
@@ -88,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
     if args.max_steps is not None and args.max_steps < 1:
         raise FileError(f"--max-steps must be at least 1, got {args.max_steps}")
     chosen = role(args.role)
+    check_environment(args.env or chosen.environment.kind, "--env" if args.env else f"--role {args.role}: environment")
     check_spec(args.model)
     existing_workspace(args.workspace)
     out_folder(args.out)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from toolkit.cli.common import run_config, show
-from toolkit.cli.engineer import KINDS
+from toolkit.cli.engineer import env_argument
 
 HELP = "run the offline engineer task suite"
 DESCRIPTION = None
@@ -16,8 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="spec; {task} stands for each task's folder")
     parser.add_argument("--task", action="append", help="only these tasks (repeatable)")
     parser.add_argument("--out", default="results", metavar="DIR", help="results folder (default: results)")
-    parser.add_argument("--env", choices=KINDS, help="where commands run (default: auto = bubblewrap where it "
-                       "works, else local)")
+    env_argument(parser, "auto")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -25,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from toolkit.agent.suite import TASKS_DIR, load_tasks, run_suite
-    from toolkit.cli.preflight import check_spec, out_folder
+    from toolkit.cli.preflight import check_environment, check_spec, out_folder
     from toolkit.core.files import FileError, did_you_mean
     from toolkit.record.run_log import Run
 
@@ -33,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
     for name in args.task or []:
         if name not in known:
             raise FileError(f"--task {name}: no such task{did_you_mean(name, known)}; tasks are {', '.join(known)}")
+    check_environment(args.env or "auto")
     tasks = load_tasks(names=args.task or None)
     for task in tasks:
         check_spec(args.model.replace("{task}", str(task.folder)), option="--model")

@@ -15,6 +15,7 @@ PRESETS = Path(__file__).resolve().parents[1] / "werewolf" / "engine" / "presets
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from toolkit.llm.registry import spec_names
+    from toolkit.werewolf.engine.discussions import REGISTRY as DISCUSSIONS
 
     presets = sorted(p.stem for p in PRESETS.glob("*.yaml"))  # read here without importing the engine
     parser.add_argument("--preset", default="classic7", help=f"one of {presets} or a YAML path")
@@ -27,6 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="players reflect each day (a summary and a role guess per seat)")
     parser.add_argument("--experience", action="store_true", help="read the lessons earlier runs left in "
                       "OUT/experience/pool.jsonl and add this game's (with --reflection)")
+    parser.add_argument("--discussion", choices=list(DISCUSSIONS), metavar="NAME",
+                        help="how the day's talk goes (default: the preset's): " + "; ".join(
+                            f"{d.name}: {d.summary}" for d in DISCUSSIONS.values()).replace("%", "%%"))
     parser.add_argument("--max-days", type=int, metavar="N", help="end as a draw after N days (default: the preset's)")
     parser.add_argument("--temperature", type=float, metavar="T", help="sampling temperature for LLM seats (0-2)")
     parser.add_argument("--keep-going", action="store_true",
@@ -112,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
               "player's reflection)", file=sys.stderr)
     config = GameConfig(preset=args.preset, seed=args.seed, model=args.model, seats=seats, roles=roles,
                         reflection=args.reflection, experience=args.experience, max_days=args.max_days,
+                        discussion=args.discussion,
                         temperature=args.temperature, error_policy=args.error_policy)
     config.fail_on_failed_seat = not args.keep_going
     models, budget = {}, None

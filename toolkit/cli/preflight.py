@@ -183,6 +183,22 @@ def check_spec(spec: str, seats: list[str] | None = None, option: str = "--model
         raise FileError(f"{option}: {one_line(exc)}") from None
 
 
+def check_environment(kind: str, option: str = "--env") -> None:
+    """The execution environment ``kind`` can run here (its declaration's check, ``toolkit.agent.environments.kinds``),
+    before anything is created: a missing engine or daemon is one line naming the kinds to choose instead."""
+    from toolkit.agent.environments import kinds
+
+    if kind == kinds.AUTO:
+        return  # bubblewrap where it works, else local with a warning
+    try:
+        problem = kinds.get(kind).check()
+    except KeyError as exc:
+        raise FileError(f"{option} {kind}: {one_line(exc)}") from None
+    if problem:
+        others = [k for k in kinds.choices() if k != kind]
+        raise FileError(f"{option} {kind}: {problem}; choose one of {', '.join(others)}")
+
+
 def check_extra(module: str, extra: str, what: str) -> None:
     if importlib.util.find_spec(module.split(".")[0]) is None:
         raise FileError(f"{what} needs the {extra} extra: pip install -e '.[{extra}]'")

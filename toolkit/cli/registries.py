@@ -1,5 +1,5 @@
 """The docs' tables of plug-ins, generated from the registries that declare them (the event kinds of the engine
-and the roles, the exporters, the model providers). Each table sits in its page between
+and the roles, the discussion protocols, the kinds of execution environment, the exporters, the model providers). Each table sits in its page between
 ``<!-- registry:NAME -->`` and ``<!-- /registry:NAME -->``; ``python -m toolkit.cli.registries`` rewrites them
 in place, and tests/test_docs.py checks that the pages hold what the registries say."""
 
@@ -53,10 +53,27 @@ def providers() -> str:
                     "measured" if p.real_usage else "estimated") for p, found in shipped])
 
 
+def discussions() -> str:
+    from toolkit.werewolf.engine.discussions import REGISTRY
+
+    return _table(("discussion", "the day's talk", "its own decisions", "Kaggle's protocol"),
+                  [(f"`{d.name}`", d.summary, ", ".join(f"`{a}`" for a in d.decisions) or "—",
+                    f"`{d.kaggle}`" if d.kaggle else "—") for d in REGISTRY.values()])
+
+
+def environments() -> str:
+    from toolkit.agent.environments.kinds import KINDS
+
+    return _table(("kind", "what it is", "confines the commands"),
+                  [(f"`{k.name}`", k.summary, "yes" if k.confined else "**no**") for k in KINDS.values()])
+
+
 # table name -> (the page it is on, its generator)
 TABLES: dict[str, tuple[str, Callable[[], str]]] = {
     "event-kinds": ("werewolf.md", event_kinds),
+    "discussions": ("werewolf.md", discussions),
     "exporters": ("exports.md", exporters),
+    "environments": ("environments.md", environments),
     "providers": ("models.md", providers),
 }
 

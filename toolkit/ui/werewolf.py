@@ -20,6 +20,7 @@ from toolkit.ui import seat_panel, transcript
 from toolkit.ui.kernel_loop import KernelLoop
 from toolkit.ui.style import WRAP
 from toolkit.werewolf.game import GameConfig, GameRunner, SeatConfig
+from toolkit.werewolf.engine.discussions import REGISTRY as DISCUSSIONS
 from toolkit.werewolf.engine.preset import available_presets, load_preset
 from toolkit.werewolf.engine.rules import Event
 
@@ -51,6 +52,9 @@ class WerewolfSession(W.VBox):
         self.kernel = KernelLoop()  # clicks may arrive on another thread: run them on this loop
         self.preset = W.Dropdown(options=available_presets(), value=preset, description="preset")
         self.seed = W.IntText(value=seed, description="seed", layout=W.Layout(width="160px"))
+        # the day's talk: the preset's, or any registered protocol (toolkit.werewolf.engine.discussions)
+        self.discussion = W.Dropdown(options=[("the preset's", None), *((n, n) for n in DISCUSSIONS)], value=None,
+                                     description="discussion")
         self.reflection = W.Checkbox(value=False, description="reflection")
         self.experience = W.Checkbox(value=False, description="experience")
         self.god_view = W.ToggleButton(value=False, description="god view", icon="eye")
@@ -85,7 +89,7 @@ class WerewolfSession(W.VBox):
         self.buttons["Reset"].on_click(on(self.reset))
         self._build_seats()
         super().__init__([
-            W.HBox([self.preset, self.seed, self.reflection, self.experience]),
+            W.HBox([self.preset, self.seed, self.discussion, self.reflection, self.experience]),
             W.HTML(f"<b>Models per seat</b> ({html.escape(known_specs())}; <code>human</code> = you)"),
             self.seat_box, W.HBox(list(self.buttons.values()) + [self.god_view]), self.status,
             W.HBox([self.transcript, self.chart], layout=W.Layout(align_items="flex-start")),
@@ -109,9 +113,10 @@ class WerewolfSession(W.VBox):
                  for s, spec in specs.items()}
         humans = {s: Model("human", HumanBackend(self)) for s, spec in specs.items() if spec == "human"}
         self.humans = tuple(humans)
-        config = GameConfig(preset=self.preset.value, seed=self.seed.value, seats=seats)
+        config = GameConfig(preset=self.preset.value, seed=self.seed.value, seats=seats,
+                            discussion=self.discussion.value)
         self.run = Run(self.results_dir, "session", config={"preset": self.preset.value, "seed": self.seed.value,
-                                                            "seats": specs})
+                                                            "discussion": self.discussion.value, "seats": specs})
         self.run.subscribe(self._on_row)
         try:
             self.runner = GameRunner(config, self.run, on_event=self._on_event, seat_models=humans)

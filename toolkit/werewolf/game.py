@@ -78,6 +78,7 @@ class GameConfig:
     recent: int = 12  # public messages kept verbatim in prompts
     temperature: float | None = None
     max_days: int | None = None
+    discussion: str | None = None  # the day's talk (a protocol of toolkit.werewolf.engine.discussions); None: the preset's
     experience_pool: ExperiencePool | None = None
     exclude_experience_versions: tuple[str, ...] = ()
     # A seat whose endpoint is broken ends the game as an ``error`` naming it and why: ``failed_seat_streak``
@@ -96,7 +97,10 @@ class GameConfig:
 
     def resolved_preset(self) -> Preset:
         preset = load_preset(self.preset) if isinstance(self.preset, str) else self.preset
-        return preset.model_copy(update={"max_days": self.max_days}) if self.max_days else preset
+        changes = {"max_days": self.max_days, "discussion": self.discussion}
+        changes = {k: v for k, v in changes.items() if v}
+        # validated as the preset's own keys are (an unknown discussion is one line naming the known ones)
+        return Preset.model_validate({**preset.model_dump(), **changes}) if changes else preset
 
     def named(self, spec: str) -> str:
         """``spec`` itself, or the spec it names in the preset's ``models:`` block."""

@@ -48,15 +48,13 @@ import weakref
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from toolkit.agent.environments import fileop, holder, syscall_filter
+from toolkit.agent.environments import fileop, holder, kinds, syscall_filter
 from toolkit.agent.environments.cgroup import Cgroup
 from toolkit.core.secrets import redact
 
-KINDS = ("auto", "bubblewrap", "local", "docker", "podman")
 PASSED_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ")
 GIT_SAFETY = {  # as GIT_CONFIG_* (command-line level: above any repository or global config)
     "core.hooksPath": "/dev/null", "core.fsmonitor": "false", "protocol.ext.allow": "never",
@@ -111,7 +109,7 @@ class EnvironmentConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["auto", "bubblewrap", "local", "docker", "podman"] = "auto"
+    kind: str = "auto"  # auto or a kind of kinds.KINDS (bubblewrap, local, docker, podman, or one registered there)
     network: bool = False  # bubblewrap: outbound only, through slirp4netns (default: its own loopback only)
     pass_env: list[str] = Field(default_factory=list)  # names passed from the parent (values still redacted)
     read_only: list[str] = Field(default_factory=list)  # extra host folders visible read-only
@@ -119,6 +117,13 @@ class EnvironmentConfig(BaseModel):
     image: str = "python:3.11-slim"  # containers only
     seccomp: bool = True  # bubblewrap: the system-call filter (syscall_filter.py); off lets strace/gdb run
     limits: Limits = Field(default_factory=Limits)
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, kind: str) -> str:
+        if kind not in kinds.choices():
+            raise ValueError(f"unknown environment {kind!r}; choose one of {', '.join(kinds.choices())}")
+        return kind
 
 
 class EnvironmentUnavailable(ValueError):
@@ -981,7 +986,7 @@ class ContainerEnvironment(Environment):
     uses_cgroup = False  # the engine's own
 
     def __init__(self, *args, engine: str = "docker", **kwargs):
-        self.name = engine
+        self.name = engine  # the registered kind's (kinds.py: docker, podman)
         self.confined = True
         problem = self.problem(engine)
         if problem:
@@ -1030,20 +1035,16 @@ def make_environment(kind: str | None, workspace: str | os.PathLike, config: Env
     """The environment ``kind`` (None: the config's, whose default is ``auto``) for a workspace."""
     config = config or EnvironmentConfig()
     kind = kind or config.kind
-    if kind not in KINDS:
-        raise EnvironmentUnavailable(f"unknown environment {kind!r}; choose one of {', '.join(KINDS)}")
-    if kind == "auto":
+    if kind not in kinds.choices():
+        raise EnvironmentUnavailable(f"unknown environment {kind!r}; choose one of {', '.join(kinds.choices())}")
+    if kind == kinds.AUTO:
         problem = bwrap_problem()
         if problem is None:
             kind = "bubblewrap"
         else:
             _warn_once(f"warning: commands run UNCONFINED on this host (environment 'local'): {problem}")
             kind = "local"
-    if kind == "bubblewrap":
-        return BubblewrapEnvironment(workspace, config, allowed_remotes)
-    if kind == "local":
-        return LocalEnvironment(workspace, config, allowed_remotes)
-    return ContainerEnvironment(workspace, config, allowed_remotes, engine=kind)
+    return kinds.get(kind).build(workspace, config, allowed_remotes)
 
 
 @functools.lru_cache(maxsize=None)

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from toolkit.core.files import FileError, did_you_mean, load_file, models_block, one_line
 from toolkit.core.werewolf_names import ROLES
+from toolkit.werewolf.engine.discussions import REGISTRY as DISCUSSIONS
 from toolkit.werewolf.engine.roles import REGISTRY, special_roles
 
 __all__ = ["PRESETS_DIR", "Preset", "ROLES", "SPECIAL_ROLES", "available_presets", "load_preset", "preset_models"]
@@ -41,12 +42,9 @@ class Preset(BaseModel):
     wolf_order: Literal["fixed", "rotate", "random"] = "fixed"  # a sequential wolf vote's first wolf: first_to_vote
     speech_order: Literal["rotate", "fixed", "random"] = "rotate"  # Kaggle: first_to_speak
     speech_rounds: int = Field(1, ge=1, le=5)  # Kaggle: RoundRobinDiscussion max_rounds, ParallelDiscussion ticks
-    # round_robin: one speaker at a time, each hears the earlier ones; parallel: every living seat speaks at once
-    # in each round, the round's speeches shown together (Kaggle: RoundRobinDiscussion | ParallelDiscussion)
-    # bid_turn: everyone bids 0-4 for each speech, the highest speaks, at most speech_turns speeches (all 0 ends the
-    # talk); bid_round: speech_rounds rounds, each round's order by bid (Kaggle: TurnByTurnBiddingDiscussion |
-    # RoundByRoundBiddingDiscussion)
-    discussion: Literal["round_robin", "parallel", "bid_turn", "bid_round"] = "round_robin"
+    # how the day's talk goes: a protocol of toolkit.werewolf.engine.discussions (round_robin, parallel, bid_turn,
+    # bid_round, or one registered there); docs/werewolf.md's table says what each does
+    discussion: str = "round_robin"
     speech_turns: int = Field(8, ge=1, le=50)  # bid_turn: at most this many speeches a day (Kaggle: max_turns)
     bid_result: Literal["public", "private"] = "public"  # the bids and who won shown to all (bid_result_public)
     # a bid_turn tie: the first by name (A-Z; Kaggle SimpleBiddingProtocol) | urgency (UrgencyBiddingProtocol: a
@@ -107,6 +105,14 @@ class Preset(BaseModel):
             data.setdefault("night_reveal", level)
             data.setdefault("exile_reveal", level)
         return data
+
+    @field_validator("discussion")
+    @classmethod
+    def _known_discussion(cls, name: str) -> str:
+        if name not in DISCUSSIONS:
+            raise ValueError(f"unknown discussion {name!r}{did_you_mean(name, list(DISCUSSIONS))}; discussions are "
+                             f"{', '.join(DISCUSSIONS)}")
+        return name
 
     @field_validator("error_policy", mode="before")
     @classmethod

@@ -9,7 +9,8 @@ Phases: ``night`` → ``day_speech`` → ``day_vote`` (→ ``day_revote``) (→ 
 Night N leads into day N. A death that calls for a decision (a Hunter's shot: ``Role.on_death``) holds the
 game in phase ``reaction`` until it is taken, at dawn or after an elimination; the win is checked after it.
 What each role does is its module's (``toolkit.werewolf.engine.roles``): this module has no role's name but
-the Werewolf's victim, which every game has.
+the Werewolf's victim, which every game has. How the day's talk goes is the preset's discussion protocol's
+(``toolkit.werewolf.engine.discussions``): this module has no protocol's name.
 
 The rules' own random draws (a tie broken at random, a random first speaker or voter) come from the seed, or
 from ``draws`` ({"wolf_tie:2": "Player3", ...}: kind and day → the seat drawn), so that a game played elsewhere
@@ -24,19 +25,14 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from toolkit.werewolf.engine import bidding
+from toolkit.werewolf.engine import discussions
 from toolkit.werewolf.engine import roles as role_registry
 from toolkit.werewolf.engine.preset import Preset
 from toolkit.werewolf.engine.roles import PUBLIC, WOLVES, Ask, Role
+from toolkit.werewolf.engine.roles.base import MODERATOR, IllegalMove
 from toolkit.werewolf.engine.speech import clean_speech
 
 __all__ = ["MODERATOR", "PUBLIC", "WOLVES", "Ask", "Event", "Game", "IllegalMove", "side_of"]
-MODERATOR = "moderator"  # an event no seat is shown (a bidding result kept private: Kaggle bid_result_public false)
-BIDDING = ("bid_turn", "bid_round")
-
-
-class IllegalMove(ValueError):
-    """A decision the rules do not allow now. The game state is unchanged."""
 
 
 @dataclass(frozen=True)
@@ -93,13 +89,9 @@ class Game:
         self.vote_cursor = 0  # the first voter of the next sequential vote (rotate), as a seat index
         self.vote_queue: list[str] = []
         self.vote_queue_first: str | None = None
-        self.round_size = 0  # parallel discussion: the seats of one round, and the speeches held until it ends
-        self.held: dict[str, tuple[str, bool]] = {}
-        self.bidding = False  # a bidding discussion waits for the bids (of one turn or one round)
-        self.bids: dict[str, int] = {}
-        self.bid_done = 0  # speeches (bid_turn) or rounds (bid_round) done today
-        self.speech_queue: list[str] = []
-        self.first_speaker: str | None = None  # who opened the last day's speeches
+        self.discussion = discussions.get(preset.discussion)
+        self.talk: dict[str, Any] = {}  # the discussion's own state (its bids, who opened the last day, ...)
+        self.speech_queue: list[str] = []  # who speaks next, in order (the discussion's, or last words)
         self.votes: dict[str, str] = {}
         self.vote_candidates: tuple[str, ...] = ()
         self.deaths: dict[str, tuple[int, str]] = {}  # seat → (day, cause)
@@ -188,11 +180,9 @@ class Game:
             return [Ask(first.seat, first.action, tuple(c for c in first.choices if c in self.alive), first.can_pass)]
         if self.phase == "night":
             return [a for r in self._in_play for a in r.night_asks(self)]
-        if self.phase == "day_speech" and self.preset.discussion == "parallel":  # the whole round at once
-            return [Ask(s, "speak") for s in self.speech_queue[:self.round_size] if s not in self.held]
-        if self.phase == "day_speech" and self.bidding:  # every living seat bids at once
-            return [Ask(s, "bid") for s in self.alive if s not in self.bids]
-        if self.phase in ("day_speech", "last_words"):
+        if self.phase == "day_speech":
+            return self.discussion.asks(self)
+        if self.phase == "last_words":
             return [Ask(self.speech_queue[0], "speak")] if self.speech_queue else []
         if self.phase in ("day_vote", "day_revote"):
             voters = self.vote_queue[:1] if self.preset.day_vote == "sequential" else self.alive
@@ -207,12 +197,13 @@ class Game:
         ask = next((a for a in self.pending() if a.seat == seat and a.action == action), None)
         if ask is None:
             raise IllegalMove(f"{seat} may not {action} now (phase {self.phase}, day {self.day})")
-        if action == "speak":
-            self._speak(seat, text, fallback)
-        elif action == "bid":
-            if isinstance(bid, bool) or not isinstance(bid, int) or not 0 <= bid <= bidding.MAX_BID:
-                raise IllegalMove(f"{seat} must bid a whole number from 0 to {bidding.MAX_BID}, not {bid!r}")
-            self._bid(seat, bid, fallback)
+        if action == "speak" and self.phase == "day_speech":
+            self.discussion.speak(self, seat, text, fallback)
+        elif action == "speak":
+            self.speech_queue.pop(0)
+            self._emit("speech", seat, None, clean_speech(text), PUBLIC, fallback, phase="last_words")
+        elif action in self.discussion.decisions and self.phase == "day_speech":
+            self.discussion.decide(self, seat, action, bid, fallback)
         elif target is None and not ask.can_pass:
             raise IllegalMove(f"{seat} must choose a target for {action}: one of {list(ask.choices)}")
         elif target is not None and target not in ask.choices:
@@ -227,52 +218,6 @@ class Game:
             if reaction and not self.reactions:
                 self._go_on()
         self._advance()
-
-    def _speak(self, seat: str, text: str, fallback: bool) -> None:
-        if self.phase == "day_speech" and self.preset.discussion == "parallel":
-            self.held[seat] = (text, fallback)
-            if len(self.held) == self.round_size:  # the round is in: shown together, in seat order
-                for s in self.speech_queue[:self.round_size]:
-                    said, fell = self.held[s]
-                    self._emit("speech", s, None, clean_speech(said), PUBLIC, fell, phase="speech")
-                self.speech_queue, self.held = self.speech_queue[self.round_size:], {}
-            return
-        self.speech_queue.pop(0)
-        kind = "speech" if self.phase == "day_speech" else "last_words"
-        # Stored as data: one capped line with no control/bidi characters and no quote delimiters (the raw
-        # answer stays in the calls table), so no later prompt or transcript can be forged through it.
-        self._emit("speech", seat, None, clean_speech(text), PUBLIC, fallback, phase=kind)
-        if kind == "speech" and self.preset.discussion in BIDDING and not self.speech_queue:
-            self.bid_done += 1  # a turn's speech, or a round's last one: bid again while turns or rounds remain
-            limit = self.preset.speech_turns if self.preset.discussion == "bid_turn" else self.preset.speech_rounds
-            self.bidding = self.bid_done < limit
-
-    def _bid(self, seat: str, amount: int, fallback: bool) -> None:
-        """One seat's bid (private: the bidder alone sees it). Once every living seat has bid, the outcome:
-        ``bid_turn`` the next speaker (everyone at 0 ends the talk), ``bid_round`` the round's speaking order;
-        shown to all, or to nobody (``bid_result: private``)."""
-        self.bids[seat] = amount
-        self._emit("bid", seat, None, f"{seat} bids {amount}.", seat, fallback)
-        if len(self.bids) < len(self.alive):
-            return
-        shown = PUBLIC if self.preset.bid_result == "public" else MODERATOR
-        bids, self.bids, self.bidding = self.bids, {}, False
-        if self.preset.discussion == "bid_round":
-            self.speech_queue = bidding.round_order(bids)
-            order = ", ".join(f"{s} ({bids[s]})" for s in self.speech_queue)
-            self._emit("announcement", None, None, f"Round {self.bid_done + 1} speaking order, by bid: {order}.",
-                       shown, about="bids", seats=tuple(self.speech_queue))
-            return
-        if not any(bids.values()):
-            self._emit("announcement", None, None, "Everyone bid 0: the talk ends.", PUBLIC)
-            return
-        said = [e for e in self.events if e.kind == "speech" and e.phase == "speech"]
-        named = bidding.mentioned(said[-1].text, self.seats) if said else []
-        winner = bidding.turn_winner(bids, self.preset.bid_tie, self.seats, named, Counter(e.actor for e in said))
-        overview = ", ".join(f"{s}: {bids[s]}" for s in self.alive)
-        self._emit("announcement", None, winner, f"{winner} wins the bid and speaks next (bids: {overview}).", shown,
-                   about="bids", seats=(winner,))
-        self.speech_queue = [winner]
 
     def _vote(self, seat: str, target: str | None, fallback: bool) -> None:
         self.votes[seat] = target
@@ -380,40 +325,13 @@ class Game:
         else:
             self._after_exile(exiled)
 
-    def _from(self, start: int) -> list[str]:
+    def around(self, start: int) -> list[str]:
         """The living seats in seat order, from seat index ``start`` round the table."""
         return [s for s in self.seats[start:] + self.seats[:start] if s in self.alive]
 
     def _open_speeches(self) -> None:
-        if self.preset.discussion in BIDDING:  # nobody's turn yet: the bids decide
-            self.speech_queue, self.bids, self.bidding, self.bid_done = [], {}, True, 0
-            n = self.preset.speech_turns if self.preset.discussion == "bid_turn" else self.preset.speech_rounds
-            how = (f"Everyone bids for each speech, at most {n}." if self.preset.discussion == "bid_turn" else
-                   f"{n} round{'s' if n > 1 else ''}; everyone bids at the start of each for its speaking order.")
-            self._emit("announcement", None, None,
-                       f"Day {self.day}: the living players are {', '.join(self.alive)}. {how}", PUBLIC)
-            return
-        order = [s for s in self.seats if s in self.alive]
-        if self.preset.discussion == "parallel":
-            pass  # every seat at once: a round's speeches are listed in seat order
-        elif self.preset.speech_order == "rotate" and self.first_speaker is not None:
-            # each day opens one seat later than the day before (every living seat speaks, so starting after
-            # the day's last speaker would wrap round to the same first seat every day)
-            order = self._from(self.seats.index(self.first_speaker) + 1)
-        elif self.preset.speech_order == "random":  # a seat drawn among all (as Kaggle's pivot): the first living
-            first = self.draw("speech_start", self.seats, f"{self.seed}:speech:{self.day}")
-            order = self._from(self.seats.index(first))
-        self.first_speaker = order[0] if order else None
-        self.speech_queue = order * self.preset.speech_rounds
-        self.round_size, self.held = len(order), {}
-        n = self.preset.speech_rounds
-        if self.preset.discussion == "parallel":
-            rounds = f" All speak at once, {n} round{'s' if n > 1 else ''}; a round's speeches are shown together."
-        else:
-            rounds = f" Each speaks {n} times, in turn." if n > 1 else ""
-        self._emit("announcement", None, None,
-                   f"Day {self.day}: the living players are {', '.join(self.alive)}.{rounds} Speaking order: "
-                   f"{', '.join(order)}.", PUBLIC, about="speaking_order", seats=tuple(order))
+        self.speech_queue = []
+        self.discussion.open(self)
 
     def _open_vote(self, candidates: tuple[str, ...], phase: str) -> None:
         self.phase = phase
@@ -431,14 +349,14 @@ class Game:
     def _vote_order(self, first: str | None = None) -> list[str]:
         """The day's sequential voting order (``vote_order``); a revote keeps the day's first voter."""
         if first is not None:
-            return self._from(self.seats.index(first))
+            return self.around(self.seats.index(first))
         if self.preset.vote_order == "random":
-            return self._from(self.seats.index(self.draw("vote_start", self.seats, f"{self.seed}:vote:{self.day}")))
+            return self.around(self.seats.index(self.draw("vote_start", self.seats, f"{self.seed}:vote:{self.day}")))
         if self.preset.vote_order == "rotate":  # the first living seat from the cursor; the cursor moves past it
-            order = self._from(self.vote_cursor)
+            order = self.around(self.vote_cursor)
             self.vote_cursor = (self.seats.index(order[0]) + 1) % len(self.seats)
             return order
-        return self._from(0)
+        return self.around(0)
 
     def _count_votes(self) -> None:
         if self.preset.day_vote == "simultaneous":  # revealed together, once every vote is in
@@ -510,12 +428,14 @@ class Game:
         return True
 
     def emit(self, kind: str, actor: str | None, target: str | None, text: str, visibility: str,
-             fallback: bool = False, phase: str | None = None) -> None:
-        """One events row (a role's decisions emit theirs through it), of a kind the engine or a role declares."""
+             fallback: bool = False, phase: str | None = None, about: str | None = None,
+             seats: tuple[str, ...] = ()) -> None:
+        """One events row (a role's or the discussion's decisions emit theirs through it), of a kind the engine
+        or a role declares."""
         if kind not in self._kinds:
             raise ValueError(f"no role declares the event kind {kind!r}: add it to the role's events "
                              "(toolkit.werewolf.engine.events.EventKind)")
-        self._emit(kind, actor, target, text, visibility, fallback, phase)
+        self._emit(kind, actor, target, text, visibility, fallback, phase, about, seats)
 
     def _emit(self, kind: str, actor: str | None, target: str | None, text: str, visibility: str,
               fallback: bool = False, phase: str | None = None, about: str | None = None,

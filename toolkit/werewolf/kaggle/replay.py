@@ -16,13 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolkit.werewolf.engine import discussions
 from toolkit.werewolf.engine.events import MODERATOR
 from toolkit.werewolf.engine.preset import Preset
 from toolkit.werewolf.engine.roles import event_kinds
 
 ABSTAIN = "-1"  # Kaggle's abstain vote
-DISCUSSIONS = {"RoundRobinDiscussion": "round_robin", "ParallelDiscussion": "parallel",
-               "TurnByTurnBiddingDiscussion": "bid_turn", "RoundByRoundBiddingDiscussion": "bid_round"}
 BIDDERS = {"SimpleBiddingProtocol": "name", "UrgencyBiddingProtocol": "urgency"}
 KAGGLE_SIDES = {"Villagers": "village", "Werewolves": "werewolves"}
 
@@ -71,6 +70,11 @@ def moderator_log(replay: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def kaggle_discussions() -> dict[str, str]:
+    """Kaggle's discussion protocols this engine plays: Kaggle's name → the registered protocol's."""
+    return {d.kaggle: d.name for d in discussions.REGISTRY.values() if d.kaggle}
+
+
 def _protocol(config: dict[str, Any], key: str, default: str) -> tuple[str, dict[str, Any]]:
     spec = config.get(key) or {}
     return spec.get("name") or default, dict(spec.get("params") or {})
@@ -79,8 +83,9 @@ def _protocol(config: dict[str, Any], key: str, default: str) -> tuple[str, dict
 def preset_from_config(config: dict[str, Any], roles: dict[str, str], name: str = "kaggle") -> Preset:
     """The preset a Kaggle configuration plays (Kaggle's class defaults where a parameter is not given)."""
     discussion, dparams = _protocol(config, "discussion_protocol", "RoundRobinDiscussion")
-    if discussion not in DISCUSSIONS:
-        raise Unsupported(f"discussion protocol {discussion} (this engine plays {', '.join(DISCUSSIONS)})")
+    plays = kaggle_discussions()
+    if discussion not in plays:
+        raise Unsupported(f"discussion protocol {discussion} (this engine plays {', '.join(plays)})")
     parallel = discussion == "ParallelDiscussion"
     bidder = (dparams.get("bidding") or {}).get("name", "SimpleBiddingProtocol")
     if bidder not in BIDDERS:
@@ -107,7 +112,7 @@ def preset_from_config(config: dict[str, Any], roles: dict[str, str], name: str 
         wolf_tie=ties[nparams.get("tie_break", "random")],
         wolf_vote="sequential" if night_vote == "SequentialVoting" else "simultaneous",
         wolf_order=nparams.get("first_to_vote", "rotate") if night_vote == "SequentialVoting" else "fixed",
-        discussion=DISCUSSIONS[discussion],
+        discussion=plays[discussion],
         speech_order=dparams.get("first_to_speak", "rotate") if discussion == "RoundRobinDiscussion" else "fixed",
         # Kaggle's defaults (its protocol registry's): 3 ticks, 1 round-robin round, 2 bidding rounds, 8 turns
         speech_rounds=int(dparams.get("ticks", 3)) if parallel else int(dparams.get(
@@ -143,7 +148,7 @@ def read(replay: dict[str, Any], name: str = "kaggle") -> KaggleGame:
     def day_of(e: dict[str, Any]) -> int:  # Kaggle's night d is this engine's night of day d + 1
         return e["day"] + 1 if e["phase"] == "Night" else e["day"]
 
-    if preset.discussion in ("bid_turn", "bid_round") and [seat[i] for i in sorted(ids)] != sorted(seat.values()):
+    if "bid" in discussions.get(preset.discussion).decisions and [seat[i] for i in sorted(ids)] != sorted(seat.values()):
         raise Unsupported("Kaggle breaks bid ties by player id (A-Z); these ids sort otherwise than the seats here")
     # a speech names Kaggle's ids: as this engine's seats (whole words, longest first, as Kaggle finds mentions)
     names = re.compile(r"\b(" + "|".join(re.escape(i) for i in sorted(ids, key=len, reverse=True)) + r")\b")

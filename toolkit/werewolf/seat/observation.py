@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from toolkit.werewolf.engine import bidding
+from toolkit.werewolf.engine.discussions import bidding
 from toolkit.werewolf.engine import claims as claims_mod
 from toolkit.werewolf.engine.rules import PUBLIC, Ask, Event, Game, side_of
 from toolkit.werewolf.engine.speech import clean_speech
@@ -49,7 +49,7 @@ def observe(game: Game, seat: str, ask: Ask, recent: int = 12) -> dict[str, Any]
     obs.update(game.role(role).observe(game, seat, ask))  # what the role knows: checks, potions, teammates
     if ask.action == "bid":  # how far the day's bidding is, and (urgency ties) who the last speech named
         said = [e for e in speeches if e.phase == "speech"]
-        obs["bidding"] = {"done": game.bid_done, "scale": list(bidding.URGENCY),
+        obs["bidding"] = {"done": game.talk.get("done", 0), "scale": list(bidding.URGENCY),
                           "named": bidding.mentioned(said[-1].text, game.seats) if said else []}
     obs["private"] = private_record(game, seat, visible)
     return obs

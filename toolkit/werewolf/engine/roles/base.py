@@ -30,7 +30,12 @@ from typing import Any
 from toolkit.werewolf.engine.events import EventKind
 
 PUBLIC, WOLVES = "public", "werewolves"
+MODERATOR = "moderator"  # an event no seat is shown (a bidding result kept private: Kaggle bid_result_public false)
 PRIVATE_NIGHTS = 3  # the guard's and the wolves' own past night actions shown (older ones are summarised)
+
+
+class IllegalMove(ValueError):
+    """A decision the rules do not allow now. The game state is unchanged."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,79 @@
+"""The kinds of execution environment, each declared once: its name, what it is (one line), whether it confines
+the agent's commands, where its class lives and how to learn whether it can run here. The command line
+(``engineer --env``, ``engineer-suite --env``), the role files' ``environment.kind``, ``make_environment`` and the
+docs' table read this registry; ``register`` adds one more (a kind defined outside the package, e.g. in a test).
+This module imports nothing heavy, so ``--help`` stays fast: a kind's class is imported when one is made.
+
+``auto`` is not a kind: it chooses ``bubblewrap`` where it works here, else ``local`` with a warning.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from importlib import import_module
+from typing import Any, Callable
+
+from toolkit.core.registry import Registry
+
+__all__ = ["AUTO", "KINDS", "Kind", "choices", "get", "register"]
+
+AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind: ``make`` is ``"module:Class"`` (or the class itself), built as ``Class(workspace, config,
+    allowed_remotes, **options)``; ``problem`` (``"module:function"`` or a function of no argument) returns
+    None when the kind can run here, else why not in one line."""
+
+    name: str
+    summary: str
+    confined: bool
+    make: str | Callable[..., Any]
+    problem: str | Callable[[], str | None] | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def _resolve(self, where: str | Callable) -> Callable:
+        if callable(where):
+            return where
+        module, _, name = where.partition(":")
+        return getattr(import_module(module), name)
+
+    def build(self, workspace: str | os.PathLike, config: Any, allowed_remotes: Any = ()) -> Any:
+        return self._resolve(self.make)(workspace, config, allowed_remotes, **self.options)
+
+    def check(self) -> str | None:
+        """None when this kind can run here, else why not (one line)."""
+        return self._resolve(self.problem)() if self.problem else None
+
+
+KINDS: Registry[Kind] = Registry("environment")
+get = KINDS.one
+
+
+def register(kind: Kind) -> Kind:
+    if kind.name == AUTO:
+        raise ValueError(f"{AUTO!r} is not a kind: it chooses one")
+    return KINDS.register(kind)
+
+
+def choices() -> list[str]:
+    """What ``--env`` and a role's ``environment.kind`` accept: ``auto`` and every registered kind."""
+    return [AUTO, *KINDS]
+
+
+_ENV = "toolkit.agent.environments.environment"
+register(Kind("bubblewrap", "a sandbox (Debian's bwrap): the system read-only, the workspace writable, nothing "
+              "else of the host visible, its own network namespace", True, f"{_ENV}:BubblewrapEnvironment",
+              f"{_ENV}:bwrap_problem"))
+register(Kind("local", "UNCONFINED: the host, as the current user (an allow-list environment, git hooks off, the "
+              "session's processes end with it)", False, f"{_ENV}:LocalEnvironment"))
+for _engine in ("docker", "podman"):
+    register(Kind(_engine, f"a {_engine} container: the workspace mounted, no network", True,
+                  f"{_ENV}:ContainerEnvironment", lambda engine=_engine: _container_problem(engine),
+                  {"engine": _engine}))
+
+
+def _container_problem(engine: str) -> str | None:
+    return getattr(import_module(_ENV), "ContainerEnvironment").problem(engine)
