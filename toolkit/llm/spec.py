@@ -30,7 +30,8 @@ class Provider:
     errors; ``arg`` is "none" (the bare PREFIX), "required" (PREFIX:ARG) or "optional". What the help, the
     widgets, the report and the docs' table read: ``about`` (what answers), ``example`` (a ready spec the
     widgets offer; empty: none, e.g. one that needs a file), ``real_usage`` (its calls report measured token
-    counts; otherwise the report says token counts are estimated)."""
+    counts; otherwise the report says token counts are estimated); preflight reads ``check`` and
+    ``build_to_check``."""
 
     prefix: str
     factory: Callable[[str, Any], Backend]
@@ -39,6 +40,12 @@ class Provider:
     about: str = ""
     example: str = ""
     real_usage: bool = False
+    # Preflight (before anything starts): ``check(arg, seats, probe)`` raises a ValueError of one line when the
+    # spec cannot work (``seats``: a game's seat names, or None; ``probe``: a network check is allowed);
+    # ``build_to_check``: building the backend is cheap and offline, so preflight also builds it to check its
+    # arguments (False: building needs the endpoint, the check says all there is)
+    check: Callable[[str, list[str] | None, bool], None] | None = None
+    build_to_check: bool = True
 
     def __post_init__(self) -> None:
         if self.arg not in ("none", "required", "optional"):

@@ -5,6 +5,7 @@ declares it as an entry point)."""
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
+from toolkit.core.files import FileError
 from toolkit.llm import Provider
 from toolkit.llm.offline import ReplayBackend
 from toolkit.record.compact import read_jsonl
@@ -47,6 +49,18 @@ def run_folders(path: str | Path) -> list[Path]:
     path = Path(path)
     found = {p.parent for pattern in ("runs.parquet", "runs.jsonl") for p in path.rglob(pattern)}
     return sorted(found)
+
+
+def results_folder(path: str | os.PathLike, what: str = "results folder") -> Path:
+    """An existing folder that holds at least one run (a ``FileError`` of one line naming it, if not)."""
+    p = Path(path)
+    if not p.exists():
+        raise FileError(f"{path}: no such {what}")
+    if not p.is_dir():
+        raise FileError(f"{path}: is a file; give the {what} that holds runs")
+    if not run_folders(p):
+        raise FileError(f"{path}: no runs found in this {what} (nothing has been written there yet)")
+    return p
 
 
 def _cannot_read(path: Path, exc: Exception, strict: bool) -> None:
@@ -324,7 +338,13 @@ def replay_backend(arg: str, config: object) -> ReplayBackend:
     return ReplayBackend(recorded_calls(arg), name=f"replay:{Path(arg).name}")
 
 
-PROVIDER = Provider("replay", replay_backend, "replay:DIR", arg="required",
+def _check_replay(arg: str, seats: list[str] | None, probe: bool) -> None:
+    if not arg:
+        raise ValueError("replay:DIR needs a results folder")
+    results_folder(arg, "replay folder")
+
+
+PROVIDER = Provider("replay", replay_backend, "replay:DIR", arg="required", check=_check_replay,
                     about="the answers recorded in an earlier run's `calls` table")  # an entry point in pyproject.toml
 
 

@@ -78,7 +78,8 @@ class GameConfig:
     recent: int = 12  # public messages kept verbatim in prompts
     temperature: float | None = None
     max_days: int | None = None
-    discussion: str | None = None  # the day's talk (a protocol of toolkit.werewolf.engine.discussions); None: the preset's
+    # the day's talk (a protocol of toolkit.werewolf.engine.discussions); None: the preset's
+    discussion: str | None = None
     experience_pool: ExperiencePool | None = None
     exclude_experience_versions: tuple[str, ...] = ()
     # A seat whose endpoint is broken ends the game as an ``error`` naming it and why: ``failed_seat_streak``

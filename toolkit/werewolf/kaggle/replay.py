@@ -148,7 +148,8 @@ def read(replay: dict[str, Any], name: str = "kaggle") -> KaggleGame:
     def day_of(e: dict[str, Any]) -> int:  # Kaggle's night d is this engine's night of day d + 1
         return e["day"] + 1 if e["phase"] == "Night" else e["day"]
 
-    if "bid" in discussions.get(preset.discussion).decisions and [seat[i] for i in sorted(ids)] != sorted(seat.values()):
+    bidding = "bid" in discussions.get(preset.discussion).decisions
+    if bidding and [seat[i] for i in sorted(ids)] != sorted(seat.values()):
         raise Unsupported("Kaggle breaks bid ties by player id (A-Z); these ids sort otherwise than the seats here")
     # a speech names Kaggle's ids: as this engine's seats (whole words, longest first, as Kaggle finds mentions)
     names = re.compile(r"\b(" + "|".join(re.escape(i) for i in sorted(ids, key=len, reverse=True)) + r")\b")

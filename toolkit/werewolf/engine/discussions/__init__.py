@@ -1,9 +1,9 @@
 """The discussion protocols, one module each (``base.Discussion`` says what the engine asks a protocol). The
 registry holds every protocol a preset's ``discussion`` may name; ``register`` adds one more (a protocol defined
 outside the package, e.g. in a test). A shipped protocol is a module here holding ``DISCUSSIONS`` (the
-protocols it defines), named in ``MODULES``, and its prompt file ``prompts/werewolf/discussions/<name>.j2`` (the rules' clause for the day's
-talk); the command line (``play --discussion``), the widget's choices, Kaggle's replay reader and the docs' table
-read the registry."""
+protocols it defines), named in ``MODULES``, and its prompt file ``prompts/werewolf/discussions/<name>.j2`` (the
+rules' clause for the day's talk). The command line (``play --discussion``), the widget's choices, Kaggle's
+replay reader and the docs' table read the registry."""
 
 from __future__ import annotations
 
