@@ -1,9 +1,12 @@
 """Concurrency that fits the endpoint (toolkit.llm.gate): a limit per endpoint shared by every game of a process,
 halved on a 429 (with Retry-After holding every new request) and raised again by answers; a spec's
-?max_connections=N. Against the loopback server with a provider limit (real HTTP)."""
+?max_connections=N; the endpoints table and line (what the gate did while a run was open). Against the loopback server
+with a provider limit (real HTTP)."""
 
 import asyncio
 import time
+
+import pytest
 
 from toolkit.llm import Request, get_model
 from toolkit.llm.gate import EndpointGate, gate
@@ -66,3 +69,54 @@ def test_a_spec_sets_its_endpoint_s_limit(server):
     asyncio.run(run())
     assert server.max_active == 2
     assert all("max_connections" not in body for body in server.requests)  # the wrapper's, never sent
+
+
+@pytest.mark.slow
+def test_a_run_writes_its_endpoints_gate_figures(tmp_path):
+    """The endpoints table: what the gate did while the run was open (peak in flight, the limit it settled on and
+    its lowest, 429s, time waited), checked against what the server counted."""
+    from toolkit.record.load import load
+    from toolkit.record.run_log import Run
+
+    with FakeOpenAIServer(latency=0.05, capacity=4, retry_after=0.2) as server:
+        spec = f"openai:ok@{server.base_url}"
+
+        async def run():
+            model = get_model(spec, max_connections=32, backoff_initial_s=0.01, max_attempts=30, max_total_wait_s=60)
+            await asyncio.gather(*(model.generate(Request(messages=[{"role": "user", "content": str(i)}]))
+                                   for i in range(60)))
+
+        with Run(tmp_path / "a", "gated"):
+            asyncio.run(run())
+        with Run(tmp_path / "b", "idle"):  # opened after: none of the first run's figures
+            pass
+    (row,) = load(tmp_path / "a").endpoints.to_dict("records")
+    assert row["endpoint"] == server.base_url and row["max_connections"] == 32
+    assert row["rate_limited"] == server.rejected >= 1
+    assert row["requests"] == len(server.requests)  # every request, the rejected ones included
+    assert server.max_active <= row["peak_in_flight"] <= 32
+    assert row["lowest_limit"] <= row["limit"] <= 32 and row["lowest_limit"] < 32
+    assert row["waited_s"] > 0  # requests held for a slot and for the Retry-After
+    assert load(tmp_path / "b").endpoints.empty
+
+
+@pytest.mark.slow
+def test_play_shows_the_endpoint_s_figures_in_one_line(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from toolkit.record.load import load
+
+    with FakeOpenAIServer(latency=0.02, capacity=2, retry_after=0.1) as server:
+        out = subprocess.run([sys.executable, "-m", "toolkit", "play", "--quiet", "--model",
+                              f"openai:ok@{server.base_url}?max_connections=6", "--out", str(tmp_path)],
+                             cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    (row,) = load(tmp_path).endpoints.to_dict("records")
+    assert row["rate_limited"] == server.rejected >= 1 and row["requests"] == len(server.requests)
+    lines = [line for line in out.stdout.splitlines() if line.startswith("endpoints: ")]
+    assert lines == [f"endpoints: {server.base_url} peak {row['peak_in_flight']} in flight of 6 allowed, limit "
+                     f"settled at {row['limit']} (lowest {row['lowest_limit']}), {row['rate_limited']} 429"
+                     f"{'s' * (row['rate_limited'] != 1)}, {row['waited_s']:.1f} s waited over {row['requests']} "
+                     "requests"]

@@ -107,3 +107,22 @@ def add_cap_arguments(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--at-cap", choices=["stop", "finish"],
                         help="games in flight at the cap: stop them unfinished (the default; a rerun plays them "
                              "again) or let them finish")
+
+
+def endpoints_line(folder: Any) -> str | None:
+    """The endpoints' concurrency figures of every run under ``folder`` (its ``endpoints`` table) in one line, or
+    None when no run asked an endpoint: per endpoint the peak in flight of the allowed, where the adaptive limit
+    settled (the last run's) and how low it went, the 429s and the seconds requests waited at the gate."""
+    from toolkit.record.load import load
+
+    frame = load(folder, complete_games=False, columns={"games": ["game_id"], "endpoints": None}).endpoints
+    if frame.empty:
+        return None
+    parts = []
+    for endpoint, rows in frame.groupby("endpoint", sort=False):
+        requests, limited = int(rows["requests"].sum()), int(rows["rate_limited"].sum())
+        parts.append(f"{endpoint} peak {int(rows['peak_in_flight'].max())} in flight of "
+                     f"{int(rows['max_connections'].max())} allowed, limit settled at {int(rows['limit'].iloc[-1])} "
+                     f"(lowest {int(rows['lowest_limit'].min())}), {plural(limited, '429')}, "
+                     f"{float(rows['waited_s'].sum()):.1f} s waited over {plural(requests, 'request')}")
+    return "endpoints: " + "; ".join(parts)

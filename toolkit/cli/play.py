@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from toolkit.cli.common import CAPPED, Transcript, add_cap_arguments, pairs, plural, run_config, show
+from toolkit.cli.common import (CAPPED, Transcript, add_cap_arguments, endpoints_line, pairs, plural, run_config,
+                                 show)
 
 HELP = "play one werewolf game and write its tables"
 DESCRIPTION = "Play one werewolf game; print the transcript and write its tables."
@@ -135,7 +136,10 @@ def run(args: argparse.Namespace) -> int:
         result = asyncio.run(runner.play())
     for unused in unused_decisions(runner):
         show(f"warning: {unused} was never used", file=sys.stderr)
+    endpoints = endpoints_line(run.folder)  # the endpoints' concurrency: peak, limit, 429s, time waited
     if budget is not None and result.winner == "unfinished":
+        if endpoints is not None:
+            show(endpoints)
         show(f"stopped on day {result.days}: {budget.line(stopped=1)}")
         return CAPPED
     show(f"winner: {result.winner} ({mask_url(result.win_reason.splitlines()[0])}) after {plural(result.days, 'day')}")
@@ -147,4 +151,6 @@ def run(args: argparse.Namespace) -> int:
     show(f"tables: {run.folder}  (game {result.game_id}, {plural(result.log.calls, 'call')}, "
           f"{plural(result.log.fallbacks, 'fallback')})")
     show(summary_line(load(run.folder, complete_games=False)))
+    if endpoints is not None:
+        show(endpoints)
     return 0 if result.winner != "error" else 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from toolkit.cli.common import CAPPED, add_cap_arguments, show
+from toolkit.cli.common import CAPPED, add_cap_arguments, endpoints_line, show
 
 HELP = "run a sweep file: one papermill notebook run per grid cell"
 DESCRIPTION = None
@@ -50,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
                            "sessions", "success_rate", "error") if c in summary.columns]
     show(summary[columns].to_string(index=False))
     show(written(Path(args.out) / sweep["name"]))
+    if (line := endpoints_line(Path(args.out) / sweep["name"])) is not None:
+        show(line)
     return cells_line(summary)  # the last lines: cells, failed, capped, and what the budget spent
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from toolkit.cli.common import add_cap_arguments, show
+from toolkit.cli.common import add_cap_arguments, endpoints_line, show
 
 HELP = "plan and run a tournament file (every ordered pair of models per side, seat shuffling)"
 DESCRIPTION = None
@@ -92,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
 
     cols = [c for c in ("cell_id", "ok", "games", "village_win_rate", "error") if c in summary.columns]
     show(summary[cols].to_string(index=False))
+    if (line := endpoints_line(Path(args.out) / load_tournament(args.file)["name"])) is not None:
+        show(line)
     return cells_line(summary)
 
 
@@ -133,6 +135,8 @@ def _run_adaptive(args: argparse.Namespace) -> int:
     if args.export:
         for p in export_tables(status.folder, args.export):
             show(p)
+    if (line := endpoints_line(status.folder)) is not None:
+        show(line)
     decided = sum(not c.open and c.verdict != "undecided at the horizon" for c in status.monitor.comps)
     show(f"{spec['name']}: stopped ({status.stopped}) after {status.games} games; {decided} of "
           f"{len(status.monitor.comps)} comparisons decided; report: {report}")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -35,6 +35,7 @@ class Results:
     tool_calls: pd.DataFrame
     attempts: pd.DataFrame
     beliefs: pd.DataFrame
+    endpoints: pd.DataFrame = field(default_factory=lambda: pd.DataFrame({c: [] for c in TABLES["endpoints"]}))
 
     def __repr__(self) -> str:
         sizes = ", ".join(f"{t}={len(getattr(self, t))}" for t in TABLES if hasattr(self, t))
@@ -220,7 +221,8 @@ def distinct_runs(folders: list[Path], strict: bool = False) -> list[Path]:
 
 # What identifies a row of each table: two rows with the same key are one row read twice (a copied run folder).
 KEYS = {"runs": ("run_id",), "games": ("game_id",), "players": ("game_id", "seat"), "events": ("game_id", "seq"),
-        "calls": ("call_id",), "sessions": ("session_id",), "attempts": ("call_id", "attempt")}
+        "calls": ("call_id",), "sessions": ("session_id",), "attempts": ("call_id", "attempt"),
+        "endpoints": ("run_id", "endpoint")}
 
 
 def game_stats(tables: Tables) -> tuple[pd.DataFrame, set[str]]:

@@ -234,8 +234,27 @@ class ToolCallRow(Row):
     truncated: bool = column("the output was cut to fit the model's view")
 
 
+@dataclass(slots=True, kw_only=True)
+class EndpointRow(Row):
+    """What one endpoint's concurrency gate (toolkit.llm.gate) did while a run was open, written when it closes:
+    how far the run was from the endpoint's limits. The gate is the process's, so runs open at once in one process
+    share their figures."""
+
+    TABLE: ClassVar[str] = "endpoints"
+    run_id: str = key("the run")
+    endpoint: str = key("the endpoint's base URL, credentials masked")
+    max_connections: int = column("the most requests in flight the gate allows (``TOOLKIT_MAX_CONNECTIONS`` or "
+                                  "``?max_connections=N``)")
+    limit: int = column("the limit the gate settled on by the end (halved on each 429, raised again by answers)")
+    lowest_limit: int = column("the lowest limit the gate went down to during the run")
+    peak_in_flight: int = column("the most requests in flight at once")
+    requests: int = column("requests let through the gate (retries included)")
+    rate_limited: int = column("429 answers seen")
+    waited_s: float = column("seconds requests waited at the gate, summed (for a free slot or a ``Retry-After``)")
+
+
 ROWS: tuple[type[Row], ...] = (RunRow, GameRow, PlayerRow, EventRow, CallRow, SessionRow, ToolCallRow, AttemptRow,
-                               BeliefRow)
+                               BeliefRow, EndpointRow)
 COLUMNS: dict[type[Row], tuple[str, ...]] = {cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in ROWS}
 _GETTERS = {cls: operator.attrgetter(*names) for cls, names in COLUMNS.items()}
 

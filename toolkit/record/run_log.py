@@ -20,11 +20,12 @@ import toolkit
 from toolkit.core import data
 from toolkit.core.files import file_name
 from toolkit.llm import Call
+from toolkit.llm.gate import watch
 from toolkit.llm.model import now, output_tokens
 from toolkit.llm.spec import spec_params
 from toolkit.core.secrets import Redactor, redact_obj
 from toolkit.record.compact import DamagedLines, compact, read_jsonl  # noqa: F401  (read here by load and tests)
-from toolkit.record.rows import COLUMNS, AttemptRow, CallRow, Row, RunRow
+from toolkit.record.rows import COLUMNS, AttemptRow, CallRow, EndpointRow, Row, RunRow
 from toolkit.record.spans import live_tracer
 
 
@@ -79,6 +80,7 @@ class Run:
         if self._tracer is not None:
             self.subscribe(self._tracer)
         params = {spec: p for spec in dict.fromkeys(specs) if (p := spec_params(spec))}
+        self._gates = watch()  # the endpoints' gates while the run is open: its endpoints table
         self.write(RunRow(run_id=self.run_id, experiment=experiment, started_at=now(), git_sha=git_sha(),
                           toolkit_version=toolkit.__version__, config=json.dumps(config, default=str), seed=seed,
                           params=json.dumps(params, sort_keys=True) if params else None))
@@ -117,6 +119,9 @@ class Run:
         """Compact every table to Parquet (the JSONL goes once its Parquet is safely written)."""
         if self.closed:
             return
+        for figures in self._gates.rows():
+            self.write(EndpointRow(run_id=self.run_id, **{**figures, "waited_s": round(figures["waited_s"], 3)}))
+        self._gates.close()
         self.closed = True
         for handle in self._files.values():
             handle.close()
