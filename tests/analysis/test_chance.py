@@ -135,13 +135,20 @@ def rejected(found) -> list:
     return [f[:3] for f, r in zip(found, reject) if r]
 
 
-def random_player_rows(games, events, players, beliefs) -> list:
+def ballot_rows(games, events, players, level: str) -> list:
+    """The ballot and night rows against ``level`` ("random": the uniformly random player's chance; "chance":
+    the best information-free strategy's bar)."""
     found = []
-    collect(A.vote_accuracy(events, players, ["round"], games=games), "village ballots", "random", found)
-    collect(A.irp(events, players, games=games), "IRP", "random", found)
+    collect(A.vote_accuracy(events, players, ["round"], games=games), "village ballots", level, found)
+    collect(A.irp(events, players, games=games), "IRP", level, found)
     night = A.night_actions(events, players, None, games)
-    collect(night[night["metric"].str.endswith("rate") | night["metric"].str.endswith("wolf")], "night", "random",
+    collect(night[night["metric"].str.endswith("rate") | night["metric"].str.endswith("wolf")], "night", level,
             found)
+    return found
+
+
+def random_player_rows(games, events, players, beliefs) -> list:
+    found = ballot_rows(games, events, players, "random")
     collect(A.vss(events, players, None, games), "VSS", "chance", found)
     collect(A.voting_success(events, players, None, games), "voting success", "chance", found)
     collect(A.vote_swing(events, players, ["side"], games=games), "vote swing", "random", found)
@@ -153,13 +160,7 @@ def random_player_rows(games, events, players, beliefs) -> list:
 
 
 def trivial_rows(games, events, players, beliefs) -> list:
-    found = []
-    collect(A.vote_accuracy(events, players, ["round"], games=games), "village ballots", "chance", found)
-    collect(A.irp(events, players, games=games), "IRP", "chance", found)
-    night = A.night_actions(events, players, None, games)
-    collect(night[night["metric"].str.endswith("rate") | night["metric"].str.endswith("wolf")], "night", "chance",
-            found)
-    return found
+    return ballot_rows(games, events, players, "chance")
 
 
 PRESETS = {"classic7": 150, "standard9": 120, "competitive12": 80, "kaggle7": 200, "kaggle8": 120, "bid8": 100}
