@@ -129,3 +129,41 @@ def test_the_summary_line_says_when_every_flag_is_a_scripted_players(tmp_path):
     assert line.startswith("degeneracy checks: only the scripted players' fixed sentences repeat, as designed (")
     assert "repeated speech" in line and "flagged" not in line and len(line) < 160
     assert "scripted" not in summary_line(tables())  # a model's flags get no such note
+
+
+@pytest.mark.slow
+def test_the_echo_check_reads_the_prompts_a_batch_of_calls_at_a_time(tmp_path):
+    """The report's path: the tables without the prompts, the template-echo counts from the files a batch of
+    calls at a time (only the kept games', each call once); the same rates as from the prompts in memory, and
+    the pass holds a fraction of the prompts (tracemalloc: the Python strings of one batch)."""
+    import tracemalloc
+
+    from toolkit.analysis.degeneracy import echo_counts
+    from toolkit.record.load import scan
+
+    with Run(tmp_path, "x") as run:
+        asyncio.run(play_games([GameConfig(seed=s, model="heuristic") for s in range(4)], run))
+    whole = load(tmp_path)
+    kept = set(whole.games["game_id"][:3])
+    cut = SimpleNamespace(**{t: getattr(whole, t)[getattr(whole, t)["game_id"].isin(kept)]
+                             for t in ("calls", "events", "players", "games")})
+    columns = ["spec", "game_id", "ok", "fallback", "parsed", "messages"]
+
+    def pass_over(games):
+        tracemalloc.start()
+        counts = echo_counts(scan(tmp_path, "calls", columns, games=games, rows=16))
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return counts, peak
+
+    echo, peak = pass_over(kept)
+    _, peak_one = pass_over(set(sorted(kept)[:1]))
+    prompts = int(cut.calls["messages"].str.len().sum())
+    assert set(echo["game_id"]) == kept and echo["n"].sum() > 0
+    # two more games cost less than half their prompts (holding them: all of them, 2/3 of ``prompts``)
+    assert peak - peak_one < prompts / 3, (peak, peak_one, prompts)
+    batches = list(scan(tmp_path, "calls", ["game_id"], games=kept, rows=16))
+    assert len(batches) > 3 and max(map(len, batches)) < 32 and sum(map(len, batches)) == len(cut.calls)
+    lean = SimpleNamespace(**{**vars(cut), "calls": cut.calls.drop(columns="messages")})
+    pd.testing.assert_frame_equal(degeneracy(lean, echo=echo), degeneracy(cut))
+    assert "template echo" not in set(degeneracy(lean)["check"])  # no prompts, no counts: not zeros

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Iterable
 
 import pandas as pd
 
@@ -38,6 +38,7 @@ PLACEHOLDER = re.compile(r"<[a-z][a-z ,;:'/-]{3,120}>", re.IGNORECASE)
 STOCK_GAMES = 2  # a text a model says unprompted in this many games is one of its stock lines
 TEXT_FIELDS = ("thought", "speech", "summary", "reflection")
 SCRIPTED = ("heuristic", "random", "mixed", "chaos")
+UNIT_COLUMNS = ["spec", "game_id", "check", "k", "n"]
 
 
 def _norm(text: str) -> str:
@@ -106,18 +107,44 @@ def _wolf_ballots(tables, spec_of: dict) -> list[dict]:
             for g, a, r in zip(v["game_id"], v["actor"], v["target_role"])]
 
 
-def _unit_rows(tables) -> pd.DataFrame:
-    """One row per checked unit: spec, game_id, check, hit."""
-    rows: list[dict] = []
-    calls = tables.calls
-    if len(calls):
-        for c in calls[calls["ok"].astype(bool) & ~calls["fallback"].astype(bool)].itertuples(index=False):
-            texts = _texts(c.parsed)
+def echo_counts(calls: Iterable[pd.DataFrame]) -> pd.DataFrame:
+    """The ``template echo`` units per model spec and game: ``k`` flagged of ``n`` text answers, from calls
+    frames read a batch at a time (each needs ``spec``, ``game_id``, ``ok``, ``fallback``, ``parsed`` and
+    ``messages``): only one batch's prompts are ever held."""
+    counts: dict[tuple, list[int]] = {}
+    for batch in calls:
+        answered = batch[batch["ok"].fillna(False).astype(bool) & ~batch["fallback"].fillna(False).astype(bool)]
+        for spec, game_id, parsed, messages in zip(answered["spec"], answered["game_id"], answered["parsed"],
+                                                   answered["messages"]):
+            texts = _texts(parsed)
             if texts:
-                told = shingles(instructions(_prompt_text(c.messages)))
-                for text in texts:
-                    rows.append({"spec": c.spec, "game_id": c.game_id, "check": "template echo",
-                                 "hit": echoes(text, "", told)})
+                told = shingles(instructions(_prompt_text(messages)))
+                kn = counts.setdefault((spec, game_id), [0, 0])
+                kn[0] += sum(echoes(text, "", told) for text in texts)
+                kn[1] += len(texts)
+    return pd.DataFrame([(spec, g, "template echo", k, n) for (spec, g), (k, n) in counts.items()],
+                        columns=UNIT_COLUMNS)
+
+
+def _counted(units: list[dict]) -> pd.DataFrame:
+    """Unit rows (spec, game_id, check, hit) as ``k`` hits of ``n`` units per spec, game and check."""
+    frame = pd.DataFrame(units, columns=["spec", "game_id", "check", "hit"])
+    grouped = frame.assign(hit=frame["hit"].astype(int)).groupby(["spec", "game_id", "check"], sort=False,
+                                                                 dropna=False)
+    return grouped["hit"].agg(k="sum", n="size").reset_index()
+
+
+def _unit_rows(tables, echo: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per model spec, game and check: ``k`` units flagged of ``n`` checked. ``echo``: the template-echo counts
+    already computed (``echo_counts``, as the report does a batch of calls at a time); else they come from
+    ``tables.calls``' prompts, when it has them."""
+    parts = []
+    calls = tables.calls
+    if echo is not None:
+        parts.append(echo)
+    elif len(calls) and "messages" in calls.columns:
+        parts.append(echo_counts([calls]))
+    rows: list[dict] = []
     events, players = tables.events, tables.players
     if len(events) and len(players):
         seat = players.set_index(["game_id", "seat"])
@@ -136,16 +163,20 @@ def _unit_rows(tables) -> pd.DataFrame:
                 else:
                     rows.append({"spec": spec_of.get((game_id, e.actor)), "game_id": game_id,
                                  "check": "contradicting potions", "hit": e.target in saved.get(e.actor, set())})
-    return pd.DataFrame(rows, columns=["spec", "game_id", "check", "hit"])
+    parts.append(_counted(rows))
+    parts = [p for p in parts if len(p)]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=UNIT_COLUMNS)
 
 
-def degeneracy(tables, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """Per model spec and check: k flagged of n units, the rate and its 95% interval over games."""
-    units = _unit_rows(tables)
+def degeneracy(tables, n_boot: int = 2000, seed: int = 0, echo: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per model spec and check: k flagged of n units, the rate and its 95% interval over games. ``echo``: the
+    template-echo counts of these games, already computed (``echo_counts``); without it they come from
+    ``tables.calls``' prompts (none when it has no ``messages`` column)."""
+    units = _unit_rows(tables, echo)
     out = []
     for (spec, check), u in units.groupby(["spec", "check"], sort=True):
-        per_game = u.groupby("game_id")["hit"].agg(["sum", "count"])
-        r = cluster_rate(per_game["sum"], per_game["count"], n_boot=n_boot, seed=seed)
+        per_game = u.groupby("game_id")[["k", "n"]].sum()
+        r = cluster_rate(per_game["k"], per_game["n"], n_boot=n_boot, seed=seed)
         out.append({"spec": spec, "check": check, "k": r["k"], "n": r["n"], "n_games": r["n_games"],
                     "rate": r["rate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
                     "scripted": str(spec).split(":")[0] in SCRIPTED})
@@ -167,12 +198,12 @@ def summary_line(tables) -> str:
     for check in CHECKS:
         u = units[units["check"] == check]
         if len(u):
-            parts.append(f"{check} {int(u['hit'].sum())}/{len(u)}")
-    flagged = int(units["hit"].sum())
+            parts.append(f"{check} {int(u['k'].sum())}/{int(u['n'].sum())}")
+    flagged = int(units["k"].sum())
     family = units["spec"].astype(str).str.split(":").str[0]
     if not flagged:
         return "degeneracy checks: none flagged (" + ", ".join(parts) + ")"
-    if family[units["hit"].astype(bool)].isin(SCRIPTED).all():
+    if family[units["k"] > 0].isin(SCRIPTED).all():
         models = "" if family.isin(SCRIPTED).all() else "; the models' answers: none flagged"
         return (f"degeneracy checks: only the scripted players' fixed sentences repeat, as designed{models} "
                 f"({', '.join(parts)})")

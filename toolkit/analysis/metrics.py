@@ -10,6 +10,8 @@ ballot's; for games any column of the games frame passed in (e.g. run parameters
 
 from __future__ import annotations
 
+import functools
+import weakref
 import zlib
 
 import numpy as np
@@ -148,7 +150,37 @@ def per_game_costs(games: pd.DataFrame, by: list[str] | None = None) -> pd.DataF
     return pd.DataFrame(rows)
 
 
+# ------------------------------------------------------------------ shared joins
+_SHARED: dict[tuple, tuple[list, pd.DataFrame]] = {}
+
+
+def shared(func):
+    """``func`` of some frames computed once while they live: called again with the same frame objects (the
+    report cuts each condition's tables once and a dozen metrics ask for the same join of its events and
+    players), it returns the first result, which callers read and never change. An entry goes when one of
+    its frames is collected."""
+
+    @functools.wraps(func)
+    def once(*frames: pd.DataFrame | None) -> pd.DataFrame:
+        key = (func.__qualname__, *map(id, frames))
+        held = _SHARED.get(key)
+        if held is not None and all(r() is f for r, f in zip(held[0], frames)):
+            return held[1]
+        out = func(*frames)
+
+        def gone(_ref, key=key) -> None:
+            if key in _SHARED and _SHARED[key][0] is refs:
+                del _SHARED[key]
+
+        refs = [weakref.ref(f, gone) if f is not None else (lambda: None) for f in frames]
+        _SHARED[key] = (refs, out)
+        return out
+
+    return once
+
+
 # ------------------------------------------------------------------ who was alive when
+@shared
 def annotate(events: pd.DataFrame, players: pd.DataFrame) -> pd.DataFrame:
     """Events with the actor's and target's role/side/spec and, for each event, how many players and how
     many werewolves were alive just before it (from the death and elimination events)."""
@@ -173,6 +205,7 @@ def annotate(events: pd.DataFrame, players: pd.DataFrame) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------ votes
+@shared
 def votes(events: pd.DataFrame, players: pd.DataFrame, games: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per day ballot: voter's spec/role/side, ``round`` (``first`` or ``revote``), target, ``hit``
     (the target is a werewolf), ``abstain`` (no target), and, from the legal choices this voter had under the

@@ -23,13 +23,18 @@ from toolkit.llm.registry import find
 from toolkit.analysis.prompt_cache import cached_share
 from toolkit.analysis.sections import METRICS
 from toolkit.core.files import inside
-from toolkit.record.load import Results, games_with_params, load
+from toolkit.analysis.degeneracy import echo_counts
+from toolkit.record.load import Results, games_with_params, load, scan
+from toolkit.record.tables import TABLES
 from toolkit.werewolf.engine.roles import event_kinds
 
 
 # the engineer table's rows are ``intervals.proportion``: exact below EXACT_BELOW sessions, Wilson from there
 ENGINEER_HEADER = ("## Engineer success by model (95% intervals: exact below 30 sessions, else Wilson, as `method` "
                    "says; n = sessions)\n")
+# every table whole but the prompts (calls.messages: ~140 KB a game, most of a study's bytes), which only the
+# template-echo check reads, a batch at a time (_degeneracy_section)
+REPORT_COLUMNS = {**{t: None for t in TABLES}, "calls": [c for c in TABLES["calls"] if c != "messages"]}
 INTERVAL_COLUMNS = ("ci_low", "ci_high", "lift_ci_low", "lift_ci_high", "lift_baseline_ci_low",
                     "lift_baseline_ci_high", "fp_ci_low", "fp_ci_high")
 
@@ -238,7 +243,7 @@ def conditions_of(games: pd.DataFrame, tables: Results, by: list[str]) -> list[t
     return cache[key][1]
 
 
-def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[str]:
+def _werewolf_sections(tables: Results, out: Path, written: list[Path], folder: Path) -> list[str]:
     games = games_with_params(tables)
     by = A.conditions(games)
     estimated = tokens_estimated(tables)
@@ -394,7 +399,7 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path]) -> list[
           ("Token counts are estimated.\n" if estimated else ""),
           markdown_table(A.per_game_costs(games, by)), "![costs](costs.png)\n",
           *_cached_share_section(tables),
-          *_degeneracy_section(tables, games, by),
+          *_degeneracy_section(tables, games, by, folder),
           f"Games needed for ±5 points on a win rate: {A.sample_size(0.05)} per condition (±10 points: "
           f"{A.sample_size(0.1)}).\n"]
     return s
@@ -481,10 +486,16 @@ def _cached_share_section(tables: Results) -> list[str]:
             markdown_table(share)]
 
 
-def _degeneracy_section(tables: Results, games: pd.DataFrame, by: list[str]) -> list[str]:
+def _degeneracy_section(tables: Results, games: pd.DataFrame, by: list[str], folder: Path) -> list[str]:
     """Per model: answers that parse but are nonsense (toolkit.analysis.degeneracy), so that "0 fallbacks"
-    never hides them."""
-    d = per_condition(A.degeneracy, games, tables, by)
+    never hides them. The template-echo check reads the prompts once, a batch of calls at a time (the report's
+    tables leave them out: they are most of a study's bytes), and each condition takes its games' counts."""
+    echo = None
+    if len(tables.calls):
+        echo = echo_counts(scan(folder, "calls", ["spec", "game_id", "ok", "fallback", "parsed", "messages"],
+                                games=set(tables.games["game_id"])))
+    d = per_condition(lambda t: A.degeneracy(t, echo=None if echo is None else
+                                             echo[echo["game_id"].isin(t.games["game_id"])]), games, tables, by)
     if d.empty:
         return []
     missing = ("" if len(tables.calls) else " These results have no calls table, so answers are not compared "
@@ -503,7 +514,7 @@ def _degeneracy_section(tables: Results, games: pd.DataFrame, by: list[str]) -> 
 def write_report(folder: str | Path, out: str | Path | None = None) -> list[Path]:
     folder = Path(folder)
     out = Path(out or folder)
-    tables = load(folder, complete_games=True)
+    tables = load(folder, complete_games=True, columns=REPORT_COLUMNS)
     if not len(tables.games) and not len(tables.sessions):
         raise ValueError(f"{folder}: no finished games or sessions to report on")
     out.mkdir(parents=True, exist_ok=True)
@@ -523,7 +534,7 @@ def write_report(folder: str | Path, out: str | Path | None = None) -> list[Path
                      "these (from `adaptive.md`):\n",
                      adaptive.read_text().replace("# Adaptive tournament\n", "", 1).replace("\n## ", "\n### ")]
     if len(tables.games):
-        sections += _werewolf_sections(tables, out, written)
+        sections += _werewolf_sections(tables, out, written, folder)
     if len(tables.sessions):
         sessions = tables.sessions.copy()
         written.append(P.save(P.plot_tool_usage(tables.tool_calls, sessions), inside(out, "tool_usage", ".png")))

@@ -162,18 +162,18 @@ class Tables:
         df = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True)
         return shaped(df, table, columns)
 
-    def batches(self, table: str, columns: list[str]) -> Iterator[pa.Table]:
-        """The table's ``columns`` as Arrow tables of at most about a million rows each (bounded memory whatever
-        the table's size); a column the files lack is null."""
+    def batches(self, table: str, columns: list[str], rows: int = 1 << 20) -> Iterator[pa.Table]:
+        """The table's ``columns`` as Arrow tables of at most about ``rows`` rows each (bounded memory whatever
+        the table's size; a killed run's JSONL comes whole); a column the files lack is null."""
         parquet, jsonl = self.files(table)
         dataset = self.dataset(table, parquet) if parquet else None
         pending, size = [], 0
         if dataset is not None:
             names = [c for c in columns if c in dataset.schema.names]
-            for batch in dataset.to_batches(columns=names):
+            for batch in dataset.to_batches(columns=names, batch_size=min(rows, 1 << 17)):
                 pending.append(batch)
                 size += batch.num_rows
-                if size >= 1 << 20:
+                if size >= rows:
                     yield _complete(pa.Table.from_batches(pending), columns)
                     pending, size = [], 0
             if pending:
@@ -324,6 +324,32 @@ def load(path: str | Path, complete_games: bool = True, strict: bool = False,
                 frame_ = frame_[~doubled].reset_index(drop=True)
         out[table] = frame_
     return Results(**{t: out[t] for t in Results.__dataclass_fields__})
+
+
+def scan(path: str | Path, table: str, columns: list[str], games: set[str] | None = None,
+         rows: int = 20_000) -> Iterator[pd.DataFrame]:
+    """``table``'s ``columns`` of every run under ``path``, about ``rows`` rows at a time: what a pass over the
+    prompts (``calls.messages``, most of a study's bytes) needs, in memory bounded by one batch whatever the
+    study's size. Only the rows of ``games`` (game ids; None: every row), each row once by its key (``KEYS``,
+    the first copy kept, as ``load`` keeps it); runs counted once as ``load`` counts them."""
+    if table not in TABLES:
+        raise ValueError(f"scan: no table {table!r}; the tables are {', '.join(TABLES)}")
+    key = [c for c in KEYS.get(table, ()) if c not in columns]
+    files = Tables(distinct_runs(run_folders(path)))
+    wanted = pa.array(sorted(games), pa.string()) if games is not None else None
+    seen: set = set()
+    for part in files.batches(table, [*columns, *key], rows):
+        if wanted is not None:
+            part = part.filter(pc.is_in(part["game_id"].cast(pa.string()), value_set=wanted))
+        if not part.num_rows:
+            continue
+        frame = part.to_pandas()
+        names = KEYS.get(table, ())
+        ids = frame[names[0]].tolist() if len(names) == 1 else list(zip(*(frame[c] for c in names)))
+        if ids:
+            first = [i not in seen and not seen.add(i) for i in ids]  # the first copy of each key, across batches
+            frame = frame[first] if not all(first) else frame
+        yield frame[columns].reset_index(drop=True)
 
 
 def recorded_calls(path: str | Path, game_id: str | None = None) -> list[dict]:
