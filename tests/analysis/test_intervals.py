@@ -126,3 +126,20 @@ def test_a_bounded_mean_never_gets_a_zero_width_interval_and_covers_at_10_games(
     assert covered / 400 >= 0.91, covered
     alike = A.cluster_mean(pd.Series([1.0] * 10), pd.Series(range(10)), bounds=(1, 5))
     assert alike["mean"] == 1.0 and alike["ci_low"] == 1.0 and alike["ci_high"] > 1.9  # exact(0, 10): 0.31 of 4
+
+
+def test_the_bootstrap_draws_a_block_of_replicates_at_a_time_with_the_same_numbers(monkeypatch):
+    """The replicate weights come a block at a time (the whole matrix of 100,000 games is 1.6 GB): the rates,
+    lifts and paired differences are those of the whole matrix, to the last bit."""
+    from toolkit.analysis import intervals
+
+    rng = np.random.default_rng(3)
+    k, k2 = rng.integers(0, 5, 300).astype(float), rng.integers(0, 5, 300).astype(float)
+    n = k + rng.integers(1, 5, 300)
+    whole = intervals.cluster_rate(k, n, n * 0.3), intervals.paired_difference(k, n, k2, n)
+    picks = np.random.default_rng(0).integers(0, 300, (2000, 300)) + 300 * np.arange(2000)[:, None]
+    matrix = np.bincount(picks.ravel(), minlength=2000 * 300).reshape(2000, 300)  # the whole matrix at once
+    monkeypatch.setattr(intervals, "BLOCK", 3000)  # 10 replicates a block: 200 blocks
+    assert len(list(intervals.Draws(300, 2000, 0).blocks())) == 200
+    assert (intervals.cluster_draws(300, 2000, 0) == matrix).all()
+    assert (intervals.cluster_rate(k, n, n * 0.3), intervals.paired_difference(k, n, k2, n)) == whole

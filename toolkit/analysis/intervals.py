@@ -13,7 +13,7 @@ Below ``MIN_GAMES`` games the report prints "too few games" instead of an interv
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -76,9 +76,27 @@ def bootstrap_ci(values: Iterable[float], stat: Callable = np.mean, n_boot: int 
 
 def cluster_draws(n_clusters: int, n_boot: int, seed: int) -> np.ndarray:
     """How often each cluster is drawn in each bootstrap replicate: an (n_boot, n_clusters) count matrix."""
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, n_clusters, (n_boot, n_clusters)) + n_clusters * np.arange(n_boot)[:, None]
-    return np.bincount(picks.ravel(), minlength=n_boot * n_clusters).reshape(n_boot, n_clusters).astype(float)
+    return np.concatenate(list(Draws(n_clusters, n_boot, seed).blocks()))
+
+
+BLOCK = 1 << 22  # the cells of one block of replicate weights (32 MB as floats)
+
+
+class Draws:
+    """``cluster_draws``' matrix a block of replicates (rows) at a time, the same numbers: the whole matrix of
+    100,000 games is 1.6 GB, and building it took three more of its size."""
+
+    def __init__(self, n_clusters: int, n_boot: int, seed: int):
+        self.n_clusters, self.n_boot, self.seed = n_clusters, n_boot, seed
+
+    def blocks(self) -> Iterator[np.ndarray]:
+        g = self.n_clusters
+        rng = np.random.default_rng(self.seed)  # drawn block by block, the integers of one draw of the whole
+        step = max(1, BLOCK // max(g, 1))
+        for start in range(0, self.n_boot, step):
+            rows = min(step, self.n_boot - start)
+            picks = rng.integers(0, g, (rows, g)) + g * np.arange(rows)[:, None]
+            yield np.bincount(picks.ravel(), minlength=rows * g).reshape(rows, g).astype(float)
 
 
 def _ratio_se(W: np.ndarray, k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -91,14 +109,15 @@ def _ratio_se(W: np.ndarray, k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, 
     return r, np.sqrt(np.clip(ss, 0, None) * g / max(g - 1, 1)) / denom
 
 
-def boot_t(k: np.ndarray, n: np.ndarray, W: np.ndarray) -> tuple[float, float, float, float]:
+def boot_t(k: np.ndarray, n: np.ndarray, W: np.ndarray | Draws) -> tuple[float, float, float, float]:
     """Ratio Σk/Σn, its standard error and the 95% bootstrap-t interval from the replicate weights ``W``.
     A replicate whose drawn games all agree has a standard error near 0 and an unbounded t; its standard
     error is floored at se/√G (with it the interval covers 0.93–0.97 at 10 games, without it up to 0.974)."""
     r0, se0 = (float(a[0]) for a in _ratio_se(np.ones((1, len(k))), k, n))
     if not se0 > 1e-12:
         return r0, 0.0, r0, r0
-    r, se = _ratio_se(W, k, n)
+    parts = [_ratio_se(w, k, n) for w in (W.blocks() if isinstance(W, Draws) else [W])]
+    r, se = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
     ok = np.isfinite(r)
     t = (r[ok] - r0) / np.maximum(se[ok], se0 / math.sqrt(len(k)))
     t_low, t_high = np.percentile(t, [2.5, 97.5])
@@ -131,7 +150,7 @@ def cluster_rate(k: Iterable[float], n: Iterable[float], chance: Iterable[float]
         if c is not None:
             out.update(lift_ci_low=float("nan"), lift_ci_high=float("nan"))
         return out
-    W = cluster_draws(len(k), n_boot, seed)
+    W = Draws(len(k), n_boot, seed)
     _, se, low, high = boot_t(k, n, W)
     method = "bootstrap-t"
     if se < 1e-12:
@@ -157,7 +176,6 @@ def paired_difference(ka: Iterable[float], na: Iterable[float], kb: Iterable[flo
     common deal explains cancels. 95% bootstrap-t interval with the linearised standard error."""
     ka, na, kb, nb = (np.asarray(list(x), float) for x in (ka, na, kb, nb))
     g = len(ka)
-    W = cluster_draws(g, n_boot, seed)
 
     def est(w):
         Na, Nb = w @ na, w @ nb
@@ -166,7 +184,8 @@ def paired_difference(ka: Iterable[float], na: Iterable[float], kb: Iterable[flo
         return ra - rb, np.sqrt((w * u * u).sum(axis=1) * g / max(g - 1, 1))
 
     (d0,), (se0,) = est(np.ones((1, g)))
-    d, se = est(W)
+    parts = [est(w) for w in Draws(g, n_boot, seed).blocks()]
+    d, se = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
     ok = np.isfinite(d)
     t_low = t_high = 0.0  # every pair the same difference: no spread to resample (and no 0/0 to warn about)
     if se0 > 1e-12:

@@ -175,6 +175,9 @@ KEY_SHAPE_PREFIXES = ("sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat
                       "AIza", "glpat-", "PRIVATE KEY")
 
 
+REMEMBERED = 1024  # texts a Redactor keeps masked (the last ones, up to this many)
+
+
 class Redactor:
     """``redact`` for a stream of records: the environment's secret values are read once (the record layer
     masks every row it writes, thousands a second). ``shapes``: which key shapes to look for in every text —
@@ -191,10 +194,19 @@ class Redactor:
         values = secret_values(self.environ)
         forms = {form: f"[redacted {values[v]}]" for v in sorted(values, key=len) for form in encoded_forms(v)}
         self.forms = sorted(forms.items(), key=lambda item: len(item[0]), reverse=True)
+        self.done: dict[str, str] = {}
 
     def __call__(self, text: str) -> str:
         if self.generation != _generation[0]:  # a secret registered since (a spec parsed after the run began)
             self._read()
+        done = self.done.get(text)  # an exporter masks the same text many times (a model name, a prompt twice)
+        if done is None:
+            if len(self.done) >= REMEMBERED:
+                self.done.clear()
+            done = self.done[text] = self._mask(text)
+        return done
+
+    def _mask(self, text: str) -> str:
         if "@" in text:  # URL credentials first: a registered password masked first hides its user from the pattern
             text = mask_url_credentials(text)
         for form, label in self.forms:

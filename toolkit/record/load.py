@@ -170,7 +170,8 @@ class Tables:
         pending, size = [], 0
         if dataset is not None:
             names = [c for c in columns if c in dataset.schema.names]
-            for batch in dataset.to_batches(columns=names, batch_size=min(rows, 1 << 17)):
+            for batch in dataset.to_batches(columns=names, batch_size=min(rows, 1 << 17), batch_readahead=1,
+                                            fragment_readahead=1):  # not 16 batches of 4 files ahead
                 pending.append(batch)
                 size += batch.num_rows
                 if size >= rows:
