@@ -128,3 +128,29 @@ def test_play_stops_its_game_at_the_cap(tmp_path, endpoint):
     assert out.returncode == 3, out.stdout + out.stderr
     assert "budget: spent $" in out.stdout and "1 stopped unfinished" in out.stdout
     assert len(load(tmp_path / "r", complete_games=True).games) == 0
+
+
+@pytest.mark.slow
+def test_a_token_cap_stops_an_engineer_cell_between_sessions_and_a_rerun_runs_the_rest(tmp_path, server, prices):
+    """The engineer notebook's runner (run_engineer_cell, what experiments/engineer.ipynb calls) under the same
+    cap as the CLI's: against the loopback server (priced), the first session spends past the cap, the second is
+    not started; a rerun with a higher cap runs only the second; a dollar cap on an unpriced model is refused
+    before any session."""
+    from toolkit.llm.budget import BudgetError, BudgetReached
+    from toolkit.study.experiments import run_engineer_cell
+
+    prices("det: {input: 1.0, output: 4.0}")
+    cell, tasks = tmp_path / "cell", ["fix_function", "add_cli_flag"]
+    kwargs = dict(tasks=tasks, model=f"openai:det@{server.base_url}", max_steps=2, environment="local")
+    with pytest.raises(BudgetReached, match=r"budget: spent .* tokens .*cap reached: 1 session not started"):
+        run_engineer_cell(str(cell), max_tokens=1, **kwargs)
+    first = load(cell).sessions
+    assert len(first) == 1 and spent(cell)[1] > 1  # the session in flight finished, its calls all charged
+    tables = run_engineer_cell(str(cell), max_tokens=10**7, **kwargs)
+    assert sorted(tables.sessions["session_id"]) == sorted({*first["session_id"], *tables.sessions["session_id"]})
+    assert len(tables.sessions) == 2 and tables.sessions["task"].is_unique  # nothing run twice
+    assert spent(cell)[1] == int(tables.calls[["prompt_tokens", "completion_tokens"]].sum().sum())
+    with pytest.raises(BudgetError, match="needs a price for every model, and openai:unpriced@"):
+        run_engineer_cell(str(tmp_path / "other"), max_usd=1.0,
+                          **{**kwargs, "model": f"openai:unpriced@{server.base_url}"})
+    assert not (tmp_path / "other").exists() or load(tmp_path / "other").sessions.empty

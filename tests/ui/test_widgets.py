@@ -401,3 +401,22 @@ async def test_the_widget_names_each_death_once(tmp_path):
     assert dead
     for seat in dead:  # the dawn announcement names it; the death event's own line is not repeated under it
         assert sum(f"{seat} died" in line for line in s.transcript_lines()) == 1
+
+
+@pytest.mark.slow
+async def test_the_engineer_widget_stops_at_the_study_s_cap_and_starts_no_session_past_it(tmp_path, server):
+    """A spending cap over the widget's results folder (the ledger every session there shares), against the
+    loopback server: the session stops after the step that reached it, and no new session starts."""
+    from toolkit.llm.budget import Budget, BudgetReached
+
+    spec = f"openai:det@{server.base_url}"
+    e = EngineerSession(task="t", workspace=str(tmp_path / "ws"), model=spec, results_dir=str(tmp_path / "res"),
+                        max_tokens=1)
+    await e.run_all()
+    assert e.ended_by == "stopped" and e.session.steps == 1 and e.run.closed
+    assert Budget(tmp_path / "res" / "spend.jsonl").spent()[1] > 1
+    again = EngineerSession(task="t", workspace=str(tmp_path / "ws2"), model=spec, results_dir=str(tmp_path / "res"),
+                            max_tokens=1)
+    with pytest.raises(BudgetReached, match="cap reached: 1 session not started"):
+        again.step()
+    assert again.session is None and len(load(tmp_path / "res").sessions) == 1

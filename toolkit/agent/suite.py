@@ -11,6 +11,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -88,15 +89,16 @@ def check(task: TaskSpec, environment: Environment) -> bool:
 
 
 async def run_task(task: TaskSpec, model: str, run: Run | None, root: Path,
-                   environment: str | None = None) -> SessionResult:
+                   environment: str | None = None, spending: Any = None) -> SessionResult:
     """``model`` may name the task's own folder as ``{task}``, e.g. ``scripted:{task}/good.yaml``;
-    ``environment`` is an environment kind (``None``: the role's, by default bubblewrap where it works)."""
+    ``environment`` is an environment kind (``None``: the role's, by default bubblewrap where it works);
+    ``spending``: a study's spending cap the session's calls are charged to (``Session``)."""
     work = prepare_workspace(task, root)
     role = load_role(task.role)
     session = Session(role, task.task, work, model.replace("{task}", str(task.folder)), run=run,
                       channel=ScriptedChannel(list(task.human_answers)), eval_mode=task.eval, max_steps=task.max_steps,
                       session_id=f"{task.name}-{run.run_id if run else 'adhoc'}", record_spec=model,
-                      environment=environment, allowed_remotes=[work.parent / "origin.git"])
+                      environment=environment, allowed_remotes=[work.parent / "origin.git"], spending=spending)
     return await session.run(check=lambda: check(task, session.environment))
 
 

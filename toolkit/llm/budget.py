@@ -152,9 +152,9 @@ class Budget:
                               f"{', '.join(unknown)} has none: add it to a TOOLKIT_PRICES file (USD per million "
                               "tokens), or cap tokens with --max-tokens")
 
-    def line(self, stopped: int = 0, skipped: int = 0) -> str:
+    def line(self, stopped: int = 0, skipped: int = 0, unit: str = "game") -> str:
         """``budget: spent $1.23 of $5.00 ($3.77 left), 40,000 of 100,000 tokens (60,000 left)``, and what the
-        cap did to this run's games."""
+        cap did to this run's games (``unit``: what the run plays, ``session`` for an engineer cell)."""
         usd, tokens = self.spent()
         parts = []
         if self.max_usd is not None:
@@ -167,7 +167,7 @@ class Budget:
             parts.append(f"{tokens:,} tokens")
         text = "budget: " + ("" if self.max_usd is not None or usd > 0 else "spent ") + ", ".join(parts)
         if skipped or stopped:
-            text += (f"; cap reached: {skipped} game{'s' * (skipped != 1)} not started, {stopped} stopped "
+            text += (f"; cap reached: {skipped} {unit}{'s' * (skipped != 1)} not started, {stopped} stopped "
                      "unfinished (a rerun with a higher cap plays them)")
         return text
 

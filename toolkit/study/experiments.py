@@ -20,6 +20,7 @@ from toolkit.record.load import Results, load
 from toolkit.record.tables import TABLES
 from toolkit.core.sync import run_sync
 from toolkit.werewolf.experience import ExperiencePool
+from toolkit.llm import get_model
 from toolkit.llm.budget import Budget, BudgetReached
 from toolkit.werewolf.game import CapReport, GameConfig, play_games
 from toolkit.werewolf.engine.preset import load_preset, parse_error_policy
@@ -165,16 +166,29 @@ def run_werewolf_cell(results_dir: str, preset: str = "classic7", n_games: int =
 
 def run_engineer_cell(results_dir: str, tasks: list[str] | None = None, model: str = "scripted:{task}/good.yaml",
                       max_steps: int | None = None, experiment: str = "engineer",
-                      environment: str | None = None) -> Results:
+                      environment: str | None = None, max_usd: float | None = None, max_tokens: int | None = None,
+                      at_cap: str = "stop", spend_dir: str | None = None) -> Results:
+    """Run each task's session into ``results_dir`` (tasks with a session there already are skipped).
+    ``max_usd``/``max_tokens``: a spending cap over ``spend_dir``'s ledger (a sweep's folder) or the cell's own,
+    as a werewolf cell's (``toolkit.llm.budget``): a dollar cap on a model without a price is refused before any
+    session; at the cap no new session starts (the one in flight finishes whatever ``at_cap`` says: a session cut
+    mid-way would be a wrong result for its task; ``budget_usd`` bounds one session) and ``BudgetReached`` says
+    what was spent and what is left; a rerun with a higher cap runs the tasks not run yet."""
     params = dict(locals())
+    budget = cell_budget(results_dir, max_usd, max_tokens, at_cap, spend_dir)
     with cell_lock(results_dir):
         existing = load(results_dir, complete_games=False).sessions if Path(results_dir).exists() else None
         done = set(existing["task"]) if existing is not None and len(existing) else set()
         todo = [t for t in load_tasks(names=tasks) if t.task not in done]
+        if budget is not None:
+            budget.check_prices(get_model(model.replace("{task}", str(t.folder))) for t in todo)
         if todo:
-            with Run(results_dir, experiment, config=params) as run:
-                for task in todo:
+            with Run(results_dir, experiment, config=params,
+                     specs=[model] if "{task}" not in model else ()) as run:
+                for i, task in enumerate(todo):
+                    if budget is not None and budget.exhausted():
+                        raise BudgetReached(budget.line(skipped=len(todo) - i, unit="session"))
                     if max_steps:
                         task.max_steps = max_steps
-                    run_sync(run_task(task, model, run, Path(results_dir) / "workspaces", environment))
+                    run_sync(run_task(task, model, run, Path(results_dir) / "workspaces", environment, budget))
     return load(results_dir)

@@ -13,6 +13,8 @@ import ipywidgets as W
 from toolkit.agent.loop.role import load_role
 from toolkit.agent.loop.session import Session
 from toolkit.agent.tools.base import ToolError
+from toolkit.llm import get_model
+from toolkit.llm.budget import Budget, BudgetReached
 from toolkit.record.run_log import Run
 from toolkit.ui.kernel_loop import KernelLoop
 from toolkit.ui.style import WRAP
@@ -52,8 +54,12 @@ class WidgetChannel:
 
 class EngineerSession(W.VBox):
     def __init__(self, task: str = "", workspace: str = "results/workspace", model: str = "openai:gpt-4o-mini",
-                 role: str = "engineer", results_dir: str = "results/sessions"):
+                 role: str = "engineer", results_dir: str = "results/sessions", max_usd: float | None = None,
+                 max_tokens: int | None = None):
         self.results_dir = results_dir
+        # A spending cap over results_dir's ledger (toolkit.llm.budget), shared by every session run there: no
+        # session starts once it is reached, and a running one stops after the step that reached it.
+        self.budget = Budget.at(results_dir, max_usd, max_tokens)
         self.kernel = KernelLoop()  # clicks may arrive on another thread: run them on this loop
         self.task_text = W.Textarea(value=task, description="task", layout=W.Layout(width="90%", height="80px"))
         wide = W.Layout(width="90%")  # a long workspace path or scripted:PATH spec shows whole
@@ -90,10 +96,14 @@ class EngineerSession(W.VBox):
 
     def _ensure_session(self) -> None:
         if self.session is None:
+            if self.budget is not None:
+                self.budget.check_prices([get_model(self.model.value)])
+                if self.budget.exhausted():
+                    raise BudgetReached(self.budget.line(skipped=1, unit="session"))
             self.run = Run(self.results_dir, "engineer-session", config={"task": self.task_text.value,
                                                                          "spec": self.model.value})
             self.session = Session(load_role(self.role.value), self.task_text.value, self.workspace.value,
-                                   self.model.value, run=self.run, channel=self.channel)
+                                   self.model.value, run=self.run, channel=self.channel, spending=self.budget)
 
     def _launch(self, coro_fn) -> asyncio.Task:
         self._ensure_session()
@@ -108,6 +118,8 @@ class EngineerSession(W.VBox):
             while self.session.ended_by is None and (n is None or n > 0):
                 await self.session.step()
                 n = None if n is None else n - 1
+                if self.budget is not None and self.budget.exhausted():
+                    self.session.stop()
                 self._render()
             if self.session.ended_by is not None:
                 await self.session.finish()

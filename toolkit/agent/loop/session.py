@@ -56,14 +56,16 @@ class Session:
     """``spec`` is a model spec string (or a ready ``Model``); ``record_spec`` is what the ``sessions`` row
     calls it (the suite records ``scripted:{task}/good.yaml`` rather than each task's resolved path).
     ``environment`` is where commands run (``toolkit.agent.environments.environment``: a kind such as ``bubblewrap`` or
-    ``local``, or a ready one; ``None``: the role's, by default bubblewrap where it works)."""
+    ``local``, or a ready one; ``None``: the role's, by default bubblewrap where it works). ``spending``: a
+    study's spending cap (``toolkit.llm.budget.Budget``) every call is charged to; whether a session may start
+    under it is its caller's decision (a session is not cut mid-way by it: ``budget_usd`` bounds one session)."""
 
     def __init__(self, role: RoleConfig, task: str, workspace: str | os.PathLike, spec: str | Model = "scripted",
                  run: Run | None = None, channel: Channel | None = None, eval_mode: bool | None = None,
                  max_steps: int | None = None, wall_clock_s: float = 1800, budget_usd: float | None = None,
                  session_id: str | None = None, remote: str = "origin", record_spec: str | None = None,
                  native_tools: bool | None = None, environment: str | Environment | None = None,
-                 allowed_remotes: list[str | os.PathLike] = ()):
+                 allowed_remotes: list[str | os.PathLike] = (), spending: Any = None):
         self.role, self.task = role, task
         self.model = get_model(spec) if isinstance(spec, str) else spec
         self.spec = record_spec or self.model.spec
@@ -75,7 +77,7 @@ class Session:
             if made else environment
         try:
             self.session_id = session_id or f"s-{uuid.uuid4().hex[:10]}"
-            self.log = CallLog(run)
+            self.log = CallLog(run, budget=spending)  # a study's cap (toolkit.llm.budget): every call charged
             self.channel = channel or ScriptedChannel()
             self.plan = Plan()
             self.workspace = Workspace(self.environment.source, self.environment)
