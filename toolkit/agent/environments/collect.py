@@ -22,8 +22,21 @@ import sys
 import tarfile
 import tempfile
 
-SAFE = ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "gc.auto=0",
-        "-c", "maintenance.auto=false", "-c", "core.excludesFile=/dev/null", "-c", "commit.gpgSign=false"]
+# git's settings that keep it from running a program a repository's configuration names (hooks, fsmonitor,
+# the ext:: transport, a credential helper, a pager, a signing program) or leaving one behind (automatic gc).
+# Declared once, here (this script cannot import the toolkit; the toolkit imports it): every git the toolkit
+# runs starts from them: this script's, the host's (result.py) and the session's shell (GIT_CONFIG_*).
+GIT_SAFETY = {"core.hooksPath": "/dev/null", "core.fsmonitor": "false", "protocol.ext.allow": "never",
+              "credential.helper": "", "core.pager": "cat", "gc.auto": "0", "maintenance.auto": "false",
+              "commit.gpgSign": "false"}
+
+
+def flags(settings: dict) -> list:
+    """``settings`` as git's ``-c NAME=VALUE`` options."""
+    return [x for name, value in settings.items() for x in ("-c", f"{name}={value}")]
+
+
+SAFE = flags({**GIT_SAFETY, "core.excludesFile": "/dev/null"})
 
 
 def git(root: str, *args: str, env: dict | None = None, stdout=subprocess.PIPE) -> str:

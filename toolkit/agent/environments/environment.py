@@ -51,14 +51,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from toolkit.agent.environments import fileop, holder, kinds, syscall_filter
+from toolkit.agent.environments import collect, fileop, holder, kinds, syscall_filter
 from toolkit.agent.environments.cgroup import Cgroup
 from toolkit.core.secrets import redact
 
 PASSED_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ")
 GIT_SAFETY = {  # as GIT_CONFIG_* (command-line level: above any repository or global config)
-    "core.hooksPath": "/dev/null", "core.fsmonitor": "false", "protocol.ext.allow": "never",
-    "color.ui": "false", "core.pager": "cat", "credential.helper": "", "safe.directory": "*",
+    **collect.GIT_SAFETY, "color.ui": "false", "safe.directory": "*",
     "gc.autoDetach": "false", "maintenance.autoDetach": "false"}  # nothing git starts outlives its command
 NO_PUSH = "/dev/null/pushes-go-only-to-the-workspace-or-configured-remotes"
 PUSH_PREFIXES = ("/", "file://", "..", "~", "http://", "https://", "ssh://", "git://", "git@")

@@ -27,11 +27,10 @@ import subprocess
 import tarfile
 from pathlib import Path
 
+from toolkit.agent.environments.collect import GIT_SAFETY, flags
 from toolkit.core.secrets import redact
 
-SAFE = ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "protocol.ext.allow=never",
-        "-c", "transfer.fsckObjects=true", "-c", "fetch.fsckObjects=true", "-c", "core.pager=cat",
-        "-c", "credential.helper=", "-c", "gc.auto=0", "-c", "maintenance.auto=false", "-c", "core.sshCommand=ssh"]
+SAFE = flags({**GIT_SAFETY, "transfer.fsckObjects": "true", "fetch.fsckObjects": "true", "core.sshCommand": "ssh"})
 MAX_MEMBERS = 100_000
 MAX_BYTES = 4 * 2**30
 

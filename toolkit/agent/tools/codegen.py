@@ -76,7 +76,7 @@ class CodeReview:
         if path:
             what, code = path, _numbered(_read(self.workspace, self.workspace.path(path, must_exist=True)))
         else:
-            out = self.environment.run(["git", "-c", "core.hooksPath=/dev/null", "diff", "HEAD"])
+            out = self.environment.run(["git", "diff", "HEAD"])  # the environment's git settings
             if out.returncode != 0 or not out.stdout.strip():
                 raise ToolError("no uncommitted diff to review (or not a git repository); give a path")
             what, code = "the uncommitted diff", redact(out.stdout)

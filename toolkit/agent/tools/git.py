@@ -1,5 +1,5 @@
-"""Git in the workspace, run by the session's execution environment with hooks and other host-side
-command execution off (``-c core.hooksPath=/dev/null`` and the environment's GIT_CONFIG_* settings).
+"""Git in the workspace, run by the session's execution environment with hooks and other command
+execution off (the environment's GIT_CONFIG_* settings: ``collect.GIT_SAFETY``, above any repository's).
 ``create_pull`` makes a branch and commits in the session's copy; the branch comes back to the host as data
 (a git bundle, ``result.py``) and the host pushes it from the user's repository to the remote, which must
 be one the session was given (``allowed_remotes``), read from the user's repository, not the sandbox's.
@@ -18,8 +18,6 @@ from toolkit.agent.tools.base import ToolError, tool
 from toolkit.agent.environments.workspace import Workspace
 from toolkit.core.secrets import mask_url, redact, redact_obj
 
-SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "protocol.ext.allow=never")
-
 
 class Git:
     """``land`` takes the session's result in on the host (``Session.land``) and returns the session id
@@ -33,7 +31,7 @@ class Git:
         self.land = land
 
     def _git(self, *args: str, check: bool = True) -> str:
-        out = self.environment.run(["git", *SAFE, *args], timeout=60)
+        out = self.environment.run(["git", *args], timeout=60)
         if check and out.returncode != 0:
             last = (out.stderr or out.stdout).strip().splitlines()[-1:]
             raise ToolError(f"git {args[0]} failed: {redact(str(last))}")
