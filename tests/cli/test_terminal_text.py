@@ -68,23 +68,50 @@ def test_a_game_transcript_shows_hostile_speech_escaped(tmp_path, server):
     assert hostile_free(p.stdout + p.stderr)
 
 
-def test_the_command_line_prints_only_through_show():
-    """Every line the command line prints goes through ``show`` (or the transcript's ``ansi``, which cleans its
-    texts): no other ``print`` or ``sys.stdout.write`` in toolkit/cli."""
+# the sandbox-side scripts: what they print goes down a pipe the host reads as data, never to a terminal
+SANDBOX_SCRIPTS = {"holder.py", "collect.py", "fileop.py", "static_server.py", "subreaper.py"}
+
+
+def test_the_command_line_and_the_agent_print_only_through_show():
+    """Every line the command line and the agent's side (its human channel, the environment's warnings)
+    print goes through ``show`` (or the transcript's ``ansi``, which cleans its texts): no other ``print``
+    or ``sys.stdout``/``sys.stderr`` ``write`` in toolkit/cli or toolkit/agent."""
     import ast
     from pathlib import Path
 
-    found = []
-    for path in sorted(Path("toolkit/cli").glob("*.py")):
+    found, read = [], 0
+    for path in sorted([*Path("toolkit/cli").glob("*.py"), *Path("toolkit/agent").rglob("*.py")]):
+        if path.name in SANDBOX_SCRIPTS:
+            continue
+        read += 1
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call):
                 f = node.func
                 printing = isinstance(f, ast.Name) and f.id == "print"
                 writing = (isinstance(f, ast.Attribute) and f.attr == "write" and isinstance(f.value, ast.Attribute)
                            and f.value.attr in ("stdout", "stderr"))
-                if (printing or writing) and path.name != "common.py":
+                if (printing or writing) and path != Path("toolkit/cli/common.py"):  # the Transcript: ansi()
                     found.append(f"{path}:{node.lineno}")
-    assert found == [], found
+    assert read > 30 and found == [], found
+
+
+def test_the_agents_human_channel_and_warnings_show_hostile_text_escaped(monkeypatch, capsys):
+    """The human channel of a session on a terminal (stdin replaced by a text buffer: the one part of a
+    terminal a test cannot drive) and an environment warning quoting a program's output."""
+    import asyncio
+    import io
+
+    from toolkit.agent.environments import environment
+    from toolkit.agent.tools.human import StdinChannel
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("yes\n"))
+    channel = StdinChannel()
+    assert asyncio.run(channel.ask("ready?" + HOSTILE)) == "yes"
+    asyncio.run(channel.tell("line one\nline two" + HOSTILE))
+    environment._warn_once("warning: " + HOSTILE)
+    err = capsys.readouterr().err
+    assert "[agent asks] ready?\\x1b[2J" in err and "[agent says] line one\nline two" in err
+    assert "warning: \\x1b[2J" in err and hostile_free(err), [ch for ch in RAW if ch in err]
 
 
 def test_log_records_reach_the_terminal_printable():

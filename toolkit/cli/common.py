@@ -9,16 +9,7 @@ import os
 import sys
 from typing import Any
 
-
-def show(text: object = "", file: Any = None) -> None:
-    """Print one message on the terminal as text only: what a model, a tool or a file put in it is made printable
-    (``toolkit.core.printable``: escape sequences, controls and bidi overrides shown escaped; newlines and tabs
-    kept) and secrets are masked (``toolkit.core.secrets.redact``: the environment's, a spec's URL password, key
-    shapes, credentials inside URLs)."""
-    from toolkit.core.printable import printable
-    from toolkit.core.secrets import redact
-
-    print(redact(printable(text, keep_lines=True)), file=file or sys.stdout)
+from toolkit.core.printable import show  # noqa: F401  (the commands import it from here)
 
 
 class TerminalFormatter(logging.Formatter):

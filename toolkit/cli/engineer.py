@@ -59,28 +59,12 @@ def existing_workspace(path: str) -> None:
                         f"(create it first with mkdir -p {path} for a new project)")
 
 
-class TerminalChannel:
-    """The human channel on a terminal: the agent's questions and messages on stderr (made printable by ``show``:
-    a model's text cannot clear the screen, fake a prompt or write the clipboard), answers from stdin."""
-
-    async def ask(self, question: str) -> str:
-        import asyncio
-        import sys
-
-        show(f"\n[agent asks] {question}", file=sys.stderr)
-        return (await asyncio.to_thread(sys.stdin.readline)).strip()
-
-    async def tell(self, message: str) -> None:
-        import sys
-
-        show(f"\n[agent says] {message}", file=sys.stderr)
-
-
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from toolkit.agent.environments.workspace import check_workspace
     from toolkit.agent.loop.session import Session
+    from toolkit.agent.tools.human import StdinChannel
     from toolkit.cli.preflight import check_environment, check_spec, out_folder
     from toolkit.core.files import FileError
     from toolkit.core.printable import printable
@@ -100,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     existing_workspace(args.workspace)
     out_folder(args.out)
     with Run(args.out, "engineer", config=run_config(args)) as run:
-        session = Session(chosen, args.task, args.workspace, args.model, run=run, channel=TerminalChannel(),
+        session = Session(chosen, args.task, args.workspace, args.model, run=run, channel=StdinChannel(),
                           eval_mode=args.eval or None, max_steps=args.max_steps, environment=args.env)
         result = asyncio.run(session.run())
     for t in result.tool_calls:

@@ -7,12 +7,15 @@ the screen, fake a prompt, reorder a line nor write the clipboard. ``keep_lines=
 tabs where they are content (a model's multi-line message); a lone carriage return is shown escaped (it would
 overwrite the line). Letters of every script, emoji and ordinary spaces stay as they are.
 
-Every line the command line prints from a model, a tool or a file goes through this one function.
+Every line the toolkit prints on the terminal from a model, a tool or a file goes through this one function,
+by way of ``show`` (which also masks secrets).
 """
 
 from __future__ import annotations
 
+import sys
 import unicodedata
+from typing import Any
 
 SHOWN_SPACES = {"Zs"}  # ordinary and no-break spaces print as space; separators (Zl, Zp) do not
 
@@ -34,3 +37,13 @@ def printable(text: object, keep_lines: bool = False) -> str:
     if keep_lines:
         text = text.replace("\r\n", "\n")
     return "".join(ch if _shown(ch) or (keep_lines and ch in "\n\t") else _escaped(ch) for ch in text)
+
+
+def show(text: object = "", file: Any = None) -> None:
+    """Print one message on the terminal as text only: what a model, a tool or a file put in it is made printable
+    (escape sequences, controls and bidi overrides shown escaped; newlines and tabs kept) and secrets are masked
+    (``toolkit.core.secrets.redact``: the environment's, a spec's URL password, key shapes, credentials inside
+    URLs). The command line, the agent's human channel and the environment's warnings all print through it."""
+    from toolkit.core.secrets import redact
+
+    print(redact(printable(text, keep_lines=True)), file=file or sys.stdout)

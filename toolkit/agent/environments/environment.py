@@ -53,6 +53,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolkit.agent.environments import collect, fileop, holder, kinds, syscall_filter
 from toolkit.agent.environments.cgroup import Cgroup
+from toolkit.core.printable import show
 from toolkit.core.secrets import redact
 
 PASSED_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ")
@@ -1048,4 +1049,4 @@ def make_environment(kind: str | None, workspace: str | os.PathLike, config: Env
 
 @functools.lru_cache(maxsize=None)
 def _warn_once(message: str) -> None:
-    print(message, file=sys.stderr)
+    show(message, file=sys.stderr)  # it may quote a program's output

@@ -8,6 +8,7 @@ import sys
 from typing import Protocol
 
 from toolkit.agent.tools.base import tool
+from toolkit.core.printable import show
 
 
 class Channel(Protocol):
@@ -17,12 +18,15 @@ class Channel(Protocol):
 
 
 class StdinChannel:
+    """The human channel on a terminal: the agent's questions and messages on stderr, through ``show`` (a
+    model's text cannot clear the screen, fake a prompt or write the clipboard), answers from stdin."""
+
     async def ask(self, question: str) -> str:
-        print(f"\n[agent asks] {question}", file=sys.stderr)
+        show(f"\n[agent asks] {question}", file=sys.stderr)
         return (await asyncio.to_thread(sys.stdin.readline)).strip()
 
     async def tell(self, message: str) -> None:
-        print(f"\n[agent says] {message}", file=sys.stderr)
+        show(f"\n[agent says] {message}", file=sys.stderr)
 
 
 class ScriptedChannel:
