@@ -274,6 +274,32 @@ def test_applying_the_result_brings_the_files_and_nothing_of_git(host):
     users_git_runs_nothing(ws, marker, host.base / "home", host)
 
 
+def test_applying_a_plain_folders_result_deletes_what_the_session_deleted_and_nothing_else(host):
+    """``--apply`` of a plain folder: what the session deleted goes (files, a link, an emptied folder);
+    a file the user changed after the session began stays; a folder the user replaced by a link to
+    another place is not followed (the file there of the same name stays)."""
+    ws = workspace(host, git_repo=False)
+    outside = host.base / "elsewhere"
+    outside.mkdir()
+    (outside / "x.txt").write_text("not the workspace's\n")
+    for name in ("gone/x.txt", "gone/y.txt", "sub/b.txt", "keep.txt", "edited.txt"):
+        (ws / name).parent.mkdir(exist_ok=True)
+        (ws / name).write_text(name)
+    (ws / "link").symlink_to("a.txt")
+    host.own(ws)
+    host.own(outside)
+    traj = session(host, ws, [term("rm -r gone && rm a.txt link sub/b.txt edited.txt && echo new > n.txt && ls")])
+    assert "n.txt" in observations(traj)
+    assert (ws / "a.txt").exists() and (ws / "gone").is_dir()  # untouched until applied
+    (ws / "edited.txt").write_text("the user's later edit\n")
+    shutil.rmtree(ws / "gone")
+    (ws / "gone").symlink_to(outside)  # gone/x.txt now names a file outside the folder
+    apply_result(host, ws, traj["session_id"])
+    assert sorted(p.name for p in ws.iterdir()) == [".agent", "edited.txt", "gone", "keep.txt", "n.txt", "sub"]
+    assert (ws / "edited.txt").read_text() == "the user's later edit\n" and (ws / "n.txt").read_text() == "new\n"
+    assert not list((ws / "sub").iterdir()) and (outside / "x.txt").read_text() == "not the workspace's\n"
+
+
 # ------------------------------------------------------------------ set-id files, root-only files
 def test_set_id_files_never_reach_the_users_folder(host):
     ws = workspace(host, git_repo=False)

@@ -51,7 +51,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from toolkit.agent.environments import collect, fileop, holder, kinds, syscall_filter
+from toolkit.agent.environments import collect, fileop, holder, kinds, result, syscall_filter
 from toolkit.agent.environments.cgroup import Cgroup
 from toolkit.core.printable import show
 from toolkit.core.secrets import redact
@@ -237,6 +237,9 @@ class Environment:
         self.session_id = uuid.uuid4().hex
         self.private = private
         self.is_git = private and (self.source / ".git").exists()
+        # a plain folder's files as they were when the session began (applying deletes what the session
+        # deleted, if the user has not changed it since): the host reads the user's own folder, once
+        self.start_files = result.manifest(self.source) if private and not self.is_git else None
         self.root = self.source
         self.proc: asyncio.subprocess.Process | None = None
         self._lock: asyncio.Lock | None = None

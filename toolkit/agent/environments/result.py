@@ -9,19 +9,25 @@ host's; here it is taken in:
   hooks, fsmonitor and external protocols disabled on the command line, and every object checked
   (``transfer.fsckObjects``). Nothing the sandbox wrote is read as configuration; the working tree is
   untouched.
-- a **tar archive** (a plain folder) is kept as ``.agent/results/<session>.tar``.
+- a **tar archive** (a plain folder) is kept as ``.agent/results/<session>.tar``, beside
+  ``<session>.start.json``: the folder's files when the session began (the host's own listing, ``manifest``).
 
 ``apply`` merges it when the user asks (``engineer --apply SESSION``): the diff from ``start`` to
 ``result`` applied with ``git apply`` (which refuses paths in ``.git`` and writes through no link), or the
 archive unpacked with Python's ``data`` filter (no links out, no devices or FIFOs, no set-id bits), no
-``.git`` or ``.agent`` part in any name, at most ``MAX_MEMBERS`` members and ``MAX_BYTES`` bytes.
+``.git`` or ``.agent`` part in any name, at most ``MAX_MEMBERS`` members and ``MAX_BYTES`` bytes; then what
+the session deleted is deleted: a file or link of the start listing that is not in the archive and that the
+user has not changed since (same size and modification time), an emptied folder likewise, each reached
+from the folder one component at a time without following a link (nothing outside it is touched).
 ``push`` sends a fetched branch to an allowed remote (a pull request), from the user's repository.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import stat
 import shutil
 import subprocess
 import tarfile
@@ -56,8 +62,33 @@ def is_git(folder: Path) -> bool:
     return (Path(folder) / ".git").exists()
 
 
-def take(folder: Path, session: str, made: Path, start: str = "") -> str:
-    """Take a result file in; returns one line saying where it is."""
+def manifest(folder: Path) -> dict[str, list] | None:
+    """A plain folder's entries (``.agent`` left out; FIFOs, sockets and devices too, as the copy leaves
+    them out) as ``{relative path: [kind, size, mtime_ns]}``, kind ``f``, ``l`` or ``d``; None past
+    ``MAX_MEMBERS`` (deletions are then not applied, and ``apply`` says so)."""
+    found: dict[str, list] = {}
+    for top, dirs, files in os.walk(folder, followlinks=False):
+        if top == str(folder):
+            dirs[:] = [d for d in dirs if d != ".agent"]
+            files = [f for f in files if f != ".agent"]
+        for name in dirs + files:
+            path = os.path.join(top, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            kind = "l" if stat.S_ISLNK(st.st_mode) else "d" if stat.S_ISDIR(st.st_mode) else \
+                "f" if stat.S_ISREG(st.st_mode) else None
+            if kind:
+                found[os.path.relpath(path, folder)] = [kind, st.st_size, st.st_mtime_ns]
+            if len(found) > MAX_MEMBERS:
+                return None
+    return found
+
+
+def take(folder: Path, session: str, made: Path, start: str = "", files: dict | None = None) -> str:
+    """Take a result file in; returns one line saying where it is. ``files``: a plain folder's ``manifest``
+    at the session's start."""
     folder = Path(folder)
     if made.suffix == ".bundle":
         prefix = f"refs/agent/{session}"
@@ -72,6 +103,8 @@ def take(folder: Path, session: str, made: Path, start: str = "") -> str:
     target = folder / ".agent" / "results" / f"{session}.tar"
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(made, target)
+    if files is not None:
+        target.with_suffix(".start.json").write_text(json.dumps(files))
     return f"{target} (apply with engineer --apply {session})"
 
 
@@ -97,7 +130,8 @@ def apply(folder: Path, session: str) -> str:
 
 
 def unpack(archive: Path, folder: Path) -> str:
-    """A plain folder's result unpacked as data."""
+    """A plain folder's result unpacked as data, then what the session deleted deleted (``_deletions``)."""
+    names = set()
     with tarfile.open(archive, mode="r:") as tar:
         members, total = [], 0
         for member in tar:
@@ -106,13 +140,67 @@ def unpack(archive: Path, folder: Path) -> str:
                 raise ResultError(f"{archive.name}: {member.name!r} is refused (a .git or .agent path)")
             total += max(member.size, 0)
             members.append(member)
+            names.add(os.path.normpath(member.name))
             if len(members) > MAX_MEMBERS or total > MAX_BYTES:
                 raise ResultError(f"{archive.name}: more than {MAX_MEMBERS} members or {MAX_BYTES} bytes; refused")
         try:
             tar.extractall(folder, members=members, filter="data")
         except (tarfile.FilterError, OSError) as exc:
             raise ResultError(f"{archive.name}: {exc}") from None
-    return f"unpacked {len(members)} entries from {archive.name} into {folder}"
+    return f"unpacked {len(members)} entries from {archive.name} into {folder}" + _deletions(archive, folder, names)
+
+
+def _deletions(archive: Path, folder: Path, names: set[str]) -> str:
+    """Delete what the start listing (``<session>.start.json``, the host's) has and the archive has not;
+    returns the apply line's ending."""
+    listing = archive.with_suffix(".start.json")
+    try:
+        start = json.loads(listing.read_text()) if listing.is_file() else None
+    except (OSError, ValueError):
+        start = None
+    if not isinstance(start, dict) or len(start) > MAX_MEMBERS:
+        return "; deletions not applied (no listing of the folder at the session's start)"
+    deleted, kept = 0, []
+    for rel in sorted(set(start) - names, key=lambda r: -r.count(os.sep)):  # children before their folder
+        entry = start[rel]
+        if _remove(folder, rel, entry if isinstance(entry, list) and len(entry) == 3 else ["?", 0, 0]):
+            deleted += 1
+        elif entry[0] != "d":
+            kept.append(rel)
+    note = f"; deleted {deleted} entr{'y' if deleted == 1 else 'ies'} the session deleted"
+    if kept:
+        shown = ", ".join(kept[:3]) + (", …" if len(kept) > 3 else "")
+        note += (f"; kept {len(kept)} the session deleted that changed since it began or are not found "
+                 f"as they were ({shown})")
+    return note
+
+
+def _remove(folder: Path, rel: str, entry: list) -> bool:
+    """Remove ``rel`` below ``folder`` if it is still what the listing says (a folder: if empty), reaching
+    it one component at a time without following links; False when not removed."""
+    parts = rel.split(os.sep)
+    if os.path.isabs(rel) or any(p in ("", ".", "..") for p in parts) or parts[0] in (".git", ".agent"):
+        return False
+    kind, size, mtime = entry
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts[:-1]:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+        if kind == "d" and stat.S_ISDIR(st.st_mode):
+            os.rmdir(parts[-1], dir_fd=fd)  # only when empty
+            return True
+        same = (kind == "f" and stat.S_ISREG(st.st_mode) or kind == "l" and stat.S_ISLNK(st.st_mode)) \
+            and (st.st_size, st.st_mtime_ns) == (size, mtime)
+        if same:
+            os.unlink(parts[-1], dir_fd=fd)
+        return same
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def push(folder: Path, session: str, branch: str, remote: str) -> str:

@@ -197,7 +197,7 @@ class Session:
             made = self.environment.collect(Path(folder))
             if made is not None:
                 self.landed = result.take(self.workspace.root, self.session_id, made,
-                                          self.environment.start_commit)
+                                          self.environment.start_commit, self.environment.start_files)
         return self.session_id
 
     def _error(self, exc: Exception) -> None:
