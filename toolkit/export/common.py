@@ -69,3 +69,36 @@ def parse_json(text: Any, default: Any = None) -> Any:
         return json.loads(text)
     except json.JSONDecodeError:
         return default
+
+
+# run settings that say where or how fast a run went, not what it studied: left out of the task arguments
+NOT_CONDITIONS = ("command", "out", "results_dir", "spend_dir", "quiet", "progress", "concurrency", "keep_going",
+                  "experiment")
+# what a study varies most often, listed first (``inspect view``'s TASK ARGS column shows the first few)
+FIRST = ("tournament", "cell", "reflection", "experience", "model", "village_model", "wolf_model", "seats",
+         "temperature", "preset")
+
+
+def conditions(runs: list[dict], mask: Redactor) -> dict[str, Any]:
+    """The study's conditions of a log's run (its ``config``: a sweep cell's parameters, a tournament cell's
+    name and settings, ``play``'s options): what tells two runs of one study apart (Inspect's task arguments)."""
+    out: dict[str, Any] = {}
+    for run in runs:
+        config = parse_json(run.get("config"), {}) or {}
+        out.update((k, v) for k, v in config.items() if k not in NOT_CONDITIONS and v is not None)
+    order = sorted(out, key=lambda k: (FIRST.index(k) if k in FIRST else len(FIRST), k))
+    return json.loads(mask(json.dumps({k: out[k] for k in order}, default=str)))
+
+
+def conditions_by_run(results, mask: Redactor) -> dict[str, dict[str, Any]]:
+    """Each run's conditions (``conditions``), by run id: what every exporter attaches to a run's games and
+    sessions, so that the cells of a sweep or a tournament stay apart in every format."""
+    return {str(r.get("run_id")): conditions([r], mask) for r in records(results.runs)}
+
+
+def tokens(calls: list[dict]) -> dict[str, Any]:
+    """The tokens of some calls (a game's, a session's, a run's): prompt and completion summed, and whether any
+    count is an estimate (offline players, providers that report no usage) rather than measured."""
+    return {"prompt_tokens": sum(int(c.get("prompt_tokens") or 0) for c in calls),
+            "completion_tokens": sum(int(c.get("completion_tokens") or 0) for c in calls),
+            "tokens_estimated": any(bool(c.get("usage_estimated")) for c in calls)}

@@ -1,19 +1,23 @@
 """A results folder as a Hugging Face dataset folder: ``data/<table>.parquet`` for every non-empty table and a
 ``README.md`` dataset card whose YAML header names one config per table (``configs: [{config_name, data_files}]``),
-so ``datasets.load_dataset(folder, "games")`` opens a table; the card lists each table's rows and columns.
+so ``datasets.load_dataset(folder, "games")`` opens a table; the card lists each table's rows and columns, and
+each run (a sweep or tournament cell) with its conditions, its headline rate with a 95% interval and n (the
+village's win rate over its games, the success rate over its sessions) and its calls' tokens.
 Every text cell is masked again (secrets) and, without content, the message columns are emptied.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
 import yaml
 
 from toolkit.core.files import inside
+from toolkit.analysis.intervals import proportion
 from toolkit.core.secrets import Redactor
-from toolkit.export.common import OMITTED
+from toolkit.export.common import OMITTED, by_key, conditions_by_run, tokens
 from toolkit.record.tables import TABLES
 
 CONTENT_COLUMNS = {"events": ["text"], "calls": ["messages", "response_text", "parsed"],
@@ -37,7 +41,33 @@ def _masked(frame: pd.DataFrame, table: str, content: bool, mask: Redactor) -> p
     return frame
 
 
-def card(tables: dict[str, pd.DataFrame], source: str) -> str:
+def _rate(name: str, hits: int, n: int) -> str:
+    if not n:
+        return ""
+    r = proportion(hits, n)
+    return f"{name} {r['rate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}] (n = {n}, 95% {r['method']})"
+
+
+def runs_table(results, mask: Redactor) -> list[str]:
+    """One row per run: its conditions, its headline rate with its interval and n, its tokens."""
+    cells = conditions_by_run(results, mask)
+    games, sessions = by_key(results.games, "run_id"), by_key(results.sessions, "run_id")
+    calls = by_key(results.calls, "run_id")
+    lines = ["| run | conditions | headline | prompt tokens | completion tokens |", "|---|---|---|---|---|"]
+    for run_id, conditions in cells.items():
+        g, s = games.get(run_id, []), sessions.get(run_id, [])
+        headline = "; ".join(h for h in (
+            _rate("village win rate", sum(x.get("winner") == "village" for x in g), len(g)),
+            _rate("success rate", sum(bool(x.get("success")) for x in s), len(s))) if h)
+        t = tokens(calls.get(run_id, []))
+        note = " (estimated)" if t["tokens_estimated"] else ""
+        cell = json.dumps(conditions, ensure_ascii=False).replace("|", "\\|")
+        lines.append(f"| {run_id} | `{cell}` | {headline or '(no games or sessions)'} | "
+                     f"{t['prompt_tokens']}{note} | {t['completion_tokens']}{note} |")
+    return lines
+
+
+def card(tables: dict[str, pd.DataFrame], source: str, runs: list[str] = ()) -> str:
     header = {"configs": [{"config_name": t, "data_files": [{"split": "train", "path": f"data/{t}.parquet"}]}
                           for t in tables], "tags": ["llm-agents", "werewolf", "agent-trajectories"]}
     lines = ["---", yaml.safe_dump(header, sort_keys=False).strip(), "---", "",
@@ -47,6 +77,9 @@ def card(tables: dict[str, pd.DataFrame], source: str) -> str:
              "`datasets.load_dataset(\"<this folder>\", \"games\")`.", "",
              "| config | rows | columns |", "|---|---|---|"]
     lines += [f"| {t} | {len(f)} | {', '.join(f.columns)} |" for t, f in tables.items()]
+    if runs:
+        lines += ["", "## Runs", "", "Each run (a sweep or tournament cell) with the conditions that tell it apart, "
+                  "its headline rate (95% interval, n) and the tokens of its calls:", "", *runs]
     return "\n".join(lines) + "\n"
 
 
@@ -61,5 +94,5 @@ def write(results, out: Path, content: bool = True, source: str = "") -> list[Pa
         frame.to_parquet(path, index=False)
         written.append(path)
     readme = inside(out, "README", ".md")
-    readme.write_text(card(tables, mask(source)), encoding="utf-8")
+    readme.write_text(mask(card(tables, source, runs_table(results, mask))), encoding="utf-8")
     return written + [readme]

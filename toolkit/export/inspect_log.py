@@ -25,7 +25,7 @@ from typing import Any
 
 from toolkit.core.files import file_name, inside
 from toolkit.core.secrets import Redactor
-from toolkit.export.common import OMITTED, by_key, parse_json, records
+from toolkit.export.common import OMITTED, by_key, conditions, parse_json, records
 
 EPOCH = "1970-01-01T00:00:00+00:00"
 
@@ -216,25 +216,6 @@ def session_sample(session: dict, calls: list[dict], tools: list[dict], trajecto
         metadata={"spec": mask(str(session.get("spec") or "")), "steps": session.get("steps"),
                   "ended_by": session.get("ended_by"), "run_id": session.get("run_id")},
         total_time=session.get("wall_s"), completed=True)
-
-
-# run settings that say where or how fast a run went, not what it studied: left out of the task arguments
-NOT_CONDITIONS = ("command", "out", "results_dir", "spend_dir", "quiet", "progress", "concurrency", "keep_going",
-                  "experiment")
-# what a study varies most often, listed first (``inspect view``'s TASK ARGS column shows the first few)
-FIRST = ("tournament", "cell", "reflection", "experience", "model", "village_model", "wolf_model", "seats",
-         "temperature", "preset")
-
-
-def conditions(runs: list[dict], mask: Redactor) -> dict[str, Any]:
-    """The study's conditions of a log's run (its ``config``: a sweep cell's parameters, a tournament cell's
-    name and settings, ``play``'s options), as Inspect's task arguments: what tells two logs of one study apart."""
-    out: dict[str, Any] = {}
-    for run in runs:
-        config = parse_json(run.get("config"), {}) or {}
-        out.update((k, v) for k, v in config.items() if k not in NOT_CONDITIONS and v is not None)
-    order = sorted(out, key=lambda k: (FIRST.index(k) if k in FIRST else len(FIRST), k))
-    return json.loads(mask(json.dumps({k: out[k] for k in order}, default=str)))
 
 
 def headline(task: str, samples: list):

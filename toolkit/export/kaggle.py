@@ -10,7 +10,10 @@ per game, in the shape its own loader (``envs/werewolf/eval/loaders.py``, ``Game
   ``DayExileElectedDataEntry``, night deaths as ``WerewolfNightEliminationDataEntry``, speeches as
   ``ChatDataEntry``, Doctor heals as ``DoctorHealActionDataEntry``, and so on (each kind of row declares its
   entry: ``toolkit.werewolf.engine.events``); events Kaggle's game has no type for (the witch's potions, the
-  Hunter's shot) as ``dict``.
+  Hunter's shot) as ``dict``;
+- ``info.TOOLKIT``: what the study knows of the game and Kaggle has no field for: its run, the run's
+  ``conditions`` (a sweep or tournament cell's parameters) and the game's tokens (``tokens_estimated`` when
+  any count is an estimate).
 
 Kaggle numbers the first night day 0 and a night after day N night N; this toolkit calls that night N + 1.
 Its ``ROLE_TO_TEAM`` knows Villager, Werewolf, Seer and Doctor only: a reader must add Guard and Witch to the
@@ -35,7 +38,7 @@ import pandas as pd
 
 from toolkit.core.files import inside
 from toolkit.core.secrets import Redactor
-from toolkit.export.common import OMITTED, by_key, parse_json, records, write_json
+from toolkit.export.common import OMITTED, by_key, conditions_by_run, parse_json, records, tokens, write_json
 from toolkit.werewolf.engine.events import MODERATOR, EventKind
 from toolkit.werewolf.engine.roles import event_kinds
 
@@ -174,7 +177,7 @@ def inert(obj: Any) -> Any:
 
 
 def game_replay(game: dict, players: list[dict], events: list[dict], calls: list[dict] = (),
-                content: bool = True) -> dict[str, Any]:
+                content: bool = True, conditions: dict[str, Any] | None = None) -> dict[str, Any]:
     """One decided game as a Kaggle werewolf replay (a dict ready for ``json.dump``), from its rows; every text
     made inert (``inert``; the moderator log's ``json_str`` entries inside)."""
     seats = sorted(players, key=seat_order)
@@ -196,7 +199,8 @@ def game_replay(game: dict, players: list[dict], events: list[dict], calls: list
                           "agents": [{"id": p["seat"], "role": p["role"], "agent_id": p["spec"],
                                       "display_name": p["spec"], "thumbnail": ""} for p in seats]},
         "info": {"GAME_END": end, "MODERATOR_OBSERVATION": [],
-                 "Agents": [{"name": p["spec"], "index": i} for i, p in enumerate(seats)]},
+                 "Agents": [{"name": p["spec"], "index": i} for i, p in enumerate(seats)],
+                 "TOOLKIT": {"run_id": game.get("run_id"), "conditions": conditions or {}, **tokens(list(calls))}},
         "steps": steps, "rewards": [end["scores"][p["seat"]] for p in seats],
         "statuses": ["DONE"] * len(seats),
     })
@@ -224,10 +228,12 @@ def write(results, out: Path, content: bool = True, game_ids: list[str] | None =
     players, events, calls = (by_key(t[t["game_id"].isin(ids)], "game_id") for t in
                               (results.players, results.events, results.calls))
     mask = Redactor()
+    cells = conditions_by_run(results, mask)
     written = []
     for game in records(games):
         gid = game["game_id"]
-        replay = game_replay(game, players[gid], events.get(gid, []), calls.get(gid, []), content)
+        replay = game_replay(game, players[gid], events.get(gid, []), calls.get(gid, []), content,
+                             cells.get(str(game.get("run_id"))))
         written.append(write_json(inside(out, gid, ".json"), replay, mask))
     return written
 

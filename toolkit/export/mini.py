@@ -2,11 +2,12 @@
 the shape its ``DefaultAgent.serialize`` writes and its inspector, ``mini-extra inspector``, opens).
 
 Per session: ``info`` (``exit_status`` = how the session ended, ``submission``, ``model_stats`` with the cost
-and the number of model calls, the toolkit's task, spec and success), and ``messages``: a system message (the
-first call's system prompt, when calls were logged), the task as the first user message, then per step one
-assistant message (the thought and each command, ``extra.actions`` holding the commands: a terminal command as
-itself, any other tool as ``Tool.name {json args}``) and one user message per command output
-(``extra.raw_output``, ``extra.returncode`` 0 or 1), as its text-based agent writes them.
+and the number of model calls; under ``toolkit`` the task, spec and success, the run's ``conditions`` (a sweep
+cell's parameters) and the calls' tokens, ``tokens_estimated`` when any count is an estimate), and
+``messages``: a system message (the first call's system prompt, when calls were logged), the task as the first
+user message, then per step one assistant message (the thought and each command, ``extra.actions`` holding the
+commands: a terminal command as itself, any other tool as ``Tool.name {json args}``) and one user message per
+command output (``extra.raw_output``, ``extra.returncode`` 0 or 1), as its text-based agent writes them.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from toolkit.core.files import inside
 from toolkit.core.secrets import Redactor
-from toolkit.export.common import OMITTED, by_key, parse_json, records, write_json
+from toolkit.export.common import OMITTED, by_key, conditions_by_run, parse_json, records, tokens, write_json
 
 FORMAT = "mini-swe-agent-1.1"
 TERMINAL = ("Terminal.run_command", "Terminal.run", "bash")
@@ -32,8 +33,10 @@ def action(command: dict) -> str:
     return f"{name} {json.dumps(args, ensure_ascii=False)}"
 
 
-def trajectory(session: dict, calls: list[dict], trajectory: dict | None, content: bool = True) -> dict[str, Any]:
-    """One session as a mini-swe-agent trajectory dict."""
+def trajectory(session: dict, calls: list[dict], trajectory: dict | None, content: bool = True,
+               conditions: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One session as a mini-swe-agent trajectory dict; ``info.toolkit`` holds its run's ``conditions`` (a sweep
+    cell's parameters) and its calls' tokens."""
     memory = (trajectory or {}).get("memory") or []
     system = next((m for c in calls for m in parse_json(c.get("messages"), []) or []
                    if isinstance(m, dict) and m.get("role") == "system"), None)
@@ -62,7 +65,9 @@ def trajectory(session: dict, calls: list[dict], trajectory: dict | None, conten
                  "exit_status": "Submitted" if ended == "end" and session.get("success") else ended,
                  "submission": "", "toolkit": {"session_id": session["session_id"], "spec": session.get("spec"),
                                                "steps": session.get("steps"), "ended_by": ended,
-                                               "success": session.get("success"), "wall_s": session.get("wall_s")}},
+                                               "success": session.get("success"), "wall_s": session.get("wall_s"),
+                                               "run_id": session.get("run_id"), "conditions": conditions or {},
+                                               **tokens(calls)}},
         "messages": messages,
         "trajectory_format": FORMAT,
     }
@@ -72,9 +77,10 @@ def write(results, out: Path, trajectories: dict[str, dict | None], content: boo
     """One ``<session_id>.traj.json`` per session under ``out``."""
     mask = Redactor()
     calls = by_key(results.calls, "session_id")
+    cells = conditions_by_run(results, mask)
     written = []
     for s in records(results.sessions):
         sid = s["session_id"]
-        data = trajectory(s, calls.get(sid, []), trajectories.get(sid), content)
+        data = trajectory(s, calls.get(sid, []), trajectories.get(sid), content, cells.get(str(s.get("run_id"))))
         written.append(write_json(inside(out, sid, ".traj.json"), data, mask, indent=1))
     return written

@@ -1,6 +1,7 @@
 """Games and sessions as OpenTelemetry GenAI spans (``toolkit.record.spans`` names and attributes them): written
 as OTLP JSON (``traces.jsonl``: one ``ExportTraceServiceRequest`` per game or session per line, the OTLP file
-format, ids in hex) or sent to an OTLP/HTTP endpoint (Phoenix, Jaeger, an OpenTelemetry Collector)."""
+format, ids in hex) or sent to an OTLP/HTTP endpoint (Phoenix, Jaeger, an OpenTelemetry Collector). A game's or
+session's span carries its run's conditions (``toolkit.condition.<name>``) and its tokens."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from toolkit.core.files import inside
-from toolkit.export.common import records
+from toolkit.core.secrets import Redactor
+from toolkit.export.common import conditions_by_run, records
 from toolkit.record.spans import SpanBuilder, exporter
 
 
@@ -19,6 +21,7 @@ def spans(results, content: bool = True, game_ids: list[str] | None = None) -> d
     out: dict[str, list] = {}
     key = {"value": ""}
     builder = SpanBuilder(lambda span: out.setdefault(key["value"], []).append(span), content)
+    cells = conditions_by_run(results, Redactor())
     calls = results.calls
     games = results.games
     if game_ids is not None:
@@ -34,10 +37,10 @@ def spans(results, content: bool = True, game_ids: list[str] | None = None) -> d
             builder.tool_call(t)
         for s in records(results.sessions):
             key["value"] = str(s["session_id"])
-            builder.session(s)
+            builder.session(s, cells.get(str(s.get("run_id"))))
     for g in records(games):
         key["value"] = str(g["game_id"])
-        builder.game(g)
+        builder.game(g, cells.get(str(g.get("run_id"))))
     return out
 
 

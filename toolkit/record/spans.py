@@ -9,6 +9,12 @@
   calls (and of a session's tool calls); a game: ``werewolf {game_id}``, the parent of its seats;
 - a tool call: ``execute_tool {tool}`` (``gen_ai.tool.name``, ``gen_ai.tool.call.id``).
 
+A game's span and a session's also carry their calls' tokens summed (``toolkit.prompt_tokens``,
+``toolkit.completion_tokens``, ``toolkit.tokens_estimated`` when any count is an estimate: not as
+``gen_ai.usage.*`` or ``llm.token_count.*``, which a viewer sums over the child calls already), and, when the
+exporter knows them, the run and its conditions (``toolkit.run_id``, ``toolkit.condition.<name>``: a sweep or
+tournament cell's parameters; a list or mapping as JSON).
+
 Each span also carries the OpenInference attributes Phoenix types spans by (``openinference.span.kind`` LLM,
 AGENT, TOOL or CHAIN, ``llm.token_count.*``, ``session.id``). Ids are derived from the rows' ids (a game's trace
 id from its game_id, a seat's span id from game and seat), so a call sent live and its seat's span sent when
@@ -97,6 +103,10 @@ class SpanBuilder:
         seat = c.get("seat")
         parent = (("seat", game, seat) if game and seat else ("session", session) if session else None)
         self._touch(conversation, start, end, seat if game else None, c.get("spec"))
+        used = self.open[conversation]
+        used["prompt"] = used.get("prompt", 0) + int(c.get("prompt_tokens") or 0)
+        used["completion"] = used.get("completion", 0) + int(c.get("completion_tokens") or 0)
+        used["estimated"] = used.get("estimated", False) or bool(c.get("usage_estimated"))
         model = str(c.get("model") or "unknown")
         attributes = {
             "gen_ai.operation.name": "chat", "gen_ai.provider.name": _provider(c.get("spec")),
@@ -147,7 +157,16 @@ class SpanBuilder:
         self._span(f"execute_tool {tool}", session, ("tool", session, t.get("step"), k), ("session", session),
                    start, end, "INTERNAL", attributes, ok=bool(t.get("ok", True)), error=t.get("error"))
 
-    def game(self, g: dict[str, Any]) -> None:
+    @staticmethod
+    def _study(row: dict[str, Any], c: dict, conditions: dict[str, Any] | None) -> dict[str, Any]:
+        """A game's or session's tokens, run and conditions, as attributes."""
+        out = {"toolkit.prompt_tokens": c.get("prompt", 0), "toolkit.completion_tokens": c.get("completion", 0),
+               "toolkit.tokens_estimated": c.get("estimated", False), "toolkit.run_id": row.get("run_id")}
+        for k, v in (conditions or {}).items():
+            out[f"toolkit.condition.{k}"] = v if isinstance(v, (str, bool, int, float)) else json.dumps(v, default=str)
+        return out
+
+    def game(self, g: dict[str, Any], conditions: dict[str, Any] | None = None) -> None:
         gid = str(g.get("game_id"))
         c = self.open.pop(gid, None) or {"start": 0, "end": 0, "seats": {}}
         for seat, (start, end, spec) in c["seats"].items():
@@ -158,9 +177,10 @@ class SpanBuilder:
         self._span(f"werewolf {gid}", gid, ("game", gid), None, c["start"], c["end"], "INTERNAL",
                    {"openinference.span.kind": "CHAIN", "session.id": gid, "gen_ai.conversation.id": gid,
                     "toolkit.winner": g.get("winner"), "toolkit.preset": g.get("preset"),
-                    "toolkit.days": g.get("days"), "toolkit.n_calls": g.get("n_calls")})
+                    "toolkit.days": g.get("days"), "toolkit.n_calls": g.get("n_calls"),
+                    **self._study(g, c, conditions)})
 
-    def session(self, s: dict[str, Any]) -> None:
+    def session(self, s: dict[str, Any], conditions: dict[str, Any] | None = None) -> None:
         sid = str(s.get("session_id"))
         c = self.open.pop(sid, None) or {"start": 0, "end": 0}
         self._span("invoke_agent engineer", sid, ("session", sid), None, c["start"], c["end"], "INTERNAL",
@@ -168,7 +188,7 @@ class SpanBuilder:
                     "gen_ai.agent.id": sid, "gen_ai.conversation.id": sid, "openinference.span.kind": "AGENT",
                     "session.id": sid, "toolkit.task": s.get("task") if self.content else None,
                     "toolkit.success": s.get("success"), "toolkit.steps": s.get("steps"),
-                    "toolkit.ended_by": s.get("ended_by")})
+                    "toolkit.ended_by": s.get("ended_by"), **self._study(s, c, conditions)})
 
 
 def exporter(endpoint: str):
