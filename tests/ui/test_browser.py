@@ -159,9 +159,16 @@ def test_analysis_notebook_and_the_explorer_on_the_example_study(lab):
     explorer = page.locator(".toolkit-explorer").last
     explorer.scroll_into_view_if_needed()
     explorer.locator("h2").first.wait_for(timeout=30_000)
-    assert "games" in explorer.inner_text() and "Win rates" in explorer.inner_text()
+    # the summary first (conditions, Conclusions, win rates); every other section is listed, computed when opened
+    assert "games" in explorer.inner_text() and "Conclusions" in explorer.inner_text()
+    assert "Win rates" in explorer.inner_text() and "Votes against" not in explorer.locator("h2").all_inner_texts()
+    votes = explorer.locator(".jupyter-widget-Collapse-header", has_text="Votes against")
+    assert "computed when opened" in votes.inner_text()
+    votes.click()
+    explorer.locator("h2", has_text="Votes against").wait_for(timeout=300_000)
+    lab.shot("explorer_section_opened")
     images = explorer.locator("img")
-    assert images.count() >= 3
+    assert images.count() >= 3  # the win rates, and the vote accuracy per preset
     # every plot shows, each inside the report where its section places it (none appended after the text)
     state = images.evaluate_all("imgs => imgs.map(i => [i.complete && i.naturalWidth > 0, i.src.slice(0, 22)])")
     assert all(ok and src == "data:image/png;base64," for ok, src in state), state

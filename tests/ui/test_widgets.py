@@ -5,6 +5,7 @@ import base64
 import html
 import json
 import re
+import time
 
 
 import pytest
@@ -167,11 +168,24 @@ def test_results_explorer_shows_tables_and_plots(tmp_path):
     r.load_button.click()  # Load reads in a thread (the kernel stays responsive)
     r.thread.join(120)
     assert "5 games" in r.summary.value and "village" in r.markdown and "Win rates" in r.markdown
-    assert r.images and all(data[:4] == b"\x89PNG" for data in r.images.values())
-    assert r.markdown == (write_report_text(tmp_path))  # the same report `toolkit report` writes
     assert "loaded in" in r.progress.value and not r.load_button.disabled
+    # the summary shows first; every other section is listed, computed only when opened
+    assert "## Votes" not in r.markdown and "Degenerate play" not in r.markdown
+    titles = r.sections.titles
+    assert len(titles) == len(r.sections.children) >= 6 and all(t.endswith("(computed when opened)") for t in titles)
+    assert not any(o.outputs for o in r.sections.children)
+    r.sections.selected_index = 0  # opened in the accordion: computed in a thread, then shown
+    deadline = time.monotonic() + 60
+    while "## Votes" not in r.markdown and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "## Votes" in r.markdown and r.sections.titles[0].startswith("Votes against")
+    assert "computed when opened" not in r.sections.titles[0] and r.sections.children[0].outputs
+    r.open_all()
+    assert r.markdown == write_report_text(tmp_path)  # every section opened: the report `toolkit report` writes
+    assert r.images and all(data[:4] == b"\x89PNG" for data in r.images.values())
     # each plot is embedded where the report links it, none is left as a link to a file the notebook lacks
-    shown = r.report.outputs[0]["data"]["text/markdown"]
+    shown = "\n".join(o["data"].get("text/markdown", "") for out in (r.report, *r.sections.children)
+                      for o in out.outputs)
     assert "](win_rates.png)" in r.markdown and "](win_rates.png)" not in shown
     assert shown.count("](data:image/png;base64,") == r.markdown.count(".png)") == len(r.images)
     # pick a game: its replay shows inline, with a link that saves the same page `toolkit view` writes
@@ -213,11 +227,17 @@ def test_the_explorer_shows_a_report_it_made_before_at_once_and_finds_relative_f
     assert "computed" in r.progress.value and "study: from the notebook's folder" in r.progress.value
     first = r.markdown
     computed = write_report_text(study)
+    assert computed.startswith(first) and len(computed) > len(first)
     made = []
-    monkeypatch.setattr(results, "write_report", lambda *a: made.append(a))  # a second open computes nothing
+    r.open_all()
+    assert r.markdown == computed
+    monkeypatch.setattr(results, "Report", lambda *a: made.append(a))  # a second open computes nothing
     started = time.monotonic()
     r.load()
-    assert made == [] and "from the cache" in r.progress.value and r.markdown == first == computed
+    assert "from the cache" in r.progress.value and r.markdown == first
+    assert not any("computed when opened" in t for t in r.sections.titles)  # every section is in the cache
+    r.open_all()
+    assert made == [] and r.markdown == computed
     assert time.monotonic() - started < 10
     # new games change the folder's fingerprint: the report is computed again
     with Run(study, "y") as run:

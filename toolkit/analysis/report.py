@@ -9,7 +9,7 @@ estimated token counts are marked.
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -202,13 +202,10 @@ def paired_sections(tables: Results, games: pd.DataFrame, by: list[str]) -> list
             "not two independent intervals:\n", markdown_table(pd.DataFrame(rows))]
 
 
-def metric_sections(tables: Results, games: pd.DataFrame, by: list[str]) -> list[str]:
-    """One section per metric a study registered (``toolkit.analysis.sections``), per condition."""
-    s = []
-    for m in METRICS.values():
-        s += [f"## {m.title}\n", f"{m.note}\n",
-              markdown_table(per_condition(lambda t, m=m: m.check(m.compute(t)), games, tables, by))]
-    return s
+def metric_section(m, tables: Results, games: pd.DataFrame, by: list[str]) -> list[str]:
+    """The section of one metric a study registered (``toolkit.analysis.sections``), per condition."""
+    return [f"## {m.title}\n", f"{m.note}\n",
+            markdown_table(per_condition(lambda t: m.check(m.compute(t)), games, tables, by))]
 
 
 def per_condition(func: Callable[[Results], pd.DataFrame], games: pd.DataFrame, tables: Results,
@@ -243,38 +240,53 @@ def conditions_of(games: pd.DataFrame, tables: Results, by: list[str]) -> list[t
     return cache[key][1]
 
 
-def _werewolf_sections(tables: Results, out: Path, written: list[Path], folder: Path) -> list[str]:
+@dataclass(frozen=True)
+class Part:
+    """One section of a report: its title and what renders it (Markdown lines; a plot it links is written into
+    the report's folder as it renders). ``eager`` parts are the summary a reader sees first (cheap: seconds on
+    the committed example); the others are computed when asked for (the results explorer) or all in order
+    (``write_report``)."""
+    title: str
+    render: Callable[[], list[str]]
+    eager: bool = False
+
+
+def _werewolf_parts(tables: Results, out: Path, written: list[Path], folder: Path) -> list[Part]:
     games = games_with_params(tables)
     by = A.conditions(games)
     estimated = tokens_estimated(tables)
-    s: list[str] = []
-    if by:
-        counts = games.groupby(by, dropna=False).size().rename("n").reset_index()
-        s += [f"Every table below is split by **{', '.join(by)}** (the conditions that differ between runs); "
-              "nothing is pooled across them, except where a line says what it pools.\n", markdown_table(counts)]
-        same = A.identical_groups(games, tables.events, tables.players, by)
-        for r in same.itertuples(index=False):
-            s.append(f"**Identical games:** `{r.a}` and `{r.b}` played the same {r.identical} of their {r.games} "
-                     "common seeds move for move: what differs between them had no effect on play, so they "
-                     "are one sample, not two.\n")
-    else:
-        s.append(f"One condition: all {len(games)} games share their run parameters.\n")
-    if estimated:
-        s.append("Token counts are **estimated** (offline players or providers that report no usage), not "
-                 "measured.\n")
     multi = tables.players["spec"].nunique() > 1
-    s += _conclusions_sections(tables, games, by) if multi or by else []
 
-    pooled = _pooled_note(games, tables.players, by)
-    written.append(P.save(P.plot_win_rates(games, by, title="Win rate by side" + (f" per {', '.join(by)}" if by else "")
-                                           + pooled), inside(out, "win_rates", ".png")))
-    s += ["## Win rates by side (95% intervals: exact below 30 games, else Wilson; n = games)\n",
-          markdown_table(games_table(A.win_rates(games, by))), "![win rates](win_rates.png)\n"]
-    if multi:
-        s += ["## Models: win rate by side and by role\n",
-              "Per seat-game; intervals resample games. `n` counts seat-games, `n_games` games.\n",
-              markdown_table(per_condition(lambda t: A.role_win_rates(t.games, t.players, ["spec", "side"]),
-                                           games, tables, by))]
+    def summary() -> list[str]:
+        s: list[str] = []
+        if by:
+            counts = games.groupby(by, dropna=False).size().rename("n").reset_index()
+            s += [f"Every table below is split by **{', '.join(by)}** (the conditions that differ between runs); "
+                  "nothing is pooled across them, except where a line says what it pools.\n", markdown_table(counts)]
+            same = A.identical_groups(games, tables.events, tables.players, by)
+            for r in same.itertuples(index=False):
+                s.append(f"**Identical games:** `{r.a}` and `{r.b}` played the same {r.identical} of their "
+                         f"{r.games} common seeds move for move: what differs between them had no effect on play, "
+                         "so they are one sample, not two.\n")
+        else:
+            s.append(f"One condition: all {len(games)} games share their run parameters.\n")
+        if estimated:
+            s.append("Token counts are **estimated** (offline players or providers that report no usage), not "
+                     "measured.\n")
+        return s + (_conclusions_sections(tables, games, by) if multi or by else [])
+
+    def win_rates() -> list[str]:
+        pooled = _pooled_note(games, tables.players, by)
+        title = "Win rate by side" + (f" per {', '.join(by)}" if by else "") + pooled
+        written.append(P.save(P.plot_win_rates(games, by, title=title), inside(out, "win_rates", ".png")))
+        return ["## Win rates by side (95% intervals: exact below 30 games, else Wilson; n = games)\n",
+                markdown_table(games_table(A.win_rates(games, by))), "![win rates](win_rates.png)\n"]
+
+    def models() -> list[str]:
+        s = ["## Models: win rate by side and by role\n",
+             "Per seat-game; intervals resample games. `n` counts seat-games, `n_games` games.\n",
+             markdown_table(per_condition(lambda t: A.role_win_rates(t.games, t.players, ["spec", "side"]),
+                                          games, tables, by))]
         if one_model_per_side(tables.players):
             s.append("By role: not shown — every game has one model per side, so a model's win rate is the "
                      "same for every village role by construction.\n")
@@ -306,103 +318,124 @@ def _werewolf_sections(tables: Results, out: Path, written: list[Path], folder: 
               "adjusted `p_holm` over every pair of the table; the verdict names an order only when "
               "`p_holm` < 0.05 (family-wise):\n",
               markdown_table(per_condition(lambda t: A.separation(t.games, t.players), games, tables, by))]
-        s += _sequential_ratings_section(tables, games, by)
+        return s + _sequential_ratings_section(tables, games, by)
 
-    vote_by = ["spec", "round"] if multi else ["round"]
-    vote_plots = []
-    for key, sub in conditions_of(games, tables, by):
-        name = "_".join(str(v) for v in key.values())
-        fig = P.plot_vote_accuracy_by_day(sub.events, sub.players,
-                                          "spec" if multi else None, games=sub.games,
-                                          title="Village vote accuracy by day vs the bar" + (
-                                              ": " + ", ".join(f"{k}={v}" for k, v in key.items()) if key else ""))
-        path = inside(out, f"vote_accuracy_{name}" if name else "vote_accuracy", ".png")
-        written.append(P.save(fig, path))
-        vote_plots.append(f"![vote accuracy]({path.name})\n")
-    s += ["## Votes against the best information-free ballot\n",
-          "Share of village-side ballots cast on a werewolf. Every rate in this report stands beside its bar, "
-          "`chance`: the best strategy that uses no information, scored on the same units under the same rules "
-          "(the strategy is named in `bar`); `lift` = rate − chance, with its interval (resampling games); "
-          "`random` = what uniformly random legal answers (passing, abstaining, voting for oneself where the "
-          "rules allow) score on the same units. For a ballot the bar is a random other candidate, never oneself "
-          "and never abstaining. First-round and revote ballots are separate (`round`).\n",
-          markdown_table(per_condition(lambda t: A.vote_accuracy(t.events, t.players, vote_by, games=t.games),
-                                       games, tables, by)),
-          "By day (first round, per model): later days are survivors — games still running, and in them the "
-          "players still alive — so a day's rate is not the same population as day 1's:\n",
-          markdown_table(per_condition(_first_round_by_day, games, tables, by)),
-          *vote_plots,
-          *_exile_sections(tables, games, by, multi),
-          "## Survival and dominance\n",
-          "KSR (seat survived to the end) by model and role — mostly a restatement of the win (a winning "
-          "side's seats survive more); margin of win (living share of the winning side) and speed of win "
-          "(1 / days) are over **won** seat-games only, so a model that rarely wins and wins only early looks "
-          "fast: read them beside the win rate, never alone:\n",
-          markdown_table(per_condition(lambda t: A.ksr(t.games, t.players), games, tables, by)),
-          markdown_table(per_condition(lambda t: A.win_margin_speed(t.games, t.players), games, tables, by)),
-          "Their unconditional counterpart: each model's win rate per side against what its roles win on "
-          "average in these games (`adjusted` = rate − role baseline; every seat-game, won or lost; the "
-          "interval is the adjusted value's):\n",
-          markdown_table(per_condition(lambda t: A.role_adjusted_wins(t.games, t.players), games, tables, by)),
-          "## Night actions (intervals resample games; `chance` = the bar named in `bar`, `random` = a uniformly "
-          "random legal answer, passing included)\n",
-          *_night_tables(per_condition(lambda t: A.night_actions(t.events, t.players, ["spec"] if multi else None,
-                                                                 t.games), games, tables, by))]
-    s += ["## Beliefs and deception\n"]
-    if len(tables.beliefs):
-        s += ["Identity inference (guessed role = true role), by model and side: `chance` = the best constant "
-              "guess per model, believer role and day (the role most often true on those rows; a tie shares the "
-              "hit), `lift` the lift over it — the number to read; `random` = a random guess among the roles:\n",
-              markdown_table(per_condition(lambda t: A.identity_accuracy(t.beliefs, t.players, ["spec", "side"]),
-                                           games, tables, by)),
-              "Balanced accuracy (the mean over true roles of the share guessed right; a constant guess scores "
-              "1 / roles, like chance):\n",
-              markdown_table(per_condition(lambda t: A.balanced_accuracy(t.beliefs, t.players, ["spec", "side"]),
-                                           games, tables, by)),
-              "By day (later days are survivors):\n",
-              markdown_table(per_condition(lambda t: A.identity_accuracy(t.beliefs, t.players, ["spec", "day"]),
-                                           games, tables, by)),
-              "Proper scores of the stated confidences (lower is better), and their skill against the no-skill "
-              "forecast that always states the observed accuracy (`brier_skill`, `log_skill`: above 0 the "
-              "confidences carry information):\n",
-              markdown_table(per_condition(lambda t: A.brier(t.beliefs, t.players, ["spec"]), games, tables, by)),
-              "The village's detection of the wolves by model and day: recall (`rate`: rows about a wolf that "
-              "guess Werewolf) against its bar, the false-positive rate (rows about a village player that guess "
-              "Werewolf: `chance`); `lift` = recall − false-positive rate, 0 for any guess that ignores the game, "
-              "with a paired interval resampling games:\n",
-              markdown_table(per_condition(lambda t: A.wolf_detection(t.beliefs, t.players, ["spec", "day"]),
-                                           games, tables, by))]
-    else:
-        s.append("The `beliefs` table is empty in these results (no player reflected with role guesses), so "
-                 "identity inference, Brier scores and detection over time are not reported.\n")
-    s += ["Claims in speeches checked against the truth (a role claim is false when it is not the speaker's "
-          "role — concealment included; a check claim is false unless the Seer made that check):\n",
-          markdown_table(per_condition(lambda t: A.lie_rates(t.events, t.players, ["spec", "side", "kind"]),
-                                       games, tables, by)),
-          "`by_construction` marks rates that the rules fix (a wolf claiming a village role always lies): counts, "
-          "not choices.\n",
-          "How often check claims were followed by the other village voters' later ballots that day (false vs "
-          "true claims; neither the speaker's nor the accused's ballot counts; chance = 1 / (living − 1)). "
-          "`claim_falsity_within_side` is false where every false claim is a wolf's and every true one the "
-          "Seer's — there \"false vs true\" is \"wolf vs Seer\", not a test of falsity:\n",
-          markdown_table(per_condition(lambda t: A.false_claims_followed(t.events, t.players, t.beliefs,
-                                                                         games=t.games), games, tables, by)),
-          "Vote swing: share of the other voters' ballots on the player a speech accused or suspected, against "
-          "chance (a wolf speaker's fellow wolves are left out: they follow an ally, not an argument):\n",
-          markdown_table(per_condition(lambda t: A.vote_swing(t.events, t.players, games=t.games), games, tables,
-                                       by))]
-    s += robustness_sections(tables, games, by)
-    s += paired_sections(tables, games, by)
-    s += metric_sections(tables, games, by)
-    written.append(P.save(P.plot_costs(games, by, estimated=estimated), inside(out, "costs", ".png")))
-    s += ["## Calls, tokens, cost and fallbacks per game (95% bootstrap intervals; n = games)\n",
-          ("Token counts are estimated.\n" if estimated else ""),
-          markdown_table(A.per_game_costs(games, by)), "![costs](costs.png)\n",
-          *_cached_share_section(tables),
-          *_degeneracy_section(tables, games, by, folder),
-          f"Games needed for ±5 points on a win rate: {A.sample_size(0.05)} per condition (±10 points: "
-          f"{A.sample_size(0.1)}).\n"]
-    return s
+    def votes() -> list[str]:
+        vote_by = ["spec", "round"] if multi else ["round"]
+        vote_plots = []
+        for key, sub in conditions_of(games, tables, by):
+            name = "_".join(str(v) for v in key.values())
+            fig = P.plot_vote_accuracy_by_day(sub.events, sub.players,
+                                              "spec" if multi else None, games=sub.games,
+                                              title="Village vote accuracy by day vs the bar" + (
+                                                  ": " + ", ".join(f"{k}={v}" for k, v in key.items()) if key else ""))
+            path = inside(out, f"vote_accuracy_{name}" if name else "vote_accuracy", ".png")
+            written.append(P.save(fig, path))
+            vote_plots.append(f"![vote accuracy]({path.name})\n")
+        return ["## Votes against the best information-free ballot\n",
+                "Share of village-side ballots cast on a werewolf. Every rate in this report stands beside its bar, "
+                "`chance`: the best strategy that uses no information, scored on the same units under the same "
+                "rules (the strategy is named in `bar`); `lift` = rate − chance, with its interval (resampling "
+                "games); `random` = what uniformly random legal answers (passing, abstaining, voting for oneself "
+                "where the rules allow) score on the same units. For a ballot the bar is a random other candidate, "
+                "never oneself and never abstaining. First-round and revote ballots are separate (`round`).\n",
+                markdown_table(per_condition(lambda t: A.vote_accuracy(t.events, t.players, vote_by, games=t.games),
+                                             games, tables, by)),
+                "By day (first round, per model): later days are survivors — games still running, and in them the "
+                "players still alive — so a day's rate is not the same population as day 1's:\n",
+                markdown_table(per_condition(_first_round_by_day, games, tables, by)),
+                *vote_plots,
+                *_exile_sections(tables, games, by, multi)]
+
+    def survival() -> list[str]:
+        return ["## Survival and dominance\n",
+                "KSR (seat survived to the end) by model and role — mostly a restatement of the win (a winning "
+                "side's seats survive more); margin of win (living share of the winning side) and speed of win "
+                "(1 / days) are over **won** seat-games only, so a model that rarely wins and wins only early looks "
+                "fast: read them beside the win rate, never alone:\n",
+                markdown_table(per_condition(lambda t: A.ksr(t.games, t.players), games, tables, by)),
+                markdown_table(per_condition(lambda t: A.win_margin_speed(t.games, t.players), games, tables, by)),
+                "Their unconditional counterpart: each model's win rate per side against what its roles win on "
+                "average in these games (`adjusted` = rate − role baseline; every seat-game, won or lost; the "
+                "interval is the adjusted value's):\n",
+                markdown_table(per_condition(lambda t: A.role_adjusted_wins(t.games, t.players), games, tables, by))]
+
+    def night() -> list[str]:
+        return ["## Night actions (intervals resample games; `chance` = the bar named in `bar`, `random` = a "
+                "uniformly random legal answer, passing included)\n",
+                *_night_tables(per_condition(lambda t: A.night_actions(t.events, t.players,
+                                                                       ["spec"] if multi else None, t.games),
+                                             games, tables, by))]
+
+    def beliefs() -> list[str]:
+        s = ["## Beliefs and deception\n"]
+        if len(tables.beliefs):
+            s += ["Identity inference (guessed role = true role), by model and side: `chance` = the best constant "
+                  "guess per model, believer role and day (the role most often true on those rows; a tie shares the "
+                  "hit), `lift` the lift over it — the number to read; `random` = a random guess among the roles:\n",
+                  markdown_table(per_condition(lambda t: A.identity_accuracy(t.beliefs, t.players, ["spec", "side"]),
+                                               games, tables, by)),
+                  "Balanced accuracy (the mean over true roles of the share guessed right; a constant guess scores "
+                  "1 / roles, like chance):\n",
+                  markdown_table(per_condition(lambda t: A.balanced_accuracy(t.beliefs, t.players, ["spec", "side"]),
+                                               games, tables, by)),
+                  "By day (later days are survivors):\n",
+                  markdown_table(per_condition(lambda t: A.identity_accuracy(t.beliefs, t.players, ["spec", "day"]),
+                                               games, tables, by)),
+                  "Proper scores of the stated confidences (lower is better), and their skill against the no-skill "
+                  "forecast that always states the observed accuracy (`brier_skill`, `log_skill`: above 0 the "
+                  "confidences carry information):\n",
+                  markdown_table(per_condition(lambda t: A.brier(t.beliefs, t.players, ["spec"]), games, tables,
+                                               by)),
+                  "The village's detection of the wolves by model and day: recall (`rate`: rows about a wolf that "
+                  "guess Werewolf) against its bar, the false-positive rate (rows about a village player that guess "
+                  "Werewolf: `chance`); `lift` = recall − false-positive rate, 0 for any guess that ignores the "
+                  "game, with a paired interval resampling games:\n",
+                  markdown_table(per_condition(lambda t: A.wolf_detection(t.beliefs, t.players, ["spec", "day"]),
+                                               games, tables, by))]
+        else:
+            s.append("The `beliefs` table is empty in these results (no player reflected with role guesses), so "
+                     "identity inference, Brier scores and detection over time are not reported.\n")
+        return s + [
+            "Claims in speeches checked against the truth (a role claim is false when it is not the speaker's "
+            "role — concealment included; a check claim is false unless the Seer made that check):\n",
+            markdown_table(per_condition(lambda t: A.lie_rates(t.events, t.players, ["spec", "side", "kind"]),
+                                         games, tables, by)),
+            "`by_construction` marks rates that the rules fix (a wolf claiming a village role always lies): counts, "
+            "not choices.\n",
+            "How often check claims were followed by the other village voters' later ballots that day (false vs "
+            "true claims; neither the speaker's nor the accused's ballot counts; chance = 1 / (living − 1)). "
+            "`claim_falsity_within_side` is false where every false claim is a wolf's and every true one the "
+            "Seer's — there \"false vs true\" is \"wolf vs Seer\", not a test of falsity:\n",
+            markdown_table(per_condition(lambda t: A.false_claims_followed(t.events, t.players, t.beliefs,
+                                                                           games=t.games), games, tables, by)),
+            "Vote swing: share of the other voters' ballots on the player a speech accused or suspected, against "
+            "chance (a wolf speaker's fellow wolves are left out: they follow an ally, not an argument):\n",
+            markdown_table(per_condition(lambda t: A.vote_swing(t.events, t.players, games=t.games), games, tables,
+                                         by))]
+
+    def costs() -> list[str]:
+        written.append(P.save(P.plot_costs(games, by, estimated=estimated), inside(out, "costs", ".png")))
+        return ["## Calls, tokens, cost and fallbacks per game (95% bootstrap intervals; n = games)\n",
+                ("Token counts are estimated.\n" if estimated else ""),
+                markdown_table(A.per_game_costs(games, by)), "![costs](costs.png)\n",
+                *_cached_share_section(tables),
+                f"Games needed for ±5 points on a win rate: {A.sample_size(0.05)} per condition (±10 points: "
+                f"{A.sample_size(0.1)}).\n"]
+
+    parts = [Part("Summary: conditions and conclusions", summary, eager=True),
+             Part("Win rates by side", win_rates, eager=True)]
+    if multi:
+        parts.append(Part("Models: win rates by role, ratings, which models differ", models))
+    parts += [Part("Votes against the best information-free ballot", votes),
+              Part("Survival and dominance", survival),
+              Part("Night actions", night),
+              Part("Beliefs and deception", beliefs),
+              Part("Robustness: draws, errors, fallbacks", lambda: robustness_sections(tables, games, by)),
+              Part("Paired comparisons between conditions", lambda: paired_sections(tables, games, by))]
+    parts += [Part(m.title, lambda m=m: metric_section(m, tables, games, by)) for m in METRICS.values()]
+    return parts + [Part("Calls, tokens, cost and fallbacks per game", costs),
+                    Part("Degenerate play per model", lambda: _degeneracy_section(tables, games, by, folder))]
 
 
 def _night_tables(table: pd.DataFrame) -> list[str]:
@@ -511,42 +544,62 @@ def _degeneracy_section(tables: Results, games: pd.DataFrame, by: list[str], fol
             markdown_table(d)]
 
 
-def write_report(folder: str | Path, out: str | Path | None = None) -> list[Path]:
-    folder = Path(folder)
-    out = Path(out or folder)
-    tables = load(folder, complete_games=True, columns=REPORT_COLUMNS)
-    if not len(tables.games) and not len(tables.sessions):
-        raise ValueError(f"{folder}: no finished games or sessions to report on")
-    out.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-    calls = f"model calls: {len(tables.calls)}"
-    if not len(tables.calls) and len(tables.games):
-        calls = (f"model calls: {int(pd.to_numeric(tables.games['n_calls'], errors='coerce').sum())} (counted in "
-                 "the games table; these results do not include the calls table)")
-    sections = [f"# Report: {folder}\n", f"Runs: {len(tables.runs)}, games: {len(tables.games)}, "
-                f"sessions: {len(tables.sessions)}, {calls}.\n"]
-    adaptive = folder / "adaptive.md"
-    if adaptive.exists() and len(tables.games):  # the games of an adaptive tournament stopped on their own data
-        sections += ["## An adaptive tournament\n",
-                     "These games come from an adaptive tournament that chose its games and its stopping time from "
-                     "the results as they came. The ratings' intervals and the separation verdicts further down "
-                     "are fixed-sample ones and do not account for that. The verdicts and intervals that do are "
-                     "these (from `adaptive.md`):\n",
-                     adaptive.read_text().replace("# Adaptive tournament\n", "", 1).replace("\n## ", "\n### ")]
-    if len(tables.games):
-        sections += _werewolf_sections(tables, out, written, folder)
-    if len(tables.sessions):
+class Report:
+    """A results folder's report as its parts, in order (``Part``): the tables are read once, each part is
+    rendered when asked for and writes its plots into ``out``. ``write_report`` renders them all; the results
+    explorer renders the summary first and the other parts when a reader opens them."""
+
+    def __init__(self, folder: str | Path, out: str | Path | None = None):
+        self.folder = Path(folder)
+        self.out = Path(out or folder)
+        self.tables = tables = load(self.folder, complete_games=True, columns=REPORT_COLUMNS)
+        if not len(tables.games) and not len(tables.sessions):
+            raise ValueError(f"{self.folder}: no finished games or sessions to report on")
+        self.written: list[Path] = []
+        self.parts = [Part("Report", self._header, eager=True)]
+        if len(tables.games):
+            self.parts += _werewolf_parts(tables, self.out, self.written, self.folder)
+        if len(tables.sessions):
+            self.parts.append(Part("Engineer sessions", self._engineer, eager=True))
+
+    def render(self, part: Part) -> str:
+        """One part's Markdown (its plots written into ``out``)."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        return "\n".join(part.render())
+
+    def _header(self) -> list[str]:
+        tables, folder = self.tables, self.folder
+        calls = f"model calls: {len(tables.calls)}"
+        if not len(tables.calls) and len(tables.games):
+            calls = (f"model calls: {int(pd.to_numeric(tables.games['n_calls'], errors='coerce').sum())} (counted "
+                     "in the games table; these results do not include the calls table)")
+        s = [f"# Report: {folder}\n", f"Runs: {len(tables.runs)}, games: {len(tables.games)}, "
+             f"sessions: {len(tables.sessions)}, {calls}.\n"]
+        adaptive = folder / "adaptive.md"
+        if adaptive.exists() and len(tables.games):  # the games of an adaptive tournament stopped on their own data
+            s += ["## An adaptive tournament\n",
+                  "These games come from an adaptive tournament that chose its games and its stopping time from the "
+                  "results as they came. The ratings' intervals and the separation verdicts further down are "
+                  "fixed-sample ones and do not account for that. The verdicts and intervals that do are these "
+                  "(from `adaptive.md`):\n",
+                  adaptive.read_text().replace("# Adaptive tournament\n", "", 1).replace("\n## ", "\n### ")]
+        return s
+
+    def _engineer(self) -> list[str]:
+        tables, out = self.tables, self.out
         sessions = tables.sessions.copy()
-        written.append(P.save(P.plot_tool_usage(tables.tool_calls, sessions), inside(out, "tool_usage", ".png")))
-        written.append(P.save(P.plot_success_vs_steps(sessions), inside(out, "success_vs_steps", ".png")))
-        sections += [ENGINEER_HEADER,
-                     markdown_table(A.engineer_success(sessions)),
-                     "## Tool usage by model\n",
-                     markdown_table(A.tool_usage(tables.tool_calls, sessions)[
-                         ["spec", "tool", "calls", "n", "error_rate", "ci_low", "ci_high"]]),
-                     "![tool usage](tool_usage.png)\n", "![success vs steps](success_vs_steps.png)\n"]
-    summary = inside(out, "summary", ".md")
-    out.mkdir(parents=True, exist_ok=True)
-    summary.write_text("\n".join(sections))
-    written.append(summary)
-    return written
+        self.written.append(P.save(P.plot_tool_usage(tables.tool_calls, sessions), inside(out, "tool_usage", ".png")))
+        self.written.append(P.save(P.plot_success_vs_steps(sessions), inside(out, "success_vs_steps", ".png")))
+        return [ENGINEER_HEADER, markdown_table(A.engineer_success(sessions)), "## Tool usage by model\n",
+                markdown_table(A.tool_usage(tables.tool_calls, sessions)[
+                    ["spec", "tool", "calls", "n", "error_rate", "ci_low", "ci_high"]]),
+                "![tool usage](tool_usage.png)\n", "![success vs steps](success_vs_steps.png)\n"]
+
+
+def write_report(folder: str | Path, out: str | Path | None = None) -> list[Path]:
+    """Every part of ``folder``'s report, in order: the plots and ``summary.md`` in ``out`` (default: ``folder``)."""
+    report = Report(folder, out)
+    text = "\n".join(t for t in (report.render(p) for p in report.parts) if t)
+    summary = inside(report.out, "summary", ".md")
+    summary.write_text(text)
+    return report.written + [summary]

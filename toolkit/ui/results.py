@@ -1,25 +1,26 @@
 """The results explorer: pick a results folder and see its report (the tables and plots that
-``toolkit report`` writes, made by the same function), each plot where the report places it; then pick a game
+``toolkit report`` writes, made by the same ``Report``), each plot where the report places it; then pick a game
 or an engineer session to see its HTML replay inline (``toolkit.export.html.show``, the page ``toolkit view``
 writes), with a link that saves the page.
 
-Computing a large study's report takes a while (the committed example: minutes on two busy cores), so a report
-is kept in a cache (``TOOLKIT_REPORT_CACHE``, default ``~/.cache/llm-agent-toolkit/reports``) under a fingerprint of
-the folder's files (names, sizes, modification times) and of the analysis code: opened again, it shows at once
-(benchmarks/explorer_open.py). The progress line says which stage is running and for how long; Load runs off the
-kernel's main thread so that the rest of the notebook stays responsive. A relative folder is looked for in the
-notebook's folder (the kernel's working folder), then in the repository, and the progress line says which; a
-folder that is not there leaves the report shown in place and says so in one line."""
+The report is shown part by part: the summary (conditions, Conclusions, design matrix, win rates) at once — a few
+seconds on the committed example — and every other section (votes, beliefs, robustness, degeneracy checks, …)
+listed below it, computed when opened (computing all of the example's takes minutes on two busy cores). Each part
+is kept in a cache (``TOOLKIT_REPORT_CACHE``, default ``~/.cache/llm-agent-toolkit/reports``) under a fingerprint
+of the folder's files (names, sizes, modification times) and of the analysis code: opened again, it shows at once
+(benchmarks/explorer_open.py). The progress line says which stage is running and for how long; Load and each
+section run off the kernel's main thread so that the rest of the notebook stays responsive. A relative folder is
+looked for in the notebook's folder (the kernel's working folder), then in the repository, and the progress line
+says which; a folder that is not there leaves the report shown in place and says so in one line."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
 import html
+import json
 import os
 import re
-import shutil
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -28,7 +29,7 @@ import ipywidgets as W
 from IPython.display import HTML, Markdown
 
 import toolkit
-from toolkit.analysis.report import write_report
+from toolkit.analysis.report import Report
 from toolkit.core import data
 from toolkit.export.html import Replay, show
 from toolkit.record.load import load
@@ -82,25 +83,53 @@ def fingerprint(folder: Path) -> str:
     return h.hexdigest()[:32]
 
 
-def cached(folder: Path) -> Path | None:
-    """The cache's copy of ``folder``'s report (a folder holding summary.md and its plots), or None."""
-    entry = cache_root() / fingerprint(folder)
-    return entry if (entry / "summary.md").is_file() else None
+class ReportCache:
+    """One folder's report in the cache, part by part (``toolkit.analysis.report.Part``): ``index.json`` (the
+    parts' titles, which are eager), ``part-NN.md`` for each part rendered so far, and the plots they link. The
+    folder's tables are read (``Report``) only when a part is not there yet."""
 
+    lock = threading.Lock()  # one part at a time in a kernel: parts share their report's tables and pyplot's figures
 
-def cached_report(folder: Path) -> Path:
-    """``folder``'s report in the cache, computed (``write_report``) and kept there when it was not."""
-    entry = cache_root() / fingerprint(folder)
-    if not (entry / "summary.md").is_file():
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".partial-"))
-        try:
-            write_report(folder, tmp)
-            shutil.rmtree(entry, ignore_errors=True)
-            os.replace(tmp, entry)  # whole or not at all: a report killed half-way is never read back
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return entry
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.entry = cache_root() / fingerprint(folder)
+        self.report: Report | None = None
+        index = self.entry / "index.json"
+        if index.is_file():
+            self.titles, self.eager = (json.loads(index.read_text())[k] for k in ("titles", "eager"))
+        else:
+            report = self._report()
+            self.titles, self.eager = [p.title for p in report.parts], [p.eager for p in report.parts]
+            self._keep(index, json.dumps({"titles": self.titles, "eager": self.eager}))
+
+    def _report(self) -> Report:
+        if self.report is None:
+            self.report = Report(self.folder, self.entry)
+        return self.report
+
+    def _keep(self, path: Path, text: str) -> None:
+        """Whole or not at all: a part killed half-way is never read back."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+
+    def has(self, i: int) -> bool:
+        return (self.entry / f"part-{i:02d}.md").is_file()
+
+    def text(self, i: int) -> str:
+        """Part ``i``'s Markdown, rendered (and kept) when the cache does not hold it."""
+        path = self.entry / f"part-{i:02d}.md"
+        with self.lock:
+            if not path.is_file():
+                report = self._report()
+                self._keep(path, report.render(report.parts[i]))  # its plots are written first, into the entry
+            return path.read_text()
+
+    def images(self, text: str) -> dict[str, bytes]:
+        """The plots ``text`` links, from the entry."""
+        return {name: (self.entry / name).read_bytes() for _, name in IMAGE.findall(text)
+                if (self.entry / name).is_file()}
 
 
 class ResultsExplorer(W.VBox):
@@ -109,69 +138,121 @@ class ResultsExplorer(W.VBox):
         self.load_button = W.Button(description="Load")
         self.progress = W.HTML()
         self.summary = W.HTML()
-        self.report = W.Output()
+        self.report = W.Output()  # the summary: the report's eager parts
+        self.sections = W.Accordion()  # the other parts, each computed when opened
+        self.sections.observe(self._opened, "selected_index")
         self.pick = W.Combobox(placeholder="a game_id or session_id (load first)", description="replay",
                                ensure_option=True, layout=W.Layout(width="60%"))
         self.view_button = W.Button(description="View", disabled=True)
         self.replay = W.Output()
-        self.markdown = ""
+        self.parts: dict[int, str] = {}  # the Markdown of each part shown so far, by its place in the report
         self.images: dict[str, bytes] = {}
         self.tables = None
+        self.cache: ReportCache | None = None
         self.shown: Path | None = None  # the folder whose report is shown
         self.thread: threading.Thread | None = None
         self.load_button.on_click(lambda _: self.load_in_background())
         self.view_button.on_click(lambda _: self.view())
         super().__init__([W.HBox([self.folder, self.load_button]), self.progress, self.summary,
-                          W.HBox([self.pick, self.view_button]), self.replay, self.report])
+                          W.HBox([self.pick, self.view_button]), self.replay, self.report, self.sections])
         self.add_class("toolkit-explorer")
+
+    @property
+    def markdown(self) -> str:
+        """The report's Markdown shown so far, in the report's order (after ``open_all``: what ``toolkit report``
+        writes to summary.md)."""
+        return "\n".join(t for _, t in sorted(self.parts.items()) if t)
 
     def _stage(self, text: str, started: float) -> None:
         self.progress.value = (f"<span class='toolkit-busy'>⏳ {html.escape(text, quote=False)} "
                                f"({time.monotonic() - started:.0f} s so far)</span>")
 
     def load(self) -> None:
-        """Read the folder and show its report (blocks until done; the Load button runs it in a thread). A folder
-        that is not there changes nothing but the progress line."""
+        """Read the folder and show its summary (blocks until done; the Load button runs it in a thread); the
+        report's other sections are listed below it and computed when opened. A folder that is not there changes
+        nothing but the progress line."""
         folder, how = resolve(self.folder.value)
         if folder is None:
             still = f"; still showing {self.shown}" if self.shown else ""
             self.progress.value = f"<span style='color:#c0392b'>{html.escape(how + still, quote=False)}</span>"
             return
         self.report.outputs = self.replay.outputs = ()
-        self.summary.value, self.markdown, self.images, self.tables, self.shown = "", "", {}, None, None
+        self.sections.children, self.sections.selected_index = (), None
+        self.summary.value, self.parts, self.images, self.tables, self.shown = "", {}, {}, None, None
         self.pick.options, self.pick.value, self.view_button.disabled = (), "", True
         started = time.monotonic()
         where = f" ({how})" if how else ""
         self.load_button.disabled = True
         try:
-            entry = cached(folder)
-            if entry is not None:  # shown at once; the tables (for the replays) are read after
-                self._show(entry)
-                shown_in = time.monotonic() - started
-                self._stage(f"report shown from the cache ({shown_in:.1f} s); reading the tables for the replays",
-                            started)
-                self._read_tables(folder)
-            else:  # the counts first (seconds), then the report (minutes for a large study)
-                self._stage(f"reading the tables in {folder}{where}", started)
-                self._read_tables(folder)
-                self._stage("computing the report (rates, intervals, ratings) and drawing its plots; kept in the "
-                            "cache for the next time", started)
-                self._show(cached_report(folder))
-                shown_in = time.monotonic() - started
+            self._stage(f"reading {folder}{where} and computing its summary (the conclusions)", started)
+            self.cache = cache = ReportCache(folder)
+            fresh = not all(cache.has(i) for i, eager in enumerate(cache.eager) if eager)
+            for i, eager in enumerate(cache.eager):
+                if eager:
+                    self._show(i, self.report)
+            shown_in = time.monotonic() - started
+            lazy = [i for i, eager in enumerate(cache.eager) if not eager]
+            self.sections.children = [W.Output() for _ in lazy]
+            self.sections.titles = tuple(cache.titles[i] + ("" if cache.has(i) else " (computed when opened)")
+                                         for i in lazy)
+            self._stage(f"summary shown ({shown_in:.1f} s); reading the tables for the replays", started)
+            self._read_tables(folder)
             self.progress.value = html.escape(
-                f"loaded in {time.monotonic() - started:.0f} s (report {'from the cache' if entry else 'computed'} "
-                f"and shown after {shown_in:.1f} s){where}", quote=False)
+                f"loaded in {time.monotonic() - started:.0f} s (summary {'computed' if fresh else 'from the cache'} "
+                f"and shown after {shown_in:.1f} s){where}; open a section below to compute it (kept in the cache "
+                "for the next time)", quote=False)
         except Exception as exc:
             self.progress.value = f"<span style='color:#c0392b'>{html.escape(f'{type(exc).__name__}: {exc}')}</span>"
             raise
         finally:
             self.load_button.disabled = False
 
-    def _show(self, entry: Path) -> None:
-        self.markdown = (entry / "summary.md").read_text()
-        self.images = {p.name: p.read_bytes() for p in entry.glob("*.png")}
-        # append_display_data, not `with self.report`: the capture does not work from a thread
-        self.report.append_display_data(Markdown(inline_images(self.markdown, self.images)))
+    def _show(self, i: int, out: W.Output) -> None:
+        text = self.cache.text(i)
+        images = self.cache.images(text)
+        self.parts[i], self.images = text, {**self.images, **images}
+        # append_display_data, not `with out`: the capture does not work from a thread
+        out.append_display_data(Markdown(inline_images(text, images)) if text else
+                                HTML("<i>nothing to report in this section for these results</i>"))
+
+    def open_section(self, k: int) -> None:
+        """Compute (or read from the cache) the ``k``-th section below the summary and show it (blocks; opening it
+        in the accordion runs this in a thread)."""
+        cache, out = self.cache, self.sections.children[k]
+        i = [i for i, eager in enumerate(cache.eager) if not eager][k]
+        if i in self.parts:
+            return
+        started = time.monotonic()
+        out.outputs = ()
+        out.append_display_data(HTML(f"<span class='toolkit-busy'>⏳ computing {html.escape(cache.titles[i])}"
+                                     "…</span>"))
+        try:
+            cache.text(i)  # computed here, while the busy line shows; _show reads it back
+        except Exception as exc:
+            out.outputs = ()
+            out.append_display_data(HTML(f"<span style='color:#c0392b'>{html.escape(f'{type(exc).__name__}: {exc}')}"
+                                         "</span>"))
+            raise
+        if cache is not self.cache:  # another folder was loaded meanwhile
+            return
+        out.outputs = ()
+        self._show(i, out)
+        titles = list(self.sections.titles)
+        titles[k] = f"{cache.titles[i]}" + ("" if time.monotonic() - started < 1 else
+                                           f" ({time.monotonic() - started:.0f} s)")
+        self.sections.titles = tuple(titles)
+
+    def open_all(self) -> None:
+        """Every section computed and shown, in order."""
+        for k in range(len(self.sections.children)):
+            self.open_section(k)
+
+    def _opened(self, change) -> None:
+        k = change["new"]
+        if k is None or self.cache is None:
+            return
+        threading.Thread(target=self._quietly, args=(self.open_section, k), name="results-explorer-section",
+                         daemon=True).start()
 
     def _read_tables(self, folder: Path) -> None:
         self.tables = t = load(folder)
@@ -206,7 +287,11 @@ class ResultsExplorer(W.VBox):
         return self.thread
 
     def _load_quietly(self) -> None:
+        self._quietly(self.load)
+
+    @staticmethod
+    def _quietly(func, *args) -> None:
         try:
-            self.load()
-        except Exception:  # shown in the progress line; a thread's traceback would go nowhere a reader sees
+            func(*args)
+        except Exception:  # shown in the widget; a thread's traceback would go nowhere a reader sees
             pass
