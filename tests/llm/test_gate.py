@@ -120,3 +120,25 @@ def test_play_shows_the_endpoint_s_figures_in_one_line(tmp_path):
                      f"settled at {row['limit']} (lowest {row['lowest_limit']}), {row['rate_limited']} 429"
                      f"{'s' * (row['rate_limited'] != 1)}, {row['waited_s']:.1f} s waited over {row['requests']} "
                      "requests"]
+
+
+@pytest.mark.slow
+def test_a_study_s_line_sums_its_runs_figures_per_endpoint(tmp_path):
+    """sweep and tournament end with one line over every run of the study: the highest peak, the last run's
+    limit and the lowest one, the 429s, seconds waited and requests summed."""
+    from toolkit.cli.common import endpoints_line
+    from toolkit.record.rows import EndpointRow
+    from toolkit.record.run_log import Run
+
+    assert endpoints_line(tmp_path) is None  # no runs yet
+    for cell, (peak, limit, lowest, limited, waited, requests) in enumerate([(9, 16, 8, 2, 1.25, 100),
+                                                                            (5, 32, 16, 1, 0.5, 40)]):
+        with Run(tmp_path / f"cell{cell}", "cell") as run:
+            run.write(EndpointRow(run_id=run.run_id, endpoint="http://127.0.0.1:9/v1", max_connections=64,
+                                  limit=limit, lowest_limit=lowest, peak_in_flight=peak, requests=requests,
+                                  rate_limited=limited, waited_s=waited))
+    assert endpoints_line(tmp_path) == ("endpoints: http://127.0.0.1:9/v1 peak 9 in flight of 64 allowed, limit "
+                                        "settled at 32 (lowest 8), 3 429s, 1.8 s waited over 140 requests")
+    with Run(tmp_path / "offline", "cell"):  # a run that asked no endpoint adds nothing
+        pass
+    assert endpoints_line(tmp_path / "offline") is None
