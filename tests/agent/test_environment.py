@@ -223,6 +223,29 @@ def test_the_pids_cgroup_is_found_below_the_toolkits_own(tmp_path):
     assert hierarchy(v2, "0::/me\n") is None
 
 
+def test_the_memory_cgroup_in_v2_bounds_memory_and_swap_in_one_folder(tmp_path, monkeypatch):
+    """cgroup v2 (this machine has v1 only: a folder stands in for the v2 mount, so this checks the path
+    choice and the files written, not the kernel): the memory controller is found where the toolkit's
+    cgroup offers it, the session's one folder serves both controllers, memory.max is the bound and
+    memory.swap.max is 0 (no swapping past it)."""
+    from toolkit.agent.environments import cgroup
+
+    me = tmp_path / "me"
+    me.mkdir()
+    (me / "cgroup.controllers").write_text("cpu memory pids\n")
+    (me / "cgroup.subtree_control").write_text("")
+    v2 = f"40 25 0:30 / {tmp_path} rw - cgroup2 cgroup2 rw\n"
+    assert cgroup.hierarchy(v2, "0::/me\n", "memory") == (me, "v2")
+    (me / "cgroup.controllers").write_text("cpu pids\n")
+    assert cgroup.hierarchy(v2, "0::/me\n", "memory") is None  # not offered: RLIMIT_AS instead
+    monkeypatch.setattr(cgroup, "hierarchy", lambda mountinfo, cgroups, controller: (me, "v2"))
+    pids, memory = cgroup.Cgroup.make("s1", 64, "pids"), cgroup.Cgroup.make("s1", 256 * 2**20, "memory")
+    assert pids.path == memory.path == me / f"toolkit-{os.getpid()}-s1" and memory.version == "v2"
+    assert (memory.path / "memory.max").read_text() == str(256 * 2**20)
+    assert (memory.path / "memory.swap.max").read_text() == "0" and (memory.path / "pids.max").read_text() == "64"
+    assert "+memory" in (me / "cgroup.subtree_control").read_text()  # the controller enabled for the children
+
+
 @pytest.mark.sandbox
 async def test_a_bound_or_filter_that_cannot_be_had_is_said_in_one_line(tmp_path, monkeypatch, capsys):
     """Stand-ins for a machine where no pids cgroup can be made and libseccomp is missing (this one has
