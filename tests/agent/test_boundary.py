@@ -488,7 +488,7 @@ import yaml
 
 from toolkit.agent.environments.environment import EnvironmentConfig
 from toolkit.agent.loop.role import load_role
-from toolkit.agent.loop.session import Session
+from toolkit.agent.loop.session import Session, SessionConfig
 
 gc.disable()  # the garbage collector's timing is not what ends a session's namespaces
 base, case = Path(sys.argv[1]), sys.argv[2]
@@ -516,7 +516,7 @@ def holders():
 
 
 def make(**kw):
-    return Session(role.model_copy(update=kw), "t", ws, f"scripted:{script}")
+    return Session(SessionConfig(role.model_copy(update=kw), "t", ws, f"scripted:{script}"))
 
 
 async def main():

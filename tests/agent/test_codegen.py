@@ -11,7 +11,7 @@ import yaml
 
 from toolkit.agent.environments.result import apply
 from toolkit.agent.loop.role import load_role
-from toolkit.agent.loop.session import Session
+from toolkit.agent.loop.session import Session, SessionConfig
 from toolkit.record.run_log import Run
 from toolkit.record.load import load
 
@@ -38,8 +38,8 @@ def run_session(tmp_path, answers, files=None, task="build the thing"):
         (ws / rel).write_text(text)
     (tmp_path / "s.yaml").write_text(yaml.safe_dump({"answers": answers}))
     with Run(tmp_path / "res") as run:
-        s = Session(load_role("engineer"), task, ws, f"scripted:{tmp_path / 's.yaml'}", run=run,
-                    environment="local")
+        s = Session(SessionConfig(load_role("engineer"), task, ws, f"scripted:{tmp_path / 's.yaml'}", run=run,
+                    environment="local"))
         asyncio.run(s.run())
     apply(ws, s.session_id)  # as engineer --apply does: the folder is unchanged until then
     return s, load(tmp_path / "res").calls.sort_values("seq").reset_index(drop=True)
@@ -110,7 +110,7 @@ def test_the_code_prompt_never_carries_a_secret_value(tmp_path, server):
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "cfg.py").write_text(f"KEY = '{SECRET}'\n")
-    s = Session(load_role("engineer"), "t", ws, f"openai:say@{server.base_url}", environment="local")
+    s = Session(SessionConfig(load_role("engineer"), "t", ws, f"openai:say@{server.base_url}", environment="local"))
     asyncio.run(s.run())
     apply(ws, s.session_id)
     sent = [json.dumps(body["messages"]) for body in server.requests]
@@ -188,7 +188,7 @@ def test_review_of_the_uncommitted_diff_masks_secrets_in_the_request(tmp_path, s
         subprocess.run(argv, cwd=ws, check=True, capture_output=True)
     (ws / "conf.txt").write_text(f"token = {SECRET}\n")
     server.say(step(cmd("CodeReview.review")), json.dumps({"comments": [{"line": 1, "comment": "a key!"}]}), END)
-    s = Session(load_role("engineer"), "t", ws, f"openai:say@{server.base_url}", environment="local")
+    s = Session(SessionConfig(load_role("engineer"), "t", ws, f"openai:say@{server.base_url}", environment="local"))
     asyncio.run(s.run())
     review_prompt = json.dumps(server.requests[1]["messages"])
     assert "Review `the uncommitted diff`" in review_prompt and "+token = [redacted key]" in review_prompt

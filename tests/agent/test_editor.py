@@ -17,7 +17,7 @@ from toolkit.agent.environments.workspace import Workspace, scrubbed_env
 
 @pytest.fixture
 def ws(tmp_path):
-    return Workspace(tmp_path / "ws")
+    return Workspace.on_host(tmp_path / "ws")
 
 
 @pytest.fixture
@@ -76,7 +76,7 @@ def test_a_short_file_has_no_markers_and_an_empty_file_shows_none(ws, ed):
 @settings(derandomize=True, database=None, deadline=None, max_examples=60)
 @pytest.mark.slow
 def test_every_window_is_contiguous_complete_and_its_markers_add_up(tmp_path_factory, n, line):
-    ws = Workspace(tmp_path_factory.mktemp("win"))
+    ws = Workspace.on_host(tmp_path_factory.mktemp("win"))
     (ws.root / "f.txt").write_text(numbered(n))
     view = Editor(ws).open_file("f.txt", line_number=line)
     shown = shown_numbers(view)
@@ -249,7 +249,7 @@ def test_edits_delete_lines_and_keep_a_missing_final_newline_missing(ws, ed):
 def test_an_edit_is_a_splice_of_the_line_list(tmp_path_factory, lines, span, new):
     """Whatever the lines and the range, the file afterwards is exactly the list splice (or unchanged and
     refused when the splice would leave nothing)."""
-    ws = Workspace(tmp_path_factory.mktemp("edit"))
+    ws = Workspace.on_host(tmp_path_factory.mktemp("edit"))
     first, last = sorted(min(i, len(lines) - 1) + 1 for i in span)
     original = "\n".join(lines) + "\n"
     (ws.root / "f.txt").write_text(original)

@@ -13,7 +13,7 @@ import pytest
 from toolkit.agent.environments import environment as envmod
 from toolkit.agent.environments.environment import (BubblewrapEnvironment, EnvironmentConfig, EnvironmentUnavailable,
                                        LocalEnvironment, bwrap_problem, make_environment)
-from toolkit.agent.loop.session import Session
+from toolkit.agent.loop.session import Session, SessionConfig
 from toolkit.agent.loop.role import RoleConfig, load_role
 from toolkit.agent.tools.terminal import Terminal
 from toolkit.agent.tools.base import Failed
@@ -32,7 +32,7 @@ async def test_the_protocol_allow_list_and_colour(kind, tmp_path, monkeypatch):
     monkeypatch.setenv("MY_SETTING", "passed-through")
     monkeypatch.setenv("OTHER_SETTING", "kept-out")
     env = make_environment(kind, tmp_path / "ws", EnvironmentConfig(pass_env=["MY_SETTING"]))
-    term = Terminal(Workspace(tmp_path / "ws"), timeout_s=1.5, environment=env)
+    term = Terminal(Workspace.on_host(tmp_path / "ws"), timeout_s=1.5, environment=env)
     try:
         result = await env.execute("echo $HOME; echo ${FORCE_COLOR:-unset} ${NO_COLOR} $MY_SETTING "
                                    "${OTHER_SETTING:-absent}; exit_me() { return 3; }; exit_me", 10)
@@ -97,9 +97,10 @@ def test_selection_per_role_and_per_call(tmp_path):
     (tmp_path / "s.yaml").write_text("answers: []\n")
     model = f"scripted:{tmp_path / 's.yaml'}"
     role = load_role("engineer").model_copy(update={"environment": EnvironmentConfig(kind="local")})
-    assert Session(role, "t", tmp_path / "ws", model).environment.name == "local"
+    assert Session(SessionConfig(role, "t", tmp_path / "ws", model)).environment.name == "local"
     if not bwrap_problem():
-        assert Session(role, "t", tmp_path / "ws", model, environment="bubblewrap").environment.name == "bubblewrap"
+        assert Session(SessionConfig(role, "t", tmp_path / "ws", model,
+                                     environment="bubblewrap")).environment.name == "bubblewrap"
     with pytest.raises(ValueError, match="environment"):
         RoleConfig.model_validate({**load_role("engineer").model_dump(), "environment": {"kind": "vm"}})
 
@@ -125,7 +126,7 @@ def test_git_pushes_only_to_remotes_inside_or_configured(tmp_path):
     from toolkit.agent.tools.git import Git
     from toolkit.agent.tools.base import ToolError
 
-    ws = Workspace(tmp_path / "ws")
+    ws = Workspace.on_host(tmp_path / "ws")
     for args in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", "s"],
                  ["init", "-q", "--bare", "inside.git"], ["init", "-q", "--bare", str(tmp_path / "out.git")],
                  ["remote", "add", "inside", "inside.git"], ["remote", "add", "out", str(tmp_path / "out.git")],
@@ -185,7 +186,7 @@ def _cmdline(pid: str) -> str:
 def test_the_toolkit_folder_stays_out_of_commits(tmp_path):
     from toolkit.agent.tools.git import Git
 
-    ws = Workspace(tmp_path / "ws")
+    ws = Workspace.on_host(tmp_path / "ws")
     env = ws.environment
     assert env.run(["git", "init", "-q"]).returncode == 0
     (ws.root / "a.txt").write_text("a")

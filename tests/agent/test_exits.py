@@ -15,7 +15,7 @@ from toolkit.agent.environments.result import apply
 from toolkit.agent.tools.human import ScriptedChannel
 from toolkit.agent.loop.steps import STEP, Commands
 from toolkit.agent.loop.role import load_role
-from toolkit.agent.loop.session import Session
+from toolkit.agent.loop.session import Session, SessionConfig
 from toolkit.llm import Request
 from toolkit.llm.model import Call, load_prices
 from toolkit.llm.request import Completion
@@ -43,7 +43,8 @@ def session(tmp_path, answers, role=None, **kw):
     path = tmp_path / "script.yaml"
     path.write_text(yaml.safe_dump({"answers": answers}))
     kw.setdefault("environment", "local")
-    return Session(role or load_role("engineer"), "a test task", tmp_path / "ws", f"scripted:{path}", **kw)
+    return Session(SessionConfig(role or load_role("engineer"), "a test task", tmp_path / "ws", f"scripted:{path}",
+                                 **kw))
 
 
 def applied(s):
@@ -145,8 +146,8 @@ def test_the_budget_ends_the_session_once_the_running_cost_reaches_it(tmp_path, 
     server.say(*[step(sh(f"echo {i}")) for i in range(20)])
     budget = 5.0
     with Run(tmp_path / "res") as run:
-        s = Session(load_role("engineer"), "t", tmp_path / "ws", f"openai:say@{server.base_url}", run=run,
-                    budget_usd=budget, environment="local")
+        s = Session(SessionConfig(load_role("engineer"), "t", tmp_path / "ws", f"openai:say@{server.base_url}", run=run,
+                    budget_usd=budget, environment="local"))
         result = asyncio.run(s.run())
     calls = load(tmp_path / "res").calls.sort_values("seq")
     per_call = [(p + c) * 1000 / 1e6 for p, c in zip(calls["prompt_tokens"], calls["completion_tokens"])]

@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import FAST
 from toolkit.agent.loop.role import load_role
-from toolkit.agent.loop.session import Session
+from toolkit.agent.loop.session import Session, SessionConfig
 from toolkit.llm import get_model
 from toolkit.record.load import load
 from toolkit.record.run_log import Run
@@ -23,8 +23,8 @@ CAPS = {**FAST, "timeout_s": 0.3, "max_attempts": 2, "max_response_bytes": 256 *
 def test_an_engineer_session_against_a_hostile_endpoint_ends_recorded(tmp_path, server, behaviour, native):
     model = get_model(f"openai:{behaviour}@{server.base_url}", **CAPS)
     with Run(tmp_path / "res") as run:
-        session = Session(load_role("engineer"), "say hi", tmp_path / "ws", model, run=run, max_steps=2,
-                          native_tools=native, environment="local", budget_usd=None)
+        session = Session(SessionConfig(load_role("engineer"), "say hi", tmp_path / "ws", model, run=run, max_steps=2,
+                          native_tools=native, environment="local", budget_usd=None))
         result = asyncio.run(session.run())
     results = load(tmp_path / "res")
     assert result.ended_by == "max_steps", result  # every step's call failed, none raised

@@ -8,7 +8,7 @@ import yaml
 import pytest
 from toolkit.agent.tools.human import ScriptedChannel
 from toolkit.agent.loop.role import load_role
-from toolkit.agent.loop.session import Session
+from toolkit.agent.loop.session import Session, SessionConfig
 from toolkit.record.run_log import Run
 from toolkit.record.load import load
 
@@ -24,7 +24,8 @@ def cmd(_name, **args):
 
 
 def agent(tmp_path, answers, run=None, **kw):
-    return Session(load_role("engineer"), "a test task", tmp_path / "ws", script(tmp_path, answers), run=run, **kw)
+    return Session(SessionConfig(load_role("engineer"), "a test task", tmp_path / "ws", script(tmp_path, answers),
+                                 run=run, **kw))
 
 
 def observations(a):
@@ -101,7 +102,8 @@ def test_the_prompt_stays_bounded_as_the_session_grows(tmp_path):
 
 
 def test_a_second_role_is_only_a_config_file(tmp_path):
-    a = Session(load_role("data_analyst"), "count lines", tmp_path / "ws", script(tmp_path, [json.dumps([cmd("end")])]))
+    a = Session(SessionConfig(load_role("data_analyst"), "count lines", tmp_path / "ws", script(tmp_path,
+                              [json.dumps([cmd("end")])])))
     assert set(a.tools.specs) >= {"Terminal.run_command", "Editor.open_file", "Human.ask_human"}
     assert not any(n.startswith(("Git.", "Deployer.")) for n in a.tools.specs)
     assert a.role.name == "David" and "analyse data files" in a.agent.system_values["instruction"]
@@ -111,8 +113,9 @@ def test_a_second_role_is_only_a_config_file(tmp_path):
 def test_native_tool_calls_drive_the_same_loop(tmp_path, server):
     """Against an endpoint that answers with native tool calls (the loopback test server)."""
     with Run(tmp_path / "res") as run:
-        a = Session(load_role("engineer"), "plan something", tmp_path / "ws", f"openai:toolcall@{server.base_url}",
-                    run=run, native_tools=True)
+        a = Session(SessionConfig(load_role("engineer"), "plan something", tmp_path / "ws",
+                                  f"openai:toolcall@{server.base_url}",
+                    run=run, native_tools=True))
         result = asyncio.run(a.run())
     sent = server.requests[0]
     names = [t["function"]["name"] for t in sent["tools"]]

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from toolkit.agent.loop.memory import ELIDE_AFTER, Entry, Memory
 from toolkit.agent.loop.role import load_role
-from toolkit.agent.loop.session import Session
+from toolkit.agent.loop.session import Session, SessionConfig
 from toolkit.record.run_log import Run
 from toolkit.record.load import load
 
@@ -109,8 +109,9 @@ def test_a_session_prompt_carries_the_memory_of_earlier_steps(tmp_path):
                json.dumps([{"command_name": "end"}])]
     (tmp_path / "s.yaml").write_text(yaml.safe_dump({"answers": answers}))
     with Run(tmp_path / "res") as run:
-        s = Session(load_role("engineer"), "t", tmp_path / "ws", f"scripted:{tmp_path / 's.yaml'}", run=run,
-                    environment="local")
+        s = Session(SessionConfig(load_role("engineer"), "t", tmp_path / "ws", f"scripted:{tmp_path / 's.yaml'}",
+                                  run=run,
+                    environment="local"))
         asyncio.run(s.run())
     assert [e.editor_view for e in s.agent.memory] == [True, False, False]
     prompts = [json.loads(m)[-1]["content"] for m in load(tmp_path / "res").calls.sort_values("seq")["messages"]]

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from toolkit.agent.tools.human import Human, ScriptedChannel, StdinChannel
 from toolkit.agent.loop.plan import Plan
 from toolkit.agent.loop.role import load_role
-from toolkit.agent.loop.session import Session
+from toolkit.agent.loop.session import Session, SessionConfig
 from toolkit.agent.tools.base import Toolbox, ToolError
 
 
@@ -156,8 +156,8 @@ def test_human_tools_inside_a_session(tmp_path):
                json.dumps([{"command_name": "end"}])]
     (tmp_path / "s.yaml").write_text(yaml.safe_dump({"answers": answers}))
     channel = ScriptedChannel(["8080"])
-    session = Session(load_role("engineer"), "t", tmp_path / "ws", f"scripted:{tmp_path / 's.yaml'}",
-                      channel=channel, environment="local")
+    session = Session(SessionConfig(load_role("engineer"), "t", tmp_path / "ws", f"scripted:{tmp_path / 's.yaml'}",
+                      channel=channel, environment="local"))
     result = asyncio.run(session.run())
     assert result.ended_by == "end" and channel.asked == ["Which port?"] and channel.told == ["using 8080"]
     assert session.agent.memory[0].observations == ["Command Human.ask_human executed:\nHuman: 8080",

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from toolkit.agent.environments.environment import bwrap_problem
-from toolkit.agent.loop.session import Session
+from toolkit.agent.loop.session import Session, SessionConfig
 from toolkit.agent.loop.role import load_role
 from toolkit.record.load import load
 
@@ -232,7 +232,8 @@ def test_eval_mode_sees_git_through_the_trace(kind, cmd, tmp_path):
     sh("git", "push", "-q", "inner", "main", cwd=ws)
     answers = [term(cmd), term("echo too far > after.txt"), {"commands": [{"command_name": "end", "args": {}}]}]
     (tmp_path / "s.yaml").write_text(yaml.safe_dump({"answers": answers}))
-    agent = Session(load_role("engineer"), "t", ws, f"scripted:{tmp_path / 's.yaml'}", eval_mode=True, environment=kind)
+    agent = Session(SessionConfig(load_role("engineer"), "t", ws, f"scripted:{tmp_path / 's.yaml'}", eval_mode=True,
+                                  environment=kind))
     result = asyncio.run(agent.run())
     assert (result.ended_by, result.steps) == ("eval_git", 1)
     assert not (ws / "after.txt").exists()
@@ -248,7 +249,8 @@ def test_eval_mode_ends_on_no_git_the_repository_does_not_show(kind, cmd, tmp_pa
     _, ws = scene(tmp_path)
     answers = [term(cmd), term("echo next > after.txt"), {"commands": [{"command_name": "end", "args": {}}]}]
     (tmp_path / "s.yaml").write_text(yaml.safe_dump({"answers": answers}))
-    agent = Session(load_role("engineer"), "t", ws, f"scripted:{tmp_path / 's.yaml'}", eval_mode=True, environment=kind)
+    agent = Session(SessionConfig(load_role("engineer"), "t", ws, f"scripted:{tmp_path / 's.yaml'}", eval_mode=True,
+                                  environment=kind))
     result = asyncio.run(agent.run())
     assert (result.ended_by, result.steps) == ("end", 3)
 
@@ -260,7 +262,7 @@ def test_git_typed_outside_eval_mode_does_not_end_the_session(kind, tmp_path):
     answers = [term("git commit -q --allow-empty -m y && git status --short"),
                term("echo next > after.txt"), {"commands": [{"command_name": "end", "args": {}}]}]
     (tmp_path / "s.yaml").write_text(yaml.safe_dump({"answers": answers}))
-    agent = Session(load_role("engineer"), "t", ws, f"scripted:{tmp_path / 's.yaml'}", environment=kind)
+    agent = Session(SessionConfig(load_role("engineer"), "t", ws, f"scripted:{tmp_path / 's.yaml'}", environment=kind))
     assert asyncio.run(agent.run()).ended_by == "end" and not (ws / "after.txt").exists()
     shown = subprocess.run(["git", "show", f"refs/agent/{agent.session_id}/result:after.txt"], cwd=ws,
                            capture_output=True, text=True)

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from toolkit.agent.tools.human import ScriptedChannel
 from toolkit.agent.loop.plan import Plan
 from toolkit.agent.loop.role import RoleConfig, load_role
-from toolkit.agent.loop.session import Session
+from toolkit.agent.loop.session import Session, SessionConfig
 from toolkit.agent.suite import check, load_tasks, prepare_workspace, run_task
 from toolkit.agent.recorder import SessionRecorder
 from toolkit.agent.tools.base import Failed, Toolbox, ToolError, tool
@@ -44,8 +44,8 @@ def script(tmp_path, answers):
 
 def session(tmp_path, answers, role=None, **kw):
     kw.setdefault("environment", "local")
-    return Session(role or load_role("engineer"), kw.pop("task", "a task"), tmp_path / "ws", script(tmp_path, answers),
-                   **kw)
+    return Session(SessionConfig(role or load_role("engineer"), kw.pop("task", "a task"), tmp_path / "ws",
+                                 script(tmp_path, answers), **kw))
 
 
 def trajectory(s):
@@ -71,6 +71,40 @@ def test_a_role_can_name_single_tools(tmp_path):
     s = session(tmp_path, [END], role=role)
     assert set(s.tools.specs) == {"Editor.open_file", "Editor.search_file", "Terminal.run_command"}
     assert "Editor.write_file" not in s.agent.system_values["tools"]
+
+
+def test_the_tools_come_from_one_table_and_one_context_and_an_unknown_one_is_one_line(tmp_path):
+    """``toolset.TOOLS``: each tool object made once from the session's ToolContext, only the ones the role names
+    (a role without the Terminal opens no shell), every command in the session's environment."""
+    from toolkit.agent.loop import toolset
+
+    role = RoleConfig(name="W", profile="Writer", goal="write", instruction="agent/analyst_instruction.j2",
+                      tools=["CodeWriter", "Git.commit", "Git.status"])
+    s = session(tmp_path, [END], role=role)
+    assert set(s.tools.specs) == {"write_new_code", "Git.commit", "Git.status"}
+    assert set(s.tool_objects) == {"CodeWriter", "Git"} and s.tool_objects["Git"].environment is s.environment
+    assert set(toolset.TOOLS) == {"Plan", "Editor", "Terminal", "Git", "CodeWriter", "CodeReview", "Deployer",
+                                  "ImageGetter", "Human"}
+    with pytest.raises(ValueError, match=r"role R: unknown tools \['Shell'\]; tools are Plan, Editor, Terminal"):
+        RoleConfig(name="R", profile="p", goal="g", instruction="agent/analyst_instruction.j2", tools=["Shell"])
+    asyncio.run(s.finish())
+
+
+def test_no_tool_runs_unconfined_unless_asked_by_name(tmp_path):
+    """A workspace needs the environment its tools run in: none is an error of one line, never the host."""
+    from toolkit.agent.environments.environment import LocalEnvironment
+    from toolkit.agent.environments.workspace import Workspace
+    from toolkit.agent.tools.git import Git
+    from toolkit.agent.tools.terminal import Terminal
+
+    with pytest.raises(TypeError) as err:
+        Terminal(Workspace(tmp_path / "ws", None))
+    assert str(err.value).startswith(f"Workspace {tmp_path / 'ws'}: needs the environment its tools run in")
+    assert "\n" not in str(err.value)
+    with pytest.raises(TypeError, match="environment"):
+        Git(Workspace(tmp_path / "ws"))  # the environment left out
+    host = Workspace.on_host(tmp_path / "ws")
+    assert isinstance(Terminal(host).environment, LocalEnvironment) and not host.environment.confined
 
 
 @pytest.mark.slow

@@ -51,7 +51,7 @@ def test_wrong_calls_get_one_line_with_a_hint(name, args, expected):
 
 @pytest.fixture
 def ws(tmp_path):
-    return Workspace(tmp_path / "ws")
+    return Workspace.on_host(tmp_path / "ws")
 
 
 async def test_terminal_persists_state_and_kills_at_timeout(ws):

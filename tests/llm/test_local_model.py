@@ -22,7 +22,7 @@ except ImportError as error:
     MISSING = error
 
 from toolkit.agent.loop.role import load_role
-from toolkit.agent.loop.session import Session
+from toolkit.agent.loop.session import Session, SessionConfig
 from toolkit.record.run_log import Run
 from toolkit.record.load import load
 from toolkit.werewolf.game import GameConfig, play_game
@@ -96,8 +96,9 @@ def test_requests_keep_the_servers_sampler_chain_unless_one_is_named(monkeypatch
 
 def test_one_engineer_step_with_the_local_model(tmp_path):
     with Run(tmp_path / "res", "local-agent") as run:
-        session = Session(load_role("engineer"), "Create hello.txt containing the word hello.", tmp_path / "ws",
-                          "local", run=run, max_steps=1)
+        session = Session(SessionConfig(load_role("engineer"), "Create hello.txt containing the word hello.",
+                                        tmp_path / "ws",
+                          "local", run=run, max_steps=1))
         result = asyncio.run(session.run())
     assert result.ended_by in ("max_steps", "end") and result.steps == 1
     calls = load(tmp_path / "res").calls

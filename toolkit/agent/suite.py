@@ -19,7 +19,7 @@ from toolkit.agent.environments.environment import Environment
 from toolkit.core import data
 from toolkit.agent.tools.human import ScriptedChannel
 from toolkit.agent.loop.role import load_role
-from toolkit.agent.loop.session import Session, SessionResult
+from toolkit.agent.loop.session import Session, SessionConfig, SessionResult
 from toolkit.agent.environments.workspace import scrubbed_env
 from toolkit.record.run_log import Run
 
@@ -95,10 +95,11 @@ async def run_task(task: TaskSpec, model: str, run: Run | None, root: Path,
     ``spending``: a study's spending cap the session's calls are charged to (``Session``)."""
     work = prepare_workspace(task, root)
     role = load_role(task.role)
-    session = Session(role, task.task, work, model.replace("{task}", str(task.folder)), run=run,
+    session = Session(SessionConfig(role, task.task, work, model.replace("{task}", str(task.folder)), run=run,
                       channel=ScriptedChannel(list(task.human_answers)), eval_mode=task.eval, max_steps=task.max_steps,
                       session_id=f"{task.name}-{run.run_id if run else 'adhoc'}", record_spec=model,
-                      environment=environment, allowed_remotes=[work.parent / "origin.git"], spending=spending)
+                      environment=environment, allowed_remotes=[work.parent / "origin.git"],
+                                    spending=spending))
     return await session.run(check=lambda: check(task, session.environment))
 
 

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from toolkit.agent.environments.workspace import check_workspace
-    from toolkit.agent.loop.session import Session
+    from toolkit.agent.loop.session import Session, SessionConfig
     from toolkit.agent.tools.human import StdinChannel
     from toolkit.cli.preflight import check_environment, check_spec, out_folder
     from toolkit.core.files import FileError
@@ -84,8 +84,9 @@ def run(args: argparse.Namespace) -> int:
     existing_workspace(args.workspace)
     out_folder(args.out)
     with Run(args.out, "engineer", config=run_config(args)) as run:
-        session = Session(chosen, args.task, args.workspace, args.model, run=run, channel=StdinChannel(),
-                          eval_mode=args.eval or None, max_steps=args.max_steps, environment=args.env)
+        session = Session(SessionConfig(chosen, args.task, args.workspace, args.model, run=run, channel=StdinChannel(),
+                                        eval_mode=args.eval or None, max_steps=args.max_steps,
+                                        environment=args.env))
         result = asyncio.run(session.run())
     for t in result.tool_calls:
         show(f"[{'ok' if t.ok else 'FAILED'}] {printable(t.tool)} {printable(t.args_json()[:100])}")

@@ -19,14 +19,25 @@ from toolkit.agent.tools.base import ToolError
 
 
 class Workspace:
-    """``root`` is the user's folder; ``environment`` the session's (default: ``local`` in place, for a
-    tool used on its own). Reads are capped at ``max_read_bytes``."""
+    """``root`` is the user's folder; ``environment`` the session's, where every command and file operation of
+    its tools runs. There is no default: a missing environment is an error, never the unconfined host
+    (``Workspace.on_host`` says so by name, for a tool used on its own). Reads are capped at ``max_read_bytes``."""
 
-    def __init__(self, root: str | Path, environment: Environment | None = None, max_read_bytes: int = 10 * 2**20):
+    def __init__(self, root: str | Path, environment: Environment | None, max_read_bytes: int = 10 * 2**20):
+        if not isinstance(environment, Environment):
+            raise TypeError(f"Workspace {root}: needs the environment its tools run in (make_environment(kind, "
+                            f"folder), or Workspace.on_host(folder) for the unconfined host), not {environment!r}")
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
-        self.environment = environment or LocalEnvironment(self.root, private=False)
+        self.environment = environment
         self.max_read_bytes = max_read_bytes
+
+    @classmethod
+    def on_host(cls, root: str | Path, max_read_bytes: int = 10 * 2**20) -> "Workspace":
+        """The folder in place on the host, UNCONFINED (``local``, no private copy): a tool used on its own, by
+        choice."""
+        Path(root).mkdir(parents=True, exist_ok=True)
+        return cls(root, LocalEnvironment(Path(root), private=False), max_read_bytes)
 
     def path(self, relative: str, must_exist: bool = False) -> str:
         """``relative`` normalised (``a/./b`` → ``a/b``); refused when absolute, empty or leading out by ``..``.

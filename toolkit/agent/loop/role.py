@@ -11,8 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.prompting.structured_call import prompts_dir
 from toolkit.agent.environments.environment import EnvironmentConfig
-
-TOOL_SETS = ("Plan", "Editor", "Terminal", "Git", "CodeWriter", "CodeReview", "Deployer", "ImageGetter", "Human")
+from toolkit.agent.loop.toolset import TOOLS
 
 
 class RoleConfig(BaseModel):
@@ -32,9 +31,9 @@ class RoleConfig(BaseModel):
     environment: EnvironmentConfig = Field(default_factory=EnvironmentConfig)  # where commands run
 
     def model_post_init(self, _context) -> None:
-        unknown = [t for t in self.tools if t.split(".")[0] not in TOOL_SETS]
+        unknown = [t for t in self.tools if t.split(".")[0] not in TOOLS]
         if unknown:
-            raise ValueError(f"role {self.name}: unknown tools {unknown}; tools are {TOOL_SETS}")
+            raise ValueError(f"role {self.name}: unknown tools {unknown}; tools are {', '.join(TOOLS)}")
 
 
 def load_role(name_or_path: str) -> RoleConfig:

@@ -15,29 +15,26 @@ import uuid
 import warnings
 import weakref
 from pathlib import Path
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from toolkit.prompting.structured_call import Action, ActionResult
-from toolkit.agent.tools.codegen import CodeReview, CodeWriter
-from toolkit.agent.tools.deployer import Deployer, ImageGetter
+from toolkit.agent.loop import toolset
+from toolkit.agent.loop.toolset import ToolContext
 from toolkit.agent.tools.editor import Editor
 from toolkit.agent.environments import result
 from toolkit.agent.environments.environment import Environment, ResultUnavailable, make_environment
 from toolkit.agent.environments.result import ResultError
-from toolkit.agent.tools.git import Git
-from toolkit.agent.tools.human import Channel, Human, ScriptedChannel
+from toolkit.agent.tools.human import Channel, ScriptedChannel
 from toolkit.agent.loop.steps import Agent, AgentExit, Limits
 from toolkit.agent.loop.memory import Entry
 from toolkit.agent.loop.plan import Plan
 from toolkit.agent.loop.role import RoleConfig
-from toolkit.agent.tools.terminal import Terminal
 from toolkit.agent.recorder import SessionRecorder
 from toolkit.agent.tools.base import Toolbox, ToolResult
 from toolkit.agent.environments.workspace import Workspace
 from toolkit.llm import Model, cost_usd, get_model
 from toolkit.record.run_log import CallLog, Run
-from toolkit.core.files import did_you_mean
 from toolkit.core.secrets import redact_obj
 
 
@@ -52,68 +49,74 @@ class SessionResult:
     tool_calls: list[ToolResult]
 
 
-class Session:
-    """``spec`` is a model spec string (or a ready ``Model``); ``record_spec`` is what the ``sessions`` row
-    calls it (the suite records ``scripted:{task}/good.yaml`` rather than each task's resolved path).
-    ``environment`` is where commands run (``toolkit.agent.environments.environment``: a kind such as ``bubblewrap`` or
-    ``local``, or a ready one; ``None``: the role's, by default bubblewrap where it works). ``spending``: a
-    study's spending cap (``toolkit.llm.budget.Budget``) every call is charged to; whether a session may start
-    under it is its caller's decision (a session is not cut mid-way by it: ``budget_usd`` bounds one session)."""
+@dataclass
+class SessionConfig:
+    """Everything a session is made from. ``model`` is a model spec string (or a ready ``Model``);
+    ``record_spec`` is what the ``sessions`` row calls it (the suite records ``scripted:{task}/good.yaml`` rather
+    than each task's resolved path). ``environment`` is where commands run (``toolkit.agent.environments``: a
+    kind such as ``bubblewrap`` or ``local``, or a ready one; ``None``: the role's, by default bubblewrap where it
+    works). ``eval_mode``, ``max_steps`` and ``native_tools`` left None take the role's."""
 
-    def __init__(self, role: RoleConfig, task: str, workspace: str | os.PathLike, spec: str | Model = "scripted",
-                 run: Run | None = None, channel: Channel | None = None, eval_mode: bool | None = None,
-                 max_steps: int | None = None, wall_clock_s: float = 1800, budget_usd: float | None = None,
-                 session_id: str | None = None, remote: str = "origin", record_spec: str | None = None,
-                 native_tools: bool | None = None, environment: str | Environment | None = None,
-                 allowed_remotes: list[str | os.PathLike] = (), spending: Any = None):
-        self.role, self.task = role, task
-        self.model = get_model(spec) if isinstance(spec, str) else spec
-        self.spec = record_spec or self.model.spec
-        if budget_usd is not None and not self.model.backend.free and \
+    role: RoleConfig
+    task: str
+    workspace: str | os.PathLike
+    model: str | Model = "scripted"
+    run: Run | None = None
+    channel: Channel | None = None
+    eval_mode: bool | None = None
+    max_steps: int | None = None
+    wall_clock_s: float = 1800
+    budget_usd: float | None = None
+    session_id: str | None = None
+    remote: str = "origin"
+    record_spec: str | None = None
+    native_tools: bool | None = None
+    environment: str | Environment | None = None
+    allowed_remotes: list[str | os.PathLike] = field(default_factory=list)
+    # a study's spending cap (toolkit.llm.budget.Budget) every call is charged to; whether a session may start
+    # under it is its caller's decision (a session is not cut mid-way by it: budget_usd bounds one session)
+    spending: Any = None
+
+
+class Session:
+    """One session, made from one ``SessionConfig``: its environment, then one ``ToolContext`` from which every
+    tool the role names is built (``toolkit.agent.loop.toolset``), then the loop."""
+
+    def __init__(self, config: SessionConfig):
+        self.config = config
+        role = config.role
+        self.role, self.task = role, config.task
+        self.model = get_model(config.model) if isinstance(config.model, str) else config.model
+        self.spec = config.record_spec or self.model.spec
+        if config.budget_usd is not None and not self.model.backend.free and \
                 cost_usd(self.model.name, 1, 1) is None:  # an unknown price would make the budget never bind
             raise ValueError(f"budget_usd needs a price for {self.model.name}: add it to a TOOLKIT_PRICES file")
-        made = not isinstance(environment, Environment)
-        self.environment = make_environment(environment, workspace, role.environment, allowed_remotes) \
-            if made else environment
+        made = not isinstance(config.environment, Environment)
+        self.environment = make_environment(config.environment, config.workspace, role.environment,
+                                            config.allowed_remotes) if made else config.environment
         try:
-            self.session_id = session_id or f"s-{uuid.uuid4().hex[:10]}"
-            self.log = CallLog(run, budget=spending)  # a study's cap (toolkit.llm.budget): every call charged
-            self.channel = channel or ScriptedChannel()
+            self.session_id = config.session_id or f"s-{uuid.uuid4().hex[:10]}"
+            self.log = CallLog(config.run, budget=config.spending)  # a study's cap: every call charged
+            self.channel = config.channel or ScriptedChannel()
             self.plan = Plan()
             self.workspace = Workspace(self.environment.source, self.environment)
             self.editor = Editor(self.workspace)
-            self.terminal = Terminal(self.workspace, timeout_s=role.terminal_timeout_s, environment=self.environment)
-            self.deployer = Deployer(self.workspace, environment=self.environment)
-            self.recorder = SessionRecorder(run, self.session_id)
+            self.recorder = SessionRecorder(config.run, self.session_id)
             self.landed: str | None = None  # where the result went (refs/agent/<session>/… or .agent/results/…)
-            self.tools = Toolbox(self.recorder)
-            objects = {"Plan": self.plan, "Editor": self.editor, "Terminal": self.terminal,
-                       "Git": Git(self.workspace, remote, environment=self.environment, land=weak(self.land)),
-                       "CodeWriter": CodeWriter(weak(self.ask), self.workspace, self.editor),
-                       "CodeReview": CodeReview(weak(self.ask), self.workspace, self.editor, self.environment),
-                       "Deployer": self.deployer,
-                       "ImageGetter": ImageGetter(self.workspace), "Human": Human(self.channel)}
             self.land_error: str | None = None
-            for name in role.tools:
-                base, _, only = name.partition(".")
-                before = set(self.tools.specs)
-                self.tools.add(objects[base], prefix=None if base == "CodeWriter" else base,
-                               only=[only] if only else None)
-                if only and set(self.tools.specs) == before:  # a misspelt method would silently give no tool
-                    methods = sorted(s.split(".")[-1] for s in Toolbox().add(objects[base], prefix=base).specs)
-                    raise ValueError(f"role {role.name}: {base} has no tool {only!r}{did_you_mean(only, methods)}; "
-                                     f"its tools are {', '.join(methods)}")
-            if "CodeWriter" in role.tools:  # write_new_code is a bare command name, as in the seed
-                self.tools.specs = {("write_new_code" if k.endswith("write_new_code") else k): v
-                                    for k, v in self.tools.specs.items()}
-            self.agent = Agent(self.model, self.tools, role, task, self.log, self.session_id, self.channel,
-                               Limits(role.max_react_loop if max_steps is None else max_steps, wall_clock_s,
-                                      budget_usd),
+            self.tools = Toolbox(self.recorder)
+            context = ToolContext(self.workspace, self.environment, self.plan, self.editor, self.channel,
+                                  weak(self.ask), weak(self.land), config.remote, role.terminal_timeout_s)
+            self.tool_objects = toolset.build(role.tools, context, self.tools, role.name)
+            self.agent = Agent(self.model, self.tools, role, config.task, self.log, self.session_id, self.channel,
+                               Limits(role.max_react_loop if config.max_steps is None else config.max_steps,
+                                      config.wall_clock_s, config.budget_usd),
                                weak(self.context),
-                               eval_mode=role.eval if eval_mode is None else eval_mode,
-                               native_tools=role.native_tools if native_tools is None else native_tools,
+                               eval_mode=role.eval if config.eval_mode is None else config.eval_mode,
+                               native_tools=role.native_tools if config.native_tools is None else config.native_tools,
                                ran_eval_git=self.environment.ran_eval_git, exceeded=self.environment.exceeded)
-            self.environment.deadline = self.agent.started + wall_clock_s  # the agent's clock: commands cut past it
+            # the agent's clock: commands are cut past it
+            self.environment.deadline = self.agent.started + config.wall_clock_s
             self.ended_by: str | None = None
             self.result: SessionResult | None = None
             self._started = time.perf_counter()
@@ -168,8 +171,7 @@ class Session:
         self.ended_by = self.ended_by or "stopped"
         self.environment.deadline = None  # the result and the check get their own time
         try:
-            await self.terminal.close()
-            self.deployer.close()
+            await toolset.close(self.tool_objects)
             self.environment.end_processes()  # nothing of the agent's runs on while its result is made
             try:
                 self.land()
