@@ -4,13 +4,34 @@ before (PEP 562)."""
 
 from __future__ import annotations
 
+import sys
+import types
 from importlib import import_module
 from typing import Any, Callable
 
 
+class _Face(types.ModuleType):
+    """A package whose public name is also the name of the module it lives in (``toolkit.record.load``, the
+    function, in ``toolkit.record.load``, the module): when that module is imported, Python binds it on the
+    package under that name; the package keeps its function there instead (the module stays in
+    ``sys.modules``, so ``from toolkit.record.load import ...`` is unchanged)."""
+
+    _same_named: frozenset[str] = frozenset()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in self._same_named and isinstance(value, types.ModuleType):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
 def face(package: str, where: dict[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """``(__getattr__, __dir__)`` for ``package``: each name of ``where`` from its module, on first use."""
-    namespace = import_module(package).__dict__
+    """``(__getattr__, __dir__)`` for ``package``: each name of ``where`` from its module, on first use. A name
+    that is also its module's name stays the name's value once the module is imported (``_Face``)."""
+    module = import_module(package)
+    namespace = module.__dict__
+    same = frozenset(n for n, where_ in where.items() if where_ == f"{package}.{n}")
+    if same:
+        sys.modules[package].__class__ = type("Face", (_Face,), {"_same_named": same})
 
     def getattr_(name: str) -> Any:
         if name not in where:

@@ -2,13 +2,21 @@
 below a folder, one pandas frame per table).
 
     from toolkit.record import Run, load
-"""
+
+Names here are imported when first used (``toolkit.core.lazy``), so importing one module of the package, such as
+``toolkit.record.rows``, loads no pandas. ``load`` is both the function and the module it lives in
+(``toolkit.record.load``): the package's ``load`` stays the function even once the module is imported
+(``toolkit.core.lazy``)."""
 
 from __future__ import annotations
 
-# imported here, not when first used: ``load`` is also the name of the module it lives in, and a lazy lookup
-# would hand out the module once something imported ``toolkit.record.load``
-from toolkit.record.load import Results, games_with_params, load
-from toolkit.record.run_log import Run
+from toolkit.core.lazy import face
 
-__all__ = ["Results", "Run", "games_with_params", "load"]
+_WHERE = {
+    "Results": "toolkit.record.load",
+    "games_with_params": "toolkit.record.load",
+    "load": "toolkit.record.load",
+    "Run": "toolkit.record.run_log",
+}
+__all__ = sorted(_WHERE)
+__getattr__, __dir__ = face(__name__, _WHERE)
