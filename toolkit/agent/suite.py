@@ -95,11 +95,11 @@ async def run_task(task: TaskSpec, model: str, run: Run | None, root: Path,
     ``spending``: a study's spending cap the session's calls are charged to (``Session``)."""
     work = prepare_workspace(task, root)
     role = load_role(task.role)
-    session = Session(SessionConfig(role, task.task, work, model.replace("{task}", str(task.folder)), run=run,
-                      channel=ScriptedChannel(list(task.human_answers)), eval_mode=task.eval, max_steps=task.max_steps,
-                      session_id=f"{task.name}-{run.run_id if run else 'adhoc'}", record_spec=model,
-                      environment=environment, allowed_remotes=[work.parent / "origin.git"],
-                                    spending=spending))
+    session = Session(SessionConfig(
+        role, task.task, work, model.replace("{task}", str(task.folder)), run=run,
+        channel=ScriptedChannel(list(task.human_answers)), eval_mode=task.eval, max_steps=task.max_steps,
+        session_id=f"{task.name}-{run.run_id if run else 'adhoc'}", record_spec=model, environment=environment,
+        allowed_remotes=[work.parent / "origin.git"], spending=spending))
     return await session.run(check=lambda: check(task, session.environment))
 
 

@@ -102,9 +102,9 @@ class EngineerSession(W.VBox):
                     raise BudgetReached(self.budget.line(skipped=1, unit="session"))
             self.run = Run(self.results_dir, "engineer-session", config={"task": self.task_text.value,
                                                                          "spec": self.model.value})
-            self.session = Session(SessionConfig(load_role(self.role.value), self.task_text.value, self.workspace.value,
-                                   self.model.value, run=self.run, channel=self.channel,
-                                                 spending=self.budget))
+            self.session = Session(SessionConfig(load_role(self.role.value), self.task_text.value,
+                                                 self.workspace.value, self.model.value, run=self.run,
+                                                 channel=self.channel, spending=self.budget))
 
     def _launch(self, coro_fn) -> asyncio.Task:
         self._ensure_session()
