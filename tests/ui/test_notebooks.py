@@ -39,15 +39,14 @@ def test_every_tracked_notebook_is_shipped_without_outputs():
     assert "*.ipynb filter=nbstripout" in (REPO / ".gitattributes").read_text()
 
 
-@pytest.fixture
-def checkout(tmp_path):
-    """A git checkout with the repository's notebooks, ignore rules and attributes, its filter defined by the
-    Makefile's own target."""
+def checkout(tmp_path, notebook: Path) -> Path:
+    """A git checkout laid out as the repository's (the notebook in its folder, the repository's ignore rules
+    and attributes), its filter defined by the Makefile's own target. Only the notebook under test is in it:
+    git runs the filter (a Python process, seconds on a busy machine) once per notebook it adds, and the other
+    notebooks, never run here, would only add those seconds (six notebooks: about half the module's time)."""
     root = tmp_path / "checkout"
-    for folder in ("notebooks", "experiments"):
-        (root / folder).mkdir(parents=True)
-        for nb in (REPO / folder).glob("*.ipynb"):
-            shutil.copy(nb, root / folder / nb.name)
+    (root / notebook.parent.name).mkdir(parents=True)
+    shutil.copy(notebook, root / notebook.parent.name / notebook.name)
     for name in (".gitignore", ".gitattributes"):
         shutil.copy(REPO / name, root / name)
     git(root, "init", "-q")
@@ -60,8 +59,9 @@ def checkout(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS + EXPERIMENTS, ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_notebook_runs_with_its_defaults_and_leaves_the_checkout_clean(path, checkout):
-    target = checkout / path.parent.name / path.name
+def test_notebook_runs_with_its_defaults_and_leaves_the_checkout_clean(path, tmp_path):
+    root = checkout(tmp_path, path)
+    target = root / path.parent.name / path.name
     nb = nbformat.read(target, as_version=4)
     NotebookClient(nb, timeout=600, kernel_name="python3",
                    resources={"metadata": {"path": str(target.parent)}}).execute()
@@ -73,12 +73,12 @@ def test_notebook_runs_with_its_defaults_and_leaves_the_checkout_clean(path, che
         assert widgets  # each notebook shows its widget panel
     nbformat.write(nb, target)  # saved with its outputs, as JupyterLab's autosave does
     assert sum(len(c.get("outputs", [])) for c in nbformat.read(target, as_version=4).cells) > 0
-    written = [p for p in checkout.rglob("*") if p.is_file() and ".git" not in p.parts and p.suffix != ".ipynb"]
+    written = [p for p in root.rglob("*") if p.is_file() and ".git" not in p.parts and p.suffix != ".ipynb"]
     assert written  # the run wrote its tables, somewhere git ignores:
-    status = git(checkout, "status", "--porcelain", "--untracked-files=all").split()
+    status = git(root, "status", "--porcelain", "--untracked-files=all").split()
     assert status in ([], ["M", f"{path.parent.name}/{path.name}"])
     # the saved outputs are no change to git: nothing to diff, nothing to commit (git status marks the file
     # until git add re-reads it through the filter: its size changed, and git trusts a size change)
-    assert git(checkout, "diff") == ""
-    git(checkout, "add", "-A")
-    assert git(checkout, "status", "--porcelain", "--untracked-files=all") == ""
+    assert git(root, "diff") == ""
+    git(root, "add", "-A")
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
