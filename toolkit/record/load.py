@@ -170,8 +170,11 @@ class Tables:
         pending, size = [], 0
         if dataset is not None:
             names = [c for c in columns if c in dataset.schema.names]
+            # one batch at a time: by default the scan reads 16 batches of 4 files ahead, on threads, and buffers
+            # a file's column chunks (over 1 GB of prompts held at 10,000 games)
             for batch in dataset.to_batches(columns=names, batch_size=min(rows, 1 << 17), batch_readahead=1,
-                                            fragment_readahead=1):  # not 16 batches of 4 files ahead
+                                            fragment_readahead=1, use_threads=False,
+                                            fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=False)):
                 pending.append(batch)
                 size += batch.num_rows
                 if size >= rows:
