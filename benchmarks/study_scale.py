@@ -16,7 +16,7 @@ PSS is sampled at the same times (a peak shorter than that can be missed). CPU i
 time, its children's included.
 
     python benchmarks/study_scale.py [--games 1000,10000] [--old-games 1000,10000] [--export-games 1000]
-                                     [--against e01e9c5] [--keep DIR]
+                                     [--against e01e9c5] [--keep DIR] [--steps ...] [--cell DIR]
 """
 
 from __future__ import annotations
@@ -158,7 +158,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", metavar="DIR", help="keep the results here (default: a temporary folder)")
     parser.add_argument("--steps", default="sweep,load,report,export",
                         help="the steps to run (without sweep: the results --keep DIR already holds)")
+    parser.add_argument("--cell", metavar="DIR", help="a study's results folder to run the steps after the sweep on, "
+                        "old and new code alike (no sweep; its size is --games)")
     args = parser.parse_args(argv)
+    if args.cell:
+        args.steps = ",".join(s for s in args.steps.split(",") if s != "sweep")
     sizes = {"new": [int(x) for x in args.games.split(",") if x],
              "old": [int(x) for x in args.old_games.split(",") if x]}
     rows: list = []
@@ -179,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
                     if "sweep" in steps and "error" in step("sweep", label, n, SWEEP, [str(work), str(n)], root,
                                                             rows):
                         continue
-                    cell = next((work / "scale").glob("model-*"))
+                    cell = Path(args.cell) if args.cell else next((work / "scale").glob("model-*"))
                     if "load" in steps:
                         step("load", label, n, LOAD, [str(cell)], root, rows)
                     if "report" in steps:
