@@ -195,6 +195,14 @@ def _stat(pid: int) -> tuple[int, int]:
         return 0, 0
 
 
+def _zombie(pid: int) -> bool:
+    """Whether ``pid`` is dead and waits to be reaped (or gone already)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (OSError, IndexError):
+        return True
+
+
 def _kill(pids: list[int]) -> None:
     for pid in pids:
         try:
@@ -508,11 +516,17 @@ class Environment:
             pid = _stat(pid)[0]
             chain.add(pid)
         session = _stat(shell)[1]  # the command's processes, orphans too; a daemon (setsid: the Deployer's
-        for _ in range(100):  # server) stays. Again while a fork races the kill.
+        # server) stays. Again while forks race the kill (a fork bomb refills every slot of its pids bound a kill
+        # frees; a fixed 100 passes can end with survivors that keep the bound full for the next command), then
+        # until they are reaped (a dead process counts in the bound until reaped). Bounded by time: 5 s.
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
             victims = [p for p in descendants(self.proc.pid) if p not in chain and _stat(p)[1] == session]
             if not victims:
                 return
             _kill(list(reversed(victims)))
+            if all(_zombie(p) for p in victims):
+                time.sleep(0.01)
 
     async def stop_shell(self) -> None:
         """End the shell and every process of the session (the wrapper's whole tree)."""
