@@ -86,16 +86,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def _describe(exc: BaseException) -> str:
     """A user error as one line."""
     from toolkit.core.files import FileError, one_line, printable
-    from toolkit.core.secrets import mask_url_credentials as mask_url
+    from toolkit.core.secrets import mask_url_credentials
 
     if isinstance(exc, FileError):
-        return mask_url(printable(str(exc)))
+        return mask_url_credentials(printable(str(exc)))
     if isinstance(exc, OSError) and exc.filename is not None:
         return one_line(f"{exc.filename}: {exc.strerror or exc}")
     if isinstance(exc, ImportError):
         return one_line(f"{exc.name or exc} is not installed ({exc}); install the extra that needs it, "
                         "e.g. pip install -e '.[dask]'")
-    return mask_url(one_line(exc))
+    return mask_url_credentials(one_line(exc))
 
 
 def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:

@@ -80,9 +80,9 @@ def pairs(items: list[str], what: str) -> dict[str, str]:
 
 def run_config(args: argparse.Namespace) -> dict[str, Any]:
     """The options as the runs table keeps them (credentials in URLs masked)."""
-    from toolkit.core.secrets import mask_url_credentials as mask_url
+    from toolkit.core.secrets import mask_url_credentials as masked
 
-    return {k: (mask_url(v) if isinstance(v, str) else [mask_url(x) if isinstance(x, str) else x for x in v]
+    return {k: (masked(v) if isinstance(v, str) else [masked(x) if isinstance(x, str) else x for x in v]
                 if isinstance(v, list) else v) for k, v in vars(args).items() if k != "func"}
 
 

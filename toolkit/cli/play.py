@@ -105,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
     import os
     import sys
 
-    from toolkit.cli.preflight import make_folder, mask_url
+    from toolkit.cli.preflight import make_folder
+    from toolkit.core.secrets import mask_url_credentials
     from toolkit.record.run_log import Run
     from toolkit.werewolf.experience import ExperiencePool
     from toolkit.werewolf.game import GameConfig, GameRunner
@@ -142,7 +143,8 @@ def run(args: argparse.Namespace) -> int:
             show(endpoints)
         show(f"stopped on day {result.days}: {budget.line(stopped=1)}")
         return CAPPED
-    show(f"winner: {result.winner} ({mask_url(result.win_reason.splitlines()[0])}) after {plural(result.days, 'day')}")
+    reason = mask_url_credentials(result.win_reason.splitlines()[0])
+    show(f"winner: {result.winner} ({reason}) after {plural(result.days, 'day')}")
     if budget is not None:
         show(budget.line())
     from toolkit.analysis.degeneracy import summary_line

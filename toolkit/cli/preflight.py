@@ -14,7 +14,7 @@ from toolkit.llm.spec import expand, spec_params
 from toolkit.llm.registry import did_you_mean_spec, find
 from toolkit.record.load import results_folder  # noqa: F401  (the commands check their results folders here)
 from toolkit.core.files import FileError, one_line
-from toolkit.core.secrets import mask_url_credentials as mask_url
+from toolkit.core.secrets import mask_url_credentials
 
 
 def out_folder(path: str | os.PathLike, option: str = "--out") -> Path:
@@ -91,7 +91,7 @@ def check_spec(spec: str, seats: list[str] | None = None, option: str = "--model
         except (ValueError, OSError) as exc:
             message = one_line(exc)
             if not message.startswith(f"{kind}:"):  # say which spec, unless the check did
-                message = f"{one_line(mask_url(spec), 80)}: {message}"
+                message = f"{one_line(mask_url_credentials(spec), 80)}: {message}"
             raise FileError(f"{option}: {message}") from None
     if not provider.build_to_check:
         return

@@ -10,7 +10,7 @@ import socket
 import threading
 from urllib.parse import urlsplit
 
-from toolkit.core.secrets import mask_url_credentials as mask_url
+from toolkit.core.secrets import mask_url_credentials
 from toolkit.llm.keys import DEFAULT_ENDPOINT, is_local, key_rule, key_setting
 
 
@@ -34,7 +34,7 @@ def reachable(host: str, port: int, timeout_s: float) -> str | None:
 def check_openai(arg: str, probe: bool = True, timeout_s: float = 3.0, prefix: str = "openai") -> None:
     """``MODEL[@URL]`` (an ``openai:`` spec's argument) can be used: a ValueError of one line if not."""
     model, _, url = arg.partition("@")
-    spec = mask_url(f"{prefix}:{arg}")
+    spec = mask_url_credentials(f"{prefix}:{arg}")
     if not model.strip():
         raise ValueError(f"{spec}: needs a model name, e.g. openai:gpt-4o-mini or openai:NAME@http://HOST:PORT/v1")
     url = url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_ENDPOINT
@@ -44,7 +44,7 @@ def check_openai(arg: str, probe: bool = True, timeout_s: float = 3.0, prefix: s
     except ValueError:
         raise ValueError(f"{spec}: the URL has a malformed port; expected http://HOST:PORT/v1") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"{spec}: malformed URL {mask_url(url)!r}; expected http(s)://HOST[:PORT]/v1")
+        raise ValueError(f"{spec}: malformed URL {mask_url_credentials(url)!r}; expected http(s)://HOST[:PORT]/v1")
     port = port or (443 if parts.scheme == "https" else 80)
     setting = key_setting(url)
     if not os.environ.get(setting) and "@" not in parts.netloc and not is_local(url):

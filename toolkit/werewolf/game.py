@@ -20,7 +20,7 @@ from typing import Any, Callable
 from pydantic import BaseModel
 
 from toolkit.core.files import one_line, without_paths
-from toolkit.core.secrets import mask_url_credentials as mask_url
+from toolkit.core.secrets import mask_url_credentials
 from toolkit.prompting.structured_call import ActionResult, render
 from toolkit.llm import Model, Request, Sampling, get_model
 from toolkit.llm.budget import Budget
@@ -269,7 +269,7 @@ class GameRunner:
         out = {}
         for spec, (n, seats, kind, error) in self._broken.items():
             for seat in seats:
-                out.setdefault(seat, f"{n} calls in a row to {mask_url(spec)} got no answer ({kind}: "
+                out.setdefault(seat, f"{n} calls in a row to {mask_url_credentials(spec)} got no answer ({kind}: "
                                      f"{one_line(error, 200)})")
         return out
 

@@ -26,7 +26,7 @@ from toolkit.agent.environments import result
 from toolkit.agent.environments.environment import Environment, ResultUnavailable, make_environment
 from toolkit.agent.environments.result import ResultError
 from toolkit.agent.tools.human import Channel, ScriptedChannel
-from toolkit.agent.loop.steps import Agent, AgentExit, Limits
+from toolkit.agent.loop.steps import Agent, AgentExit, LoopLimits
 from toolkit.agent.loop.memory import Entry
 from toolkit.agent.loop.plan import Plan
 from toolkit.agent.loop.role import RoleConfig
@@ -109,7 +109,7 @@ class Session:
                                   weak(self.ask), weak(self.land), config.remote, role.terminal_timeout_s)
             self.tool_objects = toolset.build(role.tools, context, self.tools, role.name)
             self.agent = Agent(self.model, self.tools, role, config.task, self.log, self.session_id, self.channel,
-                               Limits(role.max_react_loop if config.max_steps is None else config.max_steps,
+                               LoopLimits(role.max_react_loop if config.max_steps is None else config.max_steps,
                                       config.wall_clock_s, config.budget_usd),
                                weak(self.context),
                                eval_mode=role.eval if config.eval_mode is None else config.eval_mode,

@@ -108,7 +108,7 @@ def feedback(key: str, **values: Any) -> str:
 
 
 @dataclass
-class Limits:
+class LoopLimits:
     max_steps: int
     wall_clock_s: float = 1800
     budget_usd: float | None = None
@@ -128,7 +128,7 @@ class Agent:
     log: CallLog
     session_id: str
     channel: Channel
-    limits: Limits
+    limits: LoopLimits
     context: Callable[[], dict[str, Any]]
     eval_mode: bool = False
     native_tools: bool = False
