@@ -11,12 +11,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Files whose prints are not yet moved, with the reason; the test fails when one no longer prints, so the list
-# only shrinks.
-PENDING = {
-    "toolkit/agent/tools/human.py": "the human tool's console talk with the person at the terminal",
-    "toolkit/agent/environments/environment.py": "the sandbox's warnings (toolkit/agent is being reworked)",
-}
+# The one function every terminal line goes through (the command line's, the agent's human channel at a
+# terminal, the sandbox's unconfined warning): ``printable.show`` makes model text printable and masks secrets.
+TERMINAL = {"toolkit/core/printable.py"}
 
 
 def _is_output(call: ast.Call) -> bool:
@@ -59,9 +56,9 @@ def test_only_the_command_line_prints():
         lines = printing_lines(path.read_text())
         if lines:
             printing[rel] = lines
-    unexpected = {f: lines for f, lines in printing.items() if f not in PENDING}
+    unexpected = {f: lines for f, lines in printing.items() if f not in TERMINAL}
     assert not unexpected, f"print outside toolkit/cli (use warnings.warn or logging): {unexpected}"
-    assert set(PENDING) <= set(printing), f"no longer printing, drop from PENDING: {set(PENDING) - set(printing)}"
+    assert set(printing) == TERMINAL, "printable.show no longer prints: the terminal's one gate moved"
 
 
 def test_the_checker_sees_a_print_and_a_stderr_write_but_not_a_programs_own_output():

@@ -7,6 +7,7 @@ import argparse
 import logging
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from toolkit.core.printable import show  # noqa: F401  (the commands import it from here)
@@ -106,6 +107,8 @@ def endpoints_line(folder: Any) -> str | None:
     settled (the last run's) and how low it went, the 429s and the seconds requests waited at the gate."""
     from toolkit.record.load import load
 
+    if not Path(folder).is_dir():  # a sweep whose every cell failed before writing has no folder
+        return None
     frame = load(folder, complete_games=False, columns={"games": ["game_id"], "endpoints": None}).endpoints
     if frame.empty:
         return None

@@ -566,8 +566,9 @@ class Environment:
         the shell can write that pipe, so it is only a claim) *and* the repository shows it (its refs, HEAD
         or FETCH_HEAD changed since the last time this said yes; ``collect.py refs``, a digest parsed as
         data). A forged trace line alone ends nothing; a git command that changed nothing (a push that
-        failed) neither."""
-        if not EVAL_GIT_COMMANDS.intersection(self.git_commands()) or not self.is_git:
+        failed) neither. The workspace need not have been a repository at the start (``git init`` then a
+        commit): where there is no repository the digest fails, and nothing ends."""
+        if not EVAL_GIT_COMMANDS.intersection(self.git_commands()):
             return False
         out = self.helper("collect.py", "refs", timeout=60)
         now = out.stdout.strip() if out.returncode == 0 and re.fullmatch(r"[0-9a-f]{64}\n?", out.stdout) else ""
