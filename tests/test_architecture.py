@@ -72,6 +72,20 @@ def test_every_module_has_a_layer_and_imports_only_downward():
     assert not wrong, "\n".join(wrong)
 
 
+# Inside the agent domain the same rule, bottom to top: the execution environments (and the workspace the tools
+# read and write through), the tools, the loop that runs them.
+AGENT_LAYERS = ["toolkit.agent.environments", "toolkit.agent.tools", "toolkit.agent.loop"]
+
+
+def test_inside_the_agent_the_environments_know_no_tool_and_the_tools_no_loop():
+    def rank(module: str) -> int | None:
+        return next((i for i, p in enumerate(AGENT_LAYERS) if module == p or module.startswith(p + ".")), None)
+
+    wrong = [f"{name} imports {target}" for name, path in modules().items() if rank(name) is not None
+             for target in imports(path) if rank(target) is not None and rank(target) > rank(name)]
+    assert not wrong, "\n".join(wrong)
+
+
 def test_no_import_circles():
     graph = {name: {t for t in imports(path) if t not in ("toolkit", name)} for name, path in modules().items()}
     # a package's __init__ importing its submodules is not a circle with them

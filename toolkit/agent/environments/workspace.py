@@ -15,7 +15,12 @@ import tempfile
 from pathlib import Path
 
 from toolkit.agent.environments.environment import Environment, LocalEnvironment
-from toolkit.agent.tools.base import ToolError
+
+
+class ToolError(Exception):
+    """A tool's own refusal or failure, shown to the model as one line. Declared here, below the tools, because
+    the workspace (what every tool reads and writes through) refuses with it too; ``toolkit.agent.tools.base``
+    re-exports it."""
 
 
 class Workspace:

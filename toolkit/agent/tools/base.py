@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from toolkit.prompting.structured_call import render
 from toolkit.agent.recorder import SessionRecorder
+from toolkit.agent.environments.workspace import ToolError  # noqa: F401  (declared below the tools)
 from toolkit.core.secrets import redact
 
 log = logging.getLogger(__name__)
@@ -144,10 +145,6 @@ class Toolbox:
             log.exception("tool %s failed", name)
             return ToolResult(name, args, False, f"{name} failed: {type(exc).__name__}: {exc}", started)
         return ToolResult(name, args, True, "" if out is None else str(out), started)
-
-
-class ToolError(Exception):
-    """A tool's own refusal or failure, shown to the model as one line."""
 
 
 class Failed(ToolError):
