@@ -15,6 +15,7 @@ def test_every_public_name_resolves(package):
     assert set(module.__all__) <= set(dir(module))
 
 
+@pytest.mark.slow
 def test_record_load_is_the_function_even_after_its_module_is_imported():
     """``load`` is also a module's name: the face must hand out the function in a fresh interpreter, whatever
     was imported first."""

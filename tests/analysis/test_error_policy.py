@@ -70,6 +70,7 @@ def test_older_tables_without_the_columns_still_rate(column):
     assert len(error_survival(games, players)) and len(policy_ratings(games, players, events)[0])
 
 
+@pytest.mark.slow
 def test_the_report_prints_the_error_survival_check_and_two_policies(tmp_path):
     from toolkit.analysis.report import write_report
 

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 
 from toolkit.core.printable import printable
 
@@ -44,6 +45,7 @@ def cli(*args, cwd, stdin="", timeout=120):
                           text=True, timeout=timeout, env=env)
 
 
+@pytest.mark.slow
 def test_an_engineer_session_shows_hostile_model_text_escaped(tmp_path, server):
     (tmp_path / "ws").mkdir()
     server.say(step({"command_name": "Human.ask_human", "args": {"question": "ready?" + HOSTILE}},
@@ -59,6 +61,7 @@ def test_an_engineer_session_shows_hostile_model_text_escaped(tmp_path, server):
     assert hostile_free(out), [ch for ch in RAW if ch in out]
 
 
+@pytest.mark.slow
 def test_a_game_transcript_shows_hostile_speech_escaped(tmp_path, server):
     # every seat speaks the hostile text (structured answers come back as the queued JSON)
     server.say(*[json.dumps({"speech": HOSTILE, "target": "Player1", "thought": HOSTILE})] * 400)

@@ -42,6 +42,7 @@ def test_a_retry_after_holds_every_new_request_to_the_endpoint():
     assert asyncio.run(run()) >= 0.28
 
 
+@pytest.mark.slow
 def test_games_sharing_an_endpoint_back_off_together_and_every_call_answers():
     with FakeOpenAIServer(latency=0.05, capacity=4, retry_after=0.2) as server:
         spec = f"openai:ok@{server.base_url}"

@@ -386,6 +386,7 @@ def script(tmp_path, *commands):
     return f"scripted:{path}"
 
 
+@pytest.mark.slow
 async def test_engineer_tables_escape_tool_output_and_the_open_file(tmp_path):
     spec = script(tmp_path, {"command_name": "Editor.create_file", "args": {"path": "a.html", "content": "<b>hi</b>"}},
                   {"command_name": "Editor.open_file", "args": {"path": "a.html"}},

@@ -183,6 +183,7 @@ def test_condensed_days_keep_deaths_eliminations_and_last_words():
     assert game.winner == "draw" and checked >= 3 * 7
 
 
+@pytest.mark.slow
 def test_the_seats_view_reads_the_announcements_typed_fields_not_their_text():
     """Speaking order, revotes, ties and abstentions reach a seat's record from the events' ``about`` and
     ``seats`` fields: with those announcements' text blanked the record is the same (a bid's outcome is shown
