@@ -182,6 +182,10 @@ def running(pattern):
 def test_finish_ends_the_shell_and_everything_it_started(tmp_path):
     async def go(s):
         await s.step()
+        for _ in range(100):  # the background child may not have exec'd sleep yet when the command returns
+            if running("sleep 301.25"):
+                break
+            await asyncio.sleep(0.05)
         before = s.environment.shell_pid(), running("sleep 301.25")
         await s.finish()
         return before
