@@ -145,3 +145,22 @@ def test_play_takes_a_preset_s_name_and_refuses_a_bad_block_with_exit_2(tmp_path
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert "models: model spec openai:reason@http://127.0.0.1:9/v1: reasoning_effort='hgih' must be one of" \
         in out.stderr
+
+
+def test_a_dollar_cap_checks_the_price_of_the_spec_a_preset_s_name_stands_for(tmp_path, monkeypatch):
+    """A cell's model (or side model) given by a preset's name, under a dollar cap: the price check looks up the
+    spec the name stands for (it built a model from the name itself: 'unknown model spec' ended every cell of a
+    capped sweep whose model was a preset's name)."""
+    from toolkit.llm.budget import Budget, BudgetError
+    from toolkit.werewolf.game import play_games
+
+    path = _preset(tmp_path, "named", "  dumb: random\n  paid: 'openai:priced@http://127.0.0.1:9/v1'\n")
+    budget = Budget.at(tmp_path / "study", max_usd=1.0)
+    config = GameConfig(preset=str(path), seed=0, model="dumb", side_models={"werewolves": "dumb"})
+    with Run(tmp_path / "out", "capped") as run:
+        results = asyncio.run(play_games([config], run, budget=budget))
+    assert [r.winner in ("village", "werewolves") for r in results] == [True]
+    assert set(load(tmp_path / "out").players["spec"]) == {"random"}
+    config = GameConfig(preset=str(path), seed=0, model="heuristic", side_models={"village": "paid"})
+    with Run(tmp_path / "out2", "capped") as run, pytest.raises(BudgetError, match="openai:priced@"):
+        asyncio.run(play_games([config], run, budget=budget))

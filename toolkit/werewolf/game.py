@@ -488,7 +488,9 @@ async def play_games(configs: list[GameConfig], run: Run | None = None, concurre
     gate = asyncio.Semaphore(concurrency)
     cap = cap if cap is not None else CapReport()
     if budget is not None:
-        specs = {spec for c in configs for spec in (c.model, *map(c.spec, c.seats), *c.side_models.values())}
+        # the specs the games play: a name of the preset's models: block stands for its spec
+        specs = {c.named(spec) for c in configs for spec in (c.model, *c.side_models.values())}
+        specs |= {c.spec(seat) for c in configs for seat in c.seats}
         budget.check_prices(models.get(s) or models.setdefault(s, get_model(s)) for s in sorted(specs))
 
     async def one(config: GameConfig) -> GameResult | None:
