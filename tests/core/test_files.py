@@ -147,3 +147,37 @@ def test_two_cells_differing_after_40_characters_play_different_games(tmp_path):
     assert len(cells) == 2
     presets_played = [set(load(c).games["preset"]) for c in cells]
     assert sorted(map(sorted, presets_played)) == [["classic7"], ["standard9"]]
+
+
+# a URL password long enough that an 80- or 40-character cut falls inside it (no '@' after what is left of it)
+PASSWORD = "Pw9-" * 12 + "tail"
+LONG = f"openai:gpt-4o-mini@https://alice:{PASSWORD}@llm.example.com/v1"
+
+
+def test_a_cut_line_never_keeps_half_a_url_password(tmp_path):
+    """one_line cuts a long message: what it keeps of a spec's URL password was no credential to the mask the
+    printed line went through (the '@' after it was cut away), so the first 40-80 characters of the password
+    reached the terminal in '--seat given twice', 'unknown model spec' and a preset's clashing models: names."""
+    from toolkit.cli.common import pairs
+    from toolkit.cli.preflight import check_spec
+    from toolkit.core.files import one_line
+    from toolkit.core.printable import printable
+    from toolkit.core.secrets import redact
+    from toolkit.werewolf.engine.preset import preset_models
+
+    password = PASSWORD
+    assert password[:20] not in redact(printable(one_line(f"at {LONG} it failed", 80)))
+    assert one_line(f"at {LONG}", 300) == f"at {LONG}"  # a line that is not cut is the same
+    with pytest.raises(FileError) as twice:
+        pairs([f"Player1={LONG}", "Player1=heuristic"], "--seat")
+    with pytest.raises(FileError) as unknown:
+        check_spec("opn" + LONG.removeprefix("openai"), probe=False)
+    presets = []
+    for name, spec in (("one", LONG), ("two", LONG + "?temperature=0.5")):
+        presets.append(tmp_path / f"{name}.yaml")
+        presets[-1].write_text((PRESETS / "classic7.yaml").read_text().replace("name: classic7", f"name: {name}")
+                               + f"\nmodels: {{good: '{spec}'}}\n")
+    with pytest.raises(FileError) as clash:
+        preset_models(presets)
+    for caught in (twice, unknown, clash):
+        assert password[:6] not in redact(printable(str(caught.value))), caught.value

@@ -29,7 +29,15 @@ class FileError(ValueError):
 
 
 def one_line(text: Any, limit: int = 300) -> str:
+    """``text`` on one line (its lines joined, made printable), cut to ``limit`` characters. A text that is cut
+    has its secrets masked first (``toolkit.core.secrets.redact``): half a URL's password, left without the
+    ``@`` after it, is no longer a credential the masking of the printed line would recognise."""
     text = " ".join(printable(part.strip()) for part in str(text).splitlines())  # a multi-line message joined
+    if len(text) <= limit:
+        return text
+    from toolkit.core.secrets import redact
+
+    text = redact(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
