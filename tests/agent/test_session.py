@@ -3,6 +3,7 @@
 roles as configuration; and the task suite's loading, workspace preparation, check and run."""
 
 import asyncio
+import inspect
 import json
 import os
 import re
@@ -18,6 +19,8 @@ from toolkit.agent.tools.human import ScriptedChannel
 from toolkit.agent.loop.plan import Plan
 from toolkit.agent.loop.role import RoleConfig, load_role
 from toolkit.agent.loop.session import Session, SessionConfig
+from toolkit.agent.loop.steps import Agent
+from toolkit.llm import Model
 from toolkit.agent.suite import check, load_tasks, prepare_workspace, run_task
 from toolkit.agent.recorder import SessionRecorder
 from toolkit.agent.tools.base import Failed, Toolbox, ToolError, tool
@@ -128,6 +131,22 @@ def test_session_ids_and_the_role_defaults_for_eval_and_native_tools(tmp_path):
     assert (by_role.session_id, by_role.agent.eval_mode, by_role.agent.native_tools) == ("mine", True, True)
     overridden = session(tmp_path / "c", [END], role=role, eval_mode=False, native_tools=False)
     assert (overridden.agent.eval_mode, overridden.agent.native_tools) == (False, False)
+
+
+@pytest.mark.slow  # the unpriced model imports the openai client (~1 s)
+def test_a_config_resolves_every_open_choice_once_and_the_agent_reads_only_it(tmp_path):
+    """The one way to wire the loop: ``Agent(config, context, tools)`` reads the settled config; every default
+    (the role's eval mode, step limit and native tools, a session id, a channel, the recorded spec) is made once by
+    ``SessionConfig.resolved``, and resolving again changes nothing."""
+    role = load_role("engineer").model_copy(update={"eval": True, "max_react_loop": 7})
+    config = SessionConfig(role, "a task", tmp_path / "ws", script(tmp_path, [END])).resolved()
+    assert (config.eval_mode, config.max_steps, config.native_tools) == (True, 7, False)
+    assert isinstance(config.model, Model) and config.record_spec == config.model.spec
+    assert isinstance(config.channel, ScriptedChannel) and re.fullmatch(r"s-[0-9a-f]{10}", config.session_id)
+    assert config.resolved() == config
+    assert list(inspect.signature(Agent).parameters) == ["config", "context", "tools"]
+    with pytest.raises(ValueError, match="budget_usd needs a price for gpt-nobody"):
+        SessionConfig(role, "a task", tmp_path / "ws", "openai:gpt-nobody@http://127.0.0.1:9/v1", budget_usd=1.0).resolved()
 
 
 # ------------------------------------------------------------------ finishing and the sessions row

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
 import tempfile
 import time
-import uuid
 import warnings
 import weakref
 from pathlib import Path
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from toolkit.prompting.structured_call import Action, ActionResult
@@ -25,16 +23,14 @@ from toolkit.agent.tools.editor import Editor
 from toolkit.agent.environments import result
 from toolkit.agent.environments.environment import Environment, ResultUnavailable, make_environment
 from toolkit.agent.environments.result import ResultError
-from toolkit.agent.tools.human import Channel, ScriptedChannel
-from toolkit.agent.loop.steps import Agent, AgentExit, LoopLimits
+from toolkit.agent.loop.config import SessionConfig  # noqa: F401  (its callers import it from here)
+from toolkit.agent.loop.steps import Agent, AgentExit
 from toolkit.agent.loop.memory import Entry
 from toolkit.agent.loop.plan import Plan
-from toolkit.agent.loop.role import RoleConfig
 from toolkit.agent.recorder import SessionRecorder
 from toolkit.agent.tools.base import Toolbox, ToolResult
 from toolkit.agent.environments.workspace import Workspace
-from toolkit.llm import Model, cost_usd, get_model
-from toolkit.record.run_log import CallLog, Run
+from toolkit.record.run_log import CallLog
 from toolkit.core.secrets import redact_obj
 
 
@@ -49,55 +45,19 @@ class SessionResult:
     tool_calls: list[ToolResult]
 
 
-@dataclass
-class SessionConfig:
-    """Everything a session is made from. ``model`` is a model spec string (or a ready ``Model``);
-    ``record_spec`` is what the ``sessions`` row calls it (the suite records ``scripted:{task}/good.yaml`` rather
-    than each task's resolved path). ``environment`` is where commands run (``toolkit.agent.environments``: a
-    kind such as ``bubblewrap`` or ``local``, or a ready one; ``None``: the role's, by default bubblewrap where it
-    works). ``eval_mode``, ``max_steps`` and ``native_tools`` left None take the role's."""
-
-    role: RoleConfig
-    task: str
-    workspace: str | os.PathLike
-    model: str | Model = "scripted"
-    run: Run | None = None
-    channel: Channel | None = None
-    eval_mode: bool | None = None
-    max_steps: int | None = None
-    wall_clock_s: float = 1800
-    budget_usd: float | None = None
-    session_id: str | None = None
-    remote: str = "origin"
-    record_spec: str | None = None
-    native_tools: bool | None = None
-    environment: str | Environment | None = None
-    allowed_remotes: list[str | os.PathLike] = field(default_factory=list)
-    # a study's spending cap (toolkit.llm.budget.Budget) every call is charged to; whether a session may start
-    # under it is its caller's decision (a session is not cut mid-way by it: budget_usd bounds one session)
-    spending: Any = None
-
-
 class Session:
-    """One session, made from one ``SessionConfig``: its environment, then one ``ToolContext`` from which every
-    tool the role names is built (``toolkit.agent.loop.toolset``), then the loop."""
+    """One session, made from one ``SessionConfig`` (resolved once: ``SessionConfig.resolved``): its environment,
+    then one ``ToolContext`` from which every tool the role names is built (``toolkit.agent.loop.toolset``), then
+    the loop from the same config and context (``steps.Agent``)."""
 
     def __init__(self, config: SessionConfig):
-        self.config = config
-        role = config.role
-        self.role, self.task = role, config.task
-        self.model = get_model(config.model) if isinstance(config.model, str) else config.model
-        self.spec = config.record_spec or self.model.spec
-        if config.budget_usd is not None and not self.model.backend.free and \
-                cost_usd(self.model.name, 1, 1) is None:  # an unknown price would make the budget never bind
-            raise ValueError(f"budget_usd needs a price for {self.model.name}: add it to a TOOLKIT_PRICES file")
+        self.config = config = config.resolved()
+        self.role, self.task, self.model, self.spec = config.role, config.task, config.model, config.record_spec
+        self.session_id, self.channel = config.session_id, config.channel
         made = not isinstance(config.environment, Environment)
-        self.environment = make_environment(config.environment, config.workspace, role.environment,
+        self.environment = make_environment(config.environment, config.workspace, self.role.environment,
                                             config.allowed_remotes) if made else config.environment
         try:
-            self.session_id = config.session_id or f"s-{uuid.uuid4().hex[:10]}"
-            self.log = CallLog(config.run, budget=config.spending)  # a study's cap: every call charged
-            self.channel = config.channel or ScriptedChannel()
             self.plan = Plan()
             self.workspace = Workspace(self.environment.source, self.environment)
             self.editor = Editor(self.workspace)
@@ -106,17 +66,9 @@ class Session:
             self.land_error: str | None = None
             self.tools = Toolbox(self.recorder)
             context = ToolContext(self.workspace, self.environment, self.plan, self.editor, self.channel,
-                                  weak(self.ask), weak(self.land), config.remote, role.terminal_timeout_s)
-            self.tool_objects = toolset.build(role.tools, context, self.tools, role.name)
-            self.agent = Agent(self.model, self.tools, role, config.task, self.log, self.session_id, self.channel,
-                               LoopLimits(role.max_react_loop if config.max_steps is None else config.max_steps,
-                                      config.wall_clock_s, config.budget_usd),
-                               weak(self.context),
-                               eval_mode=role.eval if config.eval_mode is None else config.eval_mode,
-                               native_tools=role.native_tools if config.native_tools is None else config.native_tools,
-                               ran_eval_git=self.environment.ran_eval_git, exceeded=self.environment.exceeded)
-            # the agent's clock: commands are cut past it
-            self.environment.deadline = self.agent.started + config.wall_clock_s
+                                  weak(self.ask), weak(self.land), config.remote, self.role.terminal_timeout_s)
+            self.tool_objects = toolset.build(self.role.tools, context, self.tools, self.role.name)
+            self.agent = Agent(config, context, self.tools)
             self.ended_by: str | None = None
             self.result: SessionResult | None = None
             self._started = time.perf_counter()
@@ -130,7 +82,13 @@ class Session:
         return await self.agent.ask(action, values, what)
 
     def context(self) -> dict[str, Any]:
-        return {"plan": self.plan.status(), "cwd": str(self.environment.root), "open_file": self.editor.current}
+        """The live part of the step prompt (plan, working directory, open file)."""
+        return self.agent.context()
+
+    @property
+    def log(self) -> CallLog:
+        """The session's model calls (the agent's: counts, cost)."""
+        return self.agent.log
 
     @property
     def steps(self) -> int:

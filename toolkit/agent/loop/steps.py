@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
@@ -24,9 +24,9 @@ import yaml
 from pydantic import BaseModel, Field
 
 from toolkit.prompting.structured_call import Action, ActionResult, parse, prompts_dir, render, render_string
-from toolkit.agent.tools.human import Channel
 from toolkit.agent.loop.memory import Entry, Memory
-from toolkit.agent.loop.role import RoleConfig
+from toolkit.agent.loop.config import SessionConfig
+from toolkit.agent.loop.toolset import ToolContext
 from toolkit.agent.tools.base import Toolbox, ToolResult
 from toolkit.llm import Call, Model, Request
 from toolkit.record.run_log import CallLog
@@ -115,35 +115,36 @@ class LoopLimits:
 
 
 # ------------------------------------------------------------------ the loop
-@dataclass
 class Agent:
-    """The loop. ``context()`` gives the live part of the step prompt (plan, working directory, open file);
-    ``ran_eval_git()`` says whether the last command ran a git pull/push/commit (git's trace, confirmed by the
-    repository): eval mode ends on it."""
+    """The loop, wired one way: from the session's resolved ``SessionConfig`` (model, role, task, ids, limits,
+    eval mode, native tools, the run its calls are logged to) and its ``ToolContext`` (the environment, plan,
+    editor and channel the tools were made from: the step prompt shows the plan, working directory and open
+    file; eval mode ends when the environment's git trace shows a pull/push/commit; the environment's bounds
+    end the session), with ``tools`` the toolbox made from that context. The agent's clock starts here, and the
+    environment's commands are cut past it."""
 
-    model: Model
-    tools: Toolbox
-    role: RoleConfig
-    task: str
-    log: CallLog
-    session_id: str
-    channel: Channel
-    limits: LoopLimits
-    context: Callable[[], dict[str, Any]]
-    eval_mode: bool = False
-    native_tools: bool = False
-    ran_eval_git: Callable[[], bool] = lambda: False
-    exceeded: Callable[[], str | None] = lambda: None  # the environment's bound the session passed (disk)
-    memory: Memory = field(init=False)
-    steps: int = 0
-    stop_requested: bool = False
-
-    def __post_init__(self) -> None:
+    def __init__(self, config: SessionConfig, context: ToolContext, tools: Toolbox):
+        config = config.resolved()
+        self.config, self.tool_context, self.tools = config, context, tools
+        self.model: Model = config.model
+        self.role, self.task, self.session_id, self.channel = config.role, config.task, config.session_id, \
+            config.channel
+        self.eval_mode, self.native_tools = config.eval_mode, config.native_tools
+        self.limits = LoopLimits(config.max_steps, config.wall_clock_s, config.budget_usd)
+        self.log = CallLog(config.run, budget=config.spending)  # a study's cap: every call charged
         self.memory = Memory(self.role.memory_chars)
+        self.steps = 0
+        self.stop_requested = False
         self.started = time.perf_counter()
+        context.environment.deadline = self.started + config.wall_clock_s
         self.system_values = {"role": self.role, "tools": self.tools.describe(), "eval_mode": self.eval_mode,
                               "instruction": render(self.role.instruction, role=self.role),
                               "examples": render(self.role.examples, role=self.role) if self.role.examples else ""}
+
+    def context(self) -> dict[str, Any]:
+        """The live part of the step prompt: the plan, the working directory, the open file."""
+        c = self.tool_context
+        return {"plan": c.plan.status(), "cwd": str(c.environment.root), "open_file": c.editor.current}
 
     async def ask(self, action: Action, values: dict[str, Any], what: str) -> ActionResult:
         """A model call for the loop or a tool, logged with this session's ids."""
@@ -174,7 +175,7 @@ class Agent:
             raise LimitsExceeded("wall_clock")
         if self.limits.budget_usd is not None and (self.log.cost_usd or 0) >= self.limits.budget_usd:
             raise LimitsExceeded("budget")
-        if self.exceeded():
+        if self.tool_context.environment.exceeded():  # the environment's bound the session passed (disk)
             raise LimitsExceeded("disk")
 
     async def step(self) -> None:
@@ -209,7 +210,8 @@ class Agent:
             outcome = await self.tools.call(command.command_name, command.args, self.steps)
             entry.observations.append(feedback("command_result", command=command.command_name,
                                                status="executed" if outcome.ok else "failed", output=outcome.output))
-            if self.eval_mode and command.command_name == "Terminal.run_command" and self.ran_eval_git():
+            if self.eval_mode and command.command_name == "Terminal.run_command" \
+                    and self.tool_context.environment.ran_eval_git():
                 entry.observations.append(feedback("eval_end"))
                 raise EvalGit()
             entry.editor_view = entry.editor_view or command.command_name.startswith("Editor.")
