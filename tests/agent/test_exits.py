@@ -94,8 +94,10 @@ def test_max_steps_comes_from_the_role_unless_the_session_overrides_it(tmp_path)
     assert (override.ended_by, override.steps) == ("max_steps", 4)
 
 
+@pytest.mark.slow
 def test_the_wall_clock_is_checked_before_each_step(tmp_path):
-    s = session(tmp_path, [step(sh("sleep 1")), step(sh("touch too_late.txt")), END], wall_clock_s=0.8)
+    # the clock starts when the session is made: 2 s leave the first step room under load (0.8 s did not, at ~20)
+    s = session(tmp_path, [step(sh("sleep 2.5")), step(sh("touch too_late.txt")), END], wall_clock_s=2)
     result = asyncio.run(s.run())
     assert (result.ended_by, result.steps) == ("wall_clock", 1)
     assert not (applied(s) / "too_late.txt").exists()
