@@ -146,7 +146,8 @@ def test_a_config_resolves_every_open_choice_once_and_the_agent_reads_only_it(tm
     assert config.resolved() == config
     assert list(inspect.signature(Agent).parameters) == ["config", "context", "tools"]
     with pytest.raises(ValueError, match="budget_usd needs a price for gpt-nobody"):
-        SessionConfig(role, "a task", tmp_path / "ws", "openai:gpt-nobody@http://127.0.0.1:9/v1", budget_usd=1.0).resolved()
+        SessionConfig(role, "a task", tmp_path / "ws", "openai:gpt-nobody@http://127.0.0.1:9/v1",
+                      budget_usd=1.0).resolved()
 
 
 # ------------------------------------------------------------------ finishing and the sessions row
