@@ -2,7 +2,8 @@
 with the kind of events row it emits), an exporter and a report metric, all defined in this test, show in the
 command line (``play``, ``export --help``, ``export``, ``view``, ``report``), in the report and in the exports with
 no file of the package edited; so does a discussion protocol (``play --discussion``, its clause of the rules every seat
-is shown, and the order the day's speeches are played in)."""
+is shown, and the order the day's speeches are played in), a tie rule of the day's vote (a preset naming it, its
+clause of the rules, the seat a tied vote eliminates) and an environment kind."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from toolkit.werewolf.engine import discussions
+from pydantic import ValidationError
+
+from toolkit.werewolf.engine import discussions, votes
+from toolkit.werewolf.engine.votes import TieRule
 from toolkit.werewolf.engine.discussions.base import Discussion, announce_order
 
 from tests.werewolf.test_roles import Knight, knight  # noqa: F401  (the fixture: the Knight's prompt files)
@@ -202,6 +206,53 @@ def test_a_discussion_protocol_added_here_reaches_plays_help_the_rules_and_a_pla
         main(["play", "--discussion", "reverse", "--out", str(tmp_path / "none")])
     assert "invalid choice: 'reverse'" in capsys.readouterr().err
     discussions.register(reverse)
+
+
+class LastSeat(TieRule):
+    """The tie rule a study adds: of the tied, the last in seat order is eliminated."""
+
+    name = "last_seat"
+    summary = "the last of the tied in seat order is eliminated"
+
+    def settle(self, game, leaders, counted):
+        return leaders[-1]
+
+
+LAST_SEAT_PROMPT = """{% macro tie() %}a tie eliminates the last of the tied in seat order{% endmacro %}
+{% macro all_abstain() %}the last seat is eliminated{% endmacro %}
+"""
+
+
+@pytest.fixture
+def last_seat(tmp_path, monkeypatch):
+    import shutil
+
+    prompts = tmp_path / "prompts"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "prompts", prompts)
+    (prompts / "werewolf" / "votes" / "ties" / "last_seat.j2").write_text(LAST_SEAT_PROMPT)
+    monkeypatch.setenv("TOOLKIT_PROMPTS", str(prompts))
+    yield votes.register_tie(LastSeat())
+    votes.TIES.pop("last_seat", None)
+
+
+def test_a_vote_tie_rule_added_here_reaches_the_preset_the_rules_and_a_tied_vote(last_seat):
+    from tests.werewolf.test_rules_flags import ROLES7, day, night
+    from toolkit.prompting.structured_call import render
+    from toolkit.werewolf.engine.preset import Preset, load_preset
+    from toolkit.werewolf.engine.rules import Game
+
+    values = {**load_preset("classic7").model_dump(exclude={"models"}), "vote_tie": "last_seat"}
+    preset = Preset.model_validate(values)
+    rules = render("werewolf/rules.j2", preset={**values, "n_players": preset.n_players})
+    assert "; the most votes is eliminated, a tie eliminates the last of the tied in seat order." in rules
+    game = Game(preset, 1, dict(ROLES7))
+    night(game, hunt="Player3", protect="Player3")  # nobody dies: all seven vote, one vote each (a 7-way tie)
+    day(game)
+    assert [e.target for e in game.events if e.kind == "elimination"] == ["Player7"]
+    # refused in one line when not registered
+    del votes.TIES["last_seat"]
+    with pytest.raises(ValidationError, match="unknown vote_tie 'last_seat'.*; choose one of none, revote, random"):
+        Preset.model_validate(values)
 
 
 class Marked:

@@ -1,8 +1,8 @@
 """The docs' tables of plug-ins, generated from the registries that declare them (the event kinds of the engine
-and the roles, the discussion protocols, the kinds of execution environment, the exporters, the model
-providers). Each table sits in its page between ``<!-- registry:NAME -->`` and ``<!-- /registry:NAME -->``;
-``python -m toolkit.cli.registries`` rewrites them in place, and tests/test_docs.py checks that the pages hold
-what the registries say."""
+and the roles, the discussion protocols, the day votes and their tie rules, the kinds of execution environment,
+the exporters, the model providers). Each table sits in its page between ``<!-- registry:NAME -->`` and
+``<!-- /registry:NAME -->``; ``python -m toolkit.cli.registries`` rewrites them in place, and tests/test_docs.py
+checks that the pages hold what the registries say."""
 
 from __future__ import annotations
 
@@ -62,6 +62,14 @@ def discussions() -> str:
                     f"`{d.kaggle}`" if d.kaggle else "—") for d in REGISTRY.values()])
 
 
+def votes() -> str:
+    from toolkit.werewolf.engine.votes import REGISTRY, TIES
+
+    return _table(("option", "value", "what it does", "Kaggle's name"),
+                  [(f"`{option}`", f"`{d.name}`", d.summary, f"`{d.kaggle}`" if d.kaggle else "—")
+                   for option, registry in (("day_vote", REGISTRY), ("vote_tie", TIES)) for d in registry.values()])
+
+
 def environments() -> str:
     from toolkit.agent.environments.kinds import KINDS
 
@@ -73,6 +81,7 @@ def environments() -> str:
 TABLES: dict[str, tuple[str, Callable[[], str]]] = {
     "event-kinds": ("werewolf.md", event_kinds),
     "discussions": ("werewolf.md", discussions),
+    "votes": ("werewolf.md", votes),
     "exporters": ("exports.md", exporters),
     "environments": ("environments.md", environments),
     "providers": ("models.md", providers),

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from toolkit.core.files import FileError, did_you_mean, load_file, models_block, one_line
 from toolkit.core.werewolf_names import ROLES
+from toolkit.werewolf.engine import votes
 from toolkit.werewolf.engine.discussions import REGISTRY as DISCUSSIONS
 from toolkit.werewolf.engine.roles import REGISTRY, special_roles
 
@@ -50,9 +51,11 @@ class Preset(BaseModel):
     # a bid_turn tie: the first by name (A-Z; Kaggle SimpleBiddingProtocol) | urgency (UrgencyBiddingProtocol: a
     # seat named in the last speech, then the one who has spoken least, then seat order)
     bid_tie: Literal["name", "urgency"] = "name"
-    day_vote: Literal["simultaneous", "sequential"] = "simultaneous"  # Kaggle: SimultaneousMajority | SequentialVoting
+    # how the day votes and what a tie does: declarations of toolkit.werewolf.engine.votes (simultaneous or
+    # sequential, Kaggle's SimultaneousMajority | SequentialVoting; none, revote or random), or ones registered there
+    day_vote: str = "simultaneous"
     vote_order: Literal["fixed", "rotate", "random"] = "fixed"  # Kaggle: first_to_vote (sequential day votes only)
-    vote_tie: Literal["none", "revote", "random"] = "none"
+    vote_tie: str = "none"
     # a day voter may abstain (Kaggle's vote -1; a missing answer counts as one): abstentions are not counted
     vote_abstain: bool = False
     self_vote: bool = False  # a day voter may vote for themselves (Kaggle: the day's targets are all the living)
@@ -106,12 +109,14 @@ class Preset(BaseModel):
             data.setdefault("exile_reveal", level)
         return data
 
-    @field_validator("discussion")
+    @field_validator("discussion", "day_vote", "vote_tie")
     @classmethod
-    def _known_discussion(cls, name: str) -> str:
-        if name not in DISCUSSIONS:
-            raise ValueError(f"unknown discussion {name!r}{did_you_mean(name, list(DISCUSSIONS))}; discussions are "
-                             f"{', '.join(DISCUSSIONS)}")
+    def _declared(cls, name: str, info) -> str:
+        """A protocol or vote option is one its registry holds (one line naming the choices otherwise)."""
+        registry = {"discussion": DISCUSSIONS, "day_vote": votes.REGISTRY, "vote_tie": votes.TIES}[info.field_name]
+        if name not in registry:
+            raise ValueError(f"unknown {info.field_name} {name!r}{did_you_mean(name, list(registry))}; choose one of "
+                             f"{', '.join(registry)}")
         return name
 
     @field_validator("error_policy", mode="before")

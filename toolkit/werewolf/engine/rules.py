@@ -10,7 +10,8 @@ Night N leads into day N. A death that calls for a decision (a Hunter's shot: ``
 game in phase ``reaction`` until it is taken, at dawn or after an elimination; the win is checked after it.
 What each role does is its module's (``toolkit.werewolf.engine.roles``): this module has no role's name but
 the Werewolf's victim, which every game has. How the day's talk goes is the preset's discussion protocol's
-(``toolkit.werewolf.engine.discussions``): this module has no protocol's name.
+(``toolkit.werewolf.engine.discussions``), how the day votes and what a tie does are the preset's day vote and
+tie rule (``toolkit.werewolf.engine.votes``): this module names no protocol and no vote option.
 
 The rules' own random draws (a tie broken at random, a random first speaker or voter) come from the seed, or
 from ``draws`` ({"wolf_tie:2": "Player3", ...}: kind and day → the seat drawn), so that a game played elsewhere
@@ -25,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from toolkit.werewolf.engine import discussions
+from toolkit.werewolf.engine import discussions, votes
 from toolkit.werewolf.engine import roles as role_registry
 from toolkit.werewolf.engine.preset import Preset
 from toolkit.werewolf.engine.roles import PUBLIC, WOLVES, Ask, Role
@@ -57,10 +58,6 @@ class Event:
                 or (self.visibility == WOLVES and side_of(role) == "werewolves"))
 
 
-def _ballot(voter: str, target: str | None) -> str:
-    return f"{voter} votes for {target}." if target is not None else f"{voter} abstains."
-
-
 def side_of(role: str) -> str:
     return role_registry.side_of(role)
 
@@ -86,9 +83,9 @@ class Game:
         self.events: list[Event] = []
         self._state = {r.name: r.new_state() for r in self._in_play}
         self.night: dict[str, Any] = self._new_night()
-        self.vote_cursor = 0  # the first voter of the next sequential vote (rotate), as a seat index
-        self.vote_queue: list[str] = []
-        self.vote_queue_first: str | None = None
+        self.day_vote, self.tie_rule = votes.get(preset.day_vote), votes.get_tie(preset.vote_tie)
+        self.balloting: dict[str, Any] = {}  # the day vote's own state across days (a rotating first voter, ...)
+        self.vote_queue: list[str] = []  # who votes next, in order (a vote that has an order)
         self.discussion = discussions.get(preset.discussion)
         self.talk: dict[str, Any] = {}  # the discussion's own state (its bids, who opened the last day, ...)
         self.speech_queue: list[str] = []  # who speaks next, in order (the discussion's, or last words)
@@ -97,7 +94,7 @@ class Game:
         self.deaths: dict[str, tuple[int, str]] = {}  # seat → (day, cause)
         self.reactions: list[Ask] = []  # decisions a death calls for (a Hunter's shot), asked before all else
         self._resume: tuple[str, str | None] | None = None  # where the game goes on once they are taken
-        self._vote_fallbacks: set[str] = set()
+        self.vote_fallbacks: set[str] = set()  # the voters whose ballot was a fallback answer
         self._kinds = role_registry.event_kinds()
         self.winner: str | None = None
         self.win_reason: str | None = None
@@ -185,7 +182,7 @@ class Game:
         if self.phase == "last_words":
             return [Ask(self.speech_queue[0], "speak")] if self.speech_queue else []
         if self.phase in ("day_vote", "day_revote"):
-            voters = self.vote_queue[:1] if self.preset.day_vote == "sequential" else self.alive
+            voters = self.day_vote.voters(self)
             mine = self.preset.self_vote
             return [Ask(s, "vote", tuple(c for c in self.vote_candidates if mine or c != s), self.preset.vote_abstain)
                     for s in voters if s not in self.votes]
@@ -222,10 +219,8 @@ class Game:
     def _vote(self, seat: str, target: str | None, fallback: bool) -> None:
         self.votes[seat] = target
         if fallback:
-            self._vote_fallbacks.add(seat)
-        if self.preset.day_vote == "sequential":  # each vote is public at once: the next voter sees it
-            self.vote_queue.pop(0)
-            self._emit("vote", seat, target, _ballot(seat, target), PUBLIC, fallback)
+            self.vote_fallbacks.add(seat)
+        self.day_vote.cast(self, seat, target, fallback)
 
     # ---------------------------------------------------------------- phases without decisions
     def _advance(self) -> None:
@@ -336,46 +331,25 @@ class Game:
     def _open_vote(self, candidates: tuple[str, ...], phase: str) -> None:
         self.phase = phase
         self.votes = {}
-        self._vote_fallbacks = set()
+        self.vote_fallbacks = set()
         self.vote_candidates = candidates
-        if self.preset.day_vote == "sequential":
-            self.vote_queue = self._vote_order() if phase == "day_vote" else self._vote_order(self.vote_queue_first)
-            self.vote_queue_first = self.vote_queue[0] if self.vote_queue else None
+        self.day_vote.open(self, phase)
         if phase == "day_revote":
             self._emit("announcement", None, None,
                        f"The vote is tied between {', '.join(candidates)}. Vote again among them.", PUBLIC,
                        about="revote", seats=tuple(candidates))
 
-    def _vote_order(self, first: str | None = None) -> list[str]:
-        """The day's sequential voting order (``vote_order``); a revote keeps the day's first voter."""
-        if first is not None:
-            return self.around(self.seats.index(first))
-        if self.preset.vote_order == "random":
-            return self.around(self.seats.index(self.draw("vote_start", self.seats, f"{self.seed}:vote:{self.day}")))
-        if self.preset.vote_order == "rotate":  # the first living seat from the cursor; the cursor moves past it
-            order = self.around(self.vote_cursor)
-            self.vote_cursor = (self.seats.index(order[0]) + 1) % len(self.seats)
-            return order
-        return self.around(0)
-
     def _count_votes(self) -> None:
-        if self.preset.day_vote == "simultaneous":  # revealed together, once every vote is in
-            for voter in sorted(self.votes, key=self.seats.index):
-                target = self.votes[voter]
-                self._emit("vote", voter, target, _ballot(voter, target), PUBLIC, voter in self._vote_fallbacks)
+        self.day_vote.reveal(self)
         counts = Counter(t for t in self.votes.values() if t is not None)  # an abstention is not counted
         top = max(counts.values(), default=0)
-        # no vote counted: every candidate is tied (vote_tie random draws among them, as Kaggle does)
+        # no vote counted: every candidate is tied (a tie rule may draw among them, as Kaggle does)
         leaders = tuple(sorted((s for s, c in counts.items() if c == top), key=self.seats.index)) if counts \
             else self.vote_candidates
         tally = ", ".join(f"{s}: {counts[s]}" for s in sorted(counts, key=self.seats.index)) or "none counted"
-        out = None
-        if len(leaders) == 1:
-            out = leaders[0]
-        elif self.preset.vote_tie == "revote" and self.phase == "day_vote" and counts:
+        out = leaders[0] if len(leaders) == 1 else self.tie_rule.settle(self, leaders, bool(counts))
+        if out is votes.REVOTE:
             return self._open_vote(leaders, "day_revote")
-        elif self.preset.vote_tie == "random":
-            out = self.draw("vote_tie", list(leaders), f"{self.seed}:tie:{self.day}")
         if out is None:
             self._emit("announcement", None, None, f"Votes ({tally}) are tied: nobody is eliminated." if counts
                        else "Every voter abstained: nobody is eliminated.", PUBLIC,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolkit.werewolf.engine import discussions
+from toolkit.werewolf.engine import discussions, votes
 from toolkit.werewolf.engine.events import MODERATOR
 from toolkit.werewolf.engine.preset import Preset
 from toolkit.werewolf.engine.roles import event_kinds
@@ -70,9 +70,10 @@ def moderator_log(replay: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def kaggle_discussions() -> dict[str, str]:
-    """Kaggle's discussion protocols this engine plays: Kaggle's name → the registered protocol's."""
-    return {d.kaggle: d.name for d in discussions.REGISTRY.values() if d.kaggle}
+def kaggle_names(registry) -> dict[str, str]:
+    """What of Kaggle's this engine plays among a registry's declarations (discussion protocols, day votes, vote
+    tie rules): Kaggle's name → the registered one's."""
+    return {d.kaggle: d.name for d in registry.values() if d.kaggle}
 
 
 def _protocol(config: dict[str, Any], key: str, default: str) -> tuple[str, dict[str, Any]]:
@@ -83,7 +84,7 @@ def _protocol(config: dict[str, Any], key: str, default: str) -> tuple[str, dict
 def preset_from_config(config: dict[str, Any], roles: dict[str, str], name: str = "kaggle") -> Preset:
     """The preset a Kaggle configuration plays (Kaggle's class defaults where a parameter is not given)."""
     discussion, dparams = _protocol(config, "discussion_protocol", "RoundRobinDiscussion")
-    plays = kaggle_discussions()
+    plays = kaggle_names(discussions.REGISTRY)
     if discussion not in plays:
         raise Unsupported(f"discussion protocol {discussion} (this engine plays {', '.join(plays)})")
     parallel = discussion == "ParallelDiscussion"
@@ -92,10 +93,13 @@ def preset_from_config(config: dict[str, Any], roles: dict[str, str], name: str 
         raise Unsupported(f"bidding protocol {bidder}")
     day_vote, vparams = _protocol(config, "day_voting_protocol", "SimultaneousMajority")
     night_vote, nparams = _protocol(config, "werewolf_night_vote_protocol", "SimultaneousMajority")
+    day_votes, day_ties = kaggle_names(votes.REGISTRY), kaggle_names(votes.TIES)
     for proto in (day_vote, night_vote):
-        if proto not in ("SequentialVoting", "SimultaneousMajority"):
+        if proto not in day_votes:  # the wolves' night vote plays the same two (the Werewolf's wolf_vote)
             raise Unsupported(f"voting protocol {proto}")
-    ties = {"random": "random", "no_elected": "none"}
+    if vparams.get("tie_break", "random") not in day_ties:
+        raise Unsupported(f"day vote tie_break {vparams.get('tie_break')} (this engine plays {', '.join(day_ties)})")
+    ties = {"random": "random", "no_elected": "none"}  # the wolves' split vote (the Werewolf's wolf_tie)
     agents = config.get("agents") or []
     params = {a["role"]: a.get("role_params") or {} for a in agents}
     doctor, seer = params.get("Doctor", {}), params.get("Seer", {})
@@ -120,9 +124,9 @@ def preset_from_config(config: dict[str, Any], roles: dict[str, str], name: str 
         speech_turns=int(dparams.get("max_turns", 8)),
         bid_result="public" if dparams.get("bid_result_public", True) else "private",
         bid_tie=BIDDERS[bidder] if discussion == "TurnByTurnBiddingDiscussion" else "name",
-        day_vote="sequential" if day_vote == "SequentialVoting" else "simultaneous",
+        day_vote=day_votes[day_vote],
         vote_order=vparams.get("first_to_vote", "rotate") if day_vote == "SequentialVoting" else "fixed",
-        vote_tie=ties[vparams.get("tie_break", "random")],
+        vote_tie=day_ties[vparams.get("tie_break", "random")],
         vote_abstain=True, self_vote=True,  # Kaggle: a day vote may be -1 (abstain); its targets are all the living
         last_words=False, win_rule="parity", max_days=50)  # Kaggle has no day limit; 50 as the kaggle presets
 
