@@ -402,6 +402,53 @@ async def test_engineer_tables_escape_tool_output_and_the_open_file(tmp_path):
     assert list(sessions["ended_by"]) == ["end"] and list(sessions["task"]) == ["t"]
 
 
+@pytest.mark.slow
+async def test_the_engineer_widget_runs_the_session_where_its_env_choice_says(tmp_path):
+    """The widget's environment choice is the registry's kinds (``--env``'s choices) after the role's default;
+    the kind picked is where the session's commands run: ``local`` is the host itself (its files are there),
+    the role's default (bubblewrap here) shows nothing of the host outside the workspace."""
+    from toolkit.agent.environments import kinds
+
+    if kinds.refusal("bubblewrap"):
+        pytest.skip(f"bubblewrap: {kinds.refusal('bubblewrap')}")
+    marker = tmp_path / "host-only.txt"
+    marker.write_text("on the host")
+    look = {"command_name": "Terminal.run_command", "args": {"cmd": f"cat {marker} || echo hidden"}}
+    ran = {}
+    for pick in ("local", None):
+        (tmp_path / f"s-{pick}").mkdir()
+        e = EngineerSession(task="t", workspace=str(tmp_path / f"ws-{pick}"), results_dir=str(tmp_path / "res"),
+                            model=script(tmp_path / f"s-{pick}", look, {"command_name": "end", "args": {}}))
+        assert e.environment.options == (("the role's", None), *((k, k) for k in kinds.choices()))
+        assert e.environment.value is None  # the role's, as engineer without --env
+        e.environment.value = pick
+        await e.run_all()
+        assert e.ended_by == "end"
+        ran[pick] = (e.session.environment.describe(), e.session.tools.results[0].output)
+    assert ran["local"] == ("local", "on the host")
+    assert ran[None][0].startswith("bubblewrap") and "hidden" in ran[None][1] and "on the host" not in ran[None][1]
+
+
+async def test_the_engineer_widget_refuses_an_environment_that_cannot_run_here_in_one_line(tmp_path):
+    """As ``engineer --env``: a kind whose check fails (one declared here, so that the test does not depend on
+    what this machine has) is one line in the status naming the kinds to choose instead; no session, no run."""
+    from toolkit.agent.environments import kinds
+
+    kinds.register(kinds.Kind("faraway", "a machine this one cannot reach", True, lambda *a: None,
+                              lambda: "no route to faraway"))
+    try:
+        e = EngineerSession(task="t", workspace=str(tmp_path / "ws"), results_dir=str(tmp_path / "res"),
+                            model="random", environment="faraway")
+        assert ("faraway", "faraway") in e.environment.options
+        assert e.step() is None and e.session is None and not (tmp_path / "res").exists()
+        assert e.status.value == ("<span style='color:#c0392b'>error: env faraway: no route to faraway; choose one "
+                                  "of auto, bubblewrap, local, docker, podman</span>")
+    finally:
+        del kinds.KINDS["faraway"]
+    with pytest.raises(ValueError, match="environment 'vm': choose one of auto, bubblewrap, local, docker, podman"):
+        EngineerSession(task="t", workspace=str(tmp_path / "ws"), environment="vm")
+
+
 async def test_a_failing_tool_is_marked_and_stop_before_any_step_does_nothing(tmp_path):
     e = EngineerSession(task="t", workspace=str(tmp_path / "ws"),
                         model=script(tmp_path, {"command_name": "Editor.open_file", "args": {"path": "missing.txt"}},

@@ -106,15 +106,9 @@ def check_environment(kind: str, option: str = "--env") -> None:
     before anything is created: a missing engine or daemon is one line naming the kinds to choose instead."""
     from toolkit.agent.environments import kinds
 
-    if kind == kinds.AUTO:
-        return  # bubblewrap where it works, else local with a warning
-    try:
-        problem = kinds.get(kind).check()
-    except KeyError as exc:
-        raise FileError(f"{option} {kind}: {one_line(exc)}") from None
+    problem = kinds.refusal(kind)
     if problem:
-        others = [k for k in kinds.choices() if k != kind]
-        raise FileError(f"{option} {kind}: {problem}; choose one of {', '.join(others)}")
+        raise FileError(f"{option} {kind}: {problem}")
 
 
 def check_extra(module: str, extra: str, what: str) -> None:

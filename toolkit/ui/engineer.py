@@ -1,4 +1,6 @@
-"""The engineer widget: a task, a workspace, a model spec and a role; Step, Run, Stop; the tool calls as a
+"""The engineer widget: a task, a workspace, a model spec, a role and where its commands run (the kinds of
+environment the registry declares, ``toolkit.agent.environments.kinds``: the role's by default, as ``--env``);
+Step, Run, Stop; the tool calls as a
 table, the open file, and questions from the agent answered in a text box. It drives the agent's
 ``Session`` (``step``/``stop``/``finish``), the same runner as ``toolkit engineer``: a session ended here
 writes its ``sessions`` row and closes its run."""
@@ -10,6 +12,7 @@ import html
 
 import ipywidgets as W
 
+from toolkit.agent.environments import kinds
 from toolkit.agent.loop.role import load_role
 from toolkit.agent.loop.session import Session, SessionConfig
 from toolkit.agent.tools.base import ToolError
@@ -55,7 +58,10 @@ class WidgetChannel:
 class EngineerSession(W.VBox):
     def __init__(self, task: str = "", workspace: str = "results/workspace", model: str = "openai:gpt-4o-mini",
                  role: str = "engineer", results_dir: str = "results/sessions", max_usd: float | None = None,
-                 max_tokens: int | None = None):
+                 max_tokens: int | None = None, environment: str | None = None):
+        if environment is not None and environment not in kinds.choices():
+            raise ValueError(f"environment {environment!r}: choose one of {', '.join(kinds.choices())} (or None: "
+                             "the role's)")
         self.results_dir = results_dir
         # A spending cap over results_dir's ledger (toolkit.llm.budget), shared by every session run there: no
         # session starts once it is reached, and a running one stops after the step that reached it.
@@ -66,6 +72,9 @@ class EngineerSession(W.VBox):
         self.workspace = W.Text(value=workspace, description="workspace", layout=wide)
         self.model = W.Text(value=model, description="model", layout=wide)
         self.role = W.Text(value=role, description="role")
+        # where commands run: the role's kind (as engineer --env left out), or one the registry declares
+        self.environment = W.Dropdown(options=[("the role's", None), *((k, k) for k in kinds.choices())],
+                                      value=environment, description="env")
         self.buttons = {name: W.Button(description=name) for name in ("Step", "Run", "Stop", "Apply")}
         self.buttons["Apply"].tooltip = "merge the finished session's result into the workspace folder"
         self.applied = ""
@@ -86,7 +95,7 @@ class EngineerSession(W.VBox):
         self.buttons["Run"].on_click(on(self.run_all))
         self.buttons["Stop"].on_click(on(self.stop))
         self.buttons["Apply"].on_click(on(self.apply))
-        super().__init__([self.task_text, self.workspace, self.model, self.role,
+        super().__init__([self.task_text, self.workspace, self.model, self.role, self.environment,
                           W.HBox(list(self.buttons.values())), self.status, self.human_box, self.said,
                           W.HTML("<b>Tool calls</b>"), self.tool_table, W.HTML("<b>Open file</b>"), self.open_file])
 
@@ -96,18 +105,32 @@ class EngineerSession(W.VBox):
 
     def _ensure_session(self) -> None:
         if self.session is None:
+            role = load_role(self.role.value)
+            kind = self.environment.value or role.environment.kind
+            problem = kinds.refusal(kind)
+            if problem:  # as engineer --env: one line, and nothing is made
+                where = "env" if self.environment.value else f"role {self.role.value}: environment"
+                raise ValueError(f"{where} {kind}: {problem}")
             if self.budget is not None:
                 self.budget.check_prices([get_model(self.model.value)])
                 if self.budget.exhausted():
                     raise BudgetReached(self.budget.line(skipped=1, unit="session"))
             self.run = Run(self.results_dir, "engineer-session", config={"task": self.task_text.value,
                                                                          "spec": self.model.value})
-            self.session = Session(SessionConfig(load_role(self.role.value), self.task_text.value,
-                                                 self.workspace.value, self.model.value, run=self.run,
-                                                 channel=self.channel, spending=self.budget))
+            try:
+                self.session = Session(SessionConfig(role, self.task_text.value, self.workspace.value,
+                                                     self.model.value, run=self.run, channel=self.channel,
+                                                     spending=self.budget, environment=self.environment.value))
+            except BaseException:  # no session: its run is closed, not left open
+                self.run.close()
+                raise
 
-    def _launch(self, coro_fn) -> asyncio.Task:
-        self._ensure_session()
+    def _launch(self, coro_fn) -> asyncio.Task | None:
+        try:
+            self._ensure_session()
+        except ValueError as exc:  # a refused environment (or role, or model spec): one line, no session
+            self.status.value = f"<span style='color:#c0392b'>error: {html.escape(str(exc))}</span>"
+            return None
         if self.task is None or self.task.done():
             self.running = True
             self.task = self.kernel.loop.create_task(coro_fn())

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from toolkit.core.registry import Registry
 
-__all__ = ["AUTO", "KINDS", "Kind", "choices", "get", "register"]
+__all__ = ["AUTO", "KINDS", "Kind", "choices", "get", "refusal", "register"]
 
 AUTO = "auto"
 
@@ -61,6 +61,17 @@ def register(kind: Kind) -> Kind:
 def choices() -> list[str]:
     """What ``--env`` and a role's ``environment.kind`` accept: ``auto`` and every registered kind."""
     return [AUTO, *KINDS]
+
+
+def refusal(kind: str) -> str | None:
+    """None when ``kind`` can be chosen here (``auto`` always can), else one line: why not, and what to choose
+    instead. ``engineer --env``, a role's ``environment.kind`` and the engineer widget refuse with it."""
+    if kind == AUTO:
+        return None  # bubblewrap where it works, else local with a warning
+    if kind not in KINDS:
+        return f"unknown environment {kind!r}; choose one of {', '.join(KINDS)}"
+    problem = KINDS[kind].check()
+    return f"{problem}; choose one of {', '.join(k for k in choices() if k != kind)}" if problem else None
 
 
 _ENV = "toolkit.agent.environments.environment"
