@@ -25,7 +25,7 @@ import time
 
 import pandas as pd
 
-from toolkit.llm.local import study_server
+from toolkit.llm.llama_server import study_server
 from toolkit.analysis.prompt_cache import cached_share, llama_tokenizer, shared_prefixes
 from toolkit.record.run_log import Run
 from toolkit.record.load import load

@@ -138,7 +138,7 @@ def test_the_readme_names_every_command():
 
 
 def test_the_local_model_page_gives_the_sampler_chains_default_as_the_code_has_it(monkeypatch):
-    from toolkit.llm.local import samplers
+    from toolkit.llm.llama_server import samplers
 
     row = next(line for line in (REPO / "docs" / "local-model.md").read_text().splitlines()
                if line.startswith("| `TOOLKIT_LOCAL_SAMPLERS` |"))

@@ -4,7 +4,7 @@ import json
 
 import pandas as pd
 
-from toolkit.llm.local import LocalServer, uses_local
+from toolkit.llm.llama_server import LocalServer, uses_local
 from toolkit.analysis.prompt_cache import cached_share, prompt_text, shared_prefixes
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from toolkit.llm.compact_grammar import compact_grammar
-from toolkit.llm.local import LocalBackend
+from toolkit.llm.llama_server import LocalBackend
 from toolkit.llm.request import Request
 from toolkit.werewolf.seat.decisions import output_model
 
@@ -80,12 +80,12 @@ def test_the_local_backend_sends_a_grammar_where_it_can_and_the_schema_where_it_
 @pytest.mark.parametrize("name, value", [("TOOLKIT_LOCAL_COMPACT_JSON", "maybe"), ("TOOLKIT_LOCAL_SAMPLERS", " ; "),
                                          ("TOOLKIT_LOCAL_CACHE_PROMPT", "sometimes")])
 def test_a_bad_local_setting_is_refused_before_a_server_starts(monkeypatch, name, value):
-    from toolkit.llm import local
+    from toolkit.llm import llama_server
     from toolkit.llm import get_model
 
     def no_server():
         raise AssertionError("a server was started")
-    monkeypatch.setattr(local, "shared_url", no_server)
+    monkeypatch.setattr(llama_server, "shared_url", no_server)
     monkeypatch.delenv("TOOLKIT_LOCAL_URL", raising=False)
     monkeypatch.setenv(name, value)
     with pytest.raises(ValueError, match=name):

@@ -69,7 +69,7 @@ def test_a_classic7_night_and_day_with_every_seat_local(tmp_path):
 def test_requests_keep_the_servers_sampler_chain_unless_one_is_named(monkeypatch):
     """The lean chain is opt-in: it answered differently from the server's default chain at seed 1, so the
     default requests name no chain, and the seeds matter."""
-    from toolkit.llm.local import LEAN_SAMPLERS
+    from toolkit.llm.llama_server import LEAN_SAMPLERS
     from toolkit.llm import get_model
     from toolkit.llm.request import Request, Sampling
     from toolkit.werewolf.seat.decisions import output_model
@@ -111,7 +111,7 @@ def test_a_server_started_from_a_short_lived_thread_outlives_it():
     import urllib.request
     from concurrent.futures import ThreadPoolExecutor
 
-    from toolkit.llm import local as local_server
+    from toolkit.llm import llama_server as local_server
 
     with ThreadPoolExecutor(max_workers=1) as pool:
         url = pool.submit(local_server.shared_url).result(timeout=240)
@@ -123,7 +123,7 @@ def test_a_server_started_from_a_short_lived_thread_outlives_it():
 
 
 def test_no_server_is_left_running():
-    from toolkit.llm import local as local_server
+    from toolkit.llm import llama_server as local_server
 
     server = local_server._shared
     if server is None:

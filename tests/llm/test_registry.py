@@ -87,7 +87,7 @@ print(json.dumps([call.error, call.completion and call.completion.model, call.te
 
 def test_import_toolkit_llm_loads_no_backend_sdk(tmp_path):
     out = fresh("import sys, toolkit.llm; print(sorted(m for m in sys.modules if m.split('.')[0] == 'openai' "
-                "or m in ('toolkit.llm.offline', 'toolkit.llm.local', 'toolkit.llm.openai_backend')))", tmp_path)
+                "or m in ('toolkit.llm.offline', 'toolkit.llm.llama_server', 'toolkit.llm.openai_backend')))", tmp_path)
     assert out.strip() == "[]"
 
 

@@ -15,7 +15,7 @@ import json
 import pandas as pd
 import pytest
 from toolkit.llm import Attempt, Call, Completion, Request, get_model
-from toolkit.record.run_log import CallLog, read_jsonl, redact
+from toolkit.record.run_log import CallLog, read_jsonl
 from toolkit.record.load import recorded_calls, run_folders
 
 KILLED_RUN = """
@@ -221,13 +221,6 @@ def test_call_log_writes_calls_and_attempts_rows(tmp_path):
     assert list(t.attempts["call_id"]) == ["g-1", "g-1"] and list(t.attempts["attempt"]) == [1, 2]
 
 
-def test_record_redact_masks_one_more_key():
-    assert redact("key=abcd1234efgh and more", key="abcd1234efgh") == "key=[redacted] and more"
-    assert redact("short=abc1234", key="abc1234") == "short=abc1234"  # under 8 characters: not by value
-    assert redact("url http://me:pw@h/x", key=None) == "url http://***:***@h/x"
-
-
-# ------------------------------------------------------------------ loading
 def write_run(folder, **tables):
     folder.mkdir(parents=True)
     (folder / "runs.jsonl").write_text(json.dumps({"run_id": folder.name}) + "\n")

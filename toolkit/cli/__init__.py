@@ -105,7 +105,7 @@ def _warning_line(message, category, filename, lineno, file=None, line=None) -> 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["local-server"]:  # its own options: --port, --ctx, --threads, --parallel
-        from toolkit.llm.local import main as local_main
+        from toolkit.llm.llama_server import main as local_main
 
         return local_main(argv[1:])
     only = argv[0] if argv and argv[0] in COMMANDS else None

@@ -77,7 +77,7 @@ def _check_local(arg: str, seats: list[str] | None, probe: bool) -> None:
 
 
 def _local(arg: str, config: Any) -> Backend:
-    from toolkit.llm.local import local_backend
+    from toolkit.llm.llama_server import local_backend
 
     return local_backend(config)
 

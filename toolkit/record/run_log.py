@@ -29,14 +29,6 @@ from toolkit.record.rows import COLUMNS, AttemptRow, CallRow, EndpointRow, Row, 
 from toolkit.record.spans import live_tracer
 
 
-def redact(text: str, key: str | None = None) -> str:
-    """A log line with secrets masked (see ``toolkit.core.secrets``): the values of secrets in the environment,
-    key shapes, credentials in URLs. ``key``: one more value to mask."""
-    if key and len(key) >= 8 and key in text:
-        text = text.replace(key, "[redacted]")
-    return Redactor()(text)
-
-
 def git_sha() -> str | None:
     try:
         repo = data.checkout()
@@ -96,8 +88,8 @@ class Run:
         handle = self._files.get(table)
         if handle is None:
             handle = self._files[table] = open(self.folder / f"{table}.jsonl", "a", encoding="utf-8")
-        redact = self._redact_hot if table in HOT_TABLES else self._redact_all
-        handle.write(redact(json.dumps(values, ensure_ascii=False, default=str)) + "\n")
+        mask = self._redact_hot if table in HOT_TABLES else self._redact_all
+        handle.write(mask(json.dumps(values, ensure_ascii=False, default=str)) + "\n")
         handle.flush()
         for listener in self._listeners:
             listener(table, values)

@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 
 from toolkit import analysis as A
 from toolkit.analysis import plots as P
-from toolkit.llm.local import study_server
+from toolkit.llm.llama_server import study_server
 from toolkit.record.load import games_with_params, load
 from toolkit.core import data
 from toolkit.core.files import FileError, SweepFile, did_you_mean, load_file, one_line

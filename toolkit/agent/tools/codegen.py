@@ -17,7 +17,8 @@ from toolkit.agent.environments.workspace import Workspace
 from toolkit.core.secrets import redact
 
 # ask(action, values, what) -> ActionResult: a model call made for the session (see toolkit.agent.loop.session).
-Ask = Callable[[Action, dict[str, Any], str], Awaitable[ActionResult]]
+# a model call on the session's behalf (``Session.ask``); not the rules' ``Ask`` (a decision a seat owes)
+AskModel = Callable[[Action, dict[str, Any], str], Awaitable[ActionResult]]
 
 
 class Code(BaseModel):
@@ -40,7 +41,7 @@ FIX = Action("fix", "agent/fix.j2", Code)
 
 
 class CodeWriter:
-    def __init__(self, ask: Ask, workspace: Workspace, editor: Editor):
+    def __init__(self, ask: AskModel, workspace: Workspace, editor: Editor):
         self.ask, self.workspace, self.editor = ask, workspace, editor
 
     @tool(name="write_new_code", exclusive=True)
@@ -60,7 +61,7 @@ class CodeWriter:
 
 
 class CodeReview:
-    def __init__(self, ask: Ask, workspace: Workspace, editor: Editor, environment: Environment | None = None):
+    def __init__(self, ask: AskModel, workspace: Workspace, editor: Editor, environment: Environment | None = None):
         self.ask, self.workspace, self.editor = ask, workspace, editor
         self.environment = environment or workspace.environment
         self.last: dict[str, Review] = {}
