@@ -130,10 +130,10 @@ def test_the_readme_map_names_every_layer_package_at_its_layer():
 
 
 def test_the_readme_names_every_command():
-    from toolkit.cli import HELPS
+    from toolkit.cli import COMMANDS
 
     readme = (REPO / "README.md").read_text()
-    missing = [name for name in HELPS if f"`{name}`" not in readme]
+    missing = [name for name in COMMANDS if f"`{name}`" not in readme]
     assert not missing, f"commands the README does not name: {missing}"
 
 

@@ -1,10 +1,10 @@
 """``python -m toolkit``: play, replay, engineer, engineer-suite, sweep, tournament, report, export, view,
 import, local-server.
 
-One module per command (``toolkit/cli/<command>.py``: ``HELP``, ``add_arguments``, ``run``), imported only when
-that command runs, so ``--help`` starts in a fraction of a second. Every user error (a bad option, file,
-folder, spec, a missing extra) is one line on stderr and exit code 2, before anything is created; a bug
-still shows its traceback."""
+One module per command (``toolkit/cli/<command>.py``: ``add_arguments``, ``run``), named in ``COMMANDS`` with its
+help line, imported only when that command runs, so ``--help`` starts in a fraction of a second. Every user error
+(a bad option, file, folder, spec, a missing extra) is one line on stderr and exit code 2, before anything is
+created; a bug still shows its traceback."""
 
 from __future__ import annotations
 
@@ -17,23 +17,22 @@ from importlib import import_module
 
 from toolkit.cli.common import log_to_terminal, show
 
-COMMANDS = {  # command -> module under toolkit.cli
-    "play": "play", "replay": "replay", "engineer": "engineer", "engineer-suite": "engineer_suite",
-    "sweep": "sweep", "tournament": "tournament", "report": "report", "export": "export", "view": "view",
-    "import": "import_",
-}
-HELPS = {  # kept here so that the top-level --help imports no command
-    "play": "play one werewolf game and write its tables",
-    "replay": "re-run a logged game from its recorded answers",
-    "engineer": "run the engineer agent on a task in a workspace folder",
-    "engineer-suite": "run the offline engineer task suite",
-    "sweep": "run a sweep file: one papermill notebook run per grid cell",
-    "tournament": "plan and run a tournament file (every ordered pair of models per side, seat shuffling)",
-    "report": "write plots (PNG) and summary.md for a results folder",
-    "export": "export games and sessions for Kaggle, Inspect, mini-swe-agent, OpenTelemetry or Hugging Face datasets",
-    "view": "write a game's or session's replay as one self-contained HTML file",
-    "import": "import Kaggle Game Arena werewolf replays as this toolkit's tables",
-    "local-server": "serve the small local model on 127.0.0.1 (extra: local)",
+# command -> (its module under toolkit.cli, its line of the top-level --help: kept here, so that --help imports no
+# command). Adding a command: its module (add_arguments, run, DESCRIPTION) and one line here.
+COMMANDS: dict[str, tuple[str | None, str]] = {
+    "play": ("play", "play one werewolf game and write its tables"),
+    "replay": ("replay", "re-run a logged game from its recorded answers"),
+    "engineer": ("engineer", "run the engineer agent on a task in a workspace folder"),
+    "engineer-suite": ("engineer_suite", "run the offline engineer task suite"),
+    "sweep": ("sweep", "run a sweep file: one papermill notebook run per grid cell"),
+    "tournament": ("tournament", "plan and run a tournament file (every ordered pair of models per side, seat "
+                                 "shuffling)"),
+    "report": ("report", "write plots (PNG) and summary.md for a results folder"),
+    "export": ("export", "export games and sessions for Kaggle, Inspect, mini-swe-agent, OpenTelemetry or Hugging "
+                         "Face datasets"),
+    "view": ("view", "write a game's or session's replay as one self-contained HTML file"),
+    "import": ("import_", "import Kaggle Game Arena werewolf replays as this toolkit's tables"),
+    "local-server": (None, "serve the small local model on 127.0.0.1 (extra: local)"),
 }
 
 EXAMPLES = """examples (tables go to git-ignored folders under results/):
@@ -61,7 +60,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def command_module(name: str):
-    return import_module(f"toolkit.cli.{COMMANDS[name]}")
+    return import_module(f"toolkit.cli.{COMMANDS[name][0]}")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -69,15 +68,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = Parser(prog="python -m toolkit", description=__doc__.split("\n\n")[0], epilog=EXAMPLES,
                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, help_text in HELPS.items():
-        if name == "local-server":
+    for name, (module_name, help_text) in COMMANDS.items():
+        if module_name is None:  # local-server: its own options (main hands it its arguments)
             sub.add_parser(name, help=help_text, add_help=False).set_defaults(func=None)
             continue
         if only is not None and name != only:
             sub.add_parser(name, help=help_text)
             continue
         module = command_module(name)
-        command = sub.add_parser(name, help=module.HELP, description=module.DESCRIPTION)
+        command = sub.add_parser(name, help=help_text, description=module.DESCRIPTION)
         module.add_arguments(command)
         command.set_defaults(func=module.run)
     return parser

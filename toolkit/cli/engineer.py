@@ -7,7 +7,6 @@ from typing import Any
 
 from toolkit.cli.common import plural, run_config, show
 
-HELP = "run the engineer agent on a task in a workspace folder"
 DESCRIPTION = None
 
 

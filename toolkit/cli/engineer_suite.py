@@ -7,7 +7,6 @@ import argparse
 from toolkit.cli.common import run_config, show
 from toolkit.cli.engineer import env_argument
 
-HELP = "run the offline engineer task suite"
 DESCRIPTION = None
 
 

@@ -7,7 +7,6 @@ import argparse
 from toolkit.cli.common import show
 from toolkit.export import EXPORTERS
 
-HELP = "export games and sessions for Kaggle, Inspect, mini-swe-agent, OpenTelemetry or Hugging Face datasets"
 DESCRIPTION = None  # add_arguments writes it from the registry
 
 

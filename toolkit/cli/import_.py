@@ -6,7 +6,6 @@ import argparse
 
 from toolkit.cli.common import show
 
-HELP = "import Kaggle Game Arena werewolf replays as this toolkit's tables"
 DESCRIPTION = """Each replay (env.toJSON() of kaggle-environments' werewolf) is played here again, decision by decision,
 with the preset its configuration means, and written as the games, players, events and calls tables of one run
 under RESULTS; an LLM agent's prompts and completions in a replay become calls rows of their own. Every replay

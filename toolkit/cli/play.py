@@ -9,7 +9,6 @@ from typing import Any
 from toolkit.cli.common import (CAPPED, Transcript, add_cap_arguments, endpoints_line, pairs, plural, run_config,
                                  show)
 
-HELP = "play one werewolf game and write its tables"
 DESCRIPTION = "Play one werewolf game; print the transcript and write its tables."
 PRESETS = Path(__file__).resolve().parents[1] / "werewolf" / "engine" / "presets"
 

@@ -6,7 +6,6 @@ import argparse
 
 from toolkit.cli.common import Transcript, plural, run_config, show
 
-HELP = "re-run a logged game from its recorded answers"
 DESCRIPTION = None
 
 

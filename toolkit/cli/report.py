@@ -6,7 +6,6 @@ import argparse
 
 from toolkit.cli.common import show
 
-HELP = "write plots (PNG) and summary.md for a results folder"
 DESCRIPTION = None
 
 

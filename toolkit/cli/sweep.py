@@ -7,7 +7,6 @@ from pathlib import Path
 
 from toolkit.cli.common import CAPPED, add_cap_arguments, endpoints_line, show
 
-HELP = "run a sweep file: one papermill notebook run per grid cell"
 DESCRIPTION = None
 
 

@@ -6,7 +6,6 @@ import argparse
 
 from toolkit.cli.common import add_cap_arguments, endpoints_line, show
 
-HELP = "plan and run a tournament file (every ordered pair of models per side, seat shuffling)"
 DESCRIPTION = None
 
 

@@ -7,7 +7,6 @@ import argparse
 
 from toolkit.cli.common import show
 
-HELP = "write a game's or session's replay as one self-contained HTML file"
 DESCRIPTION = ("The page opens from disk with no network: timeline, who is alive, speeches, a vote matrix per day, "
                "deaths; a god-view toggle shows roles, night actions, thoughts, reflections, beliefs and each "
                "model call's prompt and answer. With --session, an engineer session's steps, commands, outputs "
