@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from toolkit.werewolf.engine import discussions, votes
 from toolkit.werewolf.engine.votes import TieRule
+from toolkit.agent.tools.base import tool
 from toolkit.werewolf.engine.discussions.base import Discussion, announce_order
 
 from tests.werewolf.test_roles import Knight, knight  # noqa: F401  (the fixture: the Knight's prompt files)
@@ -253,6 +254,40 @@ def test_a_vote_tie_rule_added_here_reaches_the_preset_the_rules_and_a_tied_vote
     del votes.TIES["last_seat"]
     with pytest.raises(ValidationError, match="unknown vote_tie 'last_seat'.*; choose one of none, revote, random"):
         Preset.model_validate(values)
+
+
+class Clock:
+    """The engineer tool a study adds: one ``@tool`` method, made from the session's tool context."""
+
+    def __init__(self, context):
+        self.root = context.environment.root
+
+    @tool
+    def now(self) -> str:
+        """Say the time the study's clock shows."""
+        return "12:00"
+
+
+@pytest.mark.slow
+def test_an_engineer_tool_added_here_reaches_a_role_the_tool_listing_and_a_session(tmp_path, monkeypatch):
+    import asyncio
+
+    from toolkit.agent.loop import toolset
+    from toolkit.agent.loop.role import RoleConfig, load_role
+    from toolkit.agent.loop.session import Session, SessionConfig
+
+    monkeypatch.setitem(toolset.TOOLS, "Clock", Clock)
+    role = RoleConfig.model_validate({**load_role("engineer").model_dump(), "tools": ["Clock", "Plan"]})
+    script = tmp_path / "s.yaml"
+    script.write_text(json.dumps({"answers": [json.dumps([{"command_name": "Clock.now", "args": {}}]),
+                                              json.dumps([{"command_name": "end", "args": {}}])]}))
+    s = Session(SessionConfig(role, "t", tmp_path / "ws", f"scripted:{script}", environment="local"))
+    assert "Clock.now()" in s.agent.system_values["tools"]
+    result = asyncio.run(s.run())
+    assert [(t.tool, t.output) for t in result.tool_calls] == [("Clock.now", "12:00")] and result.ended_by == "end"
+    monkeypatch.undo()  # unregistered, a role naming it is refused in one line
+    with pytest.raises(ValidationError, match=r"unknown tools \['Clock'\]"):
+        RoleConfig.model_validate({**load_role("engineer").model_dump(), "tools": ["Clock"]})
 
 
 class Marked:
