@@ -119,7 +119,8 @@ def test_the_wall_clock_fires_inside_a_tool(kind, tmp_path):
     started = time.monotonic()
     result = asyncio.run(s.run())
     assert (result.ended_by, result.steps) == ("wall_clock", 1)
-    assert time.monotonic() - started < 60  # 2 s of the command, then the result and the stop
+    assert time.monotonic() - started < 300  # 2 s of the command, then the result and the stop; the command
+    # alone would run 600 s (300 leaves room for a loaded machine: the stop's kill and the result)
     assert "killed after" in s.agent.memory[0].observations[0]
 
 

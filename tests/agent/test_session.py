@@ -6,6 +6,7 @@ import asyncio
 import inspect
 import json
 import os
+import random
 import re
 import subprocess
 
@@ -200,20 +201,23 @@ def running(pattern):
 
 
 def test_finish_ends_the_shell_and_everything_it_started(tmp_path):
+    # a duration of this run's own: another run of this test on the machine (a second suite) is not counted
+    sleeper = f"sleep 301.{random.SystemRandom().randrange(10**6):06d}"
+
     async def go(s):
         await s.step()
         for _ in range(100):  # the background child may not have exec'd sleep yet when the command returns
-            if running("sleep 301.25"):
+            if running(sleeper):
                 break
             await asyncio.sleep(0.05)
-        before = s.environment.shell_pid(), running("sleep 301.25")
+        before = s.environment.shell_pid(), running(sleeper)
         await s.finish()
         return before
 
-    s = session(tmp_path, [step(cmd("Terminal.run_command", cmd="sleep 301.25 > /dev/null 2>&1 & disown; echo ok"))])
+    s = session(tmp_path, [step(cmd("Terminal.run_command", cmd=f"{sleeper} > /dev/null 2>&1 & disown; echo ok"))])
     shell, sleepers = asyncio.run(go(s))
     assert shell is not None and len(sleepers) == 1
-    assert running("sleep 301.25") == []
+    assert running(sleeper) == []
     stat = open(f"/proc/{shell}/stat").read() if os.path.exists(f"/proc/{shell}/stat") else ") Z"
     assert stat.rsplit(")", 1)[1].split()[0] == "Z"  # the shell is gone (at most a zombie awaiting its reaper)
 

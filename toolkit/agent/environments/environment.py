@@ -195,18 +195,18 @@ def _stat(pid: int) -> tuple[int, int]:
         return 0, 0
 
 
-def _zombie(pid: int) -> bool:
-    """Whether ``pid`` is dead and waits to be reaped (or gone already)."""
+def _state(pid: int) -> str:
+    """A process's state letter (R, S, D, T, Z, …); "X" when it is gone."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
-        return True
+        return "X"
 
 
-def _kill(pids: list[int]) -> None:
+def _kill(pids: list[int], sig: int = signal.SIGKILL) -> None:
     for pid in pids:
         try:
-            os.kill(pid, signal.SIGKILL)
+            os.kill(pid, sig)
         except (ProcessLookupError, PermissionError):
             pass
 
@@ -516,17 +516,25 @@ class Environment:
             pid = _stat(pid)[0]
             chain.add(pid)
         session = _stat(shell)[1]  # the command's processes, orphans too; a daemon (setsid: the Deployer's
-        # server) stays. Again while forks race the kill (a fork bomb refills every slot of its pids bound a kill
-        # frees; a fixed 100 passes can end with survivors that keep the bound full for the next command), then
-        # until they are reaped (a dead process counts in the bound until reaped). Bounded by time: 5 s.
-        deadline = time.monotonic() + 5
+        # server) stays. First stopped, all of them: a fork bomb refills every slot of its pids bound that a kill
+        # frees (killing as they come did not converge at load 45 in 5 s: 44 survivors kept the bound full and the
+        # Deployer's server could not start a thread), while a stopped process keeps its slot and cannot fork.
+        # Once a listing finds every one stopped, they are killed, then waited for until reaped (a dead process
+        # counts in the bound until reaped). Bounded by time: 30 s.
+        deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             victims = [p for p in descendants(self.proc.pid) if p not in chain and _stat(p)[1] == session]
             if not victims:
                 return
-            _kill(list(reversed(victims)))
-            if all(_zombie(p) for p in victims):
-                time.sleep(0.01)
+            states = {p: _state(p) for p in reversed(victims)}
+            running = [p for p, state in states.items() if state not in "TtZX"]
+            alive = [p for p, state in states.items() if state not in "ZX"]
+            if running:
+                _kill(running, signal.SIGSTOP)
+            elif alive:
+                _kill(alive)
+            else:
+                time.sleep(0.01)  # dead, not yet reaped
 
     async def stop_shell(self) -> None:
         """End the shell and every process of the session (the wrapper's whole tree)."""
