@@ -1,11 +1,13 @@
 """JupyterLab in a temporary folder and Debian's Chromium driven by Playwright, for the browser tests.
 
-``serve(tmp)`` starts JupyterLab on 127.0.0.1 with a token over a copy of the notebooks (their tables go to
-that folder's results/); ``Lab`` opens a notebook, runs its cells and finds widgets by what they show.
+``serve(tmp)`` starts JupyterLab on 127.0.0.1 with a token over ``tmp/served``; ``copy_notebooks(folder)`` lays
+the repository's notebooks out in a folder of it (each test its own: their tables go to that folder's
+results/); ``Lab`` opens a notebook there, runs its cells and finds widgets by what they show.
 Screenshots go to ``$SCREENSHOT_DIR`` when set (CI keeps that folder), else to the test's tmp folder."""
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -29,16 +31,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def copy_notebooks(folder: Path) -> None:
+    """The repository's notebooks in ``folder/notebooks``, the experiments' in ``folder/experiments``."""
+    shutil.copytree(REPO / "notebooks", folder / "notebooks")
+    (folder / "experiments").mkdir()
+    for nb in (REPO / "experiments").glob("*.ipynb"):
+        shutil.copy(nb, folder / "experiments" / nb.name)
+
+
 @contextmanager
 def serve(tmp: Path):
-    """JupyterLab serving ``tmp/served`` (the repository's notebooks copied into notebooks/, the experiments'
-    into experiments/)."""
+    """JupyterLab serving ``tmp/served`` (empty: each test copies the notebooks into a folder of its own)."""
     port, token = free_port(), secrets.token_hex(16)
     served = tmp / "served"
-    shutil.copytree(REPO / "notebooks", served / "notebooks")
-    (served / "experiments").mkdir()
-    for nb in (REPO / "experiments").glob("*.ipynb"):
-        shutil.copy(nb, served / "experiments" / nb.name)
+    served.mkdir()
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp / "cfg"), "JUPYTER_RUNTIME_DIR": str(tmp / "rt"),
            "JUPYTER_DATA_DIR": str(tmp / "data"), "PYTHONPATH": str(REPO)}
     log = open(tmp / "jupyterlab.log", "wb")
@@ -75,15 +81,18 @@ def screenshot_dir(tmp: Path) -> Path:
 
 
 class Lab:
-    """One notebook open in JupyterLab in one Chromium page."""
+    """One notebook open in JupyterLab in one Chromium page. ``root`` is the test's folder in the served tree
+    (its notebooks' copies) and names its JupyterLab workspace, so no tab of another test is restored."""
 
-    def __init__(self, page, base: str, token: str, shots: Path):
-        self.page, self.base, self.token, self.shots = page, base, token, shots
+    def __init__(self, page, base: str, token: str, shots: Path, root: str = ""):
+        self.page, self.base, self.token, self.shots, self.root = page, base, token, shots, root
 
     def open(self, notebook: str, folder: str = "notebooks") -> None:
         from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-        self.page.goto(f"{self.base}/lab/tree/{folder}/{notebook}?token={self.token}")
+        path = "/".join(p for p in (self.root, folder, notebook) if p)
+        workspace = f"/workspaces/{self.root}" if self.root else ""
+        self.page.goto(f"{self.base}/lab{workspace}/tree/{path}?token={self.token}")
         self.page.wait_for_selector(".jp-NotebookPanel", timeout=120_000)
         dialog = self.page.locator(".jp-Dialog:has-text('Select Kernel') button:has-text('Select')")
         try:  # JupyterLab may ask which kernel to start; the notebook's own (python3) is preselected
@@ -116,13 +125,34 @@ class Lab:
         return path
 
 
+def end_kernels(base: str, token: str) -> None:
+    """Shut down every kernel the server runs (a test's notebooks: nothing of it runs on into the next test)."""
+    headers = {"Authorization": f"token {token}"}
+    with urllib.request.urlopen(urllib.request.Request(f"{base}/api/kernels", headers=headers), timeout=30) as r:
+        kernels = json.load(r)
+    for kernel in kernels:
+        urllib.request.urlopen(urllib.request.Request(f"{base}/api/kernels/{kernel['id']}", method="DELETE",
+                                                      headers=headers), timeout=60).close()
+
+
 @contextmanager
-def chromium_page():
+def chromium():
+    """Debian's Chromium, headless, driven by Playwright: a test takes a page in a context of its own."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
-            yield browser.new_page(viewport={"width": 1400, "height": 1100})
+            yield browser
         finally:
             browser.close()
+
+
+@contextmanager
+def fresh_page(browser):
+    """A page in a new browser context (its own cookies and storage)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1100})
+    try:
+        yield context.new_page()
+    finally:
+        context.close()

@@ -1,9 +1,10 @@
-"""A real browser: JupyterLab on 127.0.0.1 with a token over a copy of the notebooks, Debian's Chromium
-driven by Playwright, clicking the widgets as a person does, with assertions on the page's DOM. Screenshots
-are saved (``$SCREENSHOT_DIR`` when set, which CI keeps; else the test's tmp folder).
+"""A real browser: JupyterLab on 127.0.0.1 with a token, Debian's Chromium driven by Playwright, clicking the
+widgets as a person does, with assertions on the page's DOM. One JupyterLab and one Chromium serve the module
+(each test its own copy of the notebooks, JupyterLab workspace, browser context and kernels). Screenshots are
+saved (``$SCREENSHOT_DIR`` when set, which CI keeps; else the test's tmp folder).
 
-The werewolf test plays a human seat through the first day: in ipykernel 7 a click is handled on a
-subshell thread, and the game froze after Submit until another cell ran (toolkit.ui.kernel_loop)."""
+The werewolf tests play a human seat (the Seer, a wolf) through the first day: in ipykernel 7 a click is
+handled on a subshell thread, and the game froze after Submit until another cell ran (toolkit.ui.kernel_loop)."""
 
 import json
 import re
@@ -11,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.ui.jupyterlab import CHROMIUM, REPO, Lab, chromium_page, screenshot_dir, serve
+from tests.ui.jupyterlab import (CHROMIUM, REPO, Lab, chromium, copy_notebooks, end_kernels, fresh_page,
+                                 screenshot_dir, serve)
 
 pytestmark = pytest.mark.browser
 
@@ -22,12 +24,27 @@ if not Path(CHROMIUM).exists():  # `make test` installs it on a root Debian mach
 STATUS = ".toolkit-status"
 
 
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """One JupyterLab and one Chromium for the module (starting them took ~12 s a test)."""
+    with serve(tmp_path_factory.mktemp("lab")) as (base, token, served), chromium() as browser:
+        yield base, token, served, browser
+
+
 @pytest.fixture
-def lab(tmp_path, request):
-    with serve(tmp_path) as (base, token, served), chromium_page() as page:
-        lab = Lab(page, base, token, screenshot_dir(tmp_path))
-        yield lab
-        lab.shot(f"last_{request.node.name}")  # the page as the test left it, passed or failed
+def lab(server, tmp_path, request):
+    """A test's own copy of the notebooks (a folder of the served tree), its own JupyterLab workspace and
+    browser context, its kernels shut down after it: the tests stay independent."""
+    base, token, served, browser = server
+    root = re.sub(r"[^A-Za-z0-9_-]", "_", request.node.name)
+    copy_notebooks(served / root)
+    try:
+        with fresh_page(browser) as page:
+            lab = Lab(page, base, token, screenshot_dir(tmp_path), root=root)
+            yield lab
+            lab.shot(f"last_{root}")  # the page as the test left it, passed or failed
+    finally:
+        end_kernels(base, token)
 
 
 def answer_human(lab: Lab, speech: str) -> str:
@@ -43,42 +60,56 @@ def answer_human(lab: Lab, speech: str) -> str:
     return head.inner_text()
 
 
-def test_werewolf_session_human_seat_stop_and_transcript(lab):
+def start_with_a_human(lab: Lab, seat: str) -> None:
+    """The werewolf notebook run, ``seat`` played by the human (classic7, seed 0), the game started and run on."""
     page = lab.page
     lab.open("01_werewolf_session.ipynb")
     lab.run_all()
     lab.button("Step").wait_for(timeout=120_000)
     lab.wait_idle()
-    # seed 0 of classic7 makes Player7 the Seer: the human plays it and its panel shows what it learns
-    seat = page.locator(".widget-inline-hbox:has(label:text-is('Player7')) input").first
-    seat.fill("human")
-    seat.press("Enter")
+    box = page.locator(f".widget-inline-hbox:has(label:text-is('{seat}')) input").first
+    box.fill("human")
+    box.press("Enter")
     lab.button("Start").click()
     lab.has_text(STATUS, "day 1, phase night")
-    status = page.locator(STATUS).first
-    answered, speech = 0, "I am Player7 and I watched Player3 closely."
-    panel = page.locator(".toolkit-seat-panel").first
-    panels = []
     lab.button("Run to end").click()
-    while not re.search(r"day 2|winner", status.inner_text()):
+
+
+def answer_until(lab: Lab, stop: str, speech: str, shot_at: int | None = None) -> list[str]:
+    """Answer every question put to the human until the status matches ``stop``; the seat panel's text at each
+    question, read when the status says it is the human's turn."""
+    page, status = lab.page, lab.page.locator(STATUS).first
+    panel, panels = page.locator(".toolkit-seat-panel").first, []
+    while not re.search(stop, status.inner_text()):
         page.wait_for_function(
-            "() => [...document.querySelectorAll('.jupyter-widgets button')].some(b => ['Submit', 'Say']"
-            ".includes(b.innerText.trim())) || /day 2|winner/.test(document.body.innerText)", timeout=60_000)
+            "s => [...document.querySelectorAll('.jupyter-widgets button')].some(b => ['Submit', 'Say']"
+            ".includes(b.innerText.trim())) || new RegExp(s).test(document.body.innerText)", arg=stop,
+            timeout=60_000)
         if lab.button("Submit").count() or lab.button("Say").count():
             # the status says so (its update is sent before the question's; the page applies them in turn)
             page.wait_for_function("() => document.querySelector('.toolkit-status').innerText.includes('your turn')",
                                    timeout=10_000)
             panel.wait_for(timeout=10_000)
             panels.append(panel.inner_text())
-            if answered == 1:
+            if len(panels) - 1 == shot_at:
                 lab.shot("werewolf_human_question")
             before = status.inner_text()
             answer_human(lab, speech)
-            answered += 1
             # the game resumes at once: the question goes away and the status moves on, no other cell runs
             page.wait_for_function("b => !document.body.innerText.includes('your turn') || "
                                    "[...document.querySelectorAll('.widget-html-content')].every(e => "
                                    "e.innerText !== b)", arg=before, timeout=30_000)
+    return panels
+
+
+def test_werewolf_session_human_seat_stop_and_transcript(lab):
+    page = lab.page
+    # seed 0 of classic7 makes Player7 the Seer: the human plays it and its panel shows what it learns
+    start_with_a_human(lab, "Player7")
+    status = page.locator(STATUS).first
+    speech = "I am Player7 and I watched Player3 closely."
+    panels = answer_until(lab, r"day 2|winner", speech, shot_at=1)
+    answered = len(panels)
     lab.shot("werewolf_after_day_1")
     assert answered >= 2  # at least the night action (or first speech) and the day's vote
     transcript = page.locator(".toolkit-transcript").first
@@ -113,6 +144,22 @@ def test_werewolf_session_human_seat_stop_and_transcript(lab):
     assert pre.evaluate("e => getComputedStyle(e).whiteSpace") == "pre-wrap"
     assert pre.evaluate("e => e.scrollWidth <= e.clientWidth + 1")
     lab.shot("werewolf_call_inspector")
+
+
+def test_a_human_wolf_sees_its_partner_and_the_packs_proposals_only(lab):
+    """Seed 0 of classic7: Player3 and Player4 are the wolves. The human plays Player4, the second to propose:
+    its panel names its partner and the partner's proposal that night, and no other seat's role."""
+    start_with_a_human(lab, "Player4")
+    panels = answer_until(lab, r"day 2|winner", "I am a simple villager.")
+    lab.shot("werewolf_human_wolf")
+    assert panels and all("You are Player4: Werewolf (side: werewolves)" in p for p in panels), panels
+    assert "Your fellow werewolves: Player3." in panels[0] and "Tonight's proposals: Player3 → " in panels[0]
+    shown = " ".join(panels)
+    assert not re.search(r"Player[125-7]: ", shown)  # no other seat's role
+    assert not any(words in shown for words in ("Your checks", "Potions left", "you protected", "you healed"))
+    transcript = lab.page.locator(".toolkit-transcript").first.inner_text()
+    assert set(re.findall(r"private to (\w+)", transcript)) <= {"Player4", "werewolves"}
+    assert not re.search(r"Player\d+ \((Seer|Witch|Guard|Villager)\)", transcript)  # god view is off
 
 
 def test_engineer_session_answers_the_agents_question(lab, tmp_path):
