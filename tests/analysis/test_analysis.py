@@ -35,6 +35,8 @@ def test_bootstrap_interval_is_seeded_and_brackets_the_mean():
     values = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
     ci = A.bootstrap_ci(values)
     assert ci == A.bootstrap_ci(values) and ci[0] < 5.5 < ci[1]
+    skewed = [1, 2, 3, 4, 5, 6, 7, 8, 9, 100]  # the same values in another order: the same interval
+    assert A.bootstrap_ci(skewed) == A.bootstrap_ci(skewed[::-1])
     assert A.bootstrap_ci([3.0]) == (3.0, 3.0)
 
 

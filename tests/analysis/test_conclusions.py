@@ -203,6 +203,8 @@ def test_the_conclusions_open_with_each_grid_variables_effect_unpooled(reflectio
     # a paragraph that pools the other variable says so; the header no longer claims nothing is pooled
     assert "**reflection False** (24 games; pooling wolf_model (heuristic, random), which the design matrix" in text
     assert "except where a line says what it pools" in text
+    rates = text.split("## Win rates by side")[1].split("\n## ")[0]  # split by both variables: one pairing a row
+    assert "pools" not in rates
     # one pairing per condition: no 0.000 [0.000, 0.000] ratings, and a line saying why
     assert "ratings_" not in text and "Not rated: wolf_model=heuristic, reflection=False;" in text
     ratings = text.split("## Ratings with a side term")[1].split("\n## ")[0]
@@ -222,7 +224,11 @@ def test_plot_titles_and_axes_say_what_they_show(reflection_study, study):
     t = load(reflection_study, complete_games=True)
     g = games_with_params(t)
     assert _pooled_note(g, t.players, ["wolf_model", "reflection"]) == ""  # each point is one pairing
-    assert "up to 2 model pairings pooled per point" in _pooled_note(g, t.players, ["reflection"])
+    # what a point pools, exactly: its pairings and each one's games (the old title said "up to 2 ... pooled")
+    assert _pooled_note(g, t.players, ["reflection"]) == ("2 model pairings, 12 games each (the design matrix "
+                                                          "splits them)")
+    uneven = g[~((g["wolf_model"] == "random") & (g["reflection"] == True))]  # noqa: E712 (a column of bools)
+    assert _pooled_note(uneven, t.players, ["reflection"]).startswith("1–2 model pairings, 12 games each")
     fig = P.plot_win_rates(g, ["wolf_model", "reflection"])
     assert fig.axes[0].get_ylabel() == "win rate (95% CI: exact)"  # 12 games a point: exact, not Wilson
     _, s = study

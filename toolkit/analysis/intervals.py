@@ -60,8 +60,10 @@ def proportion(k: int, n: int, **extra) -> dict:
 
 def bootstrap_ci(values: Iterable[float], stat: Callable = np.mean, n_boot: int = 2000,
                  seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap 95% interval of ``stat`` over independent values (seeded)."""
-    data = np.asarray([v for v in values if v is not None and v == v], dtype=float)
+    """Percentile bootstrap 95% interval of ``stat`` over independent values (seeded). The values are sorted
+    first: independent values have no order, and the interval depends on them alone, not on the order rows came
+    in (a rerun of a study lists its games in another order)."""
+    data = np.sort(np.asarray([v for v in values if v is not None and v == v], dtype=float))
     if len(data) == 0:
         return (float("nan"), float("nan"))
     if len(data) == 1:

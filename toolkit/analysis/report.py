@@ -277,9 +277,11 @@ def _werewolf_parts(tables: Results, out: Path, written: list[Path], folder: Pat
 
     def win_rates() -> list[str]:
         pooled = _pooled_note(games, tables.players, by)
-        title = "Win rate by side" + (f" per {', '.join(by)}" if by else "") + pooled
+        title = "Win rate by side" + (f" per {', '.join(by)}" if by else "") + (
+            f": each point pools {pooled}" if pooled else "")
         written.append(P.save(P.plot_win_rates(games, by, title=title), inside(out, "win_rates", ".png")))
         return ["## Win rates by side (95% intervals: exact below 30 games, else Wilson; n = games)\n",
+                *([f"Each row pools {pooled}.\n"] if pooled else []),
                 markdown_table(games_table(A.win_rates(games, by))), "![win rates](win_rates.png)\n"]
 
     def models() -> list[str]:
@@ -460,9 +462,15 @@ def rateable(t: Results) -> bool:
 
 
 def _pooled_note(games: pd.DataFrame, players: pd.DataFrame, by: list[str]) -> str:
-    """What the win-rate plot's points pool: the most model pairings one point holds, when more than one."""
-    most = max((conclusions_pairings(g, players) for _, g in A.groups(games, by)), default=0)
-    return f" (up to {most} model pairings pooled per point: the design matrix splits them)" if most > 1 else ""
+    """What each win rate by side pools, exactly: how many model pairings and how many games each pairing has (a
+    range when they differ), when some condition holds more than one pairing; else ""."""
+    sizes = [side_models(players[players["game_id"].isin(g["game_id"])]).value_counts(["village_model", "wolf_model"])
+             for _, g in A.groups(games, by)]
+    if max((len(s) for s in sizes), default=0) < 2:
+        return ""
+    span = lambda values: f"{min(values)}" + (f"–{max(values)}" if min(values) != max(values) else "")  # noqa: E731
+    return (f"{span([len(s) for s in sizes])} model pairings, {span([int(n) for s in sizes for n in s])} games "
+            "each (the design matrix splits them)")
 
 
 def conclusions_pairings(games: pd.DataFrame, players: pd.DataFrame) -> int:
