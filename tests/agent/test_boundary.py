@@ -6,7 +6,10 @@ The normal user is a throwaway uid with no account (``USER_UID``): the test runs
 ``setpriv --reuid``, inside a private mount namespace made with ``unshare --mount`` where ``/root`` shows
 only the Python installation (on this machine the venv's base Python lives under ``/root``, mode 0700),
 and in a cgroup delegated to that uid (a folder below the test's own memory and pids cgroups, owned by it,
-as systemd delegates one), so the session's memory and pids cgroups can be made as that user too.
+as systemd delegates one), so the session's memory and pids cgroups can be made as that user too. The
+tests of the sandbox's user also play a user with an account (``useradd`` in the test, ``userdel`` after):
+with a range of subordinate ids in ``/etc/subuid`` and ``/etc/subgid`` (``usermod --add-subuids``), and
+without one.
 
 What every test checks after the session, besides its own attack: ``git status``, ``git commit`` and
 ``git difftool`` in the user's folder (and ``git status`` in every subfolder) run nothing the agent wrote,
@@ -54,7 +57,7 @@ END = {"thought": "done", "commands": [{"command_name": "end", "args": {}}]}
 
 def git(*args, cwd, check=True, home=None, host=None):
     """git as the test inspects the folder (any owner), or with ``host`` as that host's user runs it."""
-    prefix = ["setpriv", f"--reuid={USER_UID}", f"--regid={USER_UID}", "--clear-groups", "--"] \
+    prefix = ["setpriv", f"--reuid={host.uid}", f"--regid={host.uid}", "--clear-groups", "--"] \
         if host is not None and host.as_user else []
     safe = [] if host is not None else ["-c", "safe.directory=*"]
     env = {"PATH": os.environ["PATH"], "HOME": str(home or cwd), "GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@u",
@@ -101,21 +104,26 @@ def v1_cgroups() -> dict:
 
 
 class Host:
-    """The host side of one test: as root (``tmp_path``) or as the throwaway user (its own folder, a
-    private mount namespace for the Python installation, a delegated cgroup)."""
+    """The host side of one test: as root (``tmp_path``) or as a normal user (its own folder, a private
+    mount namespace for the Python installation, a delegated cgroup): ``user`` is the throwaway uid,
+    ``subids`` and ``no-subids`` an account made for the test with and without subordinate ids."""
 
-    def __init__(self, as_user: bool, tmp_path: Path):
-        self.as_user = as_user
+    def __init__(self, kind: str, tmp_path: Path):
+        self.kind, self.as_user = kind, kind != "root"
         self.cgroups: list[Path] = []
-        if not as_user:
+        self.account, self.uid, self.range = "", USER_UID, None
+        if not self.as_user:
             self.base = tmp_path
             return
-        try:
-            import pwd
-            pwd.getpwuid(USER_UID)
-            pytest.skip(f"uid {USER_UID} has an account here; the test needs an unused one")
-        except KeyError:
-            pass
+        if kind == "user":
+            try:
+                import pwd
+                pwd.getpwuid(USER_UID)
+                pytest.skip(f"uid {USER_UID} has an account here; the test needs an unused one")
+            except KeyError:
+                pass
+        else:
+            self.make_account(with_range=kind == "subids")
         self.base = Path(tempfile.mkdtemp(prefix="toolkit-user-"))
         os.chmod(self.base, 0o755)
         (self.base / "stub").mkdir()
@@ -124,13 +132,29 @@ class Host:
                 delegated = own / f"toolkit-test-user-{os.getpid()}-{uuid.uuid4().hex[:6]}"
                 delegated.mkdir()
                 for p in [delegated, *delegated.iterdir()]:
-                    os.chown(p, USER_UID, USER_UID)
+                    os.chown(p, self.uid, self.uid)
                 self.cgroups.append(delegated)
+
+    def make_account(self, with_range: bool) -> None:
+        """An account (and its group) for this test; with a range of 65536 subordinate uids and gids, drawn
+        per test process so two runs at once do not share one."""
+        import pwd
+
+        name = f"tk-{os.getpid()}-{uuid.uuid4().hex[:4]}"
+        subprocess.run(["useradd", "-K", "SUB_UID_COUNT=0", "-K", "SUB_GID_COUNT=0", "--no-create-home",
+                        "--user-group", "--shell", "/usr/sbin/nologin", name], check=True, capture_output=True)
+        self.account, self.uid = name, pwd.getpwnam(name).pw_uid
+        if with_range:
+            start = 0x400000 + (os.getpid() % 4096) * 0x10000
+            self.range = range(start, start + 0x10000)
+            ids = f"{start}-{start + 0xffff}"
+            subprocess.run(["usermod", "--add-subuids", ids, "--add-subgids", ids, name], check=True,
+                           capture_output=True)
 
     def own(self, path: Path) -> None:
         if self.as_user:
             for p in [path, *path.rglob("*")]:
-                os.lchown(p, USER_UID, USER_UID)
+                os.lchown(p, self.uid, self.uid)
 
     def argv(self, cmd: list[str]) -> list[str]:
         if not self.as_user:
@@ -138,7 +162,7 @@ class Host:
         stub = self.base / "stub"
         enter = "".join(f"echo $$ > {c}/cgroup.procs && " for c in self.cgroups)
         script = (f"mkdir -p {stub}/.pyenv && mount --bind /root/.pyenv {stub}/.pyenv && mount --rbind {stub} /root"
-                  f" && {enter}exec setpriv --reuid={USER_UID} --regid={USER_UID} --clear-groups -- \"$@\"")
+                  f" && {enter}exec setpriv --reuid={self.uid} --regid={self.uid} --clear-groups -- \"$@\"")
         return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script, "sh", *cmd]
 
     def close(self) -> None:
@@ -151,11 +175,13 @@ class Host:
             c.rmdir()
         if self.as_user:
             shutil.rmtree(self.base, ignore_errors=True)
+        if self.account:  # its /etc/subuid and /etc/subgid lines go with it
+            subprocess.run(["userdel", self.account], check=True, capture_output=True)
 
 
 @pytest.fixture(params=AS)
 def host(request, tmp_path):
-    h = Host(request.param == "user", tmp_path)
+    h = Host(request.param, tmp_path)
     yield h
     h.close()
 
@@ -330,6 +356,97 @@ def test_root_only_files_stay_unreadable(host):
     assert "public" in seen and "ROOT-ONLY-SECRET" not in seen and "Permission denied" in seen
 
 
+# ------------------------------------------------------------------ the sandbox's user, as a normal user
+@pytest.fixture(params=["subids", "no-subids"])
+def account(request, tmp_path):
+    h = Host(request.param, tmp_path)
+    yield h
+    h.close()
+
+
+OWNER = r'''
+import asyncio, json, os, sys
+from toolkit.agent.environments.environment import BubblewrapEnvironment
+
+
+async def main():
+    env = BubblewrapEnvironment(sys.argv[1])
+    try:
+        assert (await env.execute("touch made && echo made")).output == "made"
+        st = os.stat(f"/proc/{env.holder.pid}/root{env.session_dir}/ws/made")  # the copy, from the host
+        status = open(f"/proc/{env.shell_pid()}/status").read().split("\n")
+        uids = [line.split()[1:] for line in status if line.startswith(("Uid:", "Gid:"))]
+        print(json.dumps({"file": [st.st_uid, st.st_gid], "shell": [int(uids[0][0]), int(uids[1][0])]}))
+    finally:
+        await env.stop()
+
+asyncio.run(main())
+'''
+
+
+def test_what_the_sandbox_creates_is_owned_by_a_subordinate_id_not_the_caller(account):
+    """As a user with subordinate ids, the sandbox's user is one of them on the host: the file it makes in
+    its copy and its shell's process are that id's, not the caller's. Without a range they are the
+    caller's (the documented limit), and one warning line says so."""
+    folder = account.base / "owner"
+    (folder / "ws").mkdir(parents=True)
+    (folder / "owner.py").write_text(OWNER)
+    account.own(folder)
+    env = {"PATH": os.environ["PATH"], "HOME": str(folder), "LANG": "C.UTF-8", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(account.argv([sys.executable, str(folder / "owner.py"), str(folder / "ws")]),
+                          cwd=account.base, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    ids = json.loads(done.stdout.splitlines()[-1])
+    if account.range is None:
+        assert ids == {"file": [account.uid] * 2, "shell": [account.uid] * 2}
+        assert done.stderr.count("sandbox user is your own uid") == 1, done.stderr
+        return
+    for uid, gid in ids.values():
+        assert uid in account.range and gid in account.range and account.uid not in (uid, gid), ids
+    assert ids["file"] == ids["shell"] and "your own uid" not in done.stderr, done.stderr
+
+
+def test_the_callers_own_private_files_are_unreadable_with_subordinate_ids(account):
+    """A 0600 file of the caller's in a ``read_only`` folder: unreadable when the sandbox's user is a
+    subordinate id; readable without a range (the documented limit: the sandbox's user is the caller,
+    said in one line), and the session works either way."""
+    secret_dir = account.base / "ro"
+    secret_dir.mkdir()
+    (secret_dir / "mine.txt").write_text("CALLER-ONLY-SECRET\n")
+    (secret_dir / "public.txt").write_text("public\n")
+    account.own(secret_dir)
+    os.chmod(secret_dir / "mine.txt", 0o600)
+    ws = workspace(account)
+    traj = session(account, ws, [term(f"cat {secret_dir}/public.txt; cat {secret_dir}/mine.txt; echo worked")],
+                   environment={"read_only": [str(secret_dir)]})
+    seen = observations(traj)
+    assert "public" in seen and "worked" in seen
+    lines = [line for line in traj["stderr"].splitlines() if "sandbox user is your own uid" in line]
+    if account.range is None:
+        assert "CALLER-ONLY-SECRET" in seen and len(lines) == 1, traj["stderr"]
+        assert "has no range in /etc/subuid" in lines[0]
+    else:
+        assert "CALLER-ONLY-SECRET" not in seen and "Permission denied" in seen and not lines, traj["stderr"]
+
+
+def test_the_engineer_suite_passes_as_a_user_with_subordinate_ids(tmp_path):
+    """The scripted engineer suite, 10 tasks under bubblewrap, as a user whose sandbox user is a
+    subordinate id: every result still comes back (as data) and every check passes."""
+    user = Host("subids", tmp_path)
+    try:
+        out = user.base / "suite"
+        out.mkdir()
+        user.own(out)
+        env = {"PATH": os.environ["PATH"], "HOME": str(out), "LANG": "C.UTF-8", "PYTHONPATH": str(ROOT)}
+        done = subprocess.run(user.argv([sys.executable, "-m", "toolkit", "engineer-suite", "--env", "bubblewrap"]),
+                              cwd=out, env=env, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "succeeded: 10/10" in done.stdout, done.stdout
+        assert "your own uid" not in done.stderr, done.stderr
+    finally:
+        user.close()
+
+
 # ------------------------------------------------------------------ stalls and resources
 LEASE = ("setsid -f python3 -c 'import fcntl, os, signal, time\n"
          "signal.signal(signal.SIGIO, signal.SIG_IGN)\n"  # the break notice ignored: the lease holds 45 s
@@ -484,7 +601,7 @@ def test_local_keeps_the_toolkits_own_environment_from_a_normal_users_command(ho
 
 # ------------------------------------------------------------------ nothing of a session outlives it
 HOLDERS = r'''
-import asyncio, gc, json, os, sys, time
+import asyncio, gc, json, os, sys, threading, time
 from pathlib import Path
 
 import yaml
@@ -499,7 +616,7 @@ ws = base / case
 ws.mkdir()
 (ws / "a.txt").write_text("x\n")
 script = base / f"{case}.yaml"
-cmd = "sleep 60" if case in ("cancelled", "killed") else "echo hi"
+cmd = "sleep 60" if case in ("cancelled", "killed") else "echo h${x}i"
 script.write_text(yaml.safe_dump({"answers": [
     {"thought": "t", "commands": [{"command_name": "Terminal.run_command", "args": {"cmd": cmd}}]},
     {"thought": "done", "commands": [{"command_name": "end", "args": {}}]}]}))
@@ -543,6 +660,17 @@ async def main():
         s = make()
         print(json.dumps(holders()), flush=True)
         await s.run()
+    elif case.startswith("thread"):  # made in a worker thread that has ended before the session runs
+        made = []
+        worker = threading.Thread(target=lambda: made.append(make()))
+        worker.start()
+        worker.join()
+        time.sleep(0.5)  # a parent-death signal tied to the thread has fired by now
+        print(json.dumps(holders()), flush=True)
+        if case == "thread-killed":
+            time.sleep(600)
+        result = await made[0].run()
+        print(json.dumps([result.ended_by, [t.output for t in result.tool_calls]]), flush=True)
 
 
 asyncio.run(main())
@@ -550,26 +678,34 @@ print(json.dumps(holders()), flush=True)
 '''
 
 
-@pytest.mark.parametrize("case", ["normal", "init-error", "cancelled", "dropped", "killed"])
+@pytest.mark.parametrize("case", ["normal", "init-error", "cancelled", "dropped", "killed", "thread", "thread-killed"])
 def test_no_namespace_holder_outlives_its_session(host, case):
     """The process holding a session's namespaces and private copy (``holder.py``) ends with the session:
     run to its end, failed while being made, cancelled inside a command, dropped unfinished (with the
-    garbage collector off, so no cycle is left to it) and with the host process killed (SIGKILL)."""
+    garbage collector off, so no cycle is left to it) and with the host process killed (SIGKILL). A
+    session made in a worker thread keeps its holder after that thread ends (the holder's parent-death
+    signal follows the process, not the thread), works, and its holder still goes with the process."""
     folder = host.base / "holders"
     folder.mkdir()
     (folder / "holders.py").write_text(HOLDERS)
     host.own(folder)
     env = {"PATH": os.environ["PATH"], "HOME": str(folder), "LANG": "C.UTF-8", "PYTHONPATH": str(ROOT)}
     argv = host.argv([sys.executable, str(folder / "holders.py"), str(folder), case])
-    if case != "killed":
+    if not case.endswith("killed"):
         done = subprocess.run(argv, cwd=host.base, env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr[-2000:]
         assert json.loads(done.stdout.splitlines()[-1]) == [], f"holders left: {done.stdout}"
+        if case == "thread":
+            alive, ran = map(json.loads, done.stdout.splitlines()[-3:-1])
+            assert len(alive) == 1, f"the holder went with the thread that made the session: {done.stdout}"
+            assert ran[0] == "end" and ran[1][0].startswith("hi\n"), ran
         return
     proc = subprocess.Popen(argv, cwd=host.base, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         alive = json.loads(proc.stdout.readline() or "null")
-        assert alive and len(alive) == 1, proc.stderr.read()[-2000:] if not alive else alive
+        if not alive or len(alive) != 1:
+            proc.kill()  # first: its stderr ends only with it
+            pytest.fail(f"not one holder alive before the kill: {alive} {proc.communicate()[1][-2000:]}")
         proc.kill()
         proc.wait()
         for _ in range(100):

@@ -296,3 +296,24 @@ def test_a_cgroup_left_by_a_killed_toolkit_is_removed_by_the_next(tmp_path):
         if stale.exists():
             stale.rmdir()
     assert not first.path.exists() and not second.path.exists()
+
+
+@pytest.mark.skipif(not all(map(shutil.which, ("newuidmap", "newgidmap"))), reason="no uidmap (newuidmap)")
+def test_the_sandbox_user_is_drawn_from_the_callers_own_subordinate_ids(tmp_path):
+    """``subids.find`` reads the caller's ranges (by name or by uid) and nobody else's; a malformed or
+    empty range is no range, and with none the answer names the file (the warning line's reason)."""
+    import pwd
+
+    from toolkit.agent.environments import subids
+
+    name, uid = pwd.getpwuid(os.getuid()).pw_name, os.getuid()
+    subuid, subgid, empty = tmp_path / "subuid", tmp_path / "subgid", tmp_path / "empty"
+    subuid.write_text(f"someone-else:100000:65536\n{name}:x:5\n{name}:7000000:0\n\n{name}:5000000:10\n")
+    subgid.write_text(f"{uid}:6000000:3\n")
+    empty.write_text("someone-else:100000:65536\n")
+    drawn = {subids.find(str(subuid), str(subgid))[0] for _ in range(50)}  # a fresh draw per session
+    assert {d.uid for d in drawn} <= set(range(5000000, 5000010)) and len({d.uid for d in drawn}) > 1
+    assert {d.gid for d in drawn} <= set(range(6000000, 6000003))
+    for files, where in (((empty, subgid), empty), ((subuid, empty), empty)):
+        ids, why = subids.find(*map(str, files))
+        assert ids is None and why == f"{name} has no range in {where}"

@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import ctypes
 import json
 import os
-import queue
 import signal
 import socket
 import subprocess
@@ -34,6 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from toolkit.core.spawn import popen
 from toolkit.llm.compact_grammar import compact_grammar
 from toolkit.llm.model import ModelConfig
 from toolkit.llm.openai_backend import OpenAIBackend
@@ -65,51 +64,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-try:  # resolved here, not between fork and exec (where loading a library could deadlock)
-    _prctl = ctypes.CDLL("libc.so.6", use_errno=True).prctl
-except (OSError, AttributeError):
-    _prctl = None
-
-
-def _die_with_parent() -> None:
-    """The server ends with the process that started it, even on kill -9 (Linux): no orphans."""
-    if _prctl is not None:
-        _prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
-# PR_SET_PDEATHSIG fires when the *thread* that forked the child ends, not the process: a server started
-# from a short-lived thread (run_sync inside Jupyter runs the game in one) would be killed when that thread
-# returns. So every server is spawned from one thread that lives as long as the process.
-_spawn_requests: "queue.Queue[tuple[list, dict, queue.Queue]]" = queue.Queue()
-_spawner: threading.Thread | None = None
-_spawner_lock = threading.Lock()
-
-
-def _spawn_loop() -> None:
-    while True:
-        cmd, kwargs, reply = _spawn_requests.get()
-        try:
-            reply.put(subprocess.Popen(cmd, preexec_fn=_die_with_parent, **kwargs))
-        except Exception as exc:  # handed back to the caller
-            reply.put(exc)
-
-
-def _popen(cmd: list[str], **kwargs: Any) -> subprocess.Popen:
-    global _spawner
-    if threading.current_thread() is threading.main_thread():
-        return subprocess.Popen(cmd, preexec_fn=_die_with_parent, **kwargs)
-    with _spawner_lock:
-        if _spawner is None or not _spawner.is_alive():
-            _spawner = threading.Thread(target=_spawn_loop, name="local-server-spawner", daemon=True)
-            _spawner.start()
-    reply: queue.Queue = queue.Queue()
-    _spawn_requests.put((cmd, kwargs, reply))
-    result = reply.get()
-    if isinstance(result, Exception):
-        raise result
-    return result
 
 
 def _env_int(name: str, default: int) -> int:
@@ -205,9 +159,9 @@ class LocalServer:
     def start(self, timeout_s: float = 180) -> "LocalServer":
         if self.log:
             with open(self.log, "ab") as out:  # the server keeps its own descriptor
-                self.proc = _popen(self.command(), stdout=out, stderr=subprocess.STDOUT)
+                self.proc = popen(self.command(), signal.SIGTERM, stdout=out, stderr=subprocess.STDOUT)
         else:
-            self.proc = _popen(self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+            self.proc = popen(self.command(), signal.SIGTERM, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         self._owner = os.getpid()
         atexit.register(self.stop)
         deadline = time.time() + timeout_s

@@ -51,8 +51,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from toolkit.agent.environments import collect, fileop, holder, kinds, result, syscall_filter
+from toolkit.agent.environments import collect, fileop, holder, kinds, result, subids, syscall_filter
 from toolkit.agent.environments.cgroup import Cgroup
+from toolkit.core import spawn
 from toolkit.core.printable import show
 from toolkit.core.secrets import redact
 
@@ -796,7 +797,7 @@ def bwrap_problem() -> str | None:
     exe = shutil.which("bwrap")
     if exe is None:
         return "bwrap is not installed (Debian: apt-get install bubblewrap)"
-    for tool in ("nsenter", "setpriv") if os.geteuid() == 0 else ("nsenter",):
+    for tool in ("nsenter", "setpriv"):
         if shutil.which(tool) is None:
             return f"{tool} is not installed (Debian: apt-get install util-linux)"
     try:
@@ -827,8 +828,10 @@ def unused_uid() -> int:
 class BubblewrapEnvironment(Environment):
     """The sandbox: every command in bubblewrap, inside the session's own mount and network namespaces
     (``holder.py``) where the private copy is a tmpfs of ``disk_mb`` and ``inodes``, ``nosuid,nodev``.
-    As root, the sandbox's user is an unused uid (``outer_uid``), so nothing it makes is the caller's and a
-    root-only file stays unreadable; as another user it is that user (no subordinate ids are used)."""
+    The sandbox's user is not the caller (``outer_uid``, ``outer_gid``: its ids on the host): as root an
+    unused uid, as another user one of its subordinate ids (``subids.py``), so nothing it makes is the
+    caller's and a file only the caller (or root) may read stays unreadable. A caller that is not root and
+    has no subordinate ids gets one warning line, and the sandbox's user is then the caller."""
 
     name = "bubblewrap"
     confined = True
@@ -838,7 +841,14 @@ class BubblewrapEnvironment(Environment):
         if problem:
             raise EnvironmentUnavailable(f"bubblewrap: {problem}; use --env local (unconfined)")
         self.exe = shutil.which("bwrap")
-        self.outer_uid = unused_uid() if os.geteuid() == 0 else os.geteuid()
+        self.ids: subids.SubIds | None = None  # the caller's subordinate ids for this session (not root)
+        if os.geteuid() == 0:
+            self.outer_uid = self.outer_gid = unused_uid()
+        else:
+            self.ids, why = subids.find()
+            if self.ids is None:
+                self.own_user_warning(why)
+            self.outer_uid, self.outer_gid = (self.ids.uid, self.ids.gid) if self.ids else (os.geteuid(), os.getegid())
         self.holder: subprocess.Popen | None = None
         self.slirp: subprocess.Popen | None = None
         self.slirp_exit = None  # the write end of slirp4netns's --exit-fd pipe (a file)
@@ -862,13 +872,25 @@ class BubblewrapEnvironment(Environment):
         for i in range(len(self.reached)):
             (mnt / str(i)).mkdir(mode=0o755)
         limits = self.config.limits
+        inner = (subids.INNER, subids.INNER) if self.ids else (self.outer_uid, self.outer_gid)
         spec = {"ws": str(copy), "mnt": str(mnt), "size": limits.disk_mb * 2**20, "inodes": limits.inodes,
-                "uid": self.outer_uid, "gid": self.outer_uid, "reach": self.reached, "source": str(self.source)}
-        self.holder = subprocess.Popen([sys.executable, "-I", "-S", str(HERE / "holder.py"), json.dumps(spec)],
-                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                       start_new_session=True, env=scrubbed())
+                "uid": inner[0], "gid": inner[1], "map": self.ids is not None, "reach": self.reached,
+                "source": str(self.source)}
+        # forked from a thread that lives as long as the process: the holder's parent-death signal (it ends
+        # when the toolkit's process does, even by kill -9) must not fire when a short-lived thread ends
+        self.holder = spawn.popen([sys.executable, "-I", "-S", str(HERE / "holder.py"), json.dumps(spec)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  start_new_session=True, env=scrubbed())
         weakref.finalize(self, _end_process, self.holder)
         line = _readline(self.holder.stdout, 300)
+        if line == b"map\n":  # its user namespace, made and waiting for the subordinate ids
+            problem = self.ids.map(self.holder.pid)
+            if problem:
+                self.ids, self.outer_uid, self.outer_gid = None, os.geteuid(), os.getegid()
+                self.own_user_warning(problem)
+            self.holder.stdin.write(b"self\n" if problem else b"go\n")
+            self.holder.stdin.flush()
+            line = _readline(self.holder.stdout, 300)
         if line != b"ready\n":
             err = self.holder.stderr.read(2000) if self.holder.poll() is not None else b""
             self.release()
@@ -922,12 +944,19 @@ class BubblewrapEnvironment(Environment):
                 _end_process(proc)
 
     def enter(self) -> list[str]:
-        """The session's namespaces (``nsenter``) and, as root, its own user (``setpriv``)."""
+        """The session's namespaces (``nsenter``) and, when not the caller, its own user (``setpriv``)."""
         pid = str(self.holder.pid)
         if os.geteuid() == 0:
             return ["nsenter", f"--target={pid}", "--mount", "--net", "--", "setpriv", f"--reuid={self.outer_uid}",
-                    f"--regid={self.outer_uid}", "--clear-groups", "--"]
-        return ["nsenter", f"--target={pid}", "--user", "--mount", "--net", "--preserve-credentials", "--"]
+                    f"--regid={self.outer_gid}", "--clear-groups", "--"]
+        user = ["setpriv", f"--reuid={subids.INNER}", f"--regid={subids.INNER}", "--clear-groups", "--"] \
+            if self.ids else []
+        return ["nsenter", f"--target={pid}", "--user", "--mount", "--net", "--preserve-credentials", "--", *user]
+
+    @staticmethod
+    def own_user_warning(why: str) -> None:
+        _warn_once(f"warning: bubblewrap's sandbox user is your own uid {os.geteuid()} ({why}): files it makes "
+                   "are yours and it can read your files among the folders it sees (docs/environments.md)")
 
     def bwrap_args(self) -> list[str]:
         args = ["--die-with-parent", "--new-session", "--unshare-all", "--share-net", "--unshare-user",

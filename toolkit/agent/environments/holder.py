@@ -4,6 +4,10 @@ once per sandboxed session. Standard library only: it runs as a script, not as p
 It makes a mount and a network namespace of its own (and, when the toolkit is not root, a user namespace
 in which the caller is root, so the mounts below are allowed), then:
 
+- with ``spec["map"]`` (the caller has subordinate ids, ``subids.py``) prints ``map`` and waits for a line:
+  ``go`` when the host has mapped the namespace (``0`` the caller, ``1`` the sandbox's user), ``self`` when
+  it could not (then the namespace maps only the caller, as without ``map``, and the sandbox's user is 0);
+
 - mounts the private copy's file system at ``spec["ws"]``: a tmpfs with ``size`` bytes and ``nr_inodes``
   inodes, ``nosuid,nodev``, owned by the sandbox's user (blocks and inodes are the session's, not the host
   disk's);
@@ -17,7 +21,8 @@ in which the caller is root, so the mounts below are allowed), then:
   attaches slirp4netns to it).
 
 It prints ``ready`` and then waits until its standard input closes (the host ends the session, or dies:
-then the kernel's parent-death signal ends it too); with it go the namespaces and the tmpfs.
+then the kernel's parent-death signal, set here, ends it too: the host forks it from a thread that lives as
+long as its process, ``toolkit/core/spawn.py``); with it go the namespaces and the tmpfs.
 """
 
 import ctypes
@@ -55,15 +60,20 @@ def write(path: str, text: str) -> None:
         f.write(text)
 
 
-def enter_namespaces(root: bool) -> None:
+def enter_namespaces(root: bool, mapped_by_host: bool) -> bool:
+    """The holder's namespaces; True when the host mapped the user namespace (subordinate ids)."""
     uid, gid = os.getuid(), os.getgid()
     flags = CLONE_NEWNS | CLONE_NEWNET | (0 if root else CLONE_NEWUSER)
     check(libc.unshare(flags), "unshare")
-    if not root:  # the caller is root in its own namespace: mounts are allowed there
+    if mapped_by_host:
+        print("map", flush=True)
+        mapped_by_host = sys.stdin.buffer.readline() == b"go\n"
+    if not root and not mapped_by_host:  # the caller is root in its own namespace: mounts are allowed there
         write("/proc/self/setgroups", "deny")
         write("/proc/self/uid_map", f"0 {uid} 1")
         write("/proc/self/gid_map", f"0 {gid} 1")
     mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing mounted here reaches the host, and back
+    return mapped_by_host
 
 
 def loopback_up() -> None:
@@ -118,8 +128,8 @@ def main() -> None:
     if os.getppid() == 1:
         sys.exit(1)
     root = os.geteuid() == 0
-    enter_namespaces(root)
-    uid, gid = (spec["uid"], spec["gid"]) if root else (0, 0)
+    mapped = enter_namespaces(root, bool(spec.get("map")))
+    uid, gid = (spec["uid"], spec["gid"]) if root or mapped else (0, 0)
     ws = spec["ws"]
     mount("tmpfs", ws, "tmpfs", MS_NOSUID | MS_NODEV,
           f"size={spec['size']},nr_inodes={spec['inodes']},mode=0700,uid={uid},gid={gid}")
