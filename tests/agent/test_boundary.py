@@ -229,13 +229,14 @@ def session(host: Host, ws: Path, answers: list, environment: dict | None = None
     return traj
 
 
-def apply_result(host: Host, ws: Path, session_id: str) -> None:
+def apply_result(host: Host, ws: Path, session_id: str, check: bool = True) -> subprocess.CompletedProcess:
     """``engineer --apply SESSION`` as the host's user."""
     env = {"PATH": os.environ["PATH"], "HOME": str(host.base / "home"), "LANG": "C.UTF-8", "PYTHONPATH": str(ROOT)}
     applied = subprocess.run(host.argv([sys.executable, "-m", "toolkit", "engineer", "--apply", session_id,
                                         "--workspace", str(ws)]),
                              cwd=host.base, env=env, capture_output=True, text=True, timeout=120)
-    assert applied.returncode == 0, applied.stderr[-2000:]
+    assert applied.returncode == 0 or not check, applied.stderr[-2000:]
+    return applied
 
 
 def observations(traj) -> str:
@@ -324,6 +325,57 @@ def test_applying_a_plain_folders_result_deletes_what_the_session_deleted_and_no
     assert sorted(p.name for p in ws.iterdir()) == [".agent", "edited.txt", "gone", "keep.txt", "n.txt", "sub"]
     assert (ws / "edited.txt").read_text() == "the user's later edit\n" and (ws / "n.txt").read_text() == "new\n"
     assert not list((ws / "sub").iterdir()) and (outside / "x.txt").read_text() == "not the workspace's\n"
+
+
+# a folder git takes for a repository (it holds HEAD, objects/ and refs/): its config runs at the user's next
+# git command in it (git's safe.bareRepository is "all" by default)
+REPOSITORY = ("git init -q --bare sub && git -C sub config core.bare false && git -C sub config core.worktree .. && "
+              "git -C sub config core.fsmonitor 'touch {m}' && git -C sub config core.pager 'touch {m}; cat' && "
+              "printf '#!/bin/sh\\ntouch {m}\\n' > sub/hooks/pre-commit && chmod +x sub/hooks/pre-commit && "
+              "touch sub/refs/heads/keep sub/objects/keep")
+
+
+@pytest.mark.parametrize("git_repo", [True, False], ids=["git", "plain"])
+def test_a_folder_git_would_take_for_a_repository_is_never_applied(host, git_repo):
+    """The agent makes ``sub/`` a bare repository (its config with fsmonitor, a pager and a worktree, a
+    hook) beside an ordinary change: ``--apply`` refuses the whole result in one line and writes nothing;
+    ``git status``, ``log`` and ``commit`` in ``sub/`` would otherwise run the agent's commands."""
+    ws = workspace(host, git_repo)
+    marker = host.base / "PWNED"
+    traj = session(host, ws, [term("echo improved > a.txt && " + REPOSITORY.format(m=marker) + " && echo planted")])
+    assert "planted" in observations(traj)
+    before = tree_digest(ws)
+    applied = apply_result(host, ws, traj["session_id"], check=False)
+    assert applied.returncode != 0 and "which git would take for a repository" in applied.stderr, applied.stderr
+    assert len(applied.stderr.strip().splitlines()) == 1, applied.stderr
+    assert tree_digest(ws) == before and not (ws / "sub").exists()
+    if git_repo:
+        users_git_runs_nothing(ws, marker, host.base / "home", host)
+    assert not marker.exists()
+
+
+def test_a_repository_in_the_users_own_folder_is_not_changed_by_applying(host):
+    """A bare repository the user keeps in the project (a test fixture, tracked, or ignored by git): a
+    session that changes its config is refused at ``--apply``; one that changes only other files applies."""
+    ws = workspace(host)
+    for fixture in ("fixture", "ignored"):
+        git("init", "-q", "--bare", fixture, cwd=ws)
+        for keep in ("refs/heads/keep", "objects/keep"):
+            (ws / fixture / keep).write_text("")
+    (ws / ".gitignore").write_text("ignored/*\n!ignored/config\n")
+    git("add", "-A", cwd=ws)
+    git("commit", "-q", "-m", "fixtures", cwd=ws)
+    host.own(ws)
+    marker = host.base / "PWNED"
+    for fixture in ("fixture", "ignored"):
+        traj = session(host, ws, [term(f"git -C {fixture} config core.pager 'touch {marker}; cat' && echo planted")])
+        assert "planted" in observations(traj)
+        applied = apply_result(host, ws, traj["session_id"], check=False)
+        assert applied.returncode != 0 and f"'{fixture}/config' is in {fixture}/" in applied.stderr, applied.stderr
+        assert "core.pager" not in (ws / fixture / "config").read_text()
+    traj = session(host, ws, [term("echo improved > a.txt")])
+    apply_result(host, ws, traj["session_id"])
+    assert (ws / "a.txt").read_text() == "improved\n"
 
 
 # ------------------------------------------------------------------ set-id files, root-only files
@@ -514,6 +566,20 @@ def test_inodes_and_blocks_of_the_copy_are_bounded_and_the_session_survives(host
     assert "No space left on device" in seen and "exit=0" not in seen and "cleaned" in seen
     shown = git("show", f"refs/agent/{traj['session_id']}/result:result.txt", cwd=ws, check=False)
     assert shown.stdout == "agent-result\n"
+
+
+def test_bubblewraps_own_root_and_the_masked_folders_are_read_only(host):
+    """bubblewrap's own root and the folders masked under ``/etc`` are each a tmpfs with no size (half the
+    host's memory, counted nowhere without a memory cgroup): the sandbox cannot write them. Its writable
+    places are the copy, ``/tmp``, ``/dev/shm`` and ``/run``, each with a size."""
+    ws = workspace(host)
+    masked = [d for d in ("/etc/ssh", "/etc/ssl/private") if os.path.isdir(d)]
+    traj = session(host, ws, [term(f"mkdir /newdir; for d in / {' '.join(masked)}; do touch $d/x; done; "
+                                   "df --output=target,size / /tmp /dev/shm /run | tail -n +2")])
+    seen = observations(traj)
+    assert seen.count("Read-only file system") == 2 + len(masked), seen  # mkdir, /, each masked folder
+    sizes = dict(line.split() for line in seen.splitlines() if line.startswith("/") and len(line.split()) == 2)
+    assert int(sizes["/tmp"]) == int(sizes["/dev/shm"]) == 1024 * 1024 and int(sizes["/run"]) == 16 * 1024, sizes
 
 
 # ------------------------------------------------------------------ the network

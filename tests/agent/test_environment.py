@@ -317,3 +317,45 @@ def test_the_sandbox_user_is_drawn_from_the_callers_own_subordinate_ids(tmp_path
     for files, where in (((empty, subgid), empty), ((subuid, empty), empty)):
         ids, why = subids.find(*map(str, files))
         assert ids is None and why == f"{name} has no range in {where}"
+
+
+def test_unpacking_refuses_a_result_that_makes_or_changes_a_repository(tmp_path):
+    """A plain folder's result (a tar archive) with a folder git would take for a repository (it holds a
+    HEAD), new, at the top, or the user's own with a changed config, is refused in one line and nothing is
+    written; the user's unchanged one does not stop an ordinary change."""
+    import io
+    import json
+    import tarfile
+
+    from toolkit.agent.environments import result
+
+    def archive(name, files, start=None):
+        path = tmp_path / f"{name}.tar"
+        with tarfile.open(path, "w") as tar:
+            for member, (text, mtime) in files.items():
+                info = tarfile.TarInfo(member)
+                info.size, info.mtime = len(text), mtime
+                tar.addfile(info, io.BytesIO(text.encode()))
+        if start is not None:
+            path.with_suffix(".start.json").write_text(json.dumps(start))
+        return path
+
+    evil = {"HEAD": ("ref: refs/heads/main\n", 1), "config": ("[core]\n\tpager = touch PWNED\n", 1),
+            "objects/keep": ("", 1), "refs/heads/keep": ("", 1)}
+    fixture = {f"fix/{k}": v for k, v in evil.items()}
+    start = {name: ["f", len(text), mtime * 10**9] for name, (text, mtime) in fixture.items()}
+    for name, files, listing, refused in (
+            ("new", {"a.txt": ("x", 1), **{f"sub/{k}": v for k, v in evil.items()}}, {}, "'sub/HEAD' is in sub/"),
+            ("top", evil, {}, "'HEAD' is in the top"),
+            ("changed", {**fixture, "fix/config": ("[core]\n\tpager = touch PWNED2\n", 2)}, start,
+             "'fix/config' is in fix/")):
+        folder = tmp_path / name
+        folder.mkdir()
+        with pytest.raises(result.ResultError, match="which git would take for a repository") as refusal:
+            result.unpack(archive(name, files, listing), folder)
+        assert refused in str(refusal.value) and "\n" not in str(refusal.value)
+        assert list(folder.iterdir()) == []
+    folder = tmp_path / "ordinary"
+    folder.mkdir()
+    assert "unpacked 5 entries" in result.unpack(archive("ordinary", {**fixture, "a.txt": ("x", 1)}, start), folder)
+    assert (folder / "a.txt").read_text() == "x"

@@ -967,7 +967,7 @@ class BubblewrapEnvironment(Environment):
             elif os.path.isdir(d):
                 args += ["--ro-bind", d, d]
         args += [x for f in MASKED_FILES if os.path.isfile(f) for x in ("--ro-bind", "/dev/null", f)]
-        args += [x for d in MASKED_DIRS if os.path.isdir(d) for x in ("--tmpfs", d)]
+        args += [x for d in MASKED_DIRS if os.path.isdir(d) for x in ("--tmpfs", d, "--remount-ro", d)]
         if self.config.network:
             args += ["--ro-bind", str(self.session_dir / "resolv.conf"), "/etc/resolv.conf"]
         tmp = str(self.config.limits.tmp_mb * 2**20)  # memory-backed scratch, each with a size; /dev itself read-only
@@ -978,7 +978,9 @@ class BubblewrapEnvironment(Environment):
             args += ["--ro-bind", str(self.session_dir / "mnt" / str(i)), p]
         args += ["--bind", str(self.session_dir / "ws"), str(self.root)]  # the private copy, at the folder's path
         args += ["--ro-bind", str(self.session_dir), str(self.session_dir)]  # the toolkit's helpers: read-only
-        return args + ["--chdir", str(self.root)]
+        # bubblewrap's own root (a tmpfs with no size: half the host's memory, counted nowhere without a memory
+        # cgroup) read-only once every mount point is made in it
+        return args + ["--remount-ro", "/", "--chdir", str(self.root)]
 
     def tmpdir(self) -> str:
         return "/tmp"  # the sandbox's own (a tmpfs that ends with it)

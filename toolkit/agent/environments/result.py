@@ -19,6 +19,9 @@ archive unpacked with Python's ``data`` filter (no links out, no devices or FIFO
 the session deleted is deleted: a file or link of the start listing that is not in the archive and that the
 user has not changed since (same size and modification time), an emptied folder likewise, each reached
 from the folder one component at a time without following a link (nothing outside it is touched).
+Either way a result that adds or changes a file inside a folder git would take for a repository (one that
+holds a ``HEAD``: git's discovery reads such a folder's ``config`` and runs its hooks, fsmonitor or pager
+at the user's next git command there) is refused whole, in one line, before anything is written.
 ``push`` sends a fetched branch to an allowed remote (a pull request), from the user's repository.
 """
 
@@ -121,6 +124,10 @@ def apply(folder: Path, session: str) -> str:
                     f"{prefix}/result").stdout
         if not patch.strip():
             return "nothing to apply: the session changed no file"
+        tree = git(folder, "ls-tree", "-r", "-z", "--name-only", f"{prefix}/result").stdout.decode(errors="replace")
+        changed = git(folder, "diff", "-z", "--name-only", "--no-renames", f"{prefix}/start", f"{prefix}/result")
+        refuse_repositories(folder, changed.stdout.decode(errors="replace").split("\0"), tree.split("\0"),
+                            top=False, what=f"{prefix}/result")
         git(folder, "apply", "--whitespace=nowarn", "-", input=patch)
         n = len(git(folder, "apply", "--numstat", "-", input=patch).stdout.splitlines())
         return f"applied {n} changed file{'s' if n != 1 else ''} from {prefix}/result to the working tree"
@@ -129,9 +136,49 @@ def apply(folder: Path, session: str) -> str:
     raise ResultError(f"--apply {session}: no result of that session in {folder}")
 
 
+def repositories(paths: list[str], top: bool) -> set[str]:
+    """The folders of a list of files that git could take for a repository: those holding a ``HEAD``
+    (``""`` is the top, counted with ``top``: a git workspace's own top has its ``.git``, which git finds
+    first)."""
+    return {os.path.dirname(p) for p in paths if os.path.basename(p) == "HEAD" and (top or os.path.dirname(p))}
+
+
+def refuse_repositories(base: Path, changed: list[str], paths: list[str], top: bool, what: str) -> None:
+    """One line (``ResultError``) when a changed path is in (or below) a folder that holds a ``HEAD`` in the
+    result (``paths``: ``repositories``) or already in the user's folder ``base`` (e.g. one git ignores)."""
+    found = repositories(paths, top)
+    for path in filter(None, changed):
+        parts = path.split("/")
+        for folder in ("/".join(parts[:i]) for i in range(0 if top else 1, len(parts))):
+            if folder in found or os.path.lexists(base / folder / "HEAD"):
+                raise ResultError(f"{what}: {path!r} is in {folder or 'the top'}{'/' if folder else ''}, which git "
+                                  f"would take for a repository (it holds a HEAD), so its settings would run at "
+                                  f"your next git command there; not applied, nothing changed")
+
+
+def start_listing(archive: Path) -> dict | None:
+    """The folder's listing at the session's start (``<session>.start.json``, the host's own), or None."""
+    listing = archive.with_suffix(".start.json")
+    try:
+        start = json.loads(listing.read_text()) if listing.is_file() else None
+    except (OSError, ValueError):
+        start = None
+    return start if isinstance(start, dict) and len(start) <= MAX_MEMBERS else None
+
+
+def _changed(member: tarfile.TarInfo, start: dict | None) -> bool:
+    """Whether an archive member is new or differs from the start listing (size, whole seconds of mtime)."""
+    entry = (start or {}).get(os.path.normpath(member.name))
+    if not isinstance(entry, list) or len(entry) != 3:
+        return True
+    kind = "d" if member.isdir() else "l" if member.issym() else "f"
+    return entry[0] != kind or kind == "f" and (entry[1] != member.size or int(entry[2]) // 10**9 != int(member.mtime))
+
+
 def unpack(archive: Path, folder: Path) -> str:
     """A plain folder's result unpacked as data, then what the session deleted deleted (``_deletions``)."""
     names = set()
+    start = start_listing(archive)
     with tarfile.open(archive, mode="r:") as tar:
         members, total = [], 0
         for member in tar:
@@ -143,22 +190,20 @@ def unpack(archive: Path, folder: Path) -> str:
             names.add(os.path.normpath(member.name))
             if len(members) > MAX_MEMBERS or total > MAX_BYTES:
                 raise ResultError(f"{archive.name}: more than {MAX_MEMBERS} members or {MAX_BYTES} bytes; refused")
+        files = [m for m in members if not m.isdir()]
+        refuse_repositories(folder, [os.path.normpath(m.name) for m in files if _changed(m, start)],
+                            [os.path.normpath(m.name) for m in files], top=True, what=archive.name)
         try:
             tar.extractall(folder, members=members, filter="data")
         except (tarfile.FilterError, OSError) as exc:
             raise ResultError(f"{archive.name}: {exc}") from None
-    return f"unpacked {len(members)} entries from {archive.name} into {folder}" + _deletions(archive, folder, names)
+    return f"unpacked {len(members)} entries from {archive.name} into {folder}" + _deletions(folder, start, names)
 
 
-def _deletions(archive: Path, folder: Path, names: set[str]) -> str:
+def _deletions(folder: Path, start: dict | None, names: set[str]) -> str:
     """Delete what the start listing (``<session>.start.json``, the host's) has and the archive has not;
     returns the apply line's ending."""
-    listing = archive.with_suffix(".start.json")
-    try:
-        start = json.loads(listing.read_text()) if listing.is_file() else None
-    except (OSError, ValueError):
-        start = None
-    if not isinstance(start, dict) or len(start) > MAX_MEMBERS:
+    if start is None:
         return "; deletions not applied (no listing of the folder at the session's start)"
     deleted, kept = 0, []
     for rel in sorted(set(start) - names, key=lambda r: -r.count(os.sep)):  # children before their folder
