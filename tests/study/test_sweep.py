@@ -1,6 +1,7 @@
 """Sweeps through real papermill kernels: killed with kill -9 and rerun, nothing is lost or duplicated;
 the same on a Dask LocalCluster. Also the papermill command of docs/experiments.md."""
 
+import json
 import os
 import signal
 import subprocess
@@ -95,6 +96,13 @@ grid:
     assert summary.loc["", "ok"] and summary.loc["", "games"] == 3
     broken = summary.loc["the cell broke at run time"]
     assert not broken["ok"] and "the cell broke at run time" in broken["error"]
+    # the notebook's error as its one line (was papermill's message: the kernel's whole traceback, colours and
+    # all, in the summary and in the table printed at the end); the traceback is in FAILED.json
+    assert broken["error"].startswith("RuntimeError: the cell broke at run time (the kernel's own log: ")
+    row = next(line for line in out.stdout.splitlines() if "the cell broke at run time" in line)
+    assert "\x1b" not in row and "Traceback" not in row and len(row) < 600, row
+    failed = json.loads(next((tmp_path / "r" / "fails").glob("*/FAILED.json")).read_text())
+    assert "raise RuntimeError(fail_with)" in failed["traceback"]
     # the kernels' own logging (an ERROR "KeyboardInterrupt caught in kernel." at each shutdown) goes to each
     # cell's kernel.log, not to the sweep's terminal; a failed cell's error names that log
     assert "KeyboardInterrupt" not in out.stderr and "IPKernelApp" not in out.stderr, out.stderr[-2000:]

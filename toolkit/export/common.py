@@ -87,7 +87,20 @@ def conditions(runs: list[dict], mask: Redactor) -> dict[str, Any]:
         config = parse_json(run.get("config"), {}) or {}
         out.update((k, v) for k, v in config.items() if k not in NOT_CONDITIONS and v is not None)
     order = sorted(out, key=lambda k: (FIRST.index(k) if k in FIRST else len(FIRST), k))
-    return json.loads(mask(json.dumps({k: out[k] for k in order}, default=str)))
+    return json.loads(mask(json.dumps(finite({k: out[k] for k in order}), default=str)))
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite number (nested in dicts and lists) as its text (``nan``, ``inf``):
+    JSON has no literal for them, and Python writes ``NaN``, which a browser's ``JSON.parse`` (Kaggle's
+    viewer) and other strict readers refuse, so one such condition made every replay of its run unreadable."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
 
 
 def conditions_by_run(results, mask: Redactor) -> dict[str, dict[str, Any]]:

@@ -9,6 +9,7 @@ Every text cell is masked again (secrets) and, without content, the message colu
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -48,6 +49,30 @@ def _rate(name: str, hits: int, n: int) -> str:
     return f"{name} {r['rate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}] (n = {n}, 95% {r['method']})"
 
 
+# What the card shows of a run's conditions (the runs table holds them whole): each text up to VALUE_LIMIT
+# characters, all of them up to CELL_LIMIT
+VALUE_LIMIT, CELL_LIMIT = 200, 2000
+
+
+def _cut(value, limit: int = VALUE_LIMIT):
+    if isinstance(value, str):
+        return value if len(value) <= limit else value[: limit - 1] + "…"
+    if isinstance(value, dict):
+        return {k: _cut(v) for k, v in value.items()}
+    return [_cut(v) for v in value] if isinstance(value, list) else value
+
+
+def code(text: str) -> str:
+    """``text`` as a Markdown code span in a table cell: shown as written, at most ``CELL_LIMIT`` characters. Its
+    fence is one backtick longer than any run of backticks in it, so none ends the span early (after which a
+    condition's ``<img onerror=...>`` or ``<script>`` was the card's own markup); a pipe is escaped (GFM splits a
+    row at it even inside code)."""
+    text = _cut(text, CELL_LIMIT)
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text[:1] == "`" or text[-1:] == "`" else ""
+    return f"{fence}{pad}{text}{pad}{fence}".replace("|", "\\|")
+
+
 def runs_table(results, mask: Redactor) -> list[str]:
     """One row per run: its conditions, its headline rate with its interval and n, its tokens."""
     cells = conditions_by_run(results, mask)
@@ -61,8 +86,8 @@ def runs_table(results, mask: Redactor) -> list[str]:
             _rate("success rate", sum(bool(x.get("success")) for x in s), len(s))) if h)
         t = tokens(calls.get(run_id, []))
         note = " (estimated)" if t["tokens_estimated"] else ""
-        cell = json.dumps(conditions, ensure_ascii=False).replace("|", "\\|")
-        lines.append(f"| {run_id} | `{cell}` | {headline or '(no games or sessions)'} | "
+        lines.append(f"| {run_id} | {code(json.dumps(_cut(conditions), ensure_ascii=False))} | "
+                     f"{headline or '(no games or sessions)'} | "
                      f"{t['prompt_tokens']}{note} | {t['completion_tokens']}{note} |")
     return lines
 

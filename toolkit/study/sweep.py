@@ -262,9 +262,13 @@ def execute_cell(cell: Cell) -> dict[str, Any]:
 
 
 def _failed(status: dict[str, Any], folder: Path, exc: Exception) -> None:
-    """A failed cell's status and its FAILED.json (error, traceback, where the kernel's own log is)."""
-    status.update(ok=False, error=f"{type(exc).__name__}: {str(exc)[-2000:]} (the kernel's own log: "
-                                  f"{folder / 'kernel.log'})")
+    """A failed cell's status and its FAILED.json (error, traceback, where the kernel's own log is). An error the
+    notebook raised is its one line (``ValueError: unknown model spec ...``), not papermill's message (the
+    kernel's whole traceback, which made the summary table printed at the end of a sweep unreadable); the
+    traceback is in FAILED.json."""
+    what = (f"{exc.ename}: {exc.evalue}" if hasattr(exc, "ename") and hasattr(exc, "evalue") else
+            f"{type(exc).__name__}: {str(exc)[-2000:]}")
+    status.update(ok=False, error=f"{one_line(what, 2000)} (the kernel's own log: {folder / 'kernel.log'})")
     (folder / "FAILED.json").write_text(redact(json.dumps({**status, "traceback": traceback.format_exc()[-4000:]})))
 
 
