@@ -482,9 +482,27 @@ async def test_the_engineer_widget_stops_at_the_study_s_cap_and_starts_no_sessio
                         max_tokens=1)
     await e.run_all()
     assert e.ended_by == "stopped" and e.session.steps == 1 and e.run.closed
+    assert "ended by <b>stopped</b> at the spending cap (budget: " in e.status.value  # says why it stopped
     assert Budget(tmp_path / "res" / "spend.jsonl").spent()[1] > 1
     again = EngineerSession(task="t", workspace=str(tmp_path / "ws2"), model=spec, results_dir=str(tmp_path / "res"),
                             max_tokens=1)
+    again.buttons["Step"].click()  # a click: its exception goes to a log, so the status line says it
+    assert "cap reached: 1 session not started" in again.status.value and again.session is None
     with pytest.raises(BudgetReached, match="cap reached: 1 session not started"):
         again.step()
     assert again.session is None and len(load(tmp_path / "res").sessions) == 1
+
+
+async def test_the_engineer_widget_says_why_a_session_cannot_start(tmp_path):
+    """A click whose session cannot be made (a dollar cap on a model without a price; a model spec that is not
+    one) says why in the status line: the exception of a click goes to a log the user does not see (the status
+    stayed empty)."""
+    e = EngineerSession(task="t", workspace=str(tmp_path / "ws"), model="openai:m@http://127.0.0.1:9/v1",
+                        results_dir=str(tmp_path / "res"), max_usd=1.0)
+    e.buttons["Run"].click()
+    assert "a dollar cap (--max-usd, max_usd) needs a price for every model" in e.status.value
+    assert e.session is None
+    e = EngineerSession(task="t", workspace=str(tmp_path / "ws"), model="opnai:<b>m</b>",
+                        results_dir=str(tmp_path / "res"))
+    e.buttons["Step"].click()
+    assert "unknown model spec" in e.status.value and "<b>" not in e.status.value and e.session is None

@@ -16,6 +16,7 @@ from toolkit.agent.environments import kinds
 from toolkit.agent.loop.role import load_role
 from toolkit.agent.loop.session import Session, SessionConfig
 from toolkit.agent.tools.base import ToolError
+from toolkit.core.files import one_line
 from toolkit.llm import get_model
 from toolkit.llm.budget import Budget, BudgetReached
 from toolkit.record.run_log import Run
@@ -87,6 +88,7 @@ class EngineerSession(W.VBox):
         self.channel = WidgetChannel(self.human_box, self.said, self.kernel)
         self.channel.on_change = self._render
         self.running = False
+        self.capped = False  # the running session was stopped at the spending cap
         self.session: Session | None = None
         self.run: Run | None = None
         self.task: asyncio.Task | None = None
@@ -128,9 +130,11 @@ class EngineerSession(W.VBox):
     def _launch(self, coro_fn) -> asyncio.Task | None:
         try:
             self._ensure_session()
-        except ValueError as exc:  # a refused environment (or role, or model spec): one line, no session
-            self.status.value = f"<span style='color:#c0392b'>error: {html.escape(str(exc))}</span>"
-            return None
+        except Exception as exc:  # a click's exception goes to a log nobody reads: the status line says it
+            self.status.value = f"<span style='color:#c0392b'>error: {html.escape(one_line(exc))}</span>"
+            if isinstance(exc, ValueError):  # a refused environment, role, spec or unpriced model: said, no session
+                return None
+            raise  # the cap reached (BudgetReached) and anything else: said, and raised to the caller too
         if self.task is None or self.task.done():
             self.running = True
             self.task = self.kernel.loop.create_task(coro_fn())
@@ -144,6 +148,7 @@ class EngineerSession(W.VBox):
                 n = None if n is None else n - 1
                 if self.budget is not None and self.budget.exhausted():
                     self.session.stop()
+                    self.capped = True
                 self._render()
             if self.session.ended_by is not None:
                 await self.session.finish()
@@ -197,6 +202,8 @@ class EngineerSession(W.VBox):
                 self.open_file.value = f"<pre style='{WRAP}'>{html.escape(str(exc))}</pre>"
         if s.ended_by:
             state = f"; ended by <b>{s.ended_by}</b>"
+            if self.capped:
+                state += f" at the spending cap ({html.escape(self.budget.line())})"
         elif self.channel.waiting:
             state = "; <b>the agent asks you</b> (below)"
         elif self.running and s.agent.stop_requested:
