@@ -16,6 +16,8 @@ What every test checks after the session, besides its own attack: ``git status``
 and the user's working tree is byte-identical to what it was before the session.
 """
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -103,6 +105,17 @@ def v1_cgroups() -> dict:
     return found
 
 
+@contextlib.contextmanager
+def account_files_locked():
+    """The lock the shadow tools take before they write the account files (``lckpwdf``: ``/etc/.pwd.lock``)."""
+    with open("/etc/.pwd.lock", "a") as lock:
+        fcntl.lockf(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.lockf(lock, fcntl.LOCK_UN)
+
+
 class Host:
     """The host side of one test: as root (``tmp_path``) or as a normal user (its own folder, a private
     mount namespace for the Python installation, a delegated cgroup): ``user`` is the throwaway uid,
@@ -136,20 +149,35 @@ class Host:
                 self.cgroups.append(delegated)
 
     def make_account(self, with_range: bool) -> None:
-        """An account (and its group) for this test; with a range of 65536 subordinate uids and gids, drawn
-        per test process so two runs at once do not share one."""
+        """An account for this test: a line appended to ``/etc/passwd`` (and, with a range of 65536 subordinate
+        uids and gids drawn per test process, to ``/etc/subuid`` and ``/etc/subgid``), written in place under
+        the shadow tools' lock (``/etc/.pwd.lock``). Not ``useradd``/``userdel``: they replace ``/etc/shadow``
+        and ``/etc/gshadow`` by renaming, and a bubblewrap starting at that moment in another test process
+        fails to mount its mask on the replaced file ("Can't bind mount ... No such file or directory")."""
         import pwd
 
         name = f"tk-{os.getpid()}-{uuid.uuid4().hex[:4]}"
-        subprocess.run(["useradd", "-K", "SUB_UID_COUNT=0", "-K", "SUB_GID_COUNT=0", "--no-create-home",
-                        "--user-group", "--shell", "/usr/sbin/nologin", name], check=True, capture_output=True)
-        self.account, self.uid = name, pwd.getpwnam(name).pw_uid
+        used = {p.pw_uid for p in pwd.getpwall()}
+        uid = next(u for u in range(0x3000 + os.getpid() % 0x1000 * 8, 0x10000) if u not in used)
+        lines = {"/etc/passwd": f"{name}:x:{uid}:{uid}::/nonexistent:/usr/sbin/nologin\n"}
         if with_range:
             start = 0x400000 + (os.getpid() % 4096) * 0x10000
             self.range = range(start, start + 0x10000)
-            ids = f"{start}-{start + 0xffff}"
-            subprocess.run(["usermod", "--add-subuids", ids, "--add-subgids", ids, name], check=True,
-                           capture_output=True)
+            lines |= {f: f"{name}:{start}:65536\n" for f in ("/etc/subuid", "/etc/subgid")}
+        with account_files_locked():
+            for path, line in lines.items():
+                with open(path, "a") as f:
+                    f.write(line)
+        self.account, self.uid = name, pwd.getpwnam(name).pw_uid
+
+    def remove_account(self) -> None:
+        with account_files_locked():
+            for path in ("/etc/passwd", "/etc/subuid", "/etc/subgid"):
+                with open(path, "r+") as f:  # rewritten in place: the same file, never a rename
+                    kept = [line for line in f if not line.startswith(f"{self.account}:")]
+                    f.seek(0)
+                    f.writelines(kept)
+                    f.truncate()
 
     def own(self, path: Path) -> None:
         if self.as_user:
@@ -176,7 +204,7 @@ class Host:
         if self.as_user:
             shutil.rmtree(self.base, ignore_errors=True)
         if self.account:  # its /etc/subuid and /etc/subgid lines go with it
-            subprocess.run(["userdel", self.account], check=True, capture_output=True)
+            self.remove_account()
 
 
 @pytest.fixture(params=AS)
