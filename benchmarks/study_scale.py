@@ -17,6 +17,7 @@ time, its children's included.
 
     python benchmarks/study_scale.py [--games 1000,10000] [--old-games 1000,10000] [--export-games 1000]
                                      [--against e01e9c5] [--keep DIR] [--steps ...] [--cell DIR]
+                                     [--formats kaggle,inspect,otel,hf]
 """
 
 from __future__ import annotations
@@ -76,10 +77,23 @@ for table in ("games", "players", "events", "calls", "beliefs"):
     setattr(results, table, frame[frame["game_id"].isin(keep)].reset_index(drop=True))
 import inspect_ai.log, opentelemetry.sdk.trace  # the writers' libraries, imported before the clock starts
 importlib.import_module("toolkit.export." + {"inspect": "inspect_log"}.get(name, name))
+import toolkit.analysis  # (the inspect export's headline imports it: scipy, a second or more, not the writing)
+writer = [0.0]
+if name == "inspect":  # Inspect's own writer (write_eval_log), timed apart: how much of the time is not ours
+    write_eval_log = inspect_ai.log.write_eval_log
+    def timed(*args, **kwargs):
+        start = time.process_time()
+        try:
+            return write_eval_log(*args, **kwargs)
+        finally:
+            writer[0] += time.process_time() - start
+    inspect_ai.log.write_eval_log = timed
 wall, cpu = time.perf_counter(), time.process_time()
 importlib.import_module("toolkit.export." + {"inspect": "inspect_log"}.get(name, name)).write(results, out)
 wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-print("export", len(keep), "games", len(results.calls), "calls", f"{len(keep) / cpu:.1f}", f"{len(keep) / wall:.1f}")
+alone = f" (Inspect's writer alone: {len(keep) / writer[0]:.1f} games/s)" if writer[0] else ""
+print("export", len(keep), "games", len(results.calls), "calls", f"{len(keep) / cpu:.1f}", f"{len(keep) / wall:.1f}"
+      + alone)
 """
 
 FORMATS = ("kaggle", "inspect", "otel", "hf")
@@ -158,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", metavar="DIR", help="keep the results here (default: a temporary folder)")
     parser.add_argument("--steps", default="sweep,load,report,export",
                         help="the steps to run (without sweep: the results --keep DIR already holds)")
+    parser.add_argument("--formats", default=",".join(FORMATS), help="the exports to run (default: all)")
     parser.add_argument("--cell", metavar="DIR", help="a study's results folder to run the steps after the sweep on, "
                         "old and new code alike (no sweep; its size is --games)")
     args = parser.parse_args(argv)
@@ -188,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
                         step("load", label, n, LOAD, [str(cell)], root, rows)
                     if "report" in steps:
                         step("report", label, n, REPORT, [str(cell), str(work / "report")], root, rows)
-                    for name in FORMATS if "export" in steps else ():
+                    for name in args.formats.split(",") if "export" in steps else ():
                         step(f"export {name}", label, min(n, args.export_games), EXPORT,
                              [name, str(cell), str(work / f"export-{name}"), str(args.export_games)], root, rows)
         finally:

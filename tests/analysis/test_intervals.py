@@ -143,3 +143,16 @@ def test_the_bootstrap_draws_a_block_of_replicates_at_a_time_with_the_same_numbe
     assert len(list(intervals.Draws(300, 2000, 0).blocks())) == 200
     assert (intervals.cluster_draws(300, 2000, 0) == matrix).all()
     assert (intervals.cluster_rate(k, n, n * 0.3), intervals.paired_difference(k, n, k2, n)) == whole
+
+
+def test_the_percentile_bootstrap_draws_a_block_of_replicates_at_a_time_with_the_same_numbers(monkeypatch):
+    """``bootstrap_ci`` (the per-game costs' interval) resamples a block of replicates at a time: its matrix of
+    indices and values was 3.2 GB at 100,000 games. The interval is the one-matrix interval, to the last bit."""
+    from toolkit.analysis import intervals
+
+    values = np.random.default_rng(5).gamma(2.0, 3.0, 777)
+    draws = np.random.default_rng(0).integers(0, 777, (2000, 777))
+    whole = tuple(float(x) for x in np.percentile(values[draws].mean(axis=1), [2.5, 97.5]))
+    for block in (777 * 30, 777 * 7, 1):  # 30 replicates a block (67 blocks, the last of 20), 7, one
+        monkeypatch.setattr(intervals, "BLOCK", block)
+        assert intervals.bootstrap_ci(values) == whole

@@ -177,3 +177,25 @@ def test_a_crafted_results_folder_cannot_make_the_report_write_outside_out(tmp_p
     with pytest.raises(FileError, match="would be written outside"):
         write_report(tmp_path / "res", out)
     assert victim.read_text() == "mine\n"
+
+
+def test_the_report_loads_only_the_calls_columns_its_sections_read(tmp_path):
+    """At 100,000 games the calls table is most of the report's memory: it reads the columns its sections use,
+    and those a registered metric says it reads (all but the prompts when it does not say)."""
+    from toolkit.analysis.report import REPORT_CALLS, Report, report_columns
+    from toolkit.analysis.sections import METRICS, Metric
+
+    run_werewolf_cell(str(tmp_path / "r"), n_games=2, seed=0)
+    report = Report(tmp_path / "r", tmp_path / "out")
+    assert list(report.tables.calls.columns) == list(REPORT_CALLS) and len(report.tables.calls) > 20
+    assert "model calls: " + str(len(report.tables.calls)) in report.render(report.parts[0])
+    rate = pd.DataFrame([{"rate": 0.5, "ci_low": 0.0, "ci_high": 1.0, "n": 1}])
+    METRICS["slow_calls"] = Metric("slow_calls", "Slow calls", lambda t: rate, "a note", calls=("latency_ms",))
+    try:
+        assert report_columns()["calls"] == [*REPORT_CALLS, "latency_ms"]
+        METRICS["any_calls"] = Metric("any_calls", "Any", lambda t: rate, "a note")
+        columns = report_columns()["calls"]
+        assert "response_text" in columns and "latency_ms" in columns and "messages" not in columns
+        assert report_columns()["events"] is None  # the other tables whole
+    finally:
+        METRICS.pop("slow_calls"), METRICS.pop("any_calls", None)

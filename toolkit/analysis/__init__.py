@@ -39,6 +39,7 @@ from toolkit.analysis.intervals import (
 from toolkit.analysis.metrics import (
                                       SPECIAL,
                                       annotate,
+                                      ballot_accuracy,
                                       irp,
                                       key_role_survival,
                                       ksr,
@@ -70,7 +71,7 @@ __all__ = [
     "cluster_rate", "cluster_mean", "groups", "sample_size",
     "win_rates", "player_games", "role_win_rates", "role_adjusted_wins",
     "win_margin_speed", "ksr", "key_role_survival", "per_game_costs",
-    "annotate", "votes", "vote_accuracy", "irp", "vss", "voting_success", "night_actions",
+    "annotate", "votes", "vote_accuracy", "ballot_accuracy", "irp", "vss", "voting_success", "night_actions",
     "design", "expected_se", "fit", "fit_ratings", "ratings", "separation", "elo", "openskill_ratings",
     "belief_table", "identity_accuracy", "balanced_accuracy", "brier", "wolf_detection", "claims", "lie_rates",
     "false_claims_followed",

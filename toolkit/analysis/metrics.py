@@ -36,7 +36,7 @@ def _rate_rows(units: pd.DataFrame, by: list[str] | None, hit: str = "hit", chan
     expected rate on the same units (a point: where a random player sits)."""
     rows = []
     for key, g in groups(units, by):
-        per = g.groupby("game_id").agg(k=(hit, "sum"), n=(hit, "size"),
+        per = g.groupby("game_id", observed=True).agg(k=(hit, "sum"), n=(hit, "size"),  # (a category: its games)
                                        **({"c": (chance, "sum")} if chance else {}))
         row = {**key, **extra, **cluster_rate(per["k"], per["n"], per["c"] if chance else None, n_boot=N_BOOT)}
         if random:
@@ -279,8 +279,15 @@ def vote_accuracy(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | N
     Per voter over every day this is the Kaggle Game Arena harness's IRP (kaggle-environments,
     ``envs/werewolf/eval/loaders.py``, ``GameResult.iterate_voting_mini_game``: 1 when a villager-team
     vote targets a werewolf)."""
-    v = votes(events, players, games)
-    v = v if forced else v[~v["forced"]]
+    return ballot_accuracy(votes(events, players, games), by, side, forced, abstentions)
+
+
+def ballot_accuracy(ballots: pd.DataFrame, by: list[str] | None = None, side: str | None = "village",
+                    forced: bool = False, abstentions: bool = False) -> pd.DataFrame:
+    """``vote_accuracy`` from the ballots ``votes`` made (all of them, or the rows of some games at a time put
+    together: every column is per ballot, so a study too large to hold its events computes them a batch of
+    games at a time, as ``toolkit.study.experiments.cell_summary`` does)."""
+    v = ballots if forced else ballots[~ballots["forced"]]
     v = v if abstentions else v[~v["abstain"]]
     if side:
         v = v[v["side"] == side]

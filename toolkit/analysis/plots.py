@@ -63,13 +63,16 @@ def plot_win_rates(games: pd.DataFrame, by: list[str] | None = None, title: str 
     return fig
 
 
-def plot_vote_accuracy_by_day(events: pd.DataFrame, players: pd.DataFrame, by: str | None = None,
-                              title: str | None = None, games: pd.DataFrame | None = None):
+def plot_vote_accuracy_by_day(events: pd.DataFrame | None = None, players: pd.DataFrame | None = None,
+                              by: str | None = None, title: str | None = None, games: pd.DataFrame | None = None,
+                              ballots: pd.DataFrame | None = None):
     """Share of village first-round ballots on a werewolf, by day (cluster-bootstrap intervals over games),
     with the bar of each day (a random other candidate; ``games`` gives the rules) as a dashed line; one
-    series per value of ``by`` (e.g. ``spec``)."""
+    series per value of ``by`` (e.g. ``spec``). ``ballots``: the ballots ``A.votes`` made (a cell's summary
+    keeps them, not the events), instead of ``events``, ``players`` and ``games``."""
     keys = ["day"] + ([by] if by else [])
-    table = A.vote_accuracy(events, players, ["round"] + keys, games=games)
+    table = (A.ballot_accuracy(ballots, ["round"] + keys) if ballots is not None
+             else A.vote_accuracy(events, players, ["round"] + keys, games=games))
     table = table[table["round"] == "first"].sort_values(keys) if len(table) else table
     fig, ax = plt.subplots(figsize=(6, 3.8))
     series = list(table.groupby(by)) if by and len(table) else [(None, table)]

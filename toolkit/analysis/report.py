@@ -32,11 +32,25 @@ from toolkit.werewolf.engine.roles import event_kinds
 # the engineer table's rows are ``intervals.proportion``: exact below EXACT_BELOW sessions, Wilson from there
 ENGINEER_HEADER = ("## Engineer success by model (95% intervals: exact below 30 sessions, else Wilson, as `method` "
                    "says; n = sessions)\n")
-# every table whole but the prompts (calls.messages: ~140 KB a game, most of a study's bytes), which only the
-# template-echo check reads, a batch at a time (_degeneracy_section)
-REPORT_COLUMNS = {**{t: None for t in TABLES}, "calls": [c for c in TABLES["calls"] if c != "messages"]}
+# The calls columns the report's own sections read: ids (a condition's cut, a row read twice), token usage and
+# cache flags (the estimated-tokens note, the prompt-cache share). The prompts (calls.messages: ~140 KB a game,
+# most of a study's bytes) only the template-echo check reads, a batch at a time (_degeneracy_section); the rest
+# (answers, errors, times: ~40 MB per 1,000 games in pandas) no section reads.
+REPORT_CALLS = ("call_id", "game_id", "session_id", "spec", "model", "prompt_tokens", "cached_tokens",
+                "usage_estimated", "cache_hit")
 INTERVAL_COLUMNS = ("ci_low", "ci_high", "lift_ci_low", "lift_ci_high", "lift_baseline_ci_low",
                     "lift_baseline_ci_high", "fp_ci_low", "fp_ci_high")
+
+
+def report_columns() -> dict[str, list[str] | None]:
+    """What the report loads: every table whole but the calls, of which the columns its sections read
+    (``REPORT_CALLS`` and each registered metric's ``calls``; a metric that does not say gets every column but
+    the prompts)."""
+    calls = list(REPORT_CALLS)
+    for m in METRICS.values():
+        wanted = m.calls if m.calls is not None else [c for c in TABLES["calls"] if c != "messages"]
+        calls += [c for c in wanted if c not in calls]
+    return {**{t: None for t in TABLES}, "calls": calls}
 
 
 def markdown_table(df: pd.DataFrame, floats: str = "{:.3f}") -> str:
@@ -560,7 +574,7 @@ class Report:
     def __init__(self, folder: str | Path, out: str | Path | None = None):
         self.folder = Path(folder)
         self.out = Path(out or folder)
-        self.tables = tables = load(self.folder, complete_games=True, columns=REPORT_COLUMNS)
+        self.tables = tables = load(self.folder, complete_games=True, columns=report_columns())
         if not len(tables.games) and not len(tables.sessions):
             raise ValueError(f"{self.folder}: no finished games or sessions to report on")
         self.written: list[Path] = []

@@ -23,6 +23,9 @@ class Metric:
     title: str  # the section's heading
     compute: Callable[[Any], pd.DataFrame]  # one condition's Results -> one row per group
     note: str  # what it measures, against what
+    # the calls columns compute reads (the report loads only the columns some section reads: at 100,000 games the
+    # calls table is most of its memory); None: every column but the prompts (``messages``), which it may name
+    calls: tuple[str, ...] | None = None
 
     def check(self, frame: pd.DataFrame) -> pd.DataFrame:
         """The frame, refused when a rate has no interval or no n (the report's own standard)."""

@@ -1,4 +1,5 @@
-"""Studies: one cell of an experiment (``run_werewolf_cell``, ``run_engineer_cell``), a sweep file over a grid of
+"""Studies: one cell of an experiment (``run_werewolf_cell``, ``play_werewolf_cell`` and its ``cell_summary``,
+``run_engineer_cell``), a sweep file over a grid of
 cells (``run_sweep``), a tournament file (``load_tournament``, ``schedule``).
 
 Names here are imported when first used."""
@@ -9,6 +10,8 @@ from toolkit.core.lazy import face
 
 _WHERE = {
     "run_werewolf_cell": "toolkit.study.experiments",
+    "play_werewolf_cell": "toolkit.study.experiments",
+    "cell_summary": "toolkit.study.experiments",
     "run_engineer_cell": "toolkit.study.experiments",
     "run_sweep": "toolkit.study.sweep",
     "load_sweep": "toolkit.study.sweep",

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import fcntl
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from tqdm.auto import tqdm
 
 from toolkit.agent.suite import load_tasks, run_task
 from toolkit.record.run_log import Run
-from toolkit.record.load import Results, load
+from toolkit.record.load import KEYS, Results, Tables, distinct_runs, load, run_folders, scan
 from toolkit.record.tables import TABLES
 from toolkit.core.sync import run_sync
 from toolkit.werewolf.experience import ExperiencePool
@@ -24,6 +28,7 @@ from toolkit.llm import get_model
 from toolkit.llm.budget import Budget, BudgetReached
 from toolkit.werewolf.game import CapReport, GameConfig, play_games
 from toolkit.werewolf.engine.preset import load_preset, parse_error_policy
+from toolkit.werewolf.engine.roles import removing_kinds
 
 
 @contextmanager
@@ -120,8 +125,76 @@ def play_capped(configs: list[GameConfig], run: Run, budget: Budget | None, **kw
         raise BudgetReached(budget.line(stopped=len(cap.stopped), skipped=len(cap.skipped)))
 
 
-# Every table and column but the prompts: what a cell's notebook gets back (its summary and plots never read them).
+# Every table and column but the prompts: what run_werewolf_cell gives back (for a notebook's own analysis).
 WITHOUT_PROMPTS = {t: None for t in TABLES} | {"calls": [c for c in TABLES["calls"] if c != "messages"]}
+# The games columns a cell's summary reads (win rates, calls, tokens, cost and fallbacks per game).
+SUMMARY_GAMES = ["game_id", "run_id", "seed", "preset", "winner", "win_reason", "days", "n_calls", "prompt_tokens",
+                 "completion_tokens", "cost_usd", "n_fallbacks"]
+# What the ballots are computed from: who voted for whom, and who was removed when (the living count the bar uses).
+BALLOT_EVENTS = ["game_id", "seq", "day", "phase", "kind", "actor", "target"]
+# The ballots' columns a summary keeps: what A.ballot_accuracy reads, by day, round, model, role or side.
+BALLOTS = ["game_id", "day", "round", "spec", "role", "side", "hit", "chance", "random", "random_irp", "forced",
+           "abstain"]
+
+
+@dataclass
+class CellSummary:
+    """What a cell's notebook summarises: the games (``SUMMARY_GAMES``) and one row per day ballot
+    (``BALLOTS``, ``toolkit.analysis.votes``' columns that ``A.ballot_accuracy`` and
+    ``plots.plot_vote_accuracy_by_day(ballots=)`` read; ``game_id`` a category). About 60 bytes a ballot, 1 MB
+    per 1,000 games, where every table but the prompts is ~20 MB per 1,000 games in pandas."""
+    games: pd.DataFrame
+    ballots: pd.DataFrame
+
+    def __repr__(self) -> str:
+        return f"CellSummary(games={len(self.games)}, ballots={len(self.ballots)})"
+
+
+def cell_summary(results_dir: str | Path, batch_games: int = 5_000) -> CellSummary:
+    """The summary of a cell's complete games (as ``load`` keeps them) in memory flat in their number: the games'
+    ``SUMMARY_GAMES``; the ballots computed ``batch_games`` games at a time from the events that matter to them
+    (votes and removals, seven columns, read a batch of rows at a time) and the players' roles and models. The
+    ballots are those ``A.votes`` makes from the whole tables, the same rows (a ballot depends on its own
+    game only)."""
+    from toolkit.analysis.metrics import votes  # (the analysis package imports scipy: only when summarising)
+
+    games = load(results_dir, complete_games=True, columns={"games": SUMMARY_GAMES}).games
+    ids = pa.array(sorted(set(games["game_id"].dropna())), pa.string())
+    events = _rows(results_dir, "events", BALLOT_EVENTS, ids, {"kind": ["vote", *removing_kinds()]})
+    players = _rows(results_dir, "players", ["game_id", "seat", "role", "spec"], ids)
+    ballots = []
+    for part in scan(results_dir, "games", ["game_id", "preset", "config"], games=set(ids.to_pylist()),
+                     rows=batch_games):
+        mine = set(part["game_id"])
+        ev, pl = events[events["game_id"].isin(mine)], players[players["game_id"].isin(mine)]
+        if len(ev) and len(pl):
+            b = votes(ev.astype(object).reset_index(drop=True), pl.astype(object).reset_index(drop=True), part)
+            ballots.append(b[BALLOTS].astype({"hit": "int8"}).assign(
+                game_id=pd.Categorical(b["game_id"], categories=ids.to_pylist())))  # in the games' sorted order
+    if not ballots:
+        ballots = [votes(pd.DataFrame(columns=BALLOT_EVENTS), pd.DataFrame(columns=["game_id", "seat", "role",
+                                                                                     "spec"]))[BALLOTS]]
+    return CellSummary(games=games, ballots=pd.concat(ballots, ignore_index=True))
+
+
+def _rows(results_dir: str | Path, table: str, columns: list[str], games: pa.Array,
+          where: dict[str, list[str]] | None = None) -> pd.DataFrame:
+    """``table``'s ``columns``, the rows of ``games`` whose columns hold one of ``where``'s values, read a batch
+    at a time and kept with their text as categories (a few bytes a row); a row read twice (same key, as
+    ``load`` says) kept once."""
+    parts = []
+    for batch in Tables(distinct_runs(run_folders(results_dir))).batches(table, columns, 200_000):
+        keep = pc.is_in(batch["game_id"].cast(pa.string()), value_set=games)
+        for name, values in (where or {}).items():
+            keep = pc.and_(keep, pc.is_in(batch[name].cast(pa.string()), value_set=pa.array(values, pa.string())))
+        part = batch.filter(keep)
+        if part.num_rows:
+            parts.append(part.to_pandas().astype({c: "category" for c in columns if part[c].type == pa.string()}))
+    if not parts:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
+    frame = pd.concat(parts, ignore_index=True).astype({c: "category" for c in columns
+                                                         if c not in ("seq", "day")})
+    return frame.drop_duplicates(list(KEYS[table]), ignore_index=True)
 
 
 def run_werewolf_cell(results_dir: str, preset: str = "classic7", n_games: int = 20, seed: int = 0,
@@ -131,11 +204,22 @@ def run_werewolf_cell(results_dir: str, preset: str = "classic7", n_games: int =
                       progress: bool = False, max_usd: float | None = None, max_tokens: int | None = None,
                       at_cap: str = "stop", spend_dir: str | None = None,
                       error_policy: str | None = None) -> Results:
+    """``play_werewolf_cell``, then the cell's tables without the prompts (``calls.messages``, most of a study's
+    bytes: ``load(results_dir)`` reads them). A large cell's summary reads far less: ``cell_summary``."""
+    play_werewolf_cell(**locals())
+    return load(results_dir, complete_games=True, columns=WITHOUT_PROMPTS)
+
+
+def play_werewolf_cell(results_dir: str, preset: str = "classic7", n_games: int = 20, seed: int = 0,
+                       model: str = "heuristic", wolf_model: str | None = None, village_model: str | None = None,
+                       seats: dict[str, str] | None = None, reflection: bool = False, experience: bool = False,
+                       temperature: float | None = None, concurrency: int = 16, experiment: str = "werewolf",
+                       progress: bool = False, max_usd: float | None = None, max_tokens: int | None = None,
+                       at_cap: str = "stop", spend_dir: str | None = None, error_policy: str | None = None) -> None:
     """Play a cell's seeded games into ``results_dir`` (finished seeds skipped). ``max_usd``/``max_tokens``:
     a spending cap (``toolkit.llm.budget``) over ``spend_dir``'s ledger; at the cap no new game starts and
     ``BudgetReached`` says what was spent and what is left. ``error_policy``: ``fallback``, ``forfeit`` or
-    ``eliminate_after:N`` (None: the preset's). Returns the cell's tables without the prompts
-    (``calls.messages``, most of a study's bytes: ``load(results_dir)`` reads them)."""
+    ``eliminate_after:N`` (None: the preset's)."""
     params = {k: v for k, v in locals().items() if k not in ("progress",)}
     check_werewolf_parameters(params)  # a seat the preset lacks would be ignored: every game all-default
     budget = cell_budget(results_dir, max_usd, max_tokens, at_cap, spend_dir)
@@ -161,7 +245,6 @@ def run_werewolf_cell(results_dir: str, preset: str = "classic7", n_games: int =
             finally:
                 if bar:
                     bar.close()
-    return load(results_dir, complete_games=True, columns=WITHOUT_PROMPTS)
 
 
 def run_engineer_cell(results_dir: str, tasks: list[str] | None = None, model: str = "scripted:{task}/good.yaml",
