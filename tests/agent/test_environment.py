@@ -317,6 +317,12 @@ def test_the_sandbox_user_is_drawn_from_the_callers_own_subordinate_ids(tmp_path
     for files, where in (((empty, subgid), empty), ((subuid, empty), empty)):
         ids, why = subids.find(*map(str, files))
         assert ids is None and why == f"{name} has no range in {where}"
+    # a range written from 0 never gives root or a system account: only its ids from 1000 on are drawn
+    subuid.write_text(f"{name}:0:1002\n")
+    subgid.write_text(f"{name}:0:1002\n")
+    assert {subids.find(str(subuid), str(subgid))[0].uid for _ in range(30)} <= {1000, 1001} - {uid}
+    subgid.write_text(f"{name}:0:1000\n")
+    assert subids.find(str(subuid), str(subgid)) == (None, f"{name} has no range in {subgid}")
 
 
 def test_unpacking_refuses_a_result_that_makes_or_changes_a_repository(tmp_path):

@@ -40,13 +40,19 @@ class SubIds:
         return None
 
 
+FIRST_ID = 1000  # ids below (root, system accounts) are never the sandbox's user, whatever a range grants
+
+
 def ranges(text: str, names: set[str]) -> list[tuple[int, int]]:
-    """The ``(start, count)`` ranges of ``/etc/subuid``-style ``text`` whose owner is one of ``names``."""
+    """The ``(start, count)`` ranges of ``/etc/subuid``-style ``text`` whose owner is one of ``names``, each
+    cut to ids from ``FIRST_ID`` on (a range written from 0 would otherwise map the sandbox to host root)."""
     found = []
     for line in text.splitlines():
         parts = line.strip().split(":")
-        if len(parts) == 3 and parts[0] in names and parts[1].isdigit() and parts[2].isdigit() and int(parts[2]):
-            found.append((int(parts[1]), int(parts[2])))
+        if len(parts) == 3 and parts[0] in names and parts[1].isdigit() and parts[2].isdigit():
+            start, end = max(int(parts[1]), FIRST_ID), int(parts[1]) + int(parts[2])
+            if end > start:
+                found.append((start, end - start))
     return found
 
 
