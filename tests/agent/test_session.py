@@ -94,6 +94,39 @@ def test_the_tools_come_from_one_table_and_one_context_and_an_unknown_one_is_one
     asyncio.run(s.finish())
 
 
+def test_closing_the_tools_closes_every_one_even_after_one_fails(tmp_path):
+    """``toolset.close``: a tool whose close raises does not leave the ones after it open (the Terminal's shell
+    here, a real bash); the first error is raised once all are closed, a later one is a warning naming its tool.
+    The two failing tools are test doubles (no real tool fails to close on demand)."""
+    from toolkit.agent.environments.environment import LocalEnvironment
+    from toolkit.agent.environments.workspace import Workspace
+    from toolkit.agent.loop import toolset
+    from toolkit.agent.tools.terminal import Terminal
+
+    class Broken:
+        def __init__(self, message):
+            self.message = message
+
+        async def close(self):
+            raise RuntimeError(self.message)
+
+    terminal = Terminal(Workspace.on_host(tmp_path / "ws"))
+    assert isinstance(terminal.environment, LocalEnvironment)
+
+    async def go():
+        await terminal.run_command("echo hi")
+        shell = terminal.environment.proc
+        assert shell is not None and shell.returncode is None
+        made = {"First": Broken("first"), "Terminal": terminal, "Second": Broken("second")}
+        with pytest.warns(UserWarning, match=r"^Second.close also failed: RuntimeError: second$"):
+            with pytest.raises(RuntimeError, match="^first$"):
+                await toolset.close(made)
+        return shell
+
+    shell = asyncio.run(go())
+    assert terminal.environment.proc is None and shell.returncode is not None  # the shell was ended
+
+
 def test_no_tool_runs_unconfined_unless_asked_by_name(tmp_path):
     """A workspace needs the environment its tools run in: none is an error of one line, never the host."""
     from toolkit.agent.environments.environment import LocalEnvironment

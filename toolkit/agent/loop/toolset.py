@@ -7,6 +7,7 @@ methods (``toolkit/agent/tools/``) and one line in ``TOOLS``."""
 from __future__ import annotations
 
 import inspect
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -73,10 +74,20 @@ def build(names: list[str], context: ToolContext, toolbox: Toolbox, role: str = 
 
 
 async def close(made: dict[str, Any]) -> None:
-    """Close what the tools opened (the Terminal's shell, the Deployer's server)."""
-    for obj in made.values():
+    """Close what the tools opened (the Terminal's shell, the Deployer's server): every tool, even after one
+    whose close raised; then the first error is raised (a later one is a warning line naming its tool)."""
+    first: BaseException | None = None
+    for name, obj in made.items():
         closing = getattr(obj, "close", None)
         if callable(closing):
-            outcome = closing()
-            if inspect.isawaitable(outcome):
-                await outcome
+            try:
+                outcome = closing()
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except BaseException as exc:  # raised below, once every tool is closed
+                if first is None:
+                    first = exc
+                else:
+                    warnings.warn(f"{name}.close also failed: {type(exc).__name__}: {exc}", stacklevel=2)
+    if first is not None:
+        raise first
