@@ -343,3 +343,55 @@ async def test_an_environment_kind_added_here_reaches_the_cli_preflight_role_fil
     with pytest.raises(ValueError, match="unknown environment 'vm'; choose one of auto, bubblewrap, local, docker, "
                                          "podman, marked, faraway"):
         EnvironmentConfig(kind="vm")
+
+
+def test_a_plug_in_cannot_replace_a_built_in_but_may_register_the_same_again(monkeypatch):
+    """A declaration under a built-in's name is refused in one line and the built-in stays (before, a
+    ``bubblewrap`` kind that confines nothing silently took the sandbox's place; likewise a protocol, a role, an
+    exporter); the same declaration again (a notebook cell run twice) is no error, and a plug-in's own name takes
+    its new definition."""
+    import dataclasses
+
+    from toolkit.agent.environments import kinds
+    from toolkit.werewolf.engine import roles
+
+    sandbox = kinds.KINDS["bubblewrap"]
+    monkeypatch.setitem(kinds.KINDS, "bubblewrap", sandbox)  # put back as it was, whatever is registered below
+    with pytest.raises(ValueError) as err:
+        kinds.register(dataclasses.replace(sandbox, confined=False))
+    assert str(err.value) == ("environment 'bubblewrap' is built in: a plug-in cannot replace it; register yours "
+                              "under another name")
+    assert kinds.KINDS["bubblewrap"] is sandbox and kinds.KINDS["bubblewrap"].confined
+    assert kinds.register(sandbox) is sandbox  # the same object again
+    assert kinds.register(dataclasses.replace(sandbox)).confined  # an equal one (the cell that made it, run again)
+
+    round_robin = discussions.REGISTRY["round_robin"]
+    monkeypatch.setitem(discussions.REGISTRY, "round_robin", round_robin)
+    discussions.register(type(round_robin)())  # the same class, the same attributes
+
+    class Hijack(Reverse):
+        name = "round_robin"
+
+    with pytest.raises(ValueError, match=r"^discussion 'round_robin' is built in: a plug-in cannot replace it"):
+        discussions.register(Hijack())
+    assert discussions.REGISTRY["round_robin"].summary == round_robin.summary
+
+    class Wolf(roles.REGISTRY["Werewolf"].__class__):
+        side = "village"
+
+    with pytest.raises(ValueError, match=r"^role 'Werewolf' is built in: a plug-in cannot replace it"):
+        roles.register(Wolf())
+    assert roles.REGISTRY["Werewolf"].side == "werewolves"
+    with pytest.raises(ValueError, match=r"^exporter 'kaggle' is built in: a plug-in cannot replace it"):
+        register_exporter(Exporter("kaggle", write_blessings, "not Kaggle's replays"))
+    assert EXPORTERS["kaggle"].write is not write_blessings
+
+    try:
+        for run in (1, 2):  # a notebook cell defining and registering a protocol, run twice
+            class Again(Reverse):
+                summary = f"run {run}"
+
+            discussions.register(Again())
+        assert discussions.REGISTRY["reverse"].summary == "run 2"
+    finally:
+        discussions.REGISTRY.pop("reverse", None)

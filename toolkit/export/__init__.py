@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from toolkit.core.registry import Registry
+
 __all__ = ["EXPORTERS", "Exporter", "Options", "register"]
 
 
@@ -46,13 +48,14 @@ class Exporter:
     trajectories: bool = False
 
 
-EXPORTERS: dict[str, Exporter] = {}
+EXPORTERS: Registry[Exporter] = Registry("exporter")
 
 
 def register(exporter: Exporter) -> Exporter:
     """Add an export format (``export NAME`` and the docs' table list it from here)."""
     if not exporter.name or not exporter.name.isidentifier():
         raise ValueError(f"an exporter needs a name that is a word: {exporter.name!r}")
+    EXPORTERS.refuse_replacing(exporter.name, exporter)
     EXPORTERS[exporter.name] = exporter
     return exporter
 
@@ -112,3 +115,4 @@ for _exporter in (
              '`datasets.load_dataset(DIR, "games")`', needs="pyarrow"),
 ):
     register(_exporter)
+EXPORTERS.seal()  # a plug-in registers its own under another name

@@ -84,6 +84,7 @@ for _engine in ("docker", "podman"):
     register(Kind(_engine, f"a {_engine} container: the workspace mounted, no network", True,
                   f"{_ENV}:ContainerEnvironment", lambda engine=_engine: _container_problem(engine),
                   {"engine": _engine}))
+KINDS.seal()  # a plug-in cannot replace these (a `bubblewrap` that confines nothing): it registers another name
 
 
 def _container_problem(engine: str) -> str | None:

@@ -22,3 +22,4 @@ register, get = REGISTRY.register, REGISTRY.one
 for _module in MODULES:
     for _discussion in import_module(f"{__name__}.{_module}").DISCUSSIONS:
         register(_discussion)
+REGISTRY.seal()  # a plug-in registers a protocol of its own under another name

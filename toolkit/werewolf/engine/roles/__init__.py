@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
+from toolkit.core.registry import Registry
 from toolkit.core.werewolf_names import ROLES as SHIPPED
 from toolkit.werewolf.engine.events import ENGINE, EventKind
 from toolkit.werewolf.engine.roles.base import PUBLIC, PRIVATE_NIGHTS, WOLVES, Ask, Kill, Role
@@ -17,7 +18,7 @@ from toolkit.werewolf.engine.roles.base import PUBLIC, PRIVATE_NIGHTS, WOLVES, A
 __all__ = ["PRIVATE_NIGHTS", "PUBLIC", "REGISTRY", "WOLVES", "Ask", "EventKind", "Kill", "Role", "event_kind",
            "event_kinds", "get", "register", "removing_kinds", "side_of", "special_roles"]
 
-REGISTRY: dict[str, Role] = {}
+REGISTRY: Registry[Role] = Registry("role")
 
 
 def register(role: Role) -> Role:
@@ -25,6 +26,7 @@ def register(role: Role) -> Role:
         raise ValueError(f"a role needs a name and a side (village or werewolves): {role!r}")
     if not all(isinstance(k, EventKind) for k in role.events):
         raise ValueError(f"{role.name}.events must hold EventKind declarations: {role.events!r}")
+    REGISTRY.refuse_replacing(role.name, role)
     before = REGISTRY.get(role.name)
     REGISTRY[role.name] = role
     try:
@@ -76,3 +78,4 @@ def special_roles() -> tuple[str, ...]:
 
 for _name in SHIPPED:
     register(import_module(f"{__name__}.{_name.lower()}").ROLE)
+REGISTRY.seal()  # a plug-in registers a role of its own under another name

@@ -29,3 +29,5 @@ for _module in MODULES:
         register(_vote)
     for _tie in getattr(_declared, "TIES", ()):
         register_tie(_tie)
+REGISTRY.seal()  # a plug-in registers its own under another name
+TIES.seal()
