@@ -18,6 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from tqdm.auto import tqdm
 
+from toolkit.agent.environments import kinds
+from toolkit.agent.environments.environment import EnvironmentUnavailable
 from toolkit.agent.suite import load_tasks, run_task
 from toolkit.record.run_log import Run
 from toolkit.record.load import KEYS, Results, Tables, distinct_runs, load, run_folders, scan
@@ -256,8 +258,12 @@ def run_engineer_cell(results_dir: str, tasks: list[str] | None = None, model: s
     as a werewolf cell's (``toolkit.llm.budget``): a dollar cap on a model without a price is refused before any
     session; at the cap no new session starts (the one in flight finishes whatever ``at_cap`` says: a session cut
     mid-way would be a wrong result for its task; ``budget_usd`` bounds one session) and ``BudgetReached`` says
-    what was spent and what is left; a rerun with a higher cap runs the tasks not run yet."""
+    what was spent and what is left; a rerun with a higher cap runs the tasks not run yet. An ``environment``
+    that cannot be chosen here is refused in one line before anything is written."""
     params = dict(locals())
+    problem = kinds.refusal(environment) if environment is not None else None
+    if problem:
+        raise EnvironmentUnavailable(problem)
     budget = cell_budget(results_dir, max_usd, max_tokens, at_cap, spend_dir)
     with cell_lock(results_dir):
         existing = load(results_dir, complete_games=False).sessions if Path(results_dir).exists() else None
