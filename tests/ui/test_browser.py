@@ -178,9 +178,12 @@ def test_engineer_session_answers_the_agents_question(lab, tmp_path):
     model = page.locator(".widget-inline-hbox:has(label:text-is('model')) input").first
     assert model.evaluate("e => e.scrollWidth <= e.clientWidth + 1")  # the notebook's long spec shows whole
     model.fill(f"scripted:{script}")
+    # the env dropdown, clicked as a person does: the session runs where it says (its status line names it)
+    page.locator(".widget-dropdown:has(label:text-is('env')) select").select_option(label="local")
     lab.button("Run").click()
     lab.has_text(".widget-html-content", "The agent asks:")
     assert "the agent asks you" in page.locator(STATUS).first.inner_text()
+    assert "env local" in page.locator(STATUS).first.inner_text()
     page.locator(".jupyter-widgets input[placeholder='your answer']").fill("notes.txt")
     lab.shot("engineer_question")
     lab.button("Answer").click()

@@ -393,7 +393,8 @@ async def test_engineer_tables_escape_tool_output_and_the_open_file(tmp_path):
                   {"command_name": "end", "args": {}})
     e = EngineerSession(task="t", workspace=str(tmp_path / "ws"), model=spec, results_dir=str(tmp_path / "res"))
     await e.step()
-    assert e.status.value == "steps: 1" and e.tool_table.value.count("<tr>") == 2  # header and one tool call
+    assert e.status.value == f"steps: 1; env {e.session.environment.name}"  # where its commands run
+    assert e.tool_table.value.count("<tr>") == 2  # header and one tool call
     await e.run_all()
     assert e.ended_by == "end" and "ended by <b>end</b>" in e.status.value and "steps: 3" in e.status.value
     assert "&lt;b&gt;hi&lt;/b&gt;" in e.open_file.value and "<b>hi</b>" not in e.open_file.value

@@ -213,4 +213,5 @@ class EngineerSession(W.VBox):
         else:
             state = ""
         applied = f"<br>{html.escape(self.applied)}" if self.applied else ""
-        self.status.value = f"steps: {s.steps}{state}{applied}"
+        # where its commands run, as the run log records it: the dropdown's choice or the role's
+        self.status.value = f"steps: {s.steps}; env {html.escape(s.environment.name)}{state}{applied}"
