@@ -348,3 +348,33 @@ def test_a_claim_made_after_the_ballots_cannot_have_been_followed():
                           ev(6, 1, "speech", "Player1", None, "last_words", claim)])
     assert A.false_claims_followed(before, ps)["n"].sum() == 3
     assert A.false_claims_followed(after, ps).empty or A.false_claims_followed(after, ps)["n"].sum() == 0
+
+
+def test_balanced_accuracy_resamples_a_block_of_replicates_at_a_time_with_the_same_numbers(monkeypatch):
+    """The balanced accuracy's bootstrap takes its replicate weights a block at a time (the whole matrix is
+    1.6 GB at 100,000 games; the old code built it at once): the interval is the whole matrix's, to the last
+    bit, and the peak stays well under that matrix's size."""
+    import tracemalloc
+
+    from toolkit.analysis import intervals
+
+    rng = np.random.default_rng(11)
+    ids = [f"g{i}" for i in range(3000)]
+    guesses = rng.choice(["Werewolf", "Villager", "Seer"], (len(ids), 3))
+    b = pd.DataFrame([{"game_id": g, "seq": 10, "day": 1, "phase": "day_speech", "seat": "P3", "about": about,
+                       "guessed_role": guesses[i, j], "confidence": 0.5, "call_id": "c"}
+                      for i, g in enumerate(ids) for j, about in enumerate(("P1", "P4", "P5"))])
+    p = players(ids)
+    monkeypatch.setattr(intervals, "BLOCK", 1 << 40)  # one block: the whole matrix at once, as the old code drew it
+    whole = A.balanced_accuracy(b, p)
+    monkeypatch.setattr(intervals, "BLOCK", 1 << 16)  # 21 replicates a block
+    tracemalloc.start()
+    try:
+        blocks = A.balanced_accuracy(b, p)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    pd.testing.assert_frame_equal(blocks, whole, check_exact=True)
+    assert 0.2 < whole.iloc[0]["ci_low"] < whole.iloc[0]["balanced_accuracy"] < whole.iloc[0]["ci_high"] < 0.25  # 2/9
+    matrix = 2000 * len(ids) * 8
+    assert peak < matrix / 3, (peak, matrix)

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from toolkit.analysis.bars import BARS
-from toolkit.analysis.intervals import cluster_draws, cluster_mean, cluster_rate, groups, paired_difference
+from toolkit.analysis.intervals import Draws, cluster_mean, cluster_rate, groups, paired_difference
 from toolkit.analysis.metrics import N_BOOT, _rate_rows, annotate, votes
 from toolkit.werewolf.engine.claims import extract
 from toolkit.werewolf.engine.roles import removing_kinds
@@ -89,9 +89,9 @@ def balanced_accuracy(beliefs: pd.DataFrame, players: pd.DataFrame, by: list[str
         roles = sorted(g["true_role"].unique())
         per = g.groupby(["game_id", "true_role"])["correct"].agg(["sum", "size"]).unstack(fill_value=0)
         k, n = per["sum"].reindex(columns=roles, fill_value=0), per["size"].reindex(columns=roles, fill_value=0)
-        W = cluster_draws(len(per), N_BOOT, 0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            boots = np.nanmean((W @ k.to_numpy()) / (W @ n.to_numpy()), axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):  # a block of replicates at a time (Draws)
+            boots = np.concatenate([np.nanmean((W @ k.to_numpy()) / (W @ n.to_numpy()), axis=1)
+                                    for W in Draws(len(per), N_BOOT, 0).blocks()])
         recall = k.sum() / n.sum()
         low, high = np.nanpercentile(boots, [2.5, 97.5])
         rows.append({**key, "n": int(n.to_numpy().sum()), "n_games": int(len(per)),

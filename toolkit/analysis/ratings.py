@@ -36,7 +36,7 @@ import pandas as pd
 
 from scipy.stats import norm
 
-from toolkit.analysis.intervals import Z95, cluster_draws, holm
+from toolkit.analysis.intervals import Z95, Draws, holm
 
 SIDES = ("village", "werewolves")
 
@@ -89,10 +89,11 @@ def constraints(d: Design) -> np.ndarray:
     return np.array(cols).T
 
 
-def fit(X: np.ndarray, y: np.ndarray, weights: np.ndarray, prior_sd: float = 3.0, iters: int = 50,
+def fit(X: np.ndarray, y: np.ndarray, weights: np.ndarray | Draws, prior_sd: float = 3.0, iters: int = 50,
         T: np.ndarray | None = None) -> np.ndarray:
     """Penalised logistic regression for many weight vectors at once (Newton's method, batched):
-    ``weights`` is (replicates, games); returns (replicates, parameters) in the full parametrisation
+    ``weights`` is (replicates, games), or bootstrap ``Draws`` taken a block of replicates at a time (the whole
+    matrix is 1.6 GB at 100,000 games); returns (replicates, parameters) in the full parametrisation
     β = T·θ. The side term (column 0) gets a very weak prior, strengths a normal prior of sd ``prior_sd``."""
     T = np.eye(X.shape[1]) if T is None else T
     # Identical design rows are merged first (a tournament repeats few team line-ups), so each Newton step
@@ -100,10 +101,13 @@ def fit(X: np.ndarray, y: np.ndarray, weights: np.ndarray, prior_sd: float = 3.0
     rows, inverse = np.unique(np.column_stack([X, y]), axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
     Zu, yu = rows[:, :-1] @ T, rows[:, -1]
-    Wu = np.zeros((weights.shape[0], len(rows)))
-    np.add.at(Wu.T, inverse, weights.T)
+    merged = []
+    for block in weights.blocks() if isinstance(weights, Draws) else [weights]:
+        merged.append(np.zeros((block.shape[0], len(rows))))
+        np.add.at(merged[-1].T, inverse, block.T)
+    Wu = np.concatenate(merged)
     P = T.T @ np.diag(_prior(X.shape[1], prior_sd)) @ T
-    theta = np.zeros((weights.shape[0], T.shape[1]))
+    theta = np.zeros((len(Wu), T.shape[1]))
     for _ in range(iters):
         mu = 1.0 / (1.0 + np.exp(-(theta @ Zu.T)))
         grad = (Wu * (yu - mu)) @ Zu - theta @ P
@@ -172,7 +176,7 @@ def fit_ratings(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True
         return None
     T = constraints(d)
     beta = fit(d.X, d.y, np.ones((1, len(d.y))), prior_sd, T=T)[0]
-    boots = (fit(d.X, d.y, cluster_draws(len(d.y), n_boot, seed), prior_sd, T=T) if n_boot
+    boots = (fit(d.X, d.y, Draws(len(d.y), n_boot, seed), prior_sd, T=T) if n_boot
              else np.zeros((0, len(beta))))
     return RatingFit(d, beta, boots, _laplace(d.X, beta, prior_sd, T))
 
