@@ -274,3 +274,36 @@ def test_load_reads_only_the_columns_asked_for_and_still_leaves_out_partial_game
     assert t.events.empty and list(t.events.columns) == list(load(tmp_path, complete_games=False).events.columns)
     with pytest.raises(ValueError, match="no table 'call'"):
         load(tmp_path, columns={"call": None})
+
+
+def test_scan_keeps_each_key_once_without_holding_every_key(tmp_path):
+    """``scan`` (the report's pass over the prompts) keeps the first copy of a row read twice, as ``load`` does,
+    across runs and batches; it finds them from 8-byte hashes of the keys and checks only the rows whose hash
+    repeats, where it held every key seen as a Python object (0.5 GB of call ids at 100,000 games)."""
+    import sys
+    import tracemalloc
+
+    from toolkit.record.load import scan
+
+    n = 60_000
+    ids = [f"{i:08d}-4f2e-9a51-{i * 7919 % 10**12:012d}" for i in range(n)]  # uuid-sized call ids
+    a = pd.DataFrame({"call_id": ids, "game_id": [f"g{i // 40}" for i in range(n)], "spec": "first"})
+    again = a.iloc[[5, 17, 40_000, 59_999]].assign(spec="copy")  # read twice: the copies come later
+    b = pd.concat([pd.DataFrame({"call_id": ["b0", "b1"], "game_id": "gb", "spec": "first"}), again,
+                   pd.DataFrame({"call_id": ["b1"], "game_id": "gb", "spec": "copy"})], ignore_index=True)
+    parquet_run(tmp_path / "a", calls=a)
+    parquet_run(tmp_path / "b", calls=b)
+    tracemalloc.start()
+    try:
+        rows = sum(len(part) for part in scan(tmp_path, "calls", ["game_id"], rows=5_000))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert rows == n + 2
+    parts = pd.concat(list(scan(tmp_path, "calls", ["call_id", "spec"], rows=5_000)), ignore_index=True)
+    assert parts["call_id"].is_unique and set(parts["spec"]) == {"first"} and len(parts) == n + 2
+    assert list(parts["call_id"]) == ids + ["b0", "b1"]  # in the order read, as ``load`` keeps them
+    keys = sys.getsizeof(set(ids)) + sum(map(sys.getsizeof, ids))  # every key as a Python string in a set: 6.9 MB
+    assert peak < keys / 2, (peak, keys)  # the old code's peak: 7.1 MB (2.3 MB now)
+    kept = pd.concat(list(scan(tmp_path, "calls", ["call_id", "game_id"], games={"gb", "g0"}, rows=5_000)))
+    assert list(kept["call_id"]) == ids[:40] + ["b0", "b1"]  # the kept games' copies only, each once
