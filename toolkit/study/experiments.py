@@ -16,6 +16,7 @@ from typing import Iterator
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+from pandas.api.types import union_categoricals
 from tqdm.auto import tqdm
 
 from toolkit.agent.environments import kinds
@@ -143,8 +144,9 @@ BALLOTS = ["game_id", "day", "round", "spec", "role", "side", "hit", "chance", "
 class CellSummary:
     """What a cell's notebook summarises: the games (``SUMMARY_GAMES``) and one row per day ballot
     (``BALLOTS``, ``toolkit.analysis.votes``' columns that ``A.ballot_accuracy`` and
-    ``plots.plot_vote_accuracy_by_day(ballots=)`` read; ``game_id`` a category). About 60 bytes a ballot, 1 MB
-    per 1,000 games, where every table but the prompts is ~20 MB per 1,000 games in pandas."""
+    ``plots.plot_vote_accuracy_by_day(ballots=)`` read; ``game_id``, ``round``, ``spec``, ``role`` and ``side``
+    categories). About 45 bytes a ballot, 0.7 MB per 1,000 games, where every table but the prompts is ~20 MB per
+    1,000 games in pandas."""
     games: pd.DataFrame
     ballots: pd.DataFrame
 
@@ -152,50 +154,68 @@ class CellSummary:
         return f"CellSummary(games={len(self.games)}, ballots={len(self.ballots)})"
 
 
-def cell_summary(results_dir: str | Path, batch_games: int = 5_000) -> CellSummary:
-    """The summary of a cell's complete games (as ``load`` keeps them) in memory flat in their number: the games'
-    ``SUMMARY_GAMES``; the ballots computed ``batch_games`` games at a time from the events that matter to them
-    (votes and removals, seven columns, read a batch of rows at a time) and the players' roles and models. The
-    ballots are those ``A.votes`` makes from the whole tables, the same rows (a ballot depends on its own
-    game only)."""
+def cell_summary(results_dir: str | Path, batch_games: int = 2_000) -> CellSummary:
+    """The summary of a cell's complete games (as ``load`` keeps them) in memory flat in their number but for
+    the summary itself: the games' ``SUMMARY_GAMES``; the ballots computed ``batch_games`` games at a time from
+    the events that matter to them (votes and removals, seven columns, read a batch of rows at a time) and the
+    players' roles and models, each batch's text kept as categories. The ballots are those ``A.votes`` makes
+    from the whole tables, the same rows (a ballot depends on its own game only)."""
     from toolkit.analysis.metrics import votes  # (the analysis package imports scipy: only when summarising)
 
     games = load(results_dir, complete_games=True, columns={"games": SUMMARY_GAMES}).games
-    ids = pa.array(sorted(set(games["game_id"].dropna())), pa.string())
+    ids = pd.CategoricalDtype(sorted(set(games["game_id"].dropna())))  # one dtype: every batch shares it
     events = _rows(results_dir, "events", BALLOT_EVENTS, ids, {"kind": ["vote", *removing_kinds()]})
     players = _rows(results_dir, "players", ["game_id", "seat", "role", "spec"], ids)
     ballots = []
-    for part in scan(results_dir, "games", ["game_id", "preset", "config"], games=set(ids.to_pylist()),
+    for part in scan(results_dir, "games", ["game_id", "preset", "config"], games=set(ids.categories),
                      rows=batch_games):
         mine = set(part["game_id"])
         ev, pl = events[events["game_id"].isin(mine)], players[players["game_id"].isin(mine)]
         if len(ev) and len(pl):
             b = votes(ev.astype(object).reset_index(drop=True), pl.astype(object).reset_index(drop=True), part)
-            ballots.append(b[BALLOTS].astype({"hit": "int8"}).assign(
-                game_id=pd.Categorical(b["game_id"], categories=ids.to_pylist())))  # in the games' sorted order
+            ballots.append(b[BALLOTS].astype({"game_id": ids, "day": ev["day"].dtype, "hit": "int8",
+                                              **dict.fromkeys(["round", "spec", "role", "side"], "category")}))
     if not ballots:
         ballots = [votes(pd.DataFrame(columns=BALLOT_EVENTS), pd.DataFrame(columns=["game_id", "seat", "role",
                                                                                      "spec"]))[BALLOTS]]
-    return CellSummary(games=games, ballots=pd.concat(ballots, ignore_index=True))
+    return CellSummary(games=games, ballots=_concat(ballots))
 
 
-def _rows(results_dir: str | Path, table: str, columns: list[str], games: pa.Array,
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """The frames one after the other, a column of categories kept one (its categories the union of the frames',
+    sorted): ``pd.concat`` makes a column whose frames have different categories text, a Python string a row."""
+    columns = {}
+    for name in frames[0].columns:
+        parts = [f[name] for f in frames]
+        if all(isinstance(p.dtype, pd.CategoricalDtype) for p in parts) and len(parts) > 1:
+            same = all(p.dtype == parts[0].dtype for p in parts)
+            columns[name] = pd.Series(pd.concat(parts, ignore_index=True) if same else
+                                      union_categoricals(parts, sort_categories=True), name=name)
+        else:
+            columns[name] = pd.concat(parts, ignore_index=True)
+    return pd.DataFrame(columns)
+
+
+def _rows(results_dir: str | Path, table: str, columns: list[str], games: pd.CategoricalDtype,
           where: dict[str, list[str]] | None = None) -> pd.DataFrame:
-    """``table``'s ``columns``, the rows of ``games`` whose columns hold one of ``where``'s values, read a batch
-    at a time and kept with their text as categories (a few bytes a row); a row read twice (same key, as
-    ``load`` says) kept once."""
-    parts = []
+    """``table``'s ``columns``, the rows of ``games`` (their ids, the categories of ``game_id``) whose columns
+    hold one of ``where``'s values, read a batch at a time and kept with their text as categories (a few bytes a
+    row); a row read twice (same key, as ``load`` says) kept once."""
+    ids, parts = pa.array(games.categories, pa.string()), []
     for batch in Tables(distinct_runs(run_folders(results_dir))).batches(table, columns, 200_000):
-        keep = pc.is_in(batch["game_id"].cast(pa.string()), value_set=games)
+        code = pc.index_in(batch["game_id"].cast(pa.string()), value_set=ids)
+        keep = pc.is_valid(code)
         for name, values in (where or {}).items():
             keep = pc.and_(keep, pc.is_in(batch[name].cast(pa.string()), value_set=pa.array(values, pa.string())))
         part = batch.filter(keep)
         if part.num_rows:
-            parts.append(part.to_pandas().astype({c: "category" for c in columns if part[c].type == pa.string()}))
+            frame = part.drop_columns(["game_id"]).to_pandas()
+            frame["game_id"] = pd.Categorical.from_codes(code.filter(keep).to_numpy(), dtype=games)
+            parts.append(frame[columns].astype({c: "category" for c in columns if c not in ("game_id", "seq", "day")
+                                                and part[c].type == pa.string()}))
     if not parts:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
-    frame = pd.concat(parts, ignore_index=True).astype({c: "category" for c in columns
-                                                         if c not in ("seq", "day")})
+    frame = _concat(parts).astype({c: "category" for c in columns if c not in ("seq", "day")})
     return frame.drop_duplicates(list(KEYS[table]), ignore_index=True)
 
 
