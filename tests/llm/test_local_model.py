@@ -218,3 +218,57 @@ def test_a_sweep_killed_with_sigkill_leaves_no_server(tmp_path, marker, target):
     while time.time() < deadline and marked(marker, "llama-server"):
         time.sleep(0.2)
     assert marked(marker, "llama-server") == set()
+
+
+CLIENT = """
+import json, sys, threading, urllib.request
+def ask():
+    body = json.dumps({"model": "m", "max_tokens": 2000,
+                       "messages": [{"role": "user", "content": "Write a very long story about wolves."}]}).encode()
+    urllib.request.urlopen(urllib.request.Request(sys.argv[1] + "/chat/completions", body,
+                                                  {"Content-Type": "application/json"}), timeout=600).read()
+threads = [threading.Thread(target=ask) for _ in range(4)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+"""
+OWNER = """
+import subprocess, sys, time
+from toolkit.llm.llama_server import LocalServer
+server = LocalServer().start(timeout_s=300)
+# the requests come from a process of their own that outlives the owner, as a killed sweep's kernels do
+client = subprocess.Popen([sys.executable, "-c", sys.argv[1], server.base_url], start_new_session=True)
+time.sleep(3)  # the requests are being served
+print(server.proc.pid, client.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_busy_server_dies_at_once_with_its_killed_owner(tmp_path):
+    """The owner is killed (kill -9) while the server serves long requests of a client that lives on: the
+    parent-death signal ends the server within seconds. With SIGTERM as that signal a busy llama-server went on
+    serving (alive 120 s later by hand; in CI a killed sweep's server was alive 20 s later)."""
+    owner = subprocess.Popen([sys.executable, "-c", OWNER, CLIENT], cwd=REPO, stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": str(REPO)})
+    client = 0
+    try:
+        server, client = map(int, owner.stdout.readline().split())
+        owner.kill()
+        owner.wait()
+        deadline = time.time() + 10
+        while time.time() < deadline and running(server):
+            time.sleep(0.1)
+        alive = running(server)
+        if alive:
+            os.kill(server, signal.SIGKILL)
+        assert not alive, "llama-server outlived its killed owner by 10 s"
+    finally:
+        owner.kill()
+        if client:
+            os.kill(client, signal.SIGKILL)
+
+
+def running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
