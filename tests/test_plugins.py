@@ -395,3 +395,24 @@ def test_a_plug_in_cannot_replace_a_built_in_but_may_register_the_same_again(mon
         assert discussions.REGISTRY["reverse"].summary == "run 2"
     finally:
         discussions.REGISTRY.pop("reverse", None)
+
+
+def test_a_discussion_without_its_prompt_file_is_one_line_naming_the_file(tmp_path, monkeypatch):
+    """A protocol registered without ``prompts/werewolf/discussions/<name>.j2``: the game's first rendering of
+    the rules says which file is missing from which folder, in one line (before, Jinja's TemplateNotFound and
+    its traceback through the rules template)."""
+    import shutil
+
+    from toolkit.werewolf.game import GameConfig, GameRunner
+
+    prompts = tmp_path / "prompts"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "prompts", prompts)
+    monkeypatch.setenv("TOOLKIT_PROMPTS", str(prompts))
+    discussions.register(Reverse())
+    try:
+        with pytest.raises(FileNotFoundError) as err:
+            GameRunner(GameConfig(seed=0, discussion="reverse"))
+    finally:
+        del discussions.REGISTRY["reverse"]
+    assert str(err.value) == (f"prompt file werewolf/discussions/reverse.j2 not found in {prompts} (a plug-in's "
+                              "prompt file goes there; TOOLKIT_PROMPTS names the prompts folder)")

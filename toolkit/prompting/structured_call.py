@@ -72,8 +72,21 @@ def template(name: str) -> jinja2.Template:
 template.cache_clear = _template.cache_clear  # type: ignore[attr-defined]
 
 
+class PromptMissing(FileNotFoundError):
+    """A prompt file a rendering needs (the file named, or one it imports: a plug-in's clause of the rules) is
+    not in the prompts folder: one line naming it, not Jinja's traceback."""
+
+
+def _missing(exc: jinja2.TemplateNotFound) -> PromptMissing:
+    return PromptMissing(f"prompt file {exc.name} not found in {prompts_dir()} (a plug-in's prompt file goes "
+                         "there; TOOLKIT_PROMPTS names the prompts folder)")
+
+
 def render(name: str, **values: Any) -> str:
-    return template(name).render(**values).strip()
+    try:
+        return template(name).render(**values).strip()
+    except jinja2.TemplateNotFound as exc:
+        raise _missing(exc) from None
 
 
 @lru_cache(maxsize=256)
@@ -83,7 +96,10 @@ def _from_string(folder: str, source: str) -> jinja2.Template:
 
 def render_string(source: str, **values: Any) -> str:
     """A template given as text (e.g. one entry of a YAML file of messages), rendered like a file."""
-    return _from_string(str(prompts_dir()), source).render(**values).strip()
+    try:
+        return _from_string(str(prompts_dir()), source).render(**values).strip()
+    except jinja2.TemplateNotFound as exc:
+        raise _missing(exc) from None
 
 
 @dataclass
