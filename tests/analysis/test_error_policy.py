@@ -82,3 +82,39 @@ def test_the_report_prints_the_error_survival_check_and_two_policies(tmp_path):
     section = text[text.index("## Error policies"):]
     assert "rating_all" in section and "rating_clean" in section and "shift" in section
     assert "rescored under Kaggle's forfeit" in section and "rating_forfeit" in section
+
+
+def tables_not_set_apart(text: str) -> list[str]:
+    """The lines of a Markdown text that stand right above a table's first row (no blank line between): many
+    renderers then show no table."""
+    lines = text.split("\n")
+    return [above for above, line in zip(lines, lines[1:])
+            if line.startswith("|") and above.strip() and not above.startswith("|")]
+
+
+def test_each_conditions_label_is_set_apart_from_its_table():
+    """The section per condition: "**preset = classic7**: " then a blank line, then the table (before, the label
+    stood on the line right above the table, and Python-Markdown showed the table as a paragraph of pipes). Also
+    checked on the committed example's summary.md, every section of it."""
+    from pathlib import Path
+
+    from toolkit.analysis.report import error_policy_sections
+    from toolkit.record.load import Results
+
+    games, players, events = study()
+    games = games.assign(preset=["classic7" if i < 20 else "standard9" for i in range(len(games))])
+    frame = pd.DataFrame
+    tables = Results(runs=frame(), games=games, players=players, events=events, calls=frame(), sessions=frame(),
+                     tool_calls=frame(), attempts=frame(), beliefs=frame())
+    text = "\n".join(error_policy_sections(tables, games, ["preset"]))
+    assert "**preset = classic7**: " in text and "**preset = standard9**: " in text
+    assert tables_not_set_apart(text) == []
+    example = (Path(__file__).resolve().parents[2] / "results" / "examples" / "summary.md").read_text()
+    assert tables_not_set_apart(example) == []
+    try:
+        import markdown
+    except ImportError:  # the check above stands alone
+        return
+    for page in (text, example):
+        html = markdown.markdown(page, extensions=["tables"])
+        assert html.count("<table>") == page.count("\n|---|") > 0

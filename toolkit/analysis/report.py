@@ -179,7 +179,7 @@ def error_policy_sections(tables: Results, games: pd.DataFrame, by: list[str]) -
         players = tables.players[tables.players["game_id"].isin(part["game_id"])]
         events = tables.events[tables.events["game_id"].isin(part["game_id"])]
         where = "**" + ", ".join(f"{k} = {v}" for k, v in key.items()) + "**: " if key else ""
-        s += [where, markdown_table(error_survival(part, players))]
+        s += [f"{where}\n" if where else "", markdown_table(error_survival(part, players))]  # a blank line first
         table, sentence = policy_ratings(part, players, events)
         s += [f"{where}ratings {sentence}:\n", markdown_table(table)]
     return s
