@@ -540,8 +540,9 @@ def test_a_file_lease_cannot_stall_the_host(host):
     """A write lease on workspace files (no privilege needed), held by a process that ignores the
     break notice (SIGIO), makes any other opener wait up to lease-break-time (45 s) per file. The
     Editor's reads and writes run inside the environment with O_NONBLOCK, so each answers at once
-    ("busy"): each of the four tool calls that would wait 45 s says so, and none ran for anything near
-    45 s. (The session's total time is no measure: without a stall it took 35-40 s at load ~45.)"""
+    ("busy"): each of the four tool calls that would wait 45 s says so (search_dir: which files it could not
+    search), and none ran for anything near 45 s. (The session's total time is no measure: without a stall it
+    took 35-40 s at load ~45.)"""
     from toolkit.record.load import load
 
     ws = workspace(host)
@@ -553,7 +554,9 @@ def test_a_file_lease_cannot_stall_the_host(host):
     seen = observations(traj)
     assert "leased" in seen
     busy = "busy (another process holds a lease on it)"
-    assert [line.split(":")[1].strip() for line in seen.splitlines() if busy in line] == ["a.txt", "b.txt", "b.txt"]
+    lines = [line for line in seen.splitlines() if busy in line]
+    assert [line.split(":")[1].strip() for line in lines if "not searched" not in line] == ["a.txt", "b.txt", "b.txt"]
+    assert any(line.endswith(f"(2 files not searched, {busy}: a.txt, b.txt)") for line in lines), seen  # search_dir
     calls = load(host.base / "res").tool_calls
     editor = calls[calls["tool"].str.startswith("Editor.")]
     assert len(editor) == 4 and editor["duration_ms"].max() < 30_000, editor[["tool", "duration_ms"]]

@@ -125,6 +125,29 @@ def test_search_file_lists_numbered_hits_and_caps_the_listing_not_the_count(ws, 
     assert ed.search_file("miss").startswith("80 matches for 'miss' in m.txt")  # the open file by default
 
 
+def test_search_dir_says_which_files_a_lease_kept_it_from_reading(ws, ed):
+    """A file under another process's write lease answers "busy" at once (fileop opens with O_NONBLOCK); the
+    search says it was not searched and why (before: "0 files contain 'bee'", nothing more). The lease is a real
+    one, taken by this test's process (its break notice, SIGIO, ignored meanwhile)."""
+    import fcntl
+    import signal
+
+    (ws.root / "a.txt").write_text("bee\n")
+    (ws.root / "b.txt").write_text("bee bee\n")
+    before = signal.signal(signal.SIGIO, signal.SIG_IGN)
+    fd = os.open(ws.root / "b.txt", os.O_RDONLY)
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+        out = ed.search_dir("bee")
+    finally:
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+        os.close(fd)
+        signal.signal(signal.SIGIO, before)
+    assert out == ("1 files contain 'bee'\na.txt: 1\n"
+                   "(1 files not searched, busy (another process holds a lease on it): b.txt)")
+    assert ed.search_dir("bee") == "2 files contain 'bee'\na.txt: 1\nb.txt: 2"  # the lease let go
+
+
 def test_search_dir_counts_occurrences_and_skips_git_agent_binaries_and_links_out(ws, ed, tmp_path):
     (ws.root / "src").mkdir()
     (ws.root / "src" / "a.py").write_text("needle needle\nneedle\n")

@@ -14,7 +14,7 @@ OPs (exit 0 with the answer on stdout, or exit 3 with one line on stderr):
   read REL MAX              -> the bytes
   write REL BACKUP(0|1)     <- the bytes on stdin
   walk REL                  -> JSON list of [path, kind], sorted, links not followed, .git and .agent skipped
-  count REL TERM MAX        -> JSON {"hits": [[path, n]…], "large": [path…]}
+  count REL TERM MAX        -> JSON {"hits": [[path, n]…], "large": [path…], "skipped": [[path, why]…]}
 """
 
 import errno
@@ -146,7 +146,7 @@ def answer(op: str, root: str, args: list, data: bytes = b"") -> bytes:
             raise Refused(f"{args[0]} is not a folder")
         if op == "walk":
             return json.dumps(walk(root, folder)).encode()
-        hits, large, term, limit = [], [], args[1].encode(), int(args[2])
+        hits, large, skipped, term, limit = [], [], [], args[1].encode(), int(args[2])
         for rel, k in walk(root, folder):
             if k != "file":
                 continue
@@ -156,12 +156,14 @@ def answer(op: str, root: str, args: list, data: bytes = b"") -> bytes:
             except Refused as exc:
                 if "larger than" in str(exc):
                     large.append(rel)
+                else:  # busy (a lease), unreadable: said, not silently passed over
+                    skipped.append([rel, str(exc)[len(rel) + 2:].split(";")[0]])
                 continue
             except UnicodeDecodeError:
                 continue
             if text.count(term):
                 hits.append([rel, text.count(term)])
-        return json.dumps({"hits": hits, "large": large}).encode()
+        return json.dumps({"hits": hits, "large": large, "skipped": skipped}).encode()
     raise Refused(f"unknown operation {op}")
 
 

@@ -84,10 +84,11 @@ class Workspace:
         """Every entry under a folder as (path, kind), sorted; links not followed; .git and .agent skipped."""
         return [tuple(x) for x in json.loads(self._op("walk", rel, max_output=64 * 2**20))]
 
-    def count(self, term: str, rel: str = ".") -> tuple[list[tuple[str, int]], list[str]]:
-        """How often ``term`` occurs in each text file under a folder, and the files too large to search."""
+    def count(self, term: str, rel: str = ".") -> tuple[list[tuple[str, int]], list[str], list[tuple[str, str]]]:
+        """How often ``term`` occurs in each text file under a folder, the files too large to search, and the
+        files that could not be read, with why (``busy``: another process holds a lease on it)."""
         found = json.loads(self._op("count", rel, term, str(self.max_read_bytes), max_output=64 * 2**20))
-        return [tuple(x) for x in found["hits"]], found["large"]
+        return [tuple(x) for x in found["hits"]], found["large"], [tuple(x) for x in found["skipped"]]
 
     # ------------------------------------------------------------------ the host's records
     def private(self, sub: str | None = None) -> Path:

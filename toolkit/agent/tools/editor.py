@@ -110,10 +110,13 @@ class Editor:
             term: the text to find.
             dir: folder relative to the workspace.
         """
-        hits, large = self.workspace.count(term, self.workspace.path(dir))
+        hits, large, unread = self.workspace.count(term, self.workspace.path(dir))
         counts = [f"{rel}: {n}" for rel, n in hits]
         skipped = (f"\n({len(large)} files larger than {self.workspace.max_read_bytes} bytes not searched: "
                    f"{', '.join(large[:5])})" if large else "")
+        for why in dict.fromkeys(w for _, w in unread):  # each reason once, in the order met
+            names = [rel for rel, w in unread if w == why]
+            skipped += f"\n({len(names)} files not searched, {why}: {', '.join(names[:5])})"
         return f"{len(counts)} files contain {term!r}" + ("\n" + "\n".join(counts[:100]) if counts else "") + skipped
 
     @tool
