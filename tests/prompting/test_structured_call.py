@@ -14,7 +14,7 @@ import json
 import jinja2
 import pytest
 import yaml
-from toolkit.prompting.structured_call import json_schema, render_string
+from toolkit.prompting.structured_call import PromptMissing, json_schema, render_string
 
 
 class Pick(BaseModel):
@@ -186,7 +186,7 @@ def test_render_reads_the_prompts_folder_strictly_and_trims(prompts):
     assert render("ask.j2", choices=["Player1", "Player2"], hint="") == "Pick one of Player1, Player2."
     with pytest.raises(jinja2.UndefinedError, match="'hint' is undefined"):
         render("ask.j2", choices=["a"])
-    with pytest.raises(jinja2.TemplateNotFound):
+    with pytest.raises(PromptMissing, match=f"^prompt file missing.j2 not found in {prompts} "):  # one line
         render("missing.j2")
     assert render_string("  {{ a }} and {{ b.c }}  ", a="x", b={"c": "{{ y }}"}) == "x and {{ y }}"
     with pytest.raises(jinja2.UndefinedError):
