@@ -45,6 +45,11 @@ def serve(tmp: Path):
     port, token = free_port(), secrets.token_hex(16)
     served = tmp / "served"
     served.mkdir()
+    # no news pop-up ("Would you like to receive official Jupyter news?") over a corner of every screenshot
+    notification = tmp / "cfg" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
+    notification.mkdir(parents=True)
+    (notification / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false",
+                                                                               "checkForUpdates": False}))
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp / "cfg"), "JUPYTER_RUNTIME_DIR": str(tmp / "rt"),
            "JUPYTER_DATA_DIR": str(tmp / "data"), "PYTHONPATH": str(REPO)}
     log = open(tmp / "jupyterlab.log", "wb")

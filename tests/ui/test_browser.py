@@ -250,3 +250,15 @@ def test_each_experiment_notebook_runs_top_to_bottom_in_jupyterlab(lab, notebook
     errors = page.locator("[data-mime-type='application/vnd.jupyter.error']")
     assert errors.count() == 0, errors.first.inner_text()[:2000]
     lab.shot(f"experiments_{notebook.removesuffix('.ipynb')}")
+
+
+def test_jupyterlab_shows_no_news_pop_up(server):
+    """The settings the tests' JupyterLab reads turn its news off: before, its "Would you like to receive
+    official Jupyter news?" pop-up covered the bottom-right corner of every screenshot."""
+    import urllib.request
+
+    base, token, _, _ = server
+    url = f"{base}/lab/api/settings/@jupyterlab/apputils-extension:notification?token={token}"
+    with urllib.request.urlopen(url, timeout=60) as answer:
+        settings = json.loads(answer.read())["settings"]
+    assert settings["fetchNews"] == "false" and settings["checkForUpdates"] is False
