@@ -5,6 +5,7 @@ import base64
 import html
 import json
 import re
+import threading
 import time
 
 
@@ -507,3 +508,47 @@ async def test_the_engineer_widget_says_why_a_session_cannot_start(tmp_path):
                         results_dir=str(tmp_path / "res"))
     e.buttons["Step"].click()
     assert "unknown model spec" in e.status.value and "<b>" not in e.status.value and e.session is None
+
+
+@pytest.mark.slow
+def test_a_section_whose_rendering_raised_is_computed_again_when_selected_again(tmp_path):
+    """A section that failed closes, its title saying so: selecting it again retries (before, it stayed
+    selected, and only closing it and opening it again retried). The failing section is a study's metric defined
+    here that fails once (a test double for a computation that failed, e.g. a file not yet written)."""
+    import asyncio as aio
+
+    import pandas as pd
+
+    from toolkit.analysis.sections import METRICS, Metric, register
+    from toolkit.record.run_log import Run
+    from toolkit.werewolf.game import GameConfig, play_games
+
+    with Run(tmp_path, "x") as run:
+        aio.run(play_games([GameConfig(seed=s) for s in range(3)], run))
+    calls = []
+
+    def flaky(t):
+        calls.append(1)
+        if len(calls) == 1:
+            raise OSError("not there yet")
+        return pd.DataFrame([{"rate": 0.5, "ci_low": 0.1, "ci_high": 0.9, "n": 3}])
+
+    register(Metric("flaky", "Flaky metric", flaky, "fails the first time"))
+    try:
+        r = ResultsExplorer(str(tmp_path))
+        r.load()
+        k = next(k for k, title in enumerate(r.sections.titles) if title.startswith("Flaky metric"))
+
+        def select_and_wait():
+            r.sections.selected_index = k
+            for thread in [t for t in threading.enumerate() if t.name == "results-explorer-section"]:
+                thread.join(120)
+
+        select_and_wait()
+        assert r.sections.titles[k] == "Flaky metric (failed: OSError; select it again to retry)"
+        assert r.sections.selected_index is None and "not there yet" in str(r.sections.children[k].outputs)
+        select_and_wait()
+        assert len(calls) == 2 and r.sections.titles[k] == "Flaky metric" and r.sections.selected_index == k
+        assert "## Flaky metric" in r.markdown
+    finally:
+        del METRICS["flaky"]

@@ -232,6 +232,11 @@ class ResultsExplorer(W.VBox):
             out.outputs = ()
             out.append_display_data(HTML(f"<span style='color:#c0392b'>{html.escape(f'{type(exc).__name__}: {exc}')}"
                                          "</span>"))
+            titles = list(self.sections.titles)
+            titles[k] = f"{cache.titles[i]} (failed: {type(exc).__name__}; select it again to retry)"
+            self.sections.titles = tuple(titles)
+            if self.sections.selected_index == k:  # closed, so that selecting it again computes it again
+                self.sections.selected_index = None
             raise
         if cache is not self.cache:  # another folder was loaded meanwhile
             return
