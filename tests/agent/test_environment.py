@@ -80,6 +80,16 @@ def test_containers_skip_with_one_clear_line(tmp_path):
         make_environment("vm", tmp_path / "ws")
 
 
+def test_an_unknown_kind_is_refused_with_auto_among_the_choices():
+    """``kinds.refusal`` (engineer widget, ``run_engineer_cell``, ``--env``) names every choice, ``auto`` first, as
+    ``EnvironmentConfig`` does; before, its list left ``auto`` out."""
+    from toolkit.agent.environments import kinds
+
+    assert kinds.refusal("vm") == f"unknown environment 'vm'; choose one of {', '.join(kinds.choices())}"
+    assert kinds.refusal("vm").split("choose one of ")[1].startswith("auto, bubblewrap, local")
+    assert kinds.refusal("auto") is None
+
+
 def test_auto_is_bubblewrap_where_it_works_else_local_with_one_warning(tmp_path, monkeypatch, capsys):
     if not bwrap_problem():
         assert isinstance(make_environment(None, tmp_path / "a"), BubblewrapEnvironment)

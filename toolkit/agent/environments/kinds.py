@@ -69,7 +69,7 @@ def refusal(kind: str) -> str | None:
     if kind == AUTO:
         return None  # bubblewrap where it works, else local with a warning
     if kind not in KINDS:
-        return f"unknown environment {kind!r}; choose one of {', '.join(KINDS)}"
+        return f"unknown environment {kind!r}; choose one of {', '.join(choices())}"
     problem = KINDS[kind].check()
     return f"{problem}; choose one of {', '.join(k for k in choices() if k != kind)}" if problem else None
 
