@@ -307,3 +307,18 @@ def test_scan_keeps_each_key_once_without_holding_every_key(tmp_path):
     assert peak < keys / 2, (peak, keys)  # the old code's peak: 7.1 MB (2.3 MB now)
     kept = pd.concat(list(scan(tmp_path, "calls", ["call_id", "game_id"], games={"gb", "g0"}, rows=5_000)))
     assert list(kept["call_id"]) == ids[:40] + ["b0", "b1"]  # the kept games' copies only, each once
+
+
+def test_scan_selects_games_without_game_id_among_the_columns(tmp_path):
+    """``scan(..., games=...)`` reads ``game_id`` for the selection and returns the columns asked for (before, it
+    raised a KeyError (no field game_id) unless the caller asked for that column); a table without games is refused."""
+    from toolkit.record.load import scan
+
+    parquet_run(tmp_path / "a", calls=pd.DataFrame({"call_id": ["a0", "a1", "a2"], "game_id": ["g0", "g1", "g0"],
+                                                    "spec": ["x", "y", "z"]}))
+    parts = list(scan(tmp_path, "calls", ["spec"], games={"g0"}))
+    assert [list(p.columns) for p in parts] == [["spec"]] and parts[0]["spec"].tolist() == ["x", "z"]
+    both = pd.concat(list(scan(tmp_path, "calls", ["spec", "game_id"], games={"g1"})))
+    assert both.to_dict("records") == [{"spec": "y", "game_id": "g1"}]
+    with pytest.raises(ValueError, match="the sessions table has no game_id column"):
+        next(scan(tmp_path, "sessions", ["task"], games={"g0"}))

@@ -336,11 +336,14 @@ def scan(path: str | Path, table: str, columns: list[str], games: set[str] | Non
     """``table``'s ``columns`` of every run under ``path``, about ``rows`` rows at a time: what a pass over the
     prompts (``calls.messages``, most of a study's bytes) needs, in memory bounded by one batch whatever the
     study's size. Only the rows of ``games`` (game ids; None: every row), each row once by its key (``KEYS``,
-    the first copy kept, as ``load`` keeps it); runs counted once as ``load`` counts them."""
+    the first copy kept, as ``load`` keeps it); runs counted once as ``load`` counts them. The key and, for
+    ``games``, ``game_id`` are read whether asked for or not; the frames hold ``columns`` only."""
     if table not in TABLES:
         raise ValueError(f"scan: no table {table!r}; the tables are {', '.join(TABLES)}")
+    if games is not None and "game_id" not in TABLES[table]:
+        raise ValueError(f"scan: the {table} table has no game_id column to select games by")
     names = list(KEYS.get(table, ()))
-    key = [c for c in names if c not in columns]
+    key = [c for c in dict.fromkeys([*names, *(["game_id"] if games is not None else [])]) if c not in columns]
     files = Tables(distinct_runs(run_folders(path)))
     wanted = pa.array(sorted(games), pa.string()) if games is not None else None
     # A key read twice is rare (a copied run's rows): a first pass over the keys alone finds the hashes that occur
