@@ -416,3 +416,24 @@ def test_a_discussion_without_its_prompt_file_is_one_line_naming_the_file(tmp_pa
         del discussions.REGISTRY["reverse"]
     assert str(err.value) == (f"prompt file werewolf/discussions/reverse.j2 not found in {prompts} (a plug-in's "
                               "prompt file goes there; TOOLKIT_PROMPTS names the prompts folder)")
+
+
+def test_play_refuses_a_missing_prompt_file_before_it_makes_a_run_folder(tmp_path, monkeypatch, capsys):
+    """``play --discussion`` of a protocol without its prompt file: exit 2, the one line, and no run folder (before,
+    the run folder was made first and kept only runs.parquet: a run with no game, which ``load`` reads as a run)."""
+    import shutil
+
+    prompts = tmp_path / "prompts"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "prompts", prompts)
+    monkeypatch.setenv("TOOLKIT_PROMPTS", str(prompts))
+    results = tmp_path / "results"
+    results.mkdir()
+    discussions.register(Reverse())
+    try:
+        code = main(["play", "--discussion", "reverse", "--quiet", "--out", str(results)])
+    finally:
+        del discussions.REGISTRY["reverse"]
+    assert code == 2 and list(results.iterdir()) == []
+    assert capsys.readouterr().err.strip() == (f"error: prompt file werewolf/discussions/reverse.j2 not found in "
+                                               f"{prompts} (a plug-in's prompt file goes there; TOOLKIT_PROMPTS "
+                                               "names the prompts folder)")

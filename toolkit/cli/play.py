@@ -55,6 +55,7 @@ def check_play(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str]
     from toolkit.llm import parse_spec
     from toolkit.werewolf.engine.preset import load_preset
     from toolkit.werewolf.engine.rules import Game
+    from toolkit.werewolf.game import GameConfig, rules_text
 
     preset = load_preset(args.preset)
     # a name of the preset's models: block stands for its spec (what is checked, recorded and played)
@@ -82,6 +83,9 @@ def check_play(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str]
         Game(preset, args.seed, roles)
     except ValueError as exc:
         raise FileError(f"{'--roles' if args.roles is not None else 'roles'}: {one_line(exc)}") from None
+    # every clause of the rules has its prompt file (a plug-in's discussion or role may lack it): PromptMissing
+    # in one line now, not once the run folder is made (it held only runs.parquet, a run with no game)
+    rules_text(GameConfig(preset=preset, max_days=args.max_days, discussion=args.discussion).resolved_preset())
     if args.error_policy is not None:
         from toolkit.werewolf.engine.preset import parse_error_policy
 

@@ -137,6 +137,13 @@ class GameResult:
     critical_path_calls: int = 0
 
 
+def rules_text(preset: Preset) -> str:
+    """The rules every seat is shown, from the preset's prompt files (each role's, the discussion's, the vote's
+    and its tie rule's clause): ``PromptMissing`` names a file the prompts folder lacks. ``play`` renders them
+    before it makes anything, so a missing file is refused before a run folder exists."""
+    return render("werewolf/rules.j2", preset={**preset.model_dump(exclude={"models"}), "n_players": preset.n_players})
+
+
 class GameRunner:
     """Plays one game. ``models`` ({spec: Model}) may be shared between games so that endpoints share
     clients and concurrency caps; ``seat_models`` puts a given model in a seat (a human, a replay)."""
@@ -171,7 +178,7 @@ class GameRunner:
         self.roles = tuple(sorted(self.preset.roles))  # the preset's role names (reflections guess among them)
         self.sampling = Sampling(temperature=config.temperature, seed=config.seed)
         preset_values = {**self.preset.model_dump(exclude={"models"}), "n_players": self.preset.n_players}
-        self.values = {"preset": preset_values, "rules": render("werewolf/rules.j2", preset=preset_values)}
+        self.values = {"preset": preset_values, "rules": rules_text(self.preset)}
         self._written = 0
         self._reflected: set[tuple] = set()  # (seat, day, phase) or (seat, day) already reflected
         self._started: float | None = None
