@@ -255,6 +255,57 @@ def test_finish_ends_the_shell_and_everything_it_started(tmp_path):
     assert stat.rsplit(")", 1)[1].split()[0] == "Z"  # the shell is gone (at most a zombie awaiting its reaper)
 
 
+def test_ctrl_c_keeps_the_trajectory_and_the_sessions_row_and_closes_the_run(tmp_path):
+    """SIGINT to a real ``engineer`` process during its second step (a scripted model; the step's command sleeps):
+    exit 130 after its ``ended_by: interrupted`` line, the run folder compacted (no JSONL left), a ``sessions``
+    row with ``ended_by`` interrupted after 2 steps (begun), the trajectory with both steps and a last entry saying
+    so, and the sleeping command ended. Before, the session wrote no row and its trajectory stopped at step 1."""
+    import signal
+    import sys
+    import time
+    from pathlib import Path
+
+    import pandas as pd
+
+    sleeper = f"sleep 297.{random.SystemRandom().randrange(10**6):06d}"  # this run's own, as above
+    model = script(tmp_path, [step(cmd("Terminal.run_command", cmd="echo one > one.txt"), thought="first"),
+                              step(cmd("Terminal.run_command", cmd=sleeper), thought="second"), END])
+    (tmp_path / "ws").mkdir()
+    root = Path(__file__).resolve().parents[2]
+    # Python installs its Ctrl-C handler only where SIGINT is not ignored (a background job's children ignore it)
+    proc = subprocess.Popen([sys.executable, "-m", "toolkit", "engineer", "--task", "t", "--workspace",
+                             str(tmp_path / "ws"), "--model", model, "--env", "local", "--out", str(tmp_path / "res")],
+                            cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(root)}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 300  # a busy machine starts Python slowly
+        while not running(sleeper) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert running(sleeper), f"the second step never ran: {proc.poll()}"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 130 and err.strip().splitlines()[-1] == "interrupted", err[-2000:]
+    assert "ended_by: interrupted after 2 steps;" in out, out
+    (run,) = (tmp_path / "res").iterdir()
+    assert not list(run.glob("*.jsonl")) and (run / "sessions.parquet").exists()  # closed: compacted
+    row = load(tmp_path / "res").sessions.iloc[0]
+    assert (row["ended_by"], row["steps"]) == ("interrupted", 2) and pd.isna(row["success"])
+    (saved,) = (tmp_path / "ws" / ".agent" / "trajectories").glob("*.json")
+    memory = json.loads(saved.read_text())["memory"]
+    assert [m["thought"] for m in memory] == ["first", "second", ""]
+    assert memory[-1]["observations"] == ["interrupted (CancelledError) during step 2; the session's result is not "
+                                          "taken"]
+    for _ in range(100):
+        if not running(sleeper):
+            break
+        time.sleep(0.05)
+    assert running(sleeper) == []
+
+
 @pytest.mark.slow
 def test_a_failing_channel_ends_the_session_as_error_recorded_not_raised(tmp_path):
     """A human channel that breaks (a notebook widget closed, say) during the repeat check: a tiny channel

@@ -86,14 +86,24 @@ def run(args: argparse.Namespace) -> int:
         session = Session(SessionConfig(chosen, args.task, args.workspace, args.model, run=run, channel=StdinChannel(),
                                         eval_mode=args.eval or None, max_steps=args.max_steps,
                                         environment=args.env))
-        result = asyncio.run(session.run())
+        try:
+            result = asyncio.run(session.run())
+        except KeyboardInterrupt:  # Ctrl-C: the session kept its trajectory and row; the run closes on the way out
+            if session.result is not None:
+                show(ended_line(session, run))
+            raise
     for t in result.tool_calls:
         show(f"[{'ok' if t.ok else 'FAILED'}] {printable(t.tool)} {printable(t.args_json()[:100])}")
-    show(f"ended_by: {result.ended_by} after {plural(result.steps, 'step')}; tables: {run.folder}; trajectory: "
-          f"{session.workspace.root / '.agent' / 'trajectories' / (result.session_id + '.json')}")
+    show(ended_line(session, run))
     show(f"result: {session.landed or session.land_error or 'none'}; your folder is unchanged until "
           f"engineer --apply {result.session_id} --workspace {args.workspace}")
     return 0 if result.ended_by != "error" else 1
+
+
+def ended_line(session, run) -> str:
+    result = session.result
+    return (f"ended_by: {result.ended_by} after {plural(result.steps, 'step')}; tables: {run.folder}; trajectory: "
+            f"{session.workspace.root / '.agent' / 'trajectories' / (result.session_id + '.json')}")
 
 
 def apply(args: argparse.Namespace) -> int:

@@ -211,8 +211,8 @@ class SessionRow(Row):
     task: str = column("the task given to the agent")
     spec: str = column("the model spec that drove it")
     steps: int = column("steps taken")
-    ended_by: str = column("``end``, ``max_steps``, ``wall_clock``, ``budget``, ``disk``, ``eval_git``, ``stopped`` "
-                           "or ``error``")
+    ended_by: str = column("``end``, ``max_steps``, ``wall_clock``, ``budget``, ``disk``, ``eval_git``, ``stopped``, "
+                           "``error`` or ``interrupted`` (Ctrl-C or a cancellation)")
     success: bool | None = column("the task's check passed; null without a check")
     cost_usd: float | None = column("the price of the session's calls in US dollars, null when unknown")
     wall_s: float = column("seconds from start to end")

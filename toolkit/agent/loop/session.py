@@ -6,6 +6,7 @@ The CLI, the suite and the notebook widget all run sessions through this class (
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import tempfile
@@ -112,15 +113,37 @@ class Session:
         self.agent.stop_requested = True
 
     async def run(self, check: Callable[[], Any] | None = None) -> SessionResult:
-        """Run to the end, then ``finish``. Cancelled or interrupted, the environment ends at once (its
-        namespaces, private copy and processes) and the exception goes on."""
+        """Run to the end, then ``finish``. Cancelled or interrupted (Ctrl-C reaches the coroutine as a
+        cancellation: ``asyncio.run`` cancels it, then raises ``KeyboardInterrupt``; the two are one case here),
+        the environment ends at once (its namespaces, private copy and processes: nothing of the agent's may
+        outlive a session), then ``interrupted`` keeps what the session did, and the exception goes on."""
         try:
             while self.ended_by is None:
                 await self.step()
-        except BaseException:
+        except BaseException as exc:
             self.environment.discard()
+            if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
+                self.interrupted(exc)
             raise
         return await self.finish(check)
+
+    def interrupted(self, exc: BaseException) -> None:
+        """What an interrupted session keeps: its trajectory (the step in progress as far as it got, then an
+        entry that says it was interrupted) and its ``sessions`` row, ``ended_by="interrupted"``, ``steps`` the
+        steps begun, success unknown. Its result is not taken (the environment was ended mid-step, and its copy
+        with it); the tool and model calls were written as they returned. Once; nothing when the session had
+        already ended."""
+        if self.result is not None or self.ended_by is not None:
+            return
+        self.ended_by = "interrupted"
+        self.agent.memory.add(Entry(self.steps, "", [], [f"interrupted ({type(exc).__name__}) during step "
+                                                         f"{self.steps}; the session's result is not taken"]))
+        self.save_trajectory()
+        wall = time.perf_counter() - self._started
+        self.recorder.session(task=self.task, spec=self.spec, steps=self.steps, ended_by=self.ended_by,
+                              success=None, cost_usd=self.log.cost_usd, wall_s=wall)
+        self.result = SessionResult(self.session_id, self.ended_by, self.steps, None, self.log.cost_usd, wall,
+                                    self.tools.results)
 
     async def finish(self, check: Callable[[], Any] | None = None) -> SessionResult:
         """Close the tools, decide success with ``check()`` (sync or async), write the ``sessions`` row; once."""
