@@ -94,6 +94,34 @@ def test_a_replay_given_twice_is_imported_once(base, tmp_path):
     assert not (tmp_path / "other").exists()
 
 
+def test_a_changed_replay_of_an_imported_game_is_left_out_with_a_warning(base, tmp_path):
+    """A replay whose game id is imported already but whose content changed: one warning line on stderr naming
+    the file, the id and the run kept (before, a note on stdout said only 'already imported'); the same replay
+    again is a note, and a run written before digests were kept gets a note that says it was not compared."""
+    replays = tmp_path / "replays"
+    replays.mkdir()
+    (replays / "a.json").write_text(json.dumps(base))
+    assert import_kaggle(replays, tmp_path / "results").returncode == 0
+    (run,) = (tmp_path / "results").iterdir()
+    gid = f"kaggle-{base.get('id') or 'a'}"
+    assert json.loads((run / importer.DIGESTS).read_text())[gid]["file"] == "a.json"
+    same = import_kaggle(replays, tmp_path / "results")
+    assert same.returncode == 0 and f"a.json ({gid}) is already imported in {run}: left out" in same.stdout
+    assert error_lines(same.stderr) == []
+    differs = json.loads(json.dumps(base))
+    differs["configuration"]["agents"][0]["display_name"] = "another"
+    (replays / "a.json").write_text(json.dumps(differs))
+    changed = import_kaggle(replays, tmp_path / "results")
+    assert changed.returncode == 0 and "nothing to import" in changed.stdout, changed.stdout
+    assert error_lines(changed.stderr) == [
+        f"warning: a.json ({gid}) DIFFERS from the replay of that game id imported in {run}: the imported game is "
+        "kept and this replay is left out (remove that run, or import into another --out, to import this one)"]
+    assert list((tmp_path / "results").iterdir()) == [run]
+    (run / importer.DIGESTS).unlink()  # a run imported before digests were kept
+    older = import_kaggle(replays, tmp_path / "results")
+    assert older.returncode == 0 and "its content is not compared" in older.stdout and not error_lines(older.stderr)
+
+
 def paths(node, prefix=()):
     """Every path into a JSON value (the moderator log's entries parsed, as the importer reads them)."""
     yield prefix

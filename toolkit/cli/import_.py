@@ -11,7 +11,8 @@ with the preset its configuration means, and written as the games, players, even
 under RESULTS; an LLM agent's prompts and completions in a replay become calls rows of their own. Every replay
 is checked first (strict JSON, its shape, same eliminations, winner and final day here as in Kaggle's game, its
 model calls as Kaggle's harness writes them); one that fails is named in one line, exit code 2, and nothing is
-written. A replay given twice (in two files, or already imported under RESULTS) is imported once.
+written. A replay given twice (in two files, or already imported under RESULTS) is imported once; one whose game
+id is imported already with other content is left out with a warning.
 docs/werewolf.md ("Importing Kaggle games")."""
 
 SOURCES = ("kaggle",)
@@ -27,6 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import shutil
+    import sys
     from pathlib import Path
 
     from toolkit.cli.common import plural
@@ -35,9 +37,11 @@ def run(args: argparse.Namespace) -> int:
     from toolkit.werewolf.kaggle import importer
 
     out_folder(args.out)
-    games, notes = importer.once(importer.check(args.dir), importer.imported_ids(args.out))
+    games, notes, changed = importer.once(importer.check(args.dir), importer.imported_ids(args.out))
     for note in notes:
         show(f"note: {note}")
+    for warning in changed:  # the same game id, other content: said on stderr, where a warning goes
+        show(f"warning: {warning}", file=sys.stderr)
     if not games:
         show(f"nothing to import: every replay in {args.dir} is already in {args.out}")
         return 0

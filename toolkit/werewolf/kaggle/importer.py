@@ -8,7 +8,9 @@ an integer seed, a mapping of info, a moderator log of entries; rules this engin
 winner and final day here as in Kaggle's game; model calls as Kaggle's harness writes them); a replay that fails
 is named with the reason in one line and nothing is written. A replay given twice (the same Kaggle game id and
 content, in two files or already imported under the results folder) is imported once; two different replays
-with one id are refused.
+with one id in one folder are refused. Each import's run folder keeps every replay's content digest
+(``kaggle-replays.json``): a replay whose game id is imported already with other content is left out with a
+warning naming both.
 
 The calls table holds two kinds of rows for an imported game. The replay's own model calls (an LLM agent's
 prompts and completions, ``toolkit.werewolf.kaggle.calls``), one row each, with the seat's spec
@@ -181,26 +183,37 @@ def check(folder: str | Path) -> list[Imported]:
     return out
 
 
-def imported_ids(out: str | Path) -> dict[str, str]:
-    """The Kaggle games already imported under a results folder: game id → its run folder."""
+DIGESTS = "kaggle-replays.json"  # in an import's run folder: game id → the replay's file name and content digest
+
+
+def imported_ids(out: str | Path) -> dict[str, tuple[str, str | None]]:
+    """The Kaggle games already imported under a results folder: game id → (its run folder, the digest of the
+    replay imported; None for a run written before digests were kept)."""
     from toolkit.record.load import read_table, run_folders
 
-    found: dict[str, str] = {}
+    found: dict[str, tuple[str, str | None]] = {}
     for folder in run_folders(out) if Path(out).is_dir() else []:
         games = read_table(folder, "games")
         if games is not None and "game_id" in games:
+            try:
+                digests = json.loads((Path(folder) / DIGESTS).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                digests = {}
             for gid in games["game_id"]:
                 if isinstance(gid, str) and gid.startswith("kaggle-"):
-                    found.setdefault(gid, str(folder))
+                    entry = digests.get(gid) if isinstance(digests, dict) else None
+                    found.setdefault(gid, (str(folder), entry.get("sha256") if isinstance(entry, dict) else None))
     return found
 
 
-def once(games: list[Imported], imported: dict[str, str]) -> tuple[list[Imported], list[str]]:
+def once(games: list[Imported], imported: dict[str, tuple[str, str | None]]
+         ) -> tuple[list[Imported], list[str], list[str]]:
     """The games to import: a replay given twice (the same game id and content, in two files, or already in
-    ``imported``, game id → where) only once. Returns (games, one note per replay left out); two different
-    replays with one id are a ``FileError``."""
+    ``imported``, game id → (where, digest)) only once. Returns (games, one note per replay left out, one warning
+    per replay left out whose id is imported already with other content: the imported game is kept); two
+    different replays with one id in the folder are a ``FileError``."""
     first: dict[str, Imported] = {}
-    kept, notes = [], []
+    kept, notes, warnings = [], [], []
     for g in games:
         if g.game_id in first:
             if first[g.game_id].digest != g.digest:
@@ -211,10 +224,18 @@ def once(games: list[Imported], imported: dict[str, str]) -> tuple[list[Imported
             continue
         first[g.game_id] = g
         if g.game_id in imported:
-            notes.append(f"{g.path.name} ({g.game_id}) is already imported in {imported[g.game_id]}: left out")
+            where, digest = imported[g.game_id]
+            if digest is not None and digest != g.digest:
+                warnings.append(f"{g.path.name} ({g.game_id}) DIFFERS from the replay of that game id imported in "
+                                f"{where}: the imported game is kept and this replay is left out (remove that run, "
+                                "or import into another --out, to import this one)")
+            else:
+                notes.append(f"{g.path.name} ({g.game_id}) is already imported in {where}: left out"
+                             + (" (imported before replays' digests were kept: its content is not compared)"
+                                if digest is None else ""))
             continue
         kept.append(g)
-    return kept, notes
+    return kept, notes, warnings
 
 
 class _KaggleUsage:
@@ -241,6 +262,10 @@ def write(games: list[Imported], run: Any) -> list[Any]:
 
     inputs = Path(run.folder) / "kaggle-inputs"
     inputs.mkdir(parents=True, exist_ok=True)
+    # what a later import compares a replay of the same game id with (imported_ids)
+    (Path(run.folder) / DIGESTS).write_text(json.dumps(
+        {g.game_id: {"file": g.path.name, "sha256": g.digest} for g in games}, indent=1, sort_keys=True) + "\n",
+        encoding="utf-8")
     results = []
     usage = _KaggleUsage(run, {g.game_id: kaggle_calls.usage(g.calls) for g in games})
     for g in games:
