@@ -14,3 +14,22 @@ def test_a_bad_environment_is_refused_before_the_cell_folder_is_made(tmp_path):
     with pytest.raises(EnvironmentUnavailable, match=r"^unknown environment 'bogus'; choose one of [^\n]*local"):
         run_engineer_cell(str(cell), tasks=["add_cli_flag"], environment="bogus")
     assert not cell.exists()
+
+
+def test_an_interrupted_session_is_run_again_by_the_next_run_of_the_cell(tmp_path):
+    """A Ctrl-C'd cell leaves its task's session row with ``ended_by`` interrupted (``Session.interrupted``): the next
+    run of the cell runs that task again, and the run after that runs nothing (before, the interrupted row counted
+    as the task done, so the task was never run)."""
+    from toolkit.agent.suite import load_tasks
+    from toolkit.record.rows import SessionRow
+    from toolkit.record.run_log import Run
+
+    (task,) = load_tasks(names=["eval_commit"])
+    with Run(tmp_path / "cell", "engineer") as run:
+        run.write(SessionRow(session_id="s-cut", run_id=run.run_id, task=task.task, spec="scripted", steps=1,
+                             ended_by="interrupted", success=None, cost_usd=None, wall_s=1.0))
+    sessions = run_engineer_cell(str(tmp_path / "cell"), tasks=["eval_commit"], environment="local").sessions
+    assert len(sessions) == 2 and sorted(sessions["ended_by"])[-1] == "interrupted"
+    assert sessions.loc[sessions["session_id"] != "s-cut", "success"].tolist() == [True]
+    again = run_engineer_cell(str(tmp_path / "cell"), tasks=["eval_commit"], environment="local").sessions
+    assert len(again) == 2

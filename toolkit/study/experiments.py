@@ -269,11 +269,20 @@ def play_werewolf_cell(results_dir: str, preset: str = "classic7", n_games: int 
                     bar.close()
 
 
+def tasks_done(sessions: pd.DataFrame | None) -> set[str]:
+    """The tasks a cell's ``sessions`` rows say were run: an ``interrupted`` session (Ctrl-C) is not one, so the
+    next run of the cell runs its task again."""
+    if sessions is None or not len(sessions):
+        return set()
+    return set(sessions.loc[sessions["ended_by"] != "interrupted", "task"])
+
+
 def run_engineer_cell(results_dir: str, tasks: list[str] | None = None, model: str = "scripted:{task}/good.yaml",
                       max_steps: int | None = None, experiment: str = "engineer",
                       environment: str | None = None, max_usd: float | None = None, max_tokens: int | None = None,
                       at_cap: str = "stop", spend_dir: str | None = None) -> Results:
-    """Run each task's session into ``results_dir`` (tasks with a session there already are skipped).
+    """Run each task's session into ``results_dir`` (tasks with a session there already are skipped;
+    an interrupted one is run again: ``tasks_done``).
     ``max_usd``/``max_tokens``: a spending cap over ``spend_dir``'s ledger (a sweep's folder) or the cell's own,
     as a werewolf cell's (``toolkit.llm.budget``): a dollar cap on a model without a price is refused before any
     session; at the cap no new session starts (the one in flight finishes whatever ``at_cap`` says: a session cut
@@ -287,7 +296,7 @@ def run_engineer_cell(results_dir: str, tasks: list[str] | None = None, model: s
     budget = cell_budget(results_dir, max_usd, max_tokens, at_cap, spend_dir)
     with cell_lock(results_dir):
         existing = load(results_dir, complete_games=False).sessions if Path(results_dir).exists() else None
-        done = set(existing["task"]) if existing is not None and len(existing) else set()
+        done = tasks_done(existing)
         todo = [t for t in load_tasks(names=tasks) if t.task not in done]
         if budget is not None:
             budget.check_prices(get_model(model.replace("{task}", str(t.folder))) for t in todo)
