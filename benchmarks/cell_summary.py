@@ -4,7 +4,8 @@ high-water mark) and CPU.
 
 - ``tables``: the old notebook's way, every table but the prompts loaded back (``run_werewolf_cell``'s return)
   and summarised from them;
-- ``summary``: ``cell_summary`` (the games' columns and the ballots, computed a batch of games at a time).
+- ``summary``: ``cell_summary`` (the games' columns and their ballots counted per game and day, a batch of events
+  at a time).
 
 Both print the village's win rate and the first-round vote accuracy by day (the same numbers, or the script
 says they differ).
@@ -48,8 +49,8 @@ SUMMARY = COMMON + """
 s = cell_summary(folder)
 win, costs = A.win_rates(s.games), A.per_game_costs(s.games)
 P.plot_win_rates(s.games)
-votes = A.ballot_accuracy(s.ballots, ["round", "day"])
-P.plot_vote_accuracy_by_day(ballots=s.ballots)
+votes = s.vote_accuracy
+P.plot_vote_accuracy_by_day(counts=s.votes)
 print(len(s.games), "games", round(float(win["rate"].iloc[0]), 6), [round(r, 6) for r in votes["rate"]])
 """
 

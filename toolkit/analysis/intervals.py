@@ -84,7 +84,7 @@ def cluster_draws(n_clusters: int, n_boot: int, seed: int) -> np.ndarray:
     return np.concatenate(list(Draws(n_clusters, n_boot, seed).blocks()))
 
 
-BLOCK = 1 << 22  # the cells of one block of replicate weights (32 MB as floats)
+BLOCK = 1 << 20  # the cells of one block of replicate weights (8 MB as floats)
 
 
 class Draws:

@@ -219,9 +219,15 @@ def votes(events: pd.DataFrame, players: pd.DataFrame, games: pd.DataFrame | Non
       (what ``irp`` scores): wolves among the candidates / (candidates + 1 if abstaining is legal);
     - ``choices`` (legal answers, an abstention included) and ``forced`` (one legal answer: not a decision,
       so the accuracy metrics leave it out)."""
+    return ruled_votes(events, players, lambda ids: game_rules(games, ids))
+
+
+def ruled_votes(events: pd.DataFrame, players: pd.DataFrame, rules) -> pd.DataFrame:
+    """``votes`` with each game's rules from ``rules(game ids)`` (``bars.game_rules``' frame, indexed by game
+    id): a caller that reads the games a batch at a time keeps their rules, not their configs."""
     ev = annotate(events, players)
     v = ev[ev["kind"] == "vote"].copy()
-    rules = game_rules(games, v["game_id"])
+    rules = rules(v["game_id"])
     self_vote = v["game_id"].map(rules["self_vote"]).fillna(False).astype(bool).to_numpy()
     abstain_ok = v["game_id"].map(rules["vote_abstain"]).fillna(False).astype(bool).to_numpy()
     v["round"] = np.where(v["phase"].astype(str) == "day_revote", "revote", "first")
@@ -294,6 +300,39 @@ def ballot_accuracy(ballots: pd.DataFrame, by: list[str] | None = None, side: st
     metric = "irp" if abstentions else "vote_accuracy"
     return pd.DataFrame(_rate_rows(v, by, chance="chance", random="random_irp" if abstentions else "random",
                                    bar=BARS[metric]))
+
+
+# What a cell's summary keeps of its ballots (``day_vote_counts``): per game, round and day.
+DAY_VOTES = ["game_id", "round", "day", "hits", "ballots", "chance", "random", "random_n"]
+
+
+def day_vote_counts(ballots: pd.DataFrame) -> pd.DataFrame:
+    """The village's decided ballots (not forced, naming someone) counted per game, round and day: ``hits``,
+    ``ballots``, the sums of their ``chance`` and ``random`` and how many ``random`` are known. What
+    ``day_vote_accuracy`` needs, a few numbers a game where the ballots are a row each: a study too large to
+    hold its ballots counts them a batch of games at a time (``toolkit.study.experiments.cell_summary``)."""
+    v = ballots[~ballots["forced"].astype(bool) & ~ballots["abstain"].astype(bool)
+                & (ballots["side"].astype(object) == "village")]
+    per = v.groupby(["round", "day", "game_id"], observed=True, sort=False).agg(
+        hits=("hit", "sum"), ballots=("hit", "size"), chance=("chance", "sum"), random=("random", "sum"),
+        random_n=("random", "count")).reset_index()
+    return per[DAY_VOTES].astype({"hits": "int32", "ballots": "int32", "random_n": "int32"})
+
+
+def day_vote_accuracy(counts: pd.DataFrame) -> pd.DataFrame:
+    """``ballot_accuracy(ballots, ["round", "day"])`` from ``day_vote_counts`` of the ballots (of all their
+    games, or of batches of games put together): the same rates, chance levels and cluster-bootstrap
+    intervals (each game's hits, ballots and chance summed in the same order); ``random`` (the mean over the
+    group's ballots) summed per game first, equal to within rounding."""
+    rows = []
+    for key, g in groups(counts, ["round", "day"]):
+        per = g.sort_values("game_id", kind="stable")  # as groupby("game_id") orders them (a category: its order)
+        row = {**key, "bar": BARS["vote_accuracy"],
+               **cluster_rate(per["hits"], per["ballots"], per["chance"], n_boot=N_BOOT)}
+        known = int(g["random_n"].sum())
+        row["random"] = float(g["random"].sum() / known) if known else float("nan")
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def irp(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None,

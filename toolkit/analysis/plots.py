@@ -65,13 +65,17 @@ def plot_win_rates(games: pd.DataFrame, by: list[str] | None = None, title: str 
 
 def plot_vote_accuracy_by_day(events: pd.DataFrame | None = None, players: pd.DataFrame | None = None,
                               by: str | None = None, title: str | None = None, games: pd.DataFrame | None = None,
-                              ballots: pd.DataFrame | None = None):
+                              ballots: pd.DataFrame | None = None, counts: pd.DataFrame | None = None):
     """Share of village first-round ballots on a werewolf, by day (cluster-bootstrap intervals over games),
     with the bar of each day (a random other candidate; ``games`` gives the rules) as a dashed line; one
-    series per value of ``by`` (e.g. ``spec``). ``ballots``: the ballots ``A.votes`` made (a cell's summary
-    keeps them, not the events), instead of ``events``, ``players`` and ``games``."""
+    series per value of ``by`` (e.g. ``spec``). ``ballots``: the ballots ``A.votes`` made, instead of
+    ``events``, ``players`` and ``games``; ``counts``: their ``A.day_vote_counts`` (a cell's summary keeps
+    them: a few numbers a game), without ``by``."""
+    if counts is not None and by:
+        raise ValueError("plot_vote_accuracy_by_day: counts are per round and day only; by needs the ballots")
     keys = ["day"] + ([by] if by else [])
-    table = (A.ballot_accuracy(ballots, ["round"] + keys) if ballots is not None
+    table = (A.day_vote_accuracy(counts) if counts is not None
+             else A.ballot_accuracy(ballots, ["round"] + keys) if ballots is not None
              else A.vote_accuracy(events, players, ["round"] + keys, games=games))
     table = table[table["round"] == "first"].sort_values(keys) if len(table) else table
     fig, ax = plt.subplots(figsize=(6, 3.8))

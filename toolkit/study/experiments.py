@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -135,50 +136,123 @@ SUMMARY_GAMES = ["game_id", "run_id", "seed", "preset", "winner", "win_reason", 
                  "completion_tokens", "cost_usd", "n_fallbacks"]
 # What the ballots are computed from: who voted for whom, and who was removed when (the living count the bar uses).
 BALLOT_EVENTS = ["game_id", "seq", "day", "phase", "kind", "actor", "target"]
-# The ballots' columns a summary keeps: what A.ballot_accuracy reads, by day, round, model, role or side.
-BALLOTS = ["game_id", "day", "round", "spec", "role", "side", "hit", "chance", "random", "random_irp", "forced",
-           "abstain"]
 
 
 @dataclass
 class CellSummary:
-    """What a cell's notebook summarises: the games (``SUMMARY_GAMES``) and one row per day ballot
-    (``BALLOTS``, ``toolkit.analysis.votes``' columns that ``A.ballot_accuracy`` and
-    ``plots.plot_vote_accuracy_by_day(ballots=)`` read; ``game_id``, ``round``, ``spec``, ``role`` and ``side``
-    categories). About 45 bytes a ballot, 0.7 MB per 1,000 games, where every table but the prompts is ~20 MB per
-    1,000 games in pandas."""
+    """What a cell's notebook summarises: the games (``SUMMARY_GAMES``) and the village's decided day ballots
+    counted per game, round and day (``votes``: ``toolkit.analysis.day_vote_counts``, a few numbers a game),
+    from which ``vote_accuracy`` (``A.day_vote_accuracy``: the rates by round and day with their intervals,
+    what ``plots.plot_vote_accuracy_by_day(counts=)`` draws) is the one ``A.vote_accuracy`` gives from the
+    whole tables."""
     games: pd.DataFrame
-    ballots: pd.DataFrame
+    votes: pd.DataFrame
+
+    @property
+    def vote_accuracy(self) -> pd.DataFrame:
+        from toolkit.analysis.metrics import day_vote_accuracy
+
+        return day_vote_accuracy(self.votes)
 
     def __repr__(self) -> str:
-        return f"CellSummary(games={len(self.games)}, ballots={len(self.ballots)})"
+        return f"CellSummary(games={len(self.games)}, votes={int(self.votes['ballots'].sum())} ballots)"
 
 
-def cell_summary(results_dir: str | Path, batch_games: int = 2_000) -> CellSummary:
+def cell_summary(results_dir: str | Path, batch_rows: int = 200_000, batch_games: int = 2_000) -> CellSummary:
     """The summary of a cell's complete games (as ``load`` keeps them) in memory flat in their number but for
-    the summary itself: the games' ``SUMMARY_GAMES``; the ballots computed ``batch_games`` games at a time from
-    the events that matter to them (votes and removals, seven columns, read a batch of rows at a time) and the
-    players' roles and models, each batch's text kept as categories. The ballots are those ``A.votes`` makes
-    from the whole tables, the same rows (a ballot depends on its own game only)."""
-    from toolkit.analysis.metrics import votes  # (the analysis package imports scipy: only when summarising)
+    a few numbers a game: the games' ``SUMMARY_GAMES`` and their ballots counted per game, round and day.
+    The events are read ``batch_rows`` rows at a time, twice: first only which row is each game's last, then
+    the votes and removals, whose ballots are counted as soon as their games' rows are all read (a game's
+    events are written while it plays: the rows of the games in flight wait, not the study's). A ballot
+    depends on its own game only: the counts are those of the ballots ``A.votes`` makes from the whole
+    tables. Each game's rules come from its config (a few KB), read ``batch_games`` games at a time."""
+    with system_pool():
+        return _cell_summary(results_dir, batch_rows, batch_games)
+
+
+@contextmanager
+def system_pool() -> Iterator[None]:
+    """Arrow's buffers from the C library's allocator while inside: a buffer freed goes back where the next
+    batch or frame can use it (Arrow's default pool, mimalloc, kept about 60 MB more of a cell's summary at
+    5,000 games; the report's parts peaked lower with mimalloc, so this is the summary's alone)."""
+    before = pa.default_memory_pool()
+    pa.set_memory_pool(pa.system_memory_pool())
+    try:
+        yield
+    finally:
+        pa.set_memory_pool(before)
+
+
+def _cell_summary(results_dir: str | Path, batch_rows: int, batch_games: int) -> CellSummary:
+    from toolkit.analysis.bars import game_rules  # (the analysis package: only when summarising)
+    from toolkit.analysis.metrics import DAY_VOTES, day_vote_counts, ruled_votes
 
     games = load(results_dir, complete_games=True, columns={"games": SUMMARY_GAMES}).games
     ids = pd.CategoricalDtype(sorted(set(games["game_id"].dropna())))  # one dtype: every batch shares it
-    events = _rows(results_dir, "events", BALLOT_EVENTS, ids, {"kind": ["vote", *removing_kinds()]})
+    names = pa.array(ids.categories, pa.string())
+    rules = pd.concat([game_rules(part, part["game_id"])[["self_vote", "vote_abstain"]] for part in
+                       scan(results_dir, "games", ["game_id", "preset", "config"], games=set(ids.categories),
+                            rows=batch_games)] or [pd.DataFrame(columns=["self_vote", "vote_abstain"], dtype=bool)])
+    rules = rules[~rules.index.duplicated()].reindex(ids.categories, fill_value=False)
+    rules.index.name = "game_id"
     players = _rows(results_dir, "players", ["game_id", "seat", "role", "spec"], ids)
-    ballots = []
-    for part in scan(results_dir, "games", ["game_id", "preset", "config"], games=set(ids.categories),
-                     rows=batch_games):
-        mine = set(part["game_id"])
-        ev, pl = events[events["game_id"].isin(mine)], players[players["game_id"].isin(mine)]
-        if len(ev) and len(pl):
-            b = votes(ev.astype(object).reset_index(drop=True), pl.astype(object).reset_index(drop=True), part)
-            ballots.append(b[BALLOTS].astype({"game_id": ids, "day": ev["day"].dtype, "hit": "int8",
-                                              **dict.fromkeys(["round", "spec", "role", "side"], "category")}))
-    if not ballots:
-        ballots = [votes(pd.DataFrame(columns=BALLOT_EVENTS), pd.DataFrame(columns=["game_id", "seat", "role",
-                                                                                     "spec"]))[BALLOTS]]
-    return CellSummary(games=games, ballots=_concat(ballots))
+    seated = players["game_id"].cat.codes.to_numpy() if len(players) else np.zeros(0, int)
+    files = Tables(distinct_runs(run_folders(results_dir)))
+    last, start = np.full(len(ids.categories), -1, np.int64), 0  # each game's last events row
+    for batch in files.batches("events", ["game_id"], batch_rows):
+        code = pc.index_in(batch["game_id"].cast(pa.string()), value_set=names)
+        where = np.flatnonzero(pc.is_valid(code).to_numpy(zero_copy_only=False))
+        np.maximum.at(last, code.to_numpy(zero_copy_only=False)[where].astype(np.int64), start + where)
+        start += batch.num_rows
+    counts, pending, start = [], [], 0
+    kinds = {"kind": ["vote", *removing_kinds()]}
+    for batch in files.batches("events", BALLOT_EVENTS, batch_rows):
+        pending.append(_categories(batch, BALLOT_EVENTS, ids, names, kinds))
+        start += batch.num_rows
+        done = (last >= 0) & (last < start)
+        last[done] = -1  # counted once
+        if done.any():
+            counted = _counted(pending, done, ids, players, seated, rules, ruled_votes, day_vote_counts)
+            counts += [counted] if counted is not None else []
+            if len(counts) >= 4:  # a frame's own objects are kilobytes: a frame a batch would grow with the batches
+                counts = [_concat(counts)]
+    if not counts:
+        counts = [pd.DataFrame({c: pd.Series(dtype=t) for c, t in zip(DAY_VOTES, [ids, "category", "int64", "int32",
+                                                                                  "int32", float, float, "int32"])})]
+    return CellSummary(games=games, votes=_concat(counts))
+
+
+def _categories(batch: pa.Table, columns: list[str], ids: pd.CategoricalDtype, names: pa.Array,
+                where: dict[str, list[str]] | None = None) -> pd.DataFrame:
+    """The batch's rows of the games of ``ids`` (``names``: their ids) whose columns hold one of ``where``'s
+    values, their text as categories (``game_id``: codes of ``ids``; a few bytes a row)."""
+    code = pc.index_in(batch["game_id"].cast(pa.string()), value_set=names)
+    keep = pc.is_valid(code)
+    for name, values in (where or {}).items():
+        keep = pc.and_(keep, pc.is_in(batch[name].cast(pa.string()), value_set=pa.array(values, pa.string())))
+    part = batch.filter(keep)
+    frame = part.drop_columns(["game_id"]).to_pandas()
+    frame["game_id"] = pd.Categorical.from_codes(code.filter(keep).to_numpy(zero_copy_only=False).astype(np.int32),
+                                                 dtype=ids)
+    return frame[columns].astype({c: "category" for c in columns if c not in ("game_id", "seq", "day")
+                                  and part[c].type in (pa.string(), pa.null())})
+
+
+def _counted(pending: list[pd.DataFrame], done: np.ndarray, ids: pd.CategoricalDtype, players: pd.DataFrame,
+             seated: np.ndarray, rules: pd.DataFrame, ruled_votes, day_vote_counts) -> pd.DataFrame | None:
+    """The ballot counts of the ``done`` games (a mask over ``ids``' codes), their rows taken out of
+    ``pending`` (the read events of games not all read yet stay)."""
+    events = _concat(pending)
+    mine = done[events["game_id"].cat.codes.to_numpy()]
+    ev = events[mine].drop_duplicates(list(KEYS["events"]))  # a row read twice (same key, as load says) once
+    pending[:] = [events[~mine].reset_index(drop=True)]
+    pl = players[done[seated]] if len(seated) else players
+    if not len(ev) or not len(pl):
+        return None
+    ballots = ruled_votes(ev.astype(object).reset_index(drop=True), pl.astype(object).reset_index(drop=True),
+                          lambda games: rules.loc[sorted(set(games))])
+    counts = day_vote_counts(ballots.astype({"game_id": ids}))
+    return counts.astype({"round": pd.CategoricalDtype(["first", "revote"]), "day": ev["day"].dtype})
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -201,18 +275,10 @@ def _rows(results_dir: str | Path, table: str, columns: list[str], games: pd.Cat
     """``table``'s ``columns``, the rows of ``games`` (their ids, the categories of ``game_id``) whose columns
     hold one of ``where``'s values, read a batch at a time and kept with their text as categories (a few bytes a
     row); a row read twice (same key, as ``load`` says) kept once."""
-    ids, parts = pa.array(games.categories, pa.string()), []
-    for batch in Tables(distinct_runs(run_folders(results_dir))).batches(table, columns, 200_000):
-        code = pc.index_in(batch["game_id"].cast(pa.string()), value_set=ids)
-        keep = pc.is_valid(code)
-        for name, values in (where or {}).items():
-            keep = pc.and_(keep, pc.is_in(batch[name].cast(pa.string()), value_set=pa.array(values, pa.string())))
-        part = batch.filter(keep)
-        if part.num_rows:
-            frame = part.drop_columns(["game_id"]).to_pandas()
-            frame["game_id"] = pd.Categorical.from_codes(code.filter(keep).to_numpy(), dtype=games)
-            parts.append(frame[columns].astype({c: "category" for c in columns if c not in ("game_id", "seq", "day")
-                                                and part[c].type == pa.string()}))
+    names = pa.array(games.categories, pa.string())
+    parts = [_categories(batch, columns, games, names, where)
+             for batch in Tables(distinct_runs(run_folders(results_dir))).batches(table, columns, 200_000)]
+    parts = [p for p in parts if len(p)]
     if not parts:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
     frame = _concat(parts).astype({c: "category" for c in columns if c not in ("seq", "day")})
