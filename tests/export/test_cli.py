@@ -25,6 +25,7 @@ def toolkit(*args, cwd=ROOT):
     (["export", "kaggle", EXAMPLES, "--out", "{out}", "--game", "g-nope"], "--game g-nope: no such game"),
     (["export", "mini", EXAMPLES, "--out", "{out}", "--endpoint", "http://127.0.0.1:1"], "--endpoint is for the otel"),
     (["export", "yaml", EXAMPLES, "--out", "{out}"], "invalid choice"),
+    (["export", "kaggle", EXAMPLES, "--out", "{out}", "--json"], "--json is for the inspect format"),
 ])
 @pytest.mark.slow
 def test_a_mistake_is_one_line_and_exit_2_and_nothing_written(tmp_path, args, message):

@@ -142,3 +142,40 @@ def test_a_studys_logs_carry_its_conditions_a_headline_score_and_the_tokens(tmp_
         tokens = sum(u.total_tokens for u in log.stats.model_usage.values())
         assert tokens == results.calls["prompt_tokens"].sum() + results.calls["completion_tokens"].sum() > 0
     assert logs[False][1].eval.task_args != logs[True][1].eval.task_args
+
+
+def same(sample) -> dict:
+    """A sample's dump without its model inputs' message ids: the .eval writer pools a message a later call repeats
+    and gives it the first call's id (``<call_id>-m<k>``), where the .json log keeps each call's own."""
+    dump = sample.model_dump(exclude={"attachments", "events_data"})
+    for event in dump["events"]:
+        for message in event.get("input") or [] if event["event"] == "model" else []:
+            message.pop("id", None)
+    return dump
+
+
+def test_json_logs_hold_what_eval_logs_hold(game, session_folder, tmp_path):
+    """``suffix=".json"`` (``export inspect --json``) writes Inspect's .json format: the same file names but
+    ``.json``, led by the run's start time, and ``read_eval_log`` gives the same log, every sample's events, scores
+    and metadata and the task arguments, as from the .eval file (texts resolved from the .eval's attachments);
+    ``inspect_ai.analysis`` reads as many events from either (none from a .json log named without a time)."""
+    results, _ = game
+    sessions = load(session_folder)
+    trajectories = {s: html.find_trajectory(session_folder, s) for s in sessions.sessions["session_id"]}
+    for res, traj in ((results, None), (sessions, trajectories)):
+        made = {suffix: inspect_log.write(res, tmp_path / suffix[1:], trajectories=traj, suffix=suffix)
+                for suffix in (".eval", ".json")}
+        # Inspect lists a .json file as a log only when its name starts with a time (as its own logs' do)
+        assert [p.with_suffix(".json").name for p in made[".eval"]] == [
+            p.name.split("_", 1)[1] for p in made[".json"]]
+        assert all(log_api.list_eval_logs(str(tmp_path / "json")))
+        for a, b in zip(made[".eval"], made[".json"]):
+            ev = log_api.read_eval_log(str(a), resolve_attachments=True)
+            js = log_api.read_eval_log(str(b), resolve_attachments=True)
+            assert len(js.samples) == len(ev.samples) > 0
+            assert js.eval.task_args == ev.eval.task_args and js.results == ev.results
+            for x, y in zip(ev.samples, js.samples):
+                assert same(y) == same(x)
+            assert len(analysis.events_df(str(b))) == len(analysis.events_df(str(a)))
+    with pytest.raises(ValueError, match="not '.txt'"):
+        inspect_log.write(results, tmp_path / "txt", suffix=".txt")

@@ -32,6 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="otel: send to this OTLP/HTTP endpoint (e.g. http://127.0.0.1:6006) instead of files")
     parser.add_argument("--html", action="store_true",
                         help="kaggle: also write each game into the visualizer page kaggle-environments ships")
+    parser.add_argument("--json", action="store_true",
+                        help="inspect: write Inspect's .json logs instead of .eval (about 4 times as fast to write, "
+                             "about 23 times the size)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
         raise FileError(f"--endpoint is for the otel format, not {args.format}")
     if args.html and args.format != "kaggle":
         raise FileError(f"--html is for the kaggle format, not {args.format}")
+    if args.json and args.format != "inspect":
+        raise FileError(f"--json is for the inspect format, not {args.format}")
     if args.html:
         check_extra("kaggle_environments", "interop", "export kaggle --html (Kaggle's visualizer)")
     if args.endpoint:
@@ -84,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         show(f"sent {plural(n, 'span')} to {args.endpoint}")
         return 0
     options = Options(content, args.game, trajectories(args.dir, results) if exporter.trajectories else None,
-                      str(args.dir))
+                      str(args.dir), args.json)
     paths = exporter.write(results, Path(out), options)
     if args.html:
         from toolkit.export import kaggle

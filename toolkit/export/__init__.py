@@ -29,6 +29,7 @@ class Options:
     game_ids: list[str] | None = None
     trajectories: dict[str, Any] | None = None
     source: str = ""
+    json: bool = False  # inspect: Inspect's .json log format instead of .eval
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,8 @@ def _kaggle(results, out: Path, o: Options) -> list[Path]:
 def _inspect(results, out: Path, o: Options) -> list[Path]:
     from toolkit.export import inspect_log
 
-    return inspect_log.write(results, out, o.content, o.game_ids, o.trajectories)
+    return inspect_log.write(results, out, o.content, o.game_ids, o.trajectories,
+                             suffix=".json" if o.json else ".eval")
 
 
 def _mini(results, out: Path, o: Options) -> list[Path]:
@@ -98,9 +100,10 @@ for _exporter in (
              "Kaggle's own viewer page)",
              "one Kaggle Game Arena werewolf replay JSON per decided game; `--html` also puts each game into "
              "Kaggle's own visualizer page", "`kaggle_environments.envs.werewolf.eval.loaders.GameResult`"),
-    Exporter("inspect", _inspect, "an Inspect AI eval log (.eval): one sample per game or engineer session",
+    Exporter("inspect", _inspect, "an Inspect AI eval log (.eval; --json: .json): one sample per game or engineer "
+             "session",
              "per run, `werewolf_<run_id>.eval` (one `EvalSample` per game) and `engineer_<run_id>.eval` (one "
-             "per session)", "`inspect_ai.log.read_eval_log`, `inspect_ai.analysis.evals_df` / `samples_df` / "
+             "per session); `--json` writes them as `.json`", "`inspect_ai.log.read_eval_log`, `inspect_ai.analysis.evals_df` / `samples_df` / "
              "`messages_df` / `events_df`", needs="inspect_ai", trajectories=True),
     Exporter("mini", _mini, "one mini-swe-agent .traj.json per engineer session",
              "one mini-swe-agent `.traj.json` per engineer session",

@@ -285,13 +285,13 @@ those before it, so a log's write time grows with the square of its samples (ove
 log: 18.7 ms of CPU per game, against 5.3 in logs of 300); a run of more games is written as several logs."""
 
 
-def _logs(task: str, rows: list[dict], max_samples: int):
+def _logs(task: str, rows: list[dict], max_samples: int, suffix: str = ".eval"):
     """``(file name, run id, rows)`` per log: one log per run (an eval log is one run of a task), split in parts of
     at most ``max_samples``."""
     for run_id, of_run in by_run(rows).items():
         parts = [of_run[i:i + max_samples] for i in range(0, len(of_run), max_samples)]
         for k, part in enumerate(parts, 1):
-            yield file_name(f"{task}_{run_id}{f'_part{k}' if len(parts) > 1 else ''}", ".eval"), run_id, part
+            yield file_name(f"{task}_{run_id}{f'_part{k}' if len(parts) > 1 else ''}", suffix), run_id, part
 
 
 def by_run(rows: list[dict]) -> dict[str, list[dict]]:
@@ -315,16 +315,33 @@ def _no_gc():
             gc.enable()
 
 
+def _stamped(name: str, run: dict | None) -> str:
+    """A ``.json`` log's name: Inspect lists a ``.json`` file as a log (``inspect view``, ``inspect_ai.analysis``)
+    only when its name starts with a time, as its own do (``2026-12-02T17-01-18_<task>_<id>.json``, UTC); the
+    run's start is that time."""
+    return f"{_time((run or {}).get('started_at')).strftime('%Y-%m-%dT%H-%M-%S')}_{name}"
+
+
+FORMATS = (".eval", ".json")
+"""Inspect's two log formats. ``.eval`` (the default, what ``inspect eval`` writes) is a zip of zstd-compressed
+samples, long texts pooled as attachments; ``.json`` is one plain JSON document: the same samples, written about
+four times as fast (Inspect's writer skips condensing them) at about 23 times the size (docs/exports.md)."""
+
+
 def write(results, out: Path, content: bool = True, game_ids: list[str] | None = None,
-          trajectories: dict[str, dict] | None = None, max_samples: int = MAX_SAMPLES) -> list[Path]:
+          trajectories: dict[str, dict] | None = None, max_samples: int = MAX_SAMPLES,
+          suffix: str = ".eval") -> list[Path]:
     """Under ``out``, per run: ``werewolf_<run_id>.eval`` (its games) and ``engineer_<run_id>.eval`` (its sessions);
-    a run of more than ``max_samples`` is split into ``..._part<k>.eval`` files."""
+    a run of more than ``max_samples`` is split into ``..._part<k>.eval`` files. ``suffix=".json"``: the same logs
+    in Inspect's ``.json`` format, each name led by the run's start time (``_stamped``)."""
+    if suffix not in FORMATS:
+        raise ValueError(f"an Inspect log is {' or '.join(FORMATS)}, not {suffix!r}")
     with _no_gc():
-        return _write(results, out, content, game_ids, trajectories, max_samples)
+        return _write(results, out, content, game_ids, trajectories, max_samples, suffix)
 
 
 def _write(results, out: Path, content: bool, game_ids: list[str] | None, trajectories: dict[str, dict] | None,
-           max_samples: int) -> list[Path]:
+           max_samples: int, suffix: str) -> list[Path]:
     from inspect_ai.log import write_eval_log
 
     mask = Redactor()
@@ -335,7 +352,8 @@ def _write(results, out: Path, content: bool, game_ids: list[str] | None, trajec
         ids = set(games["game_id"])
         players, events, calls = (by_key(t[t["game_id"].isin(ids)], "game_id") for t in
                                   (results.players, results.events, results.calls))
-        for name, run_id, part in _logs("werewolf", records(games), max_samples):
+        for name, run_id, part in _logs("werewolf", records(games), max_samples, suffix):
+            name = _stamped(name, runs.get(run_id)) if suffix == ".json" else name
             samples = [game_sample(g, players.get(g["game_id"], []), events.get(g["game_id"], []),
                                    calls.get(g["game_id"], []), content, mask) for g in part]
             specs = [p["spec"] for g in part for p in players.get(g["game_id"], [])]
@@ -344,7 +362,8 @@ def _write(results, out: Path, content: bool, game_ids: list[str] | None, trajec
             written.append(out / name)
     if len(results.sessions) and game_ids is None:
         calls, tools = by_key(results.calls, "session_id"), by_key(results.tool_calls, "session_id")
-        for name, run_id, part in _logs("engineer", records(results.sessions), max_samples):
+        for name, run_id, part in _logs("engineer", records(results.sessions), max_samples, suffix):
+            name = _stamped(name, runs.get(run_id)) if suffix == ".json" else name
             samples = [session_sample(s, calls.get(s["session_id"], []), tools.get(s["session_id"], []),
                                       (trajectories or {}).get(s["session_id"]), content, mask) for s in part]
             write_eval_log(eval_log("engineer", samples, _spec([s.get("spec") for s in part], mask),
