@@ -103,7 +103,8 @@ for _exporter in (
     Exporter("inspect", _inspect, "an Inspect AI eval log (.eval; --json: .json): one sample per game or engineer "
              "session",
              "per run, `werewolf_<run_id>.eval` (one `EvalSample` per game) and `engineer_<run_id>.eval` (one "
-             "per session); `--json` writes them as `.json`", "`inspect_ai.log.read_eval_log`, `inspect_ai.analysis.evals_df` / `samples_df` / "
+             "per session); `--json` writes them as `.json`",
+             "`inspect_ai.log.read_eval_log`, `inspect_ai.analysis.evals_df` / `samples_df` / "
              "`messages_df` / `events_df`", needs="inspect_ai", trajectories=True),
     Exporter("mini", _mini, "one mini-swe-agent .traj.json per engineer session",
              "one mini-swe-agent `.traj.json` per engineer session",
