@@ -378,3 +378,54 @@ def test_balanced_accuracy_resamples_a_block_of_replicates_at_a_time_with_the_sa
     assert 0.2 < whole.iloc[0]["ci_low"] < whole.iloc[0]["balanced_accuracy"] < whole.iloc[0]["ci_high"] < 0.25  # 2/9
     matrix = 2000 * len(ids) * 8
     assert peak < matrix / 3, (peak, matrix)
+
+
+# ------------------------------------------------------------------ what the joins copy
+def annotate_by_whole_merges(events, players):
+    """``annotate``'s joins as f803ca9 made them: the whole events frame merged twice (every column copied,
+    the speeches' text too); the rest as today."""
+    from toolkit.werewolf.engine.roles import removing_kinds
+
+    p = players[["game_id", "seat", "role", "spec"]]
+    ev = events[events["game_id"].isin(set(p["game_id"]))].sort_values(["game_id", "seq"]).copy()
+    ev = ev.merge(p.rename(columns={"seat": "actor"}), on=["game_id", "actor"], how="left")
+    ev = ev.merge(p[["game_id", "seat", "role"]].rename(columns={"seat": "target", "role": "target_role"}),
+                  on=["game_id", "target"], how="left")
+    ev["side"] = np.where(ev["role"].isna(), None, np.where(ev["role"] == "Werewolf", "werewolves", "village"))
+    ev["target_side"] = np.where(ev["target_role"].isna(), None,
+                                 np.where(ev["target_role"] == "Werewolf", "werewolves", "village"))
+    died = ev["kind"].isin(removing_kinds()).astype(int)
+    wolf_died = died * (ev["target_role"] == "Werewolf").astype(int)
+    ev["_d"], ev["_w"] = died, wolf_died
+    dead_before = ev.groupby("game_id")["_d"].cumsum() - died
+    wolves_dead_before = ev.groupby("game_id")["_w"].cumsum() - wolf_died
+    size = players.groupby("game_id").size()
+    wolves = players[players["role"] == "Werewolf"].groupby("game_id").size().reindex(size.index, fill_value=0)
+    ev["alive"] = ev["game_id"].map(size).to_numpy() - dead_before.to_numpy()
+    ev["wolves_alive"] = ev["game_id"].map(wolves).to_numpy() - wolves_dead_before.to_numpy()
+    return ev.drop(columns=["_d", "_w"]).reset_index(drop=True)
+
+
+def test_the_joins_copy_only_the_columns_they_read_with_the_same_frames(tmp_path):
+    """At 100,000 games the report's largest spikes were joins copying columns nobody reads (fifth session):
+    ``player_games`` copied each game's config (its JSON, ~1.7 KB) to every seat, 1.2 GB a call, and
+    ``annotate`` merged the whole events frame twice. On real offline games: the config is left out and every
+    other column is the whole join's; ``annotate`` is the whole-frame merges' frame to the bit."""
+    from toolkit.analysis import metrics as M
+    from toolkit.record.load import games_with_params, load
+    from toolkit.study.experiments import run_werewolf_cell
+
+    run_werewolf_cell(str(tmp_path / "h"), n_games=30, seed=0)
+    t = load(tmp_path / "h", complete_games=True)
+    games = games_with_params(t)
+    assert games["config"].str.len().min() > 1000  # the column left out is there, and long
+    pd.testing.assert_frame_equal(M.annotate.__wrapped__(t.events, t.players),
+                                  annotate_by_whole_merges(t.events, t.players), check_exact=True)
+    pg = A.player_games(games, t.players)
+    whole = t.players.merge(games[games["winner"].isin(["village", "werewolves"])]
+                            [[c for c in games.columns if c not in t.players.columns or c == "game_id"]],
+                            on="game_id")
+    assert "config" not in pg.columns and len(pg) == len(whole) == 7 * 30
+    pd.testing.assert_frame_equal(pg.drop(columns=["won"]), whole.drop(columns="config").assign(
+        survived=whole["survived"].astype(bool)), check_exact=True)
+    assert list(pg["won"]) == list(whole["side"] == whole["winner"])

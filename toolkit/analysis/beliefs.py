@@ -166,7 +166,8 @@ def claims(events: pd.DataFrame, players: pd.DataFrame) -> pd.DataFrame:
     for g, s, t, r in checks.itertuples(index=False):
         done.setdefault(g, []).append((s, t, r == "Werewolf"))
     roles = {(g, s): r for g, s, r in zip(players["game_id"], players["seat"], players["role"])}
-    speeches = ev[(ev["kind"] == "speech") & ev["text"].notna() & ev["role"].notna()]
+    speeches = ev.loc[(ev["kind"] == "speech") & ev["text"].notna() & ev["role"].notna(),  # the columns read
+                      ["game_id", "seq", "day", "actor", "spec", "role", "side", "text"]]
     rows = []
     claimed_seer: set[tuple[str, str]] = set()
     for e in speeches.itertuples(index=False):
@@ -268,7 +269,8 @@ def vote_swing(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None
     fellow wolves are left out (they know whom they follow: coordination, not persuasion); X's own ballot
     too."""
     ev = annotate(events, players)
-    sp = ev[(ev["kind"] == "speech") & (ev["phase"] == "speech") & ev["text"].notna()]
+    sp = ev.loc[(ev["kind"] == "speech") & (ev["phase"] == "speech") & ev["text"].notna(),  # the columns read
+                ["game_id", "day", "seq", "actor", "spec", "role", "side", "text"]]
     rows = []
     for e in sp.itertuples(index=False):
         named = [v for _, k, v in extract(e.actor, e.text) if k in ("accuse", "suspect")]
@@ -280,8 +282,12 @@ def vote_swing(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None
     v = v[v["round"] == "first"][["game_id", "seq", "day", "actor", "target", "alive", "choices"]].rename(
         columns={"actor": "voter", "seq": "vote_seq"})
     j = s.merge(v, on=["game_id", "day"])
-    role = players.set_index(["game_id", "seat"])["role"]
-    voter_wolf = pd.Series(list(zip(j["game_id"], j["voter"]))).map(role).eq("Werewolf").to_numpy()
+    # each voter's role by a left merge on the keys (rows in order; was a Series of (game, voter) tuples mapped
+    # through an index: one Python tuple per row of j, the speeches times the day's ballots)
+    voter_role = j[["game_id", "voter"]].merge(players[["game_id", "seat", "role"]].rename(columns={"seat": "voter"}),
+                                               on=["game_id", "voter"], how="left")["role"]
+    voter_wolf = voter_role.eq("Werewolf").to_numpy()
+    del voter_role
     teammate = voter_wolf & (j["side"] == "werewolves").to_numpy()  # a wolf hearing a wolf knows its ally
     j = j[(j["voter"] != j["speaker"]) & (j["voter"] != j["named"]) & ~teammate]
     j["hit"] = (j["target"] == j["named"]).astype(int)

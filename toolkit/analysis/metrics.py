@@ -61,7 +61,9 @@ def win_rates(games: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
 def player_games(games: pd.DataFrame, players: pd.DataFrame) -> pd.DataFrame:
     """One row per seat per decided game: spec, role, side, won (its side won), survived, days."""
     decided = games[games["winner"].isin(["village", "werewolves"])]
-    cols = [c for c in games.columns if c not in players.columns or c == "game_id"]
+    # every games column but the game's configuration (JSON text, ~1.7 KB a game that no per-seat metric reads:
+    # copied to each of its seats it was 1.2 GB per call at 100,000 games, the report's largest spike)
+    cols = [c for c in games.columns if (c not in players.columns or c == "game_id") and c != "config"]
     out = players.merge(decided[cols], on="game_id")
     out["won"] = out["side"] == out["winner"]
     out["survived"] = out["survived"].astype(bool)
@@ -185,11 +187,18 @@ def annotate(events: pd.DataFrame, players: pd.DataFrame) -> pd.DataFrame:
     """Events with the actor's and target's role/side/spec and, for each event, how many players and how
     many werewolves were alive just before it (from the death and elimination events)."""
     p = players[["game_id", "seat", "role", "spec"]]
-    ev = events[events["game_id"].isin(set(p["game_id"]))].sort_values(["game_id", "seq"]).copy()
-    ev = ev.merge(p.rename(columns={"seat": "actor", "role": "role", "spec": "spec"}), on=["game_id", "actor"],
-                  how="left")
-    ev = ev.merge(p[["game_id", "seat", "role"]].rename(columns={"seat": "target", "role": "target_role"}),
-                  on=["game_id", "target"], how="left")
+    ev = events[events["game_id"].isin(set(p["game_id"]))].sort_values(["game_id", "seq"]).reset_index(drop=True)
+    # the seats' roles joined on the key columns alone, then set as columns: a merge of the whole events frame
+    # copied every column (the speeches' text too) twice, ~3 GB at 100,000 games; a left merge keeps the
+    # rows' order and count (one players row per seat), so the columns are the same
+    keys = ev[["game_id", "actor", "target"]]
+    actor = keys.merge(p.rename(columns={"seat": "actor"}), on=["game_id", "actor"], how="left")
+    ev["role"], ev["spec"] = actor["role"].array, actor["spec"].array
+    del actor
+    target = keys.merge(p[["game_id", "seat", "role"]].rename(columns={"seat": "target", "role": "target_role"}),
+                        on=["game_id", "target"], how="left")
+    ev["target_role"] = target["target_role"].array
+    del keys, target
     ev["side"] = np.where(ev["role"].isna(), None, _side(ev["role"]))
     ev["target_side"] = np.where(ev["target_role"].isna(), None, _side(ev["target_role"]))
     died = ev["kind"].isin(removing_kinds()).astype(int)

@@ -121,7 +121,8 @@ def fallback_rates(t: Results) -> pd.DataFrame:
     """Per model: the share of its decisions that fell back (an answer the model did not give), with a
     cluster interval over games, beside its win rate on each side."""
     decisions = [name for name, kind in event_kinds().items() if kind.decision]  # every role's, declared once
-    ev = t.events[t.events["kind"].isin(decisions) & t.events["actor"].notna()]
+    keep = [c for c in ("game_id", "actor", "fallback") if c in t.events.columns]  # not the speeches' text
+    ev = t.events.loc[t.events["kind"].isin(decisions) & t.events["actor"].notna(), keep]
     ev = ev.merge(t.players[["game_id", "seat", "spec"]].rename(columns={"seat": "actor"}), on=["game_id", "actor"])
     if "fallback" not in ev.columns:
         return pd.DataFrame()
