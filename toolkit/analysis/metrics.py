@@ -189,16 +189,20 @@ def annotate(events: pd.DataFrame, players: pd.DataFrame) -> pd.DataFrame:
     p = players[["game_id", "seat", "role", "spec"]]
     ev = events[events["game_id"].isin(set(p["game_id"]))].sort_values(["game_id", "seq"]).reset_index(drop=True)
     # the seats' roles joined on the key columns alone, then set as columns: a merge of the whole events frame
-    # copied every column (the speeches' text too) twice, ~3 GB at 100,000 games; a left merge keeps the
-    # rows' order and count (one players row per seat), so the columns are the same
-    keys = ev[["game_id", "actor", "target"]]
-    actor = keys.merge(p.rename(columns={"seat": "actor"}), on=["game_id", "actor"], how="left")
-    ev["role"], ev["spec"] = actor["role"].array, actor["spec"].array
-    del actor
-    target = keys.merge(p[["game_id", "seat", "role"]].rename(columns={"seat": "target", "role": "target_role"}),
-                        on=["game_id", "target"], how="left")
-    ev["target_role"] = target["target_role"].array
-    del keys, target
+    # copied every column (the speeches' text too), twice; a left merge keeps the rows' order and count (one
+    # players row per seat), so the columns are the same
+    actor = ev[["game_id", "actor", "target"]].merge(p.rename(columns={"seat": "actor"}), on=["game_id", "actor"],
+                                                     how="left")
+    target = actor[["game_id", "target"]].merge(
+        p[["game_id", "seat", "role"]].rename(columns={"seat": "target", "role": "target_role"}),
+        on=["game_id", "target"], how="left")
+    if not len(actor) == len(target) == len(ev):
+        raise ValueError("players: a seat is listed twice in a game")
+    # Series of the same RangeIndex as ev, dtypes as the merges made them (the key columns too: a key held as
+    # categories, as a summary's batch of events holds them, comes out of a join with the players as text)
+    ev["game_id"], ev["actor"], ev["target"] = target["game_id"], actor["actor"], target["target"]
+    ev["role"], ev["spec"], ev["target_role"] = actor["role"], actor["spec"], target["target_role"]
+    del actor, target
     ev["side"] = np.where(ev["role"].isna(), None, _side(ev["role"]))
     ev["target_side"] = np.where(ev["target_role"].isna(), None, _side(ev["target_role"]))
     died = ev["kind"].isin(removing_kinds()).astype(int)
