@@ -11,7 +11,7 @@ import fcntl
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -30,7 +30,7 @@ from toolkit.core.sync import run_sync
 from toolkit.werewolf.experience import ExperiencePool
 from toolkit.llm import get_model
 from toolkit.llm.budget import Budget, BudgetReached
-from toolkit.werewolf.game import CapReport, GameConfig, play_games
+from toolkit.werewolf.game import CapReport, GameConfig, SeededConfigs, play_games
 from toolkit.werewolf.engine.preset import load_preset, parse_error_policy
 from toolkit.werewolf.engine.roles import removing_kinds
 
@@ -54,11 +54,12 @@ def finished_seeds(results_dir: str | Path) -> set[int]:
     return set(int(s) for s in games[games["winner"] != "error"]["seed"].dropna())
 
 
-# A cell's games are held in memory as configs and rows while it plays: past this many the cell is refused up
-# front (split it with repeats or seeds). The estimate's figures were measured on this project's machine:
-# ~320 bytes per GameConfig (tracemalloc, 100000 configs) and ~0.075 s per heuristic game (seed 0-9, no tables).
+# A cell holds its seeds to play (a list; each game's config is made when a worker takes it) and the seeds it
+# finished: past this many games the cell is refused up front (split it with repeats or seeds). The estimate's
+# figures were measured on this project's machine: ~36 bytes a seed (a list of ints) and ~0.075 s per heuristic
+# game (seed 0-9, no tables).
 MAX_GAMES_PER_CELL = 100_000
-CONFIG_BYTES = 320
+SEED_BYTES = 36
 HEURISTIC_GAME_S = 0.075
 
 
@@ -77,10 +78,10 @@ def check_games(n_games: object, what: str = "n_games") -> int:
     if n_games < 1:
         raise ValueError(f"{what} must be at least 1, got {n_games} (a cell without games measures nothing)")
     if n_games > MAX_GAMES_PER_CELL:
-        memory = _size(n_games * CONFIG_BYTES, "bytes", [(1e12, "TB"), (1e9, "GB"), (1e6, "MB")])
+        memory = _size(n_games * SEED_BYTES, "bytes", [(1e12, "TB"), (1e9, "GB"), (1e6, "MB")])
         hours = n_games * HEURISTIC_GAME_S / 3600
         time = _size(hours, "hours", [(24 * 365, "years"), (24, "days")])
-        raise ValueError(f"{what} {n_games} would need ~{memory} for its games' configs alone and ~{time} even "
+        raise ValueError(f"{what} {n_games} would need ~{memory} for its list of seeds alone and ~{time} even "
                          f"at heuristic speed; at most {MAX_GAMES_PER_CELL} games per cell (split it with repeats)")
     return n_games
 
@@ -120,7 +121,7 @@ def cell_budget(results_dir: str | Path, max_usd: float | None, max_tokens: int 
     return Budget.at(spend_dir or results_dir, max_usd, max_tokens, at_cap)
 
 
-def play_capped(configs: list[GameConfig], run: Run, budget: Budget | None, **kwargs) -> None:
+def play_capped(configs: Sequence[GameConfig], run: Run, budget: Budget | None, **kwargs) -> None:
     """Play the games under the cap; raise ``BudgetReached`` (its line: spent and left) when the cap kept some
     from being played, so the cell is not taken for finished."""
     cap = CapReport()
@@ -318,10 +319,10 @@ def play_werewolf_cell(results_dir: str, preset: str = "classic7", n_games: int 
             pool = ExperiencePool(Path(results_dir) / "experience" / "pool.jsonl", version=experiment) \
                 if experience else None
             side_models = {side: m for side, m in (("werewolves", wolf_model), ("village", village_model)) if m}
-            configs = [GameConfig(preset=preset, seed=s, model=model,
-                                  seats=dict(seats or {}), side_models=side_models,
-                                  reflection=reflection, experience=experience, temperature=temperature,
-                                  experience_pool=pool, error_policy=error_policy) for s in todo]
+            configs = SeededConfigs(GameConfig(preset=preset, model=model, seats=dict(seats or {}),
+                                               side_models=side_models, reflection=reflection,
+                                               experience=experience, temperature=temperature,
+                                               experience_pool=pool, error_policy=error_policy), todo)
             bar = None
             if progress:
                 bar = tqdm(total=len(todo), desc="games")

@@ -29,6 +29,7 @@ from toolkit import analysis as A
 from toolkit.analysis import plots as P
 from toolkit.llm.llama_server import study_server
 from toolkit.record.load import games_with_params, load
+from toolkit.record.tables import TABLES
 from toolkit.core import data
 from toolkit.core.files import FileError, SweepFile, did_you_mean, load_file, one_line
 from toolkit.core.secrets import Redactor, redact, redact_obj, register_carried
@@ -393,10 +394,12 @@ def _execute(todo: list[Cell], statuses: list[dict], bar: Any, workers: int, exe
 
 
 # What the summary reads of each cell (never the prompts: a cell of 100,000 games holds gigabytes of them), and of
-# the whole sweep for its plots.
+# the whole sweep for its plots (the games but their configs: ~1.7 KB of JSON a game that no plot reads; a cell's
+# parameters come from its runs row).
 CELL_COLUMNS = {"games": ["game_id", "winner", "n_calls", "n_fallbacks"], "sessions": ["session_id", "success"],
                 "tool_calls": ["session_id"]}
-PLOT_COLUMNS = {"runs": None, "games": None, "sessions": None, "tool_calls": None}
+PLOT_COLUMNS = {"runs": None, "games": [c for c in TABLES["games"] if c != "config"], "sessions": None,
+                "tool_calls": None}
 
 
 def summarise(spec: dict[str, Any], cells: list[Cell], statuses: list[dict], folder: Path) -> pd.DataFrame:
