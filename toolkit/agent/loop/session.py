@@ -138,12 +138,7 @@ class Session:
         self.ended_by = "interrupted"
         self.agent.memory.add(Entry(self.steps, "", [], [f"interrupted ({type(exc).__name__}) during step "
                                                          f"{self.steps}; the session's result is not taken"]))
-        self.save_trajectory()
-        wall = time.perf_counter() - self._started
-        self.recorder.session(task=self.task, spec=self.spec, steps=self.steps, ended_by=self.ended_by,
-                              success=None, cost_usd=self.log.cost_usd, wall_s=wall)
-        self.result = SessionResult(self.session_id, self.ended_by, self.steps, None, self.log.cost_usd, wall,
-                                    self.tools.results)
+        self._ended(success=None)
 
     async def finish(self, check: Callable[[], Any] | None = None) -> SessionResult:
         """Close the tools, decide success with ``check()`` (sync or async), write the ``sessions`` row; once."""
@@ -165,6 +160,11 @@ class Session:
                 success = bool(await outcome if inspect.isawaitable(outcome) else outcome)
         finally:
             await self.environment.stop()
+        return self._ended(success)
+
+    def _ended(self, success: bool | None) -> SessionResult:
+        """The end of every session (``finish``, ``interrupted``): the trajectory saved, the ``sessions`` row
+        written and the result kept, from one set of values."""
         self.save_trajectory()
         wall = time.perf_counter() - self._started
         self.recorder.session(task=self.task, spec=self.spec, steps=self.steps, ended_by=self.ended_by,
