@@ -4,11 +4,13 @@ import asyncio
 import base64
 import html
 import json
+import os
 import re
 import threading
 import time
 
 
+import pandas as pd
 import pytest
 from toolkit.analysis.report import write_report
 from toolkit.export import html as html_export
@@ -138,6 +140,39 @@ async def test_engineer_stop_ends_the_session_and_writes_its_row(tmp_path):
     await e.task
     assert e.ended_by == "stopped" and e.run.closed
     assert list(load(tmp_path / "res").sessions["ended_by"]) == ["stopped"]
+
+
+def cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:  # gone since listed
+        return b""
+
+
+@pytest.mark.slow
+async def test_a_cancelled_engineer_widget_task_keeps_the_trajectory_and_the_sessions_row(tmp_path):
+    """Cancelling the widget's task (the user stops the cell) mid-step leaves what ``Session.run``'s Ctrl-C
+    leaves: a ``sessions`` row ``ended_by`` interrupted with success unknown, the trajectory ending with the
+    interruption, the run closed and the shell gone (before, no row and an open run)."""
+    e = EngineerSession(task="t", workspace=str(tmp_path / "ws"), results_dir=str(tmp_path / "res"),
+                        model=script(tmp_path, {"command_name": "Plan.append_task",
+                                                "args": {"task_id": "1", "instruction": "x"}},
+                                     {"command_name": "Terminal.run_command", "args": {"cmd": "sleep 61.7"}}),
+                        environment="local")
+    task = e.run_all()
+    await wait_for(lambda: e.session.steps == 2)
+    await asyncio.sleep(0.5)  # in the sleep
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert e.ended_by == "interrupted" and e.run.closed and e.session.result.success is None
+    assert not any(b"sleep\x0061.7" in cmdline(pid) for pid in os.listdir("/proc") if pid.isdigit())
+    row = load(tmp_path / "res").sessions.iloc[0]
+    assert (row["ended_by"], row["steps"]) == ("interrupted", 2) and pd.isna(row["success"])
+    memory = json.loads((e.session.workspace.root / ".agent" / "trajectories" / f"{e.session.session_id}.json")
+                        .read_text())["memory"]
+    assert memory[-1]["observations"][0].startswith("interrupted (CancelledError) during step 2")
 
 
 @pytest.mark.slow

@@ -153,6 +153,13 @@ class EngineerSession(W.VBox):
             if self.session.ended_by is not None:
                 await self.session.finish()
                 self.run.close()
+        except (asyncio.CancelledError, KeyboardInterrupt) as exc:
+            # the task cancelled (the user stopped it), as Session.run's Ctrl-C: nothing of the agent's outlives
+            # it, its trajectory and sessions row are kept (ended_by interrupted, success unknown), its run closed
+            self.session.environment.discard()
+            self.session.interrupted(exc)
+            self.run.close()
+            raise
         finally:
             self.running = False
             self._render()
