@@ -129,3 +129,23 @@ def test_engineer_notebook_runs_the_suite(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     sessions = load(tmp_path / "eng").sessions
     assert len(sessions) >= 8 and sessions["success"].all()
+
+
+def test_the_summary_counts_interrupted_sessions_apart(tmp_path):
+    """An interrupted session (Ctrl-C) is not a session run (as ``tasks_done`` says): the summary's ``sessions``
+    leaves it out and ``interrupted`` counts it (before, ``sessions`` was 2 here and nothing said one was cut)."""
+    from toolkit.record.rows import SessionRow, ToolCallRow
+    from toolkit.record.run_log import Run
+    from toolkit.study.sweep import Cell, summarise
+
+    folder = tmp_path / "eng"
+    with Run(folder / "c1", "engineer") as run:
+        for sid, ended_by, success in (("s-done", "end", True), ("s-cut", "interrupted", None)):
+            run.write(SessionRow(session_id=sid, run_id=run.run_id, task="t", spec="scripted", steps=1,
+                                 ended_by=ended_by, success=success, cost_usd=None, wall_s=1.0))
+            run.write(ToolCallRow(session_id=sid, step=1, tool="terminal.run", args=None, ok=True, error=None,
+                                  duration_ms=1.0, output_chars=0, truncated=False))
+    cell = Cell("eng", "c1", "experiments/engineer.ipynb", str(folder / "c1"), {}, {"model": "scripted"})
+    row = summarise({"name": "eng", "grid": {"model": ["scripted"]}}, [cell], [{"cell_id": "c1", "ok": True}],
+                    folder).iloc[0]
+    assert (row["sessions"], row["interrupted"], row["success_rate"]) == (1, 1, 1.0)

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
                         results_root=args.out, max_usd=args.max_usd, max_tokens=args.max_tokens,
                         at_cap=args.at_cap)
     columns = [c for c in ("cell_id", "ok", "games", "village_win_rate", "village_ci_low", "village_ci_high",
-                           "sessions", "success_rate", "error") if c in summary.columns]
+                           "sessions", "interrupted", "success_rate", "error") if c in summary.columns]
     show(summary[columns].to_string(index=False))
     show(written(Path(args.out) / sweep["name"]))
     if (line := endpoints_line(Path(args.out) / sweep["name"])) is not None:

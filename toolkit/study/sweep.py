@@ -411,7 +411,8 @@ def summarise(spec: dict[str, Any], cells: list[Cell], statuses: list[dict], fol
                "error": status.get("error"),
                "capped": bool(status.get("capped")), "wall_s": status.get("wall_s")}
         if Path(cell.folder).exists():
-            tables = load(cell.folder, complete_games=True, columns=CELL_COLUMNS)
+            tables = load(cell.folder, complete_games=True,
+                          columns={**CELL_COLUMNS, "sessions": [*CELL_COLUMNS["sessions"], "ended_by"]})
             if len(tables.games):
                 wins = A.win_rates(tables.games).set_index("side")
                 row.update(games=len(tables.games), village_win_rate=float(wins.loc["village", "rate"]),
@@ -419,10 +420,11 @@ def summarise(spec: dict[str, Any], cells: list[Cell], statuses: list[dict], fol
                            village_ci_high=float(wins.loc["village", "ci_high"]),
                            calls_per_game=float(tables.games["n_calls"].mean()),
                            fallbacks=int(tables.games["n_fallbacks"].sum()))
-            if len(tables.sessions):
+            if len(tables.sessions):  # an interrupted session (Ctrl-C) is not a session run, as in tasks_done
+                interrupted = int((tables.sessions["ended_by"] == "interrupted").sum())
                 done = tables.sessions["success"].dropna().astype(bool)
-                row.update(sessions=len(tables.sessions), success_rate=float(done.mean()) if len(done) else None,
-                           tool_calls=len(tables.tool_calls))
+                row.update(sessions=len(tables.sessions) - interrupted, interrupted=interrupted,
+                           success_rate=float(done.mean()) if len(done) else None, tool_calls=len(tables.tool_calls))
         rows.append(row)
     summary = pd.DataFrame(rows)
     folder.mkdir(parents=True, exist_ok=True)
