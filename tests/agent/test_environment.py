@@ -90,6 +90,24 @@ def test_an_unknown_kind_is_refused_with_auto_among_the_choices():
     assert kinds.refusal("auto") is None
 
 
+def test_unknown_environment_is_said_by_one_function(tmp_path):
+    """``kinds.unknown`` builds the line; the role's config, ``make_environment`` and ``kinds.refusal`` say it as
+    it is (before, each of the three built it)."""
+    from toolkit.agent.environments import kinds
+
+    line = kinds.unknown("vm")
+    assert line == f"unknown environment 'vm'; choose one of {', '.join(kinds.choices())}"
+    assert kinds.unknown("local") is None and kinds.unknown("auto") is None
+    assert kinds.refusal("vm") == line
+    with pytest.raises(EnvironmentUnavailable) as err:
+        make_environment("vm", tmp_path / "ws")
+    assert str(err.value) == line
+    with pytest.raises(ValueError, match=re.escape(line)):
+        EnvironmentConfig(kind="vm")
+    sources = [p.read_text() for p in Path(kinds.__file__).parents[2].rglob("*.py")]
+    assert sum(text.count('"unknown environment') for text in sources) == 1
+
+
 def test_auto_is_bubblewrap_where_it_works_else_local_with_one_warning(tmp_path, monkeypatch, capsys):
     if not bwrap_problem():
         assert isinstance(make_environment(None, tmp_path / "a"), BubblewrapEnvironment)

@@ -122,8 +122,8 @@ class EnvironmentConfig(BaseModel):
     @field_validator("kind")
     @classmethod
     def _known_kind(cls, kind: str) -> str:
-        if kind not in kinds.choices():
-            raise ValueError(f"unknown environment {kind!r}; choose one of {', '.join(kinds.choices())}")
+        if problem := kinds.unknown(kind):
+            raise ValueError(problem)
         return kind
 
 
@@ -1092,8 +1092,8 @@ def make_environment(kind: str | None, workspace: str | os.PathLike, config: Env
     """The environment ``kind`` (None: the config's, whose default is ``auto``) for a workspace."""
     config = config or EnvironmentConfig()
     kind = kind or config.kind
-    if kind not in kinds.choices():
-        raise EnvironmentUnavailable(f"unknown environment {kind!r}; choose one of {', '.join(kinds.choices())}")
+    if problem := kinds.unknown(kind):
+        raise EnvironmentUnavailable(problem)
     if kind == kinds.AUTO:
         problem = bwrap_problem()
         if problem is None:

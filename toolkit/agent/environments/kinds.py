@@ -63,13 +63,18 @@ def choices() -> list[str]:
     return [AUTO, *KINDS]
 
 
+def unknown(kind: str) -> str | None:
+    """None when ``kind`` is one of ``choices()``, else the one line every place that refuses it says."""
+    return None if kind in choices() else f"unknown environment {kind!r}; choose one of {', '.join(choices())}"
+
+
 def refusal(kind: str) -> str | None:
     """None when ``kind`` can be chosen here (``auto`` always can), else one line: why not, and what to choose
     instead. ``engineer --env``, a role's ``environment.kind`` and the engineer widget refuse with it."""
     if kind == AUTO:
         return None  # bubblewrap where it works, else local with a warning
     if kind not in KINDS:
-        return f"unknown environment {kind!r}; choose one of {', '.join(choices())}"
+        return unknown(kind)
     problem = KINDS[kind].check()
     return f"{problem}; choose one of {', '.join(k for k in choices() if k != kind)}" if problem else None
 
