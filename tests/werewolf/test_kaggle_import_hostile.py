@@ -31,10 +31,10 @@ def base():
     return harness.play("default7", 1)
 
 
-def import_kaggle(replays: Path, out: Path):
+def import_kaggle(replays: Path, out: Path, timeout: float = 300):
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     return subprocess.run([sys.executable, "-m", "toolkit", "import", "kaggle", str(replays), "--out", str(out)],
-                          capture_output=True, text=True, timeout=300, env=env)
+                          capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def error_lines(stderr: str) -> list[str]:
@@ -112,7 +112,9 @@ def test_a_changed_replay_of_an_imported_game_is_left_out_with_a_warning(base, t
     differs["configuration"]["agents"][0]["display_name"] = "another"
     (replays / "a.json").write_text(json.dumps(differs))
     changed = import_kaggle(replays, tmp_path / "results")
-    assert changed.returncode == 0 and "nothing to import" in changed.stdout, changed.stdout
+    assert changed.returncode == 0, changed.stderr[-2000:]
+    assert changed.stdout.splitlines()[-1] == ("nothing new to import; 1 replay left out: it differs from the one "
+                                               "imported under its id")  # before: 'nothing to import', as if kept
     assert error_lines(changed.stderr) == [
         f"warning: a.json ({gid}) DIFFERS from the replay of that game id imported in {run}: the imported game is "
         "kept and this replay is left out (remove that run, or import into another --out, to import this one)"]
@@ -120,6 +122,25 @@ def test_a_changed_replay_of_an_imported_game_is_left_out_with_a_warning(base, t
     (run / importer.DIGESTS).unlink()  # a run imported before digests were kept
     older = import_kaggle(replays, tmp_path / "results")
     assert older.returncode == 0 and "its content is not compared" in older.stdout and not error_lines(older.stderr)
+
+
+def test_a_folder_or_a_fifo_in_place_of_the_digests_is_one_line_exit_2(base, tmp_path):
+    """An imported run's ``kaggle-replays.json`` replaced by a folder or a FIFO: one line naming it, exit 2, nothing
+    written (before, a folder was taken for a run imported before digests were kept, so a changed replay was not
+    compared, and the read of a FIFO waited for a writer for ever)."""
+    replays = tmp_path / "replays"
+    replays.mkdir()
+    (replays / "a.json").write_text(json.dumps(base))
+    assert import_kaggle(replays, tmp_path / "results").returncode == 0
+    (run,) = (tmp_path / "results").iterdir()
+    digests, before = run / importer.DIGESTS, sorted(run.iterdir())
+    for plant in (digests.mkdir, lambda: os.mkfifo(digests)):
+        digests.rmdir() if digests.is_dir() else digests.unlink()
+        plant()
+        done = import_kaggle(replays, tmp_path / "results", timeout=120)
+        says = f"error: {digests}: not a regular file (an import keeps its replays' digests there); remove it"
+        assert done.returncode == 2 and error_lines(done.stderr) == [says], done.stderr
+        assert list((tmp_path / "results").iterdir()) == [run] and sorted(run.iterdir()) == before
 
 
 def paths(node, prefix=()):

@@ -42,6 +42,12 @@ def run(args: argparse.Namespace) -> int:
         show(f"note: {note}")
     for warning in changed:  # the same game id, other content: said on stderr, where a warning goes
         show(f"warning: {warning}", file=sys.stderr)
+    if not games and changed:  # not 'already imported': the last line says which were left out and why
+        differ = ("it differs from the one imported under its id" if len(changed) == 1 else
+                  "they differ from the ones imported under their ids")
+        others = f"; {plural(len(notes), 'other')} already imported or given twice" if notes else ""
+        show(f"nothing new to import; {plural(len(changed), 'replay')} left out: {differ}{others}")
+        return 0
     if not games:
         show(f"nothing to import: every replay in {args.dir} is already in {args.out}")
         return 0

@@ -186,6 +186,24 @@ def check(folder: str | Path) -> list[Imported]:
 DIGESTS = "kaggle-replays.json"  # in an import's run folder: game id → the replay's file name and content digest
 
 
+def _digests(folder: str | Path) -> dict[str, Any]:
+    """A run's ``DIGESTS``; {} for a run imported before digests were kept (no such file). Anything else there (a
+    folder, a FIFO, whose read would never end, text that is not a JSON mapping) is a ``FileError``: that run's
+    games could not be compared with the replays."""
+    path = Path(folder) / DIGESTS
+    if not path.exists() and not path.is_symlink():
+        return {}
+    if not path.is_file():
+        raise FileError(f"{path}: not a regular file (an import keeps its replays' digests there); remove it")
+    try:
+        digests = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
+        raise FileError(f"{path}: not JSON: {one_line(exc, 200)}") from None
+    if not isinstance(digests, dict):
+        raise FileError(f"{path}: not a mapping of game ids to replays' digests")
+    return digests
+
+
 def imported_ids(out: str | Path) -> dict[str, tuple[str, str | None]]:
     """The Kaggle games already imported under a results folder: game id → (its run folder, the digest of the
     replay imported; None for a run written before digests were kept)."""
@@ -195,13 +213,10 @@ def imported_ids(out: str | Path) -> dict[str, tuple[str, str | None]]:
     for folder in run_folders(out) if Path(out).is_dir() else []:
         games = read_table(folder, "games")
         if games is not None and "game_id" in games:
-            try:
-                digests = json.loads((Path(folder) / DIGESTS).read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                digests = {}
+            digests = _digests(folder)
             for gid in games["game_id"]:
                 if isinstance(gid, str) and gid.startswith("kaggle-"):
-                    entry = digests.get(gid) if isinstance(digests, dict) else None
+                    entry = digests.get(gid)
                     found.setdefault(gid, (str(folder), entry.get("sha256") if isinstance(entry, dict) else None))
     return found
 
