@@ -9,7 +9,10 @@ Steps, each a process of its own (its peak is its own) over heuristic classic7 g
 - ``load``: ``toolkit.record.load.load`` of the cell's results;
 - ``report``: ``toolkit report`` of them;
 - ``export <format>``: each exporter of werewolf games (kaggle, inspect, otel, hf) with the calls in, over the
-  first E games (``--export-games``), timed after the load; games/s by this process's CPU and by the clock.
+  first E games (``--export-games``), timed after the load; games/s by this process's CPU and by the clock;
+- ``cli <format>``: ``python -m toolkit export FORMAT CELL --out DIR`` of the whole study, as a user runs it (its
+  peak is the whole export's, reading included: the old code loads every table, today's reads a batch of games at
+  a time); games/s by the process's CPU and by the clock, from the command's start.
 
 A process's peak is its own high-water mark (``VmHWM`` in /proc, read every 0.2 s while it lives); the tree's
 PSS is sampled at the same times (a peak shorter than that can be missed). CPU is the step's user + system
@@ -18,6 +21,12 @@ time, its children's included.
     python benchmarks/study_scale.py [--games 1000,10000] [--old-games 1000,10000] [--export-games 1000]
                                      [--against e01e9c5] [--keep DIR] [--steps ...] [--cell DIR]
                                      [--formats kaggle,inspect,otel,hf]
+
+The whole-study exports, old revision beside today's, on a played cell and on its ten copies:
+
+    python benchmarks/study_scale.py --cell CELL --games 1000 --old-games 1000 --against 3286297 --steps cli
+    python benchmarks/copy_study.py CELL STUDY --copies 10
+    python benchmarks/study_scale.py --cell STUDY --games 10000 --old-games 10000 --against 3286297 --steps cli
 """
 
 from __future__ import annotations
@@ -96,6 +105,19 @@ print("export", len(keep), "games", len(results.calls), "calls", f"{len(keep) / 
       + alone)
 """
 
+CLI = """
+import sys, time, warnings
+warnings.simplefilter("ignore")
+from toolkit.cli import main
+from toolkit.record.load import load
+name, folder, out = sys.argv[1:4]
+n = len(load(folder, columns={"games": ["game_id"]}).games)
+wall, cpu = time.perf_counter(), time.process_time()
+assert main(["export", name, folder, "--out", out]) == 0
+wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+print("cli export", n, "games", f"{n / cpu:.1f}", f"{n / wall:.1f}")
+"""
+
 FORMATS = ("kaggle", "inspect", "otel", "hf")
 
 
@@ -171,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--against", default="e01e9c5", help="the old revision")
     parser.add_argument("--keep", metavar="DIR", help="keep the results here (default: a temporary folder)")
     parser.add_argument("--steps", default="sweep,load,report,export",
-                        help="the steps to run (without sweep: the results --keep DIR already holds)")
+                        help="the steps to run (without sweep: the results --keep DIR already holds); cli: the "
+                             "whole-study exports through the CLI")
     parser.add_argument("--formats", default=",".join(FORMATS), help="the exports to run (default: all)")
     parser.add_argument("--cell", metavar="DIR", help="a study's results folder to run the steps after the sweep on, "
                         "old and new code alike (no sweep; its size is --games)")
@@ -203,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
                         step("load", label, n, LOAD, [str(cell)], root, rows)
                     if "report" in steps:
                         step("report", label, n, REPORT, [str(cell), str(work / "report")], root, rows)
+                    for name in args.formats.split(",") if "cli" in steps else ():
+                        step(f"cli {name}", label, n, CLI, [name, str(cell), str(work / f"cli-{name}")], root, rows)
                     for name in args.formats.split(",") if "export" in steps else ():
                         step(f"export {name}", label, min(n, args.export_games), EXPORT,
                              [name, str(cell), str(work / f"export-{name}"), str(args.export_games)], root, rows)

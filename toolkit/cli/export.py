@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from toolkit.cli.preflight import check_extra, make_folder, out_folder, results_folder
     from toolkit.core.files import FileError
     from toolkit.export import Options
+    from toolkit.export.study import Study
     from toolkit.record.load import load
 
     results_folder(args.dir)
@@ -62,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
         check_endpoint(args.endpoint)
     if args.out:
         out_folder(args.out)
-    results = load(args.dir)
+    study = Study(args.dir, args.game)  # the small tables; the games' rows are read a batch of games at a time
+    results = study.whole
     if args.game:
         known = set(results.games["game_id"])
         unknown = [g for g in args.game if g not in known]
@@ -85,12 +87,12 @@ def run(args: argparse.Namespace) -> int:
     if args.endpoint:  # otel only (checked above)
         from toolkit.export import otel
 
-        n = otel.send(results, args.endpoint, content, args.game)
+        n = otel.send(study, args.endpoint, content, args.game)
         show(f"sent {plural(n, 'span')} to {args.endpoint}")
         return 0
     options = Options(content, args.game, trajectories(args.dir, results) if exporter.trajectories else None,
                       str(args.dir), args.json)
-    paths = exporter.write(results, Path(out), options)
+    paths = exporter.write(study if exporter.batched else load(args.dir), Path(out), options)
     if args.html:
         from toolkit.export import kaggle
 

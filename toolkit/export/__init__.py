@@ -37,7 +37,9 @@ class Exporter:
     """One export format: ``write(results, out, options) -> paths written``. ``summary`` is its line in
     ``export --help``, ``writes`` and ``read_by`` its row of the docs' table (docs/exports.md, generated);
     ``needs`` a module its writer imports (checked before anything is written), ``extra`` the extra holding it;
-    ``trajectories``: it reads the engineer sessions' trajectories."""
+    ``trajectories``: it reads the engineer sessions' trajectories. ``batched``: ``write`` is given a
+    ``toolkit.export.study.Study`` (the study read a batch of games at a time: memory flat in its size) instead
+    of the whole ``Results`` of ``load`` (what an exporter that does not set it gets, as before)."""
 
     name: str
     write: Callable[[Any, Path, Options], list[Path]]
@@ -47,6 +49,7 @@ class Exporter:
     needs: str = ""
     extra: str = "interop"
     trajectories: bool = False
+    batched: bool = False
 
 
 EXPORTERS: Registry[Exporter] = Registry("exporter")
@@ -80,7 +83,7 @@ def _mini(results, out: Path, o: Options) -> list[Path]:
 
     if results.sessions.empty:
         raise FileError(f"{o.source}: no engineer sessions to export (mini-swe-agent trajectories are sessions)")
-    return mini.write(results, out, o.trajectories or {}, o.content)
+    return mini.write(results.rest() if hasattr(results, "rest") else results, out, o.trajectories or {}, o.content)
 
 
 def _otel(results, out: Path, o: Options) -> list[Path]:
@@ -99,24 +102,25 @@ for _exporter in (
     Exporter("kaggle", _kaggle, "one Kaggle Game Arena werewolf replay JSON per decided game (--html: also "
              "Kaggle's own viewer page)",
              "one Kaggle Game Arena werewolf replay JSON per decided game; `--html` also puts each game into "
-             "Kaggle's own visualizer page", "`kaggle_environments.envs.werewolf.eval.loaders.GameResult`"),
+             "Kaggle's own visualizer page", "`kaggle_environments.envs.werewolf.eval.loaders.GameResult`", batched=True),
     Exporter("inspect", _inspect, "an Inspect AI eval log (.eval; --json: .json): one sample per game or engineer "
              "session",
              "per run, `werewolf_<run_id>.eval` (one `EvalSample` per game) and `engineer_<run_id>.eval` (one "
              "per session); `--json` writes them as `.json`",
              "`inspect_ai.log.read_eval_log`, `inspect_ai.analysis.evals_df` / `samples_df` / "
-             "`messages_df` / `events_df`", needs="inspect_ai", trajectories=True),
+             "`messages_df` / `events_df`", needs="inspect_ai", trajectories=True, batched=True),
     Exporter("mini", _mini, "one mini-swe-agent .traj.json per engineer session",
              "one mini-swe-agent `.traj.json` per engineer session",
-             "mini-swe-agent's trajectory inspector (`TrajectoryInspector`)", trajectories=True),
+             "mini-swe-agent's trajectory inspector (`TrajectoryInspector`)", trajectories=True, batched=True),
     Exporter("otel", _otel, "OpenTelemetry GenAI spans: OTLP JSON files in --out, or sent to --endpoint over "
              "OTLP/HTTP",
              "OpenTelemetry GenAI spans: `traces.jsonl` (OTLP JSON, one request per game or session a line), or "
              "sent over OTLP/HTTP with `--endpoint`",
-             "Phoenix (`arize-phoenix`) as the OTLP receiver, read with its client", needs="opentelemetry.sdk"),
+             "Phoenix (`arize-phoenix`) as the OTLP receiver, read with its client", needs="opentelemetry.sdk",
+             batched=True),
     Exporter("hf", _hf, "a folder datasets.load_dataset opens: one config per table, with a dataset card",
              "`data/<table>.parquet` per table and a `README.md` dataset card with one config per table",
-             '`datasets.load_dataset(DIR, "games")`', needs="pyarrow"),
+             '`datasets.load_dataset(DIR, "games")`', needs="pyarrow", batched=True),
 ):
     register(_exporter)
 EXPORTERS.seal()  # a plug-in registers its own under another name

@@ -13,6 +13,8 @@ import re
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import yaml
 
 from toolkit.core.files import inside
@@ -73,18 +75,20 @@ def code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}".replace("|", "\\|")
 
 
-def runs_table(results, mask: Redactor) -> list[str]:
-    """One row per run: its conditions, its headline rate with its interval and n, its tokens."""
+def runs_table(results, mask: Redactor, used: dict[str, dict] | None = None) -> list[str]:
+    """One row per run: its conditions, its headline rate with its interval and n, its tokens (``used``: each
+    run's calls' ``tokens``, when the calls are not in ``results``)."""
     cells = conditions_by_run(results, mask)
     games, sessions = by_key(results.games, "run_id"), by_key(results.sessions, "run_id")
-    calls = by_key(results.calls, "run_id")
+    if used is None:
+        used = {run_id: tokens(calls) for run_id, calls in by_key(results.calls, "run_id").items()}
     lines = ["| run | conditions | headline | prompt tokens | completion tokens |", "|---|---|---|---|---|"]
     for run_id, conditions in cells.items():
         g, s = games.get(run_id, []), sessions.get(run_id, [])
         headline = "; ".join(h for h in (
             _rate("village win rate", sum(x.get("winner") == "village" for x in g), len(g)),
             _rate("success rate", sum(bool(x.get("success")) for x in s), len(s))) if h)
-        t = tokens(calls.get(run_id, []))
+        t = used.get(run_id) or tokens([])
         note = " (estimated)" if t["tokens_estimated"] else ""
         lines.append(f"| {run_id} | {code(json.dumps(_cut(conditions), ensure_ascii=False))} | "
                      f"{headline or '(no games or sessions)'} | "
@@ -92,7 +96,8 @@ def runs_table(results, mask: Redactor) -> list[str]:
     return lines
 
 
-def card(tables: dict[str, pd.DataFrame], source: str, runs: list[str] = ()) -> str:
+def card(tables: dict[str, tuple[int, list[str]]], source: str, runs: list[str] = ()) -> str:
+    """The dataset card: ``tables`` holds each written table's rows and columns."""
     header = {"configs": [{"config_name": t, "data_files": [{"split": "train", "path": f"data/{t}.parquet"}]}
                           for t in tables], "tags": ["llm-agents", "werewolf", "agent-trajectories"]}
     lines = ["---", yaml.safe_dump(header, sort_keys=False).strip(), "---", "",
@@ -101,7 +106,7 @@ def card(tables: dict[str, pd.DataFrame], source: str, runs: list[str] = ()) -> 
              "(`game_id`, `call_id`, `session_id`, `run_id`). Load one with "
              "`datasets.load_dataset(\"<this folder>\", \"games\")`.", "",
              "| config | rows | columns |", "|---|---|---|"]
-    lines += [f"| {t} | {len(f)} | {', '.join(f.columns)} |" for t, f in tables.items()]
+    lines += [f"| {t} | {n} | {', '.join(columns)} |" for t, (n, columns) in tables.items()]
     if runs:
         lines += ["", "## Runs", "", "Each run (a sweep or tournament cell) with the conditions that tell it apart, "
                   "its headline rate (95% interval, n) and the tokens of its calls:", "", *runs]
@@ -109,15 +114,58 @@ def card(tables: dict[str, pd.DataFrame], source: str, runs: list[str] = ()) -> 
 
 
 def write(results, out: Path, content: bool = True, source: str = "") -> list[Path]:
+    """``data/<table>.parquet`` per non-empty table and the card; ``results`` a ``Results``, or a ``Study`` whose
+    tables are read and written a bounded number of rows at a time (the same rows in the same order)."""
+    from toolkit.export.study import Study
+
     mask = Redactor()
-    tables = {t: _masked(getattr(results, t), t, content, mask) for t in TABLES
-              if hasattr(results, t) and len(getattr(results, t))}
     (out / "data").mkdir(parents=True, exist_ok=True)
-    written = []
-    for table, frame in tables.items():
+    written, shapes, used = [], {}, {}
+    for table in TABLES:
+        if not hasattr(results, table) and not isinstance(results, Study):
+            continue
+        pieces = results.rows(table) if isinstance(results, Study) else iter([getattr(results, table)])
         path = inside(out / "data", table, ".parquet")
-        frame.to_parquet(path, index=False)
-        written.append(path)
+        n, columns, writer = 0, [], None
+        try:
+            for piece in pieces:
+                if not len(piece):
+                    continue
+                frame = _masked(piece, table, content, mask)
+                if table == "calls":
+                    for run_id, calls in by_key(piece, "run_id").items():
+                        t, more = used.setdefault(run_id, tokens([])), tokens(calls)
+                        used[run_id] = {k: (t[k] or more[k]) if k == "tokens_estimated" else t[k] + more[k]
+                                        for k in t}
+                if not isinstance(results, Study):  # one frame: as pandas writes it
+                    frame.to_parquet(path, index=False)
+                else:
+                    part = pa.Table.from_pandas(frame, preserve_index=False)
+                    if writer is None:
+                        files = results.files(table) if table not in ("runs", "games", "sessions", "tool_calls",
+                                                                       "endpoints") else None
+                        schema = _schema(part.schema, files)
+                        writer = pq.ParquetWriter(path, schema)
+                    writer.write_table(part.cast(writer.schema) if part.schema != writer.schema else part)
+                n, columns = n + len(frame), list(frame.columns)
+        finally:
+            if writer is not None:
+                writer.close()
+        if n:
+            shapes[table] = (n, columns)
+            written.append(path)
     readme = inside(out, "README", ".md")
-    readme.write_text(mask(card(tables, source, runs_table(results, mask))), encoding="utf-8")
+    whole = results.whole if isinstance(results, Study) else results  # every game, as the tables hold them
+    readme.write_text(mask(card(shapes, source, runs_table(whole, mask, used))), encoding="utf-8")
     return written + [readme]
+
+
+def _schema(first: pa.Schema, files) -> pa.Schema:
+    """The file's schema from its first piece's: a column empty in that piece takes the type the table's other
+    rows give it (``TableFiles.arrow_type``)."""
+    if files is None:
+        return first
+    for i, f in enumerate(first):
+        if pa.types.is_null(f.type) and (kind := files.arrow_type(f.name)) is not None:
+            first = first.set(i, f.with_type(kind))
+    return first

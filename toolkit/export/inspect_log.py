@@ -21,11 +21,12 @@ import json
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from toolkit.core.files import file_name, inside
 from toolkit.core.secrets import Redactor
 from toolkit.export.common import OMITTED, by_key, conditions, parse_json, records
+from toolkit.export.study import Study
 
 EPOCH = "1970-01-01T00:00:00+00:00"
 
@@ -348,21 +349,20 @@ def _write(results, out: Path, content: bool, game_ids: list[str] | None, trajec
     runs = {str(r["run_id"]): r for r in records(results.runs)}
     written = []
     games = results.games if game_ids is None else results.games[results.games["game_id"].isin(game_ids)]
-    if len(games):
-        ids = set(games["game_id"])
-        players, events, calls = (by_key(t[t["game_id"].isin(ids)], "game_id") for t in
-                                  (results.players, results.events, results.calls))
-        for name, run_id, part in _logs("werewolf", records(games), max_samples, suffix):
-            name = _stamped(name, runs.get(run_id)) if suffix == ".json" else name
-            samples = [game_sample(g, players.get(g["game_id"], []), events.get(g["game_id"], []),
-                                   calls.get(g["game_id"], []), content, mask) for g in part]
-            specs = [p["spec"] for g in part for p in players.get(g["game_id"], [])]
-            write_eval_log(eval_log("werewolf", samples, _spec(specs, mask), [runs.get(run_id, {"run_id": run_id})],
-                                    mask), str(inside(out, name)))
-            written.append(out / name)
+    logs = list(_logs("werewolf", records(games), max_samples, suffix))
+    for (name, run_id, part), (players, events, calls) in zip(logs, _game_rows(results, logs)):
+        name = _stamped(name, runs.get(run_id)) if suffix == ".json" else name
+        samples = [game_sample(g, players.get(g["game_id"], []), events.get(g["game_id"], []),
+                               calls.get(g["game_id"], []), content, mask) for g in part]
+        specs = [p["spec"] for g in part for p in players.get(g["game_id"], [])]
+        write_eval_log(eval_log("werewolf", samples, _spec(specs, mask), [runs.get(run_id, {"run_id": run_id})],
+                                mask), str(inside(out, name)))
+        written.append(out / name)
+        del samples
     if len(results.sessions) and game_ids is None:
-        calls, tools = by_key(results.calls, "session_id"), by_key(results.tool_calls, "session_id")
-        for name, run_id, part in _logs("engineer", records(results.sessions), max_samples, suffix):
+        rest = results.rest() if isinstance(results, Study) else results
+        calls, tools = by_key(rest.calls, "session_id"), by_key(rest.tool_calls, "session_id")
+        for name, run_id, part in _logs("engineer", records(rest.sessions), max_samples, suffix):
             name = _stamped(name, runs.get(run_id)) if suffix == ".json" else name
             samples = [session_sample(s, calls.get(s["session_id"], []), tools.get(s["session_id"], []),
                                       (trajectories or {}).get(s["session_id"]), content, mask) for s in part]
@@ -370,3 +370,19 @@ def _write(results, out: Path, content: bool, game_ids: list[str] | None, trajec
                                     [runs.get(run_id, {"run_id": run_id})], mask), str(inside(out, name)))
             written.append(out / name)
     return written
+
+
+def _game_rows(results, logs: list) -> Iterator[tuple[dict, dict, dict]]:
+    """Each log's games' players, events and calls by game id: a ``Study`` reads each log's games as a batch (a
+    log is at most ``max_samples`` games); a ``Results`` is grouped once."""
+    if isinstance(results, Study):
+        for batch in results.batches([[g["game_id"] for g in part] for _, _, part in logs]):
+            yield tuple(by_key(t, "game_id") for t in (batch.players, batch.events, batch.calls))
+            gc.collect()  # the batch's tables, before the next is read (the collector is paused while logs are made)
+        return
+    if logs:
+        ids = {g["game_id"] for _, _, part in logs for g in part}
+        grouped = tuple(by_key(t[t["game_id"].isin(ids)], "game_id") for t in
+                        (results.players, results.events, results.calls))
+        for _ in logs:
+            yield grouped

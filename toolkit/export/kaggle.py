@@ -39,6 +39,7 @@ import pandas as pd
 from toolkit.core.files import inside
 from toolkit.core.secrets import Redactor
 from toolkit.export.common import OMITTED, by_key, conditions_by_run, parse_json, records, tokens, write_json
+from toolkit.export.study import parts
 from toolkit.werewolf.engine.events import MODERATOR, EventKind
 from toolkit.werewolf.engine.roles import event_kinds
 
@@ -220,15 +221,21 @@ def decided(games: pd.DataFrame) -> pd.DataFrame:
 
 
 def write(results, out: Path, content: bool = True, game_ids: list[str] | None = None) -> list[Path]:
-    """One ``<game_id>.json`` per decided game of ``results`` under ``out``; the paths written."""
+    """One ``<game_id>.json`` per decided game of ``results`` (a ``Results``, or a ``Study`` read a batch of games
+    at a time) under ``out``; the paths written."""
+    mask = Redactor()
+    cells = conditions_by_run(results, mask)
+    return [path for part in parts(results, sessions=False) for path in _write(part, out, content, game_ids, mask,
+                                                                               cells)]
+
+
+def _write(results, out: Path, content: bool, game_ids: list[str] | None, mask: Redactor, cells: dict) -> list[Path]:
     games = decided(results.games)
     if game_ids is not None:
         games = games[games["game_id"].isin(game_ids)]
     ids = set(games["game_id"])
     players, events, calls = (by_key(t[t["game_id"].isin(ids)], "game_id") for t in
                               (results.players, results.events, results.calls))
-    mask = Redactor()
-    cells = conditions_by_run(results, mask)
     written = []
     for game in records(games):
         gid = game["game_id"]

@@ -9,10 +9,12 @@ import base64
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Iterator
 
 from toolkit.core.files import inside
 from toolkit.core.secrets import Redactor
 from toolkit.export.common import conditions_by_run, records
+from toolkit.export.study import parts
 from toolkit.record.spans import SpanBuilder, exporter
 
 
@@ -146,10 +148,17 @@ def otlp_json(span_list: list) -> dict:
     return {"resourceSpans": out} if out else {}
 
 
+def traces(results, content: bool = True, game_ids: list[str] | None = None) -> Iterator[list]:
+    """Each game's or session's spans (one trace), a batch of games at a time when ``results`` is a ``Study``
+    (its traces in each batch's order, then the sessions'), else in ``spans``' order."""
+    for part in parts(results, sessions=game_ids is None):
+        yield from spans(part, content, game_ids).values()
+
+
 def write(results, out: Path, content: bool = True, game_ids: list[str] | None = None) -> list[Path]:
     path = inside(out, "traces", ".jsonl")
     with path.open("w", encoding="utf-8") as handle:
-        for span_list in spans(results, content, game_ids).values():
+        for span_list in traces(results, content, game_ids):
             handle.write(json.dumps(otlp_json(span_list), ensure_ascii=False) + "\n")
     return [path]
 
@@ -161,7 +170,7 @@ def send(results, endpoint: str, content: bool = True, game_ids: list[str] | Non
     target = exporter(endpoint)
     n = 0
     try:
-        for span_list in spans(results, content, game_ids).values():
+        for span_list in traces(results, content, game_ids):
             if target.export(span_list) is not SpanExportResult.SUCCESS:
                 raise OSError(f"{endpoint}: the OTLP endpoint did not accept the spans")
             n += len(span_list)

@@ -1,0 +1,168 @@
+"""``toolkit export`` reads a study a batch of games at a time (``toolkit.export.study``): its memory does not grow
+with the study's games, and what it writes is what the whole study loaded at once gives (byte for byte where the
+export is deterministic)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from benchmarks.copy_study import copy_run, renamed
+from toolkit.cli import main
+from toolkit.record.load import load, run_folders
+
+
+def copies(dst: Path, *sources: Path, n: int) -> Path:
+    """``n`` copies of every run of ``sources`` under ``dst`` (fresh ids: each copy's games are games of their
+    own)."""
+    for k in range(1, n + 1):
+        for source in sources:
+            for folder in run_folders(source):
+                copy_run(folder, dst / f"copy{k}" / source.name / folder.relative_to(source), k, 1000)
+    return dst
+
+
+def one_run(dst: Path, source: Path, n: int) -> Path:
+    """One run of ``n`` games: the one run of ``source`` with its game ``n`` times over (fresh game and call ids
+    and seeds; the run is one), in row groups of 500 rows, as a sweep's cell holds its games (its row groups are
+    8 MB of JSONL, about 2,000 calls)."""
+    (folder,) = run_folders(source)
+    dst.mkdir(parents=True)
+    for table in sorted(folder.glob("*.parquet")):
+        rows = pq.read_table(table)
+        copied = []
+        for k in range(1, n + 1 if table.stem != "runs" else 2):
+            for batch in rows.to_batches():
+                copy = renamed(batch, k, 1000)
+                if "run_id" in batch.schema.names:  # the run stays one
+                    copy = copy.set_column(batch.schema.get_field_index("run_id"), "run_id", batch["run_id"])
+                copied.append(copy)
+        pq.write_table(pa.Table.from_batches(copied, rows.schema), dst / table.name, row_group_size=500)
+    return dst
+
+
+@pytest.fixture(scope="module")
+def study(game_folder, session_folder, tmp_path_factory):
+    """Five copies of the game (five games in five runs) and one of the two engineer sessions."""
+    dst = copies(tmp_path_factory.mktemp("study") / "games", game_folder, n=5)
+    copies(dst / "engineer", session_folder, n=1)
+    return dst
+
+
+def batched(folder, batch):
+    from toolkit.export.study import Study
+
+    return Study(folder, batch=batch)
+
+
+def same_json_logs(old: Path, new: Path) -> bool:
+    """Two Inspect ``.json`` logs equal but for the id Inspect draws for each log (``eval.eval_id``)."""
+    a, b = json.loads(old.read_text()), json.loads(new.read_text())
+    a["eval"].pop("eval_id"), b["eval"].pop("eval_id")
+    return a == b
+
+
+@pytest.mark.parametrize("batch", [1, 2, 1000])
+def test_every_export_writes_what_the_whole_load_writes(study, tmp_path, batch):
+    from toolkit.export import hf, inspect_log, kaggle, mini, otel
+
+    whole = load(study)
+    assert len(whole.games) == 5 and len(whole.sessions) == 2
+    parts = batched(study, batch)
+    for name, write in {"kaggle": lambda r, d: kaggle.write(r, d),
+                        "inspect": lambda r, d: inspect_log.write(r, d, max_samples=2, suffix=".json"),
+                        "otel": lambda r, d: otel.write(r, d),
+                        "hf": lambda r, d: hf.write(r, d, source="study"),
+                        "mini": lambda r, d: mini.write(r if r is whole else r.rest(), d, {})}.items():
+        for side in ("old", "new"):
+            (tmp_path / side / name).mkdir(parents=True)
+        old, new = write(whole, tmp_path / "old" / name), write(parts, tmp_path / "new" / name)
+        assert [p.relative_to(tmp_path / "old") for p in old] == [p.relative_to(tmp_path / "new") for p in new]
+        for a, b in zip(old, new):
+            if name == "otel":  # the same traces: each batch's in its own order (docs/exports.md)
+                assert sorted(a.read_text().splitlines()) == sorted(b.read_text().splitlines())
+                assert len(a.read_text().splitlines()) == 5 + 2
+            elif name == "inspect":
+                assert same_json_logs(a, b), a.name
+            elif a.suffix == ".parquet":  # the same rows in the same order, the same types (row groups may differ)
+                x, y = pq.read_table(a), pq.read_table(b)
+                assert x.schema.equals(y.schema) and x.equals(y), a.name
+                pd.testing.assert_frame_equal(pd.read_parquet(a), pd.read_parquet(b))
+            else:
+                assert a.read_bytes() == b.read_bytes(), a.name
+    assert len(list((tmp_path / "new" / "inspect").glob("werewolf_*"))) == 0  # .json logs lead with a time
+    assert len(list((tmp_path / "new" / "kaggle").glob("*.json"))) == len(kaggle.decided(whole.games))
+
+
+def test_a_batch_reads_only_its_games_rows(study):
+    """Each batch holds the rows of its own games only, read with their ids as the filter (no table whole)."""
+    parts = batched(study, 2)
+    whole = load(study)
+    seen = []
+    for part in parts.batches():
+        ids = set(part.games["game_id"])
+        assert len(ids) <= 2
+        for table in ("players", "events", "calls", "beliefs"):
+            frame = getattr(part, table)
+            assert set(frame["game_id"]) <= ids, table
+            expected = getattr(whole, table)
+            assert len(frame) == expected["game_id"].isin(ids).sum(), table
+        seen += sorted(ids)
+    assert sorted(seen) == sorted(whole.games["game_id"])
+    rest = parts.rest()
+    assert rest.games.empty and rest.calls["game_id"].isna().all() and len(rest.sessions) == 2
+    assert len(rest.calls) == whole.calls["game_id"].isna().sum() > 0
+
+
+PEAK = """
+import sys, warnings
+from pathlib import Path
+import toolkit.export.kaggle, toolkit.export.otel, toolkit.export.hf, toolkit.export.inspect_log, toolkit.analysis
+import inspect_ai.log, opentelemetry.sdk.trace  # the writers' libraries, before the peak is reset
+from toolkit.cli import main
+batch = {"BATCH": int(sys.argv[1]), "ROWS": int(sys.argv[2])}
+try:
+    import toolkit.export.study as study
+    vars(study).update(batch)
+except ImportError:  # the code before batches (what the test shows failing)
+    pass
+def status(key):
+    return next(int(line.split()[1]) for line in Path("/proc/self/status").read_text().splitlines()
+                if line.startswith(key + ":"))
+Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
+before = status("VmRSS")
+warnings.simplefilter("ignore")
+assert main(sys.argv[3:]) == 0
+print(status("VmHWM") - before)
+"""
+
+
+def peak_kb(argv: list[str], batch: int = 2, rows: int = 100) -> int:
+    """How far one ``toolkit`` command's resident memory rose above where it started (kB: ``VmHWM`` reset by
+    ``/proc/self/clear_refs`` once the writers are imported), in a process of its own."""
+    done = subprocess.run([sys.executable, "-c", PEAK, str(batch), str(rows), *argv], capture_output=True, text=True,
+                          timeout=600, cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr[-2000:]
+    return int(done.stdout.split()[-1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", ["kaggle", "otel", "hf", "inspect"])
+def test_an_export_does_not_grow_with_the_games(fmt, game_folder, tmp_path):
+    """Ten times the games, about the same peak: an export holds a batch of games (here 2; hf: 100 rows of a
+    table at a time), not the study. Before batches, ``export`` loaded every table with its prompts: its peak grew
+    by more than the 36 more games' prompts (4 games to 40)."""
+    prompts = load(game_folder).calls["messages"].str.len().sum() // 1024  # one game's prompts, kB
+    peaks = {}
+    for n in (4, 40):
+        folder = one_run(tmp_path / f"study-{n}", game_folder, n)
+        peaks[n] = peak_kb(["export", fmt, str(folder), "--out", str(tmp_path / f"out-{n}")])
+    grew = peaks[40] - peaks[4]
+    print(fmt, peaks, prompts)
+    assert grew < 8 * prompts, f"{fmt}: the peak grew by {grew:,} kB from 4 games to 40 ({peaks} kB); a game's " \
+                               f"prompts are {prompts:,} kB"
