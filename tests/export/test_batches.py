@@ -3,6 +3,7 @@ with the study's games, and what it writes is what the whole study loaded at onc
 export is deterministic)."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmarks.copy_study import copy_run, renamed
-from toolkit.cli import main
 from toolkit.record.load import load, run_folders
 
 
@@ -124,7 +124,6 @@ import sys, warnings
 from pathlib import Path
 import toolkit.export.kaggle, toolkit.export.otel, toolkit.export.hf, toolkit.export.inspect_log, toolkit.analysis
 import inspect_ai.log, opentelemetry.sdk.trace  # the writers' libraries, before the peak is reset
-from toolkit.cli import main
 batch = {"BATCH": int(sys.argv[1]), "ROWS": int(sys.argv[2])}
 try:
     import toolkit.export.study as study
@@ -145,24 +144,28 @@ print(status("VmHWM") - before)
 def peak_kb(argv: list[str], batch: int = 2, rows: int = 100) -> int:
     """How far one ``toolkit`` command's resident memory rose above where it started (kB: ``VmHWM`` reset by
     ``/proc/self/clear_refs`` once the writers are imported), in a process of its own."""
+    # Arrow's default allocator (mimalloc) keeps freed pages for a while: its resident memory rose over the first
+    # tens of batches whatever the study's size; the system allocator returns them
     done = subprocess.run([sys.executable, "-c", PEAK, str(batch), str(rows), *argv], capture_output=True, text=True,
-                          timeout=600, cwd=Path(__file__).resolve().parents[2])
+                          timeout=600, cwd=Path(__file__).resolve().parents[2],
+                          env={**os.environ, "ARROW_DEFAULT_MEMORY_POOL": "system"})
     assert done.returncode == 0, done.stderr[-2000:]
     return int(done.stdout.split()[-1])
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fmt", ["kaggle", "otel", "hf", "inspect"])
+@pytest.mark.parametrize("fmt", ["kaggle", "otel"])
 def test_an_export_does_not_grow_with_the_games(fmt, game_folder, tmp_path):
-    """Ten times the games, about the same peak: an export holds a batch of games (here 2; hf: 100 rows of a
-    table at a time), not the study. Before batches, ``export`` loaded every table with its prompts: its peak grew
-    by more than the 36 more games' prompts (4 games to 40)."""
+    """Five times the games, about the same peak: an export holds a batch of games (here 2), not the study. Before
+    batches, ``export`` loaded every table with its prompts: from 40 games to 200 its peak grew by more than the
+    160 more games' prompts (kaggle: +67 MB for 25 MB of prompts); batched, by a few MB (the games table without
+    its configs, the paths written). Inspect holds a log's games (up to ``MAX_SAMPLES``, 500) and hf a piece of
+    each table (``ROWS`` rows): the test that they write what they wrote is above."""
     prompts = load(game_folder).calls["messages"].str.len().sum() // 1024  # one game's prompts, kB
     peaks = {}
-    for n in (4, 40):
+    for n in (40, 200):
         folder = one_run(tmp_path / f"study-{n}", game_folder, n)
         peaks[n] = peak_kb(["export", fmt, str(folder), "--out", str(tmp_path / f"out-{n}")])
-    grew = peaks[40] - peaks[4]
-    print(fmt, peaks, prompts)
-    assert grew < 8 * prompts, f"{fmt}: the peak grew by {grew:,} kB from 4 games to 40 ({peaks} kB); a game's " \
-                               f"prompts are {prompts:,} kB"
+    grew = peaks[200] - peaks[40]
+    assert grew < 160 * prompts / 3, f"{fmt}: the peak grew by {grew:,} kB from 40 games to 200 ({peaks} kB); " \
+                                     f"a game's prompts are {prompts:,} kB"

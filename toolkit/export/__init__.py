@@ -102,7 +102,8 @@ for _exporter in (
     Exporter("kaggle", _kaggle, "one Kaggle Game Arena werewolf replay JSON per decided game (--html: also "
              "Kaggle's own viewer page)",
              "one Kaggle Game Arena werewolf replay JSON per decided game; `--html` also puts each game into "
-             "Kaggle's own visualizer page", "`kaggle_environments.envs.werewolf.eval.loaders.GameResult`", batched=True),
+             "Kaggle's own visualizer page", "`kaggle_environments.envs.werewolf.eval.loaders.GameResult`",
+             batched=True),
     Exporter("inspect", _inspect, "an Inspect AI eval log (.eval; --json: .json): one sample per game or engineer "
              "session",
              "per run, `werewolf_<run_id>.eval` (one `EvalSample` per game) and `engineer_<run_id>.eval` (one "

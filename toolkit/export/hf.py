@@ -142,9 +142,7 @@ def write(results, out: Path, content: bool = True, source: str = "") -> list[Pa
                 else:
                     part = pa.Table.from_pandas(frame, preserve_index=False)
                     if writer is None:
-                        files = results.files(table) if table not in ("runs", "games", "sessions", "tool_calls",
-                                                                       "endpoints") else None
-                        schema = _schema(part.schema, files)
+                        schema = _schema(part.schema, results.streamed(table))
                         writer = pq.ParquetWriter(path, schema)
                     writer.write_table(part.cast(writer.schema) if part.schema != writer.schema else part)
                 n, columns = n + len(frame), list(frame.columns)

@@ -1,13 +1,14 @@
 """A results folder as ``toolkit export`` reads it: a batch of games at a time, in memory flat in the study's size.
 
-``Study(path)`` holds the small tables whole, as ``load`` gives them (runs, games, engineer sessions, their tool
-calls, endpoints: complete games only) and reads the games' own rows (players, events, calls, beliefs; the prompts
-in ``calls.messages`` are most of a study's bytes, about 140 KB a game) one batch of games at a time: only the
+``Study(path)`` holds the small tables whole, as ``load`` gives them (runs, games without their configs, engineer
+sessions, their tool calls, endpoints: complete games only) and reads the games' own rows (games, players, events,
+calls, beliefs; the prompts in ``calls.messages`` are most of a study's bytes, about 140 KB a game) one batch of
+games at a time: only the
 Parquet row groups that hold one of the batch's games (each row group's game ids are read once, the ids alone),
 with the batch's ids as the scan's filter. Every exporter goes through the same loop:
 
-- ``batches(groups)``: one ``Results`` per batch (its games, their players, events, calls and beliefs, the runs
-  whole; no sessions), ``BATCH`` games in the games table's order, or the groups of game ids given (an Inspect
+- ``batches(groups)``: one ``Results`` per batch (its games' rows of every game table, the runs whole; no
+  sessions), ``BATCH`` games in the games table's order, or the groups of game ids given (an Inspect
   log's games);
 - ``rest()``: the engineer sessions, their tool calls and the calls that belong to no game;
 - ``rows(table)``: a table in its own order, a bounded number of rows at a time (the Hugging Face export's files).
@@ -35,7 +36,7 @@ from toolkit.record.tables import TABLES
 
 BATCH = 1000  # games a batch (1,000 games of heuristic players: about 140 MB of prompts as text)
 ROWS = 20_000  # rows a piece of ``rows(table)``
-GAME_TABLES = ("players", "events", "calls", "beliefs")  # read a batch of games at a time
+GAME_TABLES = ("games", "players", "events", "calls", "beliefs")  # read a batch of games at a time
 WHOLE = ("runs", "games", "sessions", "tool_calls", "endpoints")  # small: read once, whole
 SCAN = dict(batch_readahead=1, fragment_readahead=1, use_threads=False,  # one batch in flight (Tables.batches)
             fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=False))
@@ -214,7 +215,9 @@ class Study:
     def __init__(self, path: str | Path, game_ids: list[str] | None = None, batch: int | None = None,
                  strict: bool = False):
         self.path, self.batch = Path(path), batch or BATCH
-        self.whole = load(path, strict=strict, columns={t: None for t in WHOLE})
+        # the games without their configs (~1.7 KB of JSON a game, and more): a batch reads its games' rows whole
+        self.whole = load(path, strict=strict, columns={t: [c for c in TABLES[t] if c != "config"] if t == "games"
+                                                        else None for t in WHOLE})
         games = self.whole.games
         self.games = games if game_ids is None else games[games["game_id"].isin(game_ids)].reset_index(drop=True)
         with warnings.catch_warnings():  # load has said it (a copied run folder)
@@ -245,8 +248,7 @@ class Study:
             groups = [ids[i:i + self.batch] for i in range(0, len(ids), self.batch)]
         for group in groups:
             wanted = pa.array(sorted(set(group)), pa.string())
-            games = self.games[self.games["game_id"].isin(group)].reset_index(drop=True)
-            yield self.results(games=games, **{t: self.files(t).read(wanted) for t in GAME_TABLES})
+            yield self.results(**{t: self.files(t).read(wanted) for t in GAME_TABLES})
 
     def rest(self) -> Results:
         """What belongs to no game: the engineer sessions, their tool calls and the calls without a game."""
@@ -261,10 +263,14 @@ class Study:
             self._left_out = seen - set(self.whole.games["game_id"].dropna())
         return self._left_out
 
+    def streamed(self, table: str) -> TableFiles | None:
+        """The files ``rows(table)`` reads a piece at a time (None: a small table, held whole)."""
+        return None if table in WHOLE and table != "games" else self.files(table)
+
     def rows(self, table: str, rows: int | None = None) -> Iterator[pd.DataFrame]:
         """``table`` as ``load`` holds it (every game, not only ``games``), in its order, about ``rows`` rows at a
         time (default ``ROWS``; the small tables whole)."""
-        if table in WHOLE:
+        if table in WHOLE and table != "games":
             yield getattr(self.whole, table)
             return
         yield from self.files(table).pieces(self.left_out(), rows or ROWS)
