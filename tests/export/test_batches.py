@@ -124,6 +124,7 @@ import sys, warnings
 from pathlib import Path
 import toolkit.export.kaggle, toolkit.export.otel, toolkit.export.hf, toolkit.export.inspect_log, toolkit.analysis
 import inspect_ai.log, opentelemetry.sdk.trace  # the writers' libraries, before the peak is reset
+from toolkit.cli import main
 batch = {"BATCH": int(sys.argv[1]), "ROWS": int(sys.argv[2])}
 try:
     import toolkit.export.study as study
