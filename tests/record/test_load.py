@@ -322,3 +322,20 @@ def test_scan_selects_games_without_game_id_among_the_columns(tmp_path):
     assert both.to_dict("records") == [{"spec": "y", "game_id": "g1"}]
     with pytest.raises(ValueError, match="the sessions table has no game_id column"):
         next(scan(tmp_path, "sessions", ["task"], games={"g0"}))
+
+
+def test_the_completeness_check_reads_the_events_in_bounded_batches(tmp_path):
+    """``game_stats`` (every load's completeness check) reads the events' ids a batch at a time: batches of
+    a million rows cost ~150 MB of a 100,000-game study's sweep and kernel; they are at most 131,072 rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from toolkit.record.load import Tables, game_stats
+
+    n = 300_000
+    pq.write_table(pa.table({"game_id": [f"g{i // 50}" for i in range(n)], "seq": [i % 50 for i in range(n)]}),
+                   tmp_path / "events.parquet")
+    sizes = [b.num_rows for b in Tables([tmp_path]).batches("events", ["game_id", "seq"])]
+    assert sum(sizes) == n and max(sizes) <= 1 << 17, sizes
+    stats, _ = game_stats(Tables([tmp_path]))
+    assert len(stats) == n // 50 and set(stats["size"]) == {50} and set(stats["max"]) == {49}

@@ -163,7 +163,7 @@ class Tables:
         df = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True)
         return shaped(df, table, columns)
 
-    def batches(self, table: str, columns: list[str], rows: int = 1 << 20) -> Iterator[pa.Table]:
+    def batches(self, table: str, columns: list[str], rows: int = 1 << 17) -> Iterator[pa.Table]:
         """The table's ``columns`` as Arrow tables of at most about ``rows`` rows each (bounded memory whatever
         the table's size; a killed run's JSONL comes whole); a column the files lack is null."""
         parquet, jsonl = self.files(table)
