@@ -95,6 +95,7 @@ def test_a_kind_declared_twice_differently_or_emitted_undeclared_is_refused():
         game.emit("wink", "Player1", None, "winks", "public")
 
 
+@pytest.mark.slow
 def test_fallback_rates_count_every_decision_a_seat_took(played):
     """The per-model decisions are every events row a seat acted in: the Doctor's heals, the Hunter's shots and
     the bids included (before, 'heal', 'shot' and 'bid' rows were left out of the count)."""
@@ -110,6 +111,7 @@ def test_fallback_rates_count_every_decision_a_seat_took(played):
     assert row["fallback_rate"] == pytest.approx(per_spec["fallback"].astype(bool).mean())
 
 
+@pytest.mark.slow
 def test_the_kaggle_export_writes_each_heal_as_kaggles_doctor_heal_and_reads_back(played, tmp_path):
     t = played
     heals = t.events[t.events["kind"] == "heal"]

@@ -102,6 +102,7 @@ def test_write_new_code_failures_are_one_line_and_leave_the_file_alone(tmp_path)
     assert calls.loc[calls["action"] == "write_new_code", "fallback"].tolist() == [False, True, False, False]
 
 
+@pytest.mark.slow
 def test_the_code_prompt_never_carries_a_secret_value(tmp_path, server):
     """Against the loopback server, to see the request as sent (the tables mask secrets on their own)."""
     server.say(step(cmd("write_new_code", path="cfg.py", file_description="keep the key")),
@@ -179,6 +180,7 @@ def test_a_fix_that_breaks_python_is_not_applied(tmp_path):
     assert results(s)[-1][1] is False and "invalid Python" in results(s)[-1][2]
 
 
+@pytest.mark.slow
 def test_review_of_the_uncommitted_diff_masks_secrets_in_the_request(tmp_path, server):
     ws = tmp_path / "ws"
     ws.mkdir()

@@ -59,6 +59,7 @@ def test_bad_replies_become_observations_and_the_loop_goes_on(tmp_path):
     assert list(tables.calls["ok"])[:2] == [False, False] and tables.calls["fallback"].sum() == 1
 
 
+@pytest.mark.slow
 def test_eval_mode_ends_at_git_commit_without_crashing(tmp_path):
     answers = [json.dumps([cmd("Editor.create_file", path="x.txt", content="x")]),
                json.dumps([cmd("Terminal.run_command", cmd="git init -q && git add -A && git commit -qm x")])]
@@ -77,6 +78,7 @@ def test_max_steps_and_trajectory_saved_every_step(tmp_path):
     assert saved["steps"] == 3 and len(saved["memory"]) == 3 and "[ ] 2: t" in saved["plan"]
 
 
+@pytest.mark.slow
 def test_repeated_actions_get_a_nudge_then_the_human_is_asked(tmp_path):
     same = json.dumps([cmd("Editor.find_file", name="*.txt")])
     channel = ScriptedChannel(["try ending"])
@@ -110,6 +112,7 @@ def test_a_second_role_is_only_a_config_file(tmp_path):
     assert "Terminal.run_command(cmd" in a.agent.system_values["tools"]  # the listing (prompts/agent/tools.j2)
 
 
+@pytest.mark.slow
 def test_native_tool_calls_drive_the_same_loop(tmp_path, server):
     """Against an endpoint that answers with native tool calls (the loopback test server)."""
     with Run(tmp_path / "res") as run:

@@ -262,6 +262,7 @@ def test_finish_ends_the_shell_and_everything_it_started(tmp_path):
     assert stat.rsplit(")", 1)[1].split()[0] == "Z"  # the shell is gone (at most a zombie awaiting its reaper)
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_the_trajectory_and_the_sessions_row_and_closes_the_run(tmp_path):
     """SIGINT to a real ``engineer`` process during its second step (a scripted model; the step's command sleeps):
     exit 130 after its ``ended_by: interrupted`` line, the run folder compacted (no JSONL left), a ``sessions``

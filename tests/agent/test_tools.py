@@ -54,6 +54,7 @@ def ws(tmp_path):
     return Workspace.on_host(tmp_path / "ws")
 
 
+@pytest.mark.slow
 async def test_terminal_persists_state_and_kills_at_timeout(ws):
     term = Terminal(ws, timeout_s=1.5)
     try:

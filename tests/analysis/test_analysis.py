@@ -44,6 +44,7 @@ def test_sample_size():
     assert A.sample_size(0.05) == 385 and A.sample_size(0.1) == 97 and A.sample_size(0.05, p=0.2) == 246
 
 
+@pytest.mark.slow
 def test_win_rates_by_group():
     games = pd.DataFrame({"game_id": list("abcde"), "winner": ["village", "werewolves", "village", "draw", "village"],
                           "preset": ["x", "x", "x", "y", "y"]})

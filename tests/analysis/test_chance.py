@@ -203,6 +203,7 @@ def test_random_players_sit_at_their_level_and_the_trivial_strategies_at_their_b
         assert v["random"] < v["chance"] - 0.02
 
 
+@pytest.mark.slow
 def test_the_old_levels_fail_on_the_kaggle_presets():
     """The levels before this change (the vote chance as if self-votes and abstentions did not exist; the
     exile level left empty on days with an abstention) are rejected on the same games: the test can fail."""

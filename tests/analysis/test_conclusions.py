@@ -39,6 +39,7 @@ def test_the_matrix_has_one_cell_per_pairing_with_its_own_games(study):
     assert grid.iloc[0, 1].endswith("n=12")
 
 
+@pytest.mark.slow
 def test_a_side_of_several_models_is_named_as_such(study):
     _, t = study
     players = t.players.copy()
@@ -215,6 +216,7 @@ def test_the_conclusions_open_with_each_grid_variables_effect_unpooled(reflectio
         "reflection=True" not in paired
 
 
+@pytest.mark.slow
 def test_plot_titles_and_axes_say_what_they_show(reflection_study, study):
     from toolkit import analysis as A
     from toolkit.analysis import plots as P

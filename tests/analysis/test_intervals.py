@@ -108,6 +108,7 @@ def test_bounds_at_the_edges_are_printed_as_0_and_1_not_floating_point_dust():
     assert r["ci_low"] == 0.0 and "e-1" not in repr(r)
 
 
+@pytest.mark.slow
 def test_a_bounded_mean_never_gets_a_zero_width_interval_and_covers_at_10_games():
     """A potion used on night 1 in 80% of games, else on nights 2-5, one use a game, 10 games: 11% of samples
     have every game at night 1. Unbounded, their interval was a point and the coverage 0.81 over 400 seeded
@@ -158,6 +159,7 @@ def test_the_percentile_bootstrap_draws_a_block_of_replicates_at_a_time_with_the
         assert intervals.bootstrap_ci(values) == whole
 
 
+@pytest.mark.slow
 def test_a_block_of_replicates_is_a_few_mb_whatever_the_games():
     """A block of replicates is at most ``BLOCK`` cells (1 million: 8 MB as floats): at 20,000 games both
     bootstraps' working memory is a few blocks (tracemalloc), where 4 million cells a block cost a cell's summary a

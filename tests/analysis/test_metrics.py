@@ -406,6 +406,7 @@ def annotate_by_whole_merges(events, players):
     return ev.drop(columns=["_d", "_w"]).reset_index(drop=True)
 
 
+@pytest.mark.slow
 def test_the_joins_copy_only_the_columns_they_read_with_the_same_frames(tmp_path):
     """At 100,000 games the report's largest spikes were joins copying columns nobody reads (fifth session):
     ``player_games`` copied each game's config (its JSON, ~1.7 KB) to every seat, 1.2 GB a call, and

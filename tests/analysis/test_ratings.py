@@ -188,6 +188,7 @@ def test_a_study_of_draws_only_has_no_ratings_and_no_crash():
     assert d.empty and list(d.columns) == ["spec", "side", "rating", "ci_low", "ci_high", "n"]
 
 
+@pytest.mark.slow
 def test_the_bootstrap_fits_take_the_draws_a_block_at_a_time_with_the_same_numbers(monkeypatch):
     """``fit_ratings``' bootstrap merges its replicate weights a block of replicates at a time (the whole
     (replicates × games) matrix is 1.6 GB at 100,000 games, and the old code built it at once): its peak stays

@@ -51,6 +51,7 @@ def test_report_splits_conditions_and_flags_identical_ones(tmp_path):
     assert len(win[win["side"] == "village"]) == 4 and (win["n"] == 8).all()  # 4 conditions × 8 games, not 32
 
 
+@pytest.mark.slow
 def test_plots_show_n_start_counts_at_zero_and_mark_estimates(tmp_path):
     t = run_werewolf_cell(str(tmp_path / "r"), n_games=6, seed=0, wolf_model="random")
     games = t.games.assign(cond="a")

@@ -67,6 +67,7 @@ def same_json_logs(old: Path, new: Path) -> bool:
     return a == b
 
 
+@pytest.mark.interop  # Inspect, otel, hf and mini write through the interop extra
 @pytest.mark.parametrize("batch", [1, 2, 1000])
 def test_every_export_writes_what_the_whole_load_writes(study, tmp_path, batch):
     from toolkit.export import hf, inspect_log, kaggle, mini, otel
@@ -99,6 +100,7 @@ def test_every_export_writes_what_the_whole_load_writes(study, tmp_path, batch):
     assert len(list((tmp_path / "new" / "kaggle").glob("*.json"))) == len(kaggle.decided(whole.games))
 
 
+@pytest.mark.slow
 def test_a_batch_reads_only_its_games_rows(study):
     """Each batch holds the rows of its own games only, read with their ids as the filter (no table whole)."""
     parts = batched(study, 2)

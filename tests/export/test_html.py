@@ -2,6 +2,8 @@
 nothing from anywhere, shows a vote matrix per day, and the god-view toggle reveals the roles, the night
 actions and each model call's prompt and answer. Screenshots go to the test's tmp folder."""
 
+import pytest
+
 from toolkit.export import html
 from toolkit.record.load import load
 
@@ -43,6 +45,7 @@ def test_the_replay_shows_votes_and_the_god_view_reveals_roles(game, browser, tm
     assert not role_cell.is_visible()
 
 
+@pytest.mark.slow
 def test_the_page_is_a_few_hundred_kb_and_escapes_what_players_say(game):
     results, gid = game
     page = html.game_page(results, gid)

@@ -4,8 +4,6 @@ whose vote matrix counts the ballots and whose god-view toggle reveals the roles
 
 from pathlib import Path
 
-import nbformat
-from nbclient import NotebookClient
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -13,6 +11,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.slow
 def test_a_notebook_shows_the_replay_inline(game_folder, game, browser, tmp_path):
+    import nbformat  # here, not at the top: importing it costs ~3 s, paid by every pytest run that collects this file
+    from nbclient import NotebookClient
+
     results, gid = game
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(f"import sys\nsys.path.insert(0, {str(ROOT)!r})  # this tree's toolkit"),

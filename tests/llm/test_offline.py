@@ -7,7 +7,6 @@ import json
 import random
 from typing import Literal, Optional
 
-import jsonschema
 import pytest
 import yaml
 from hypothesis import given, settings
@@ -23,6 +22,8 @@ SEEDED = settings(derandomize=True, database=None, deadline=None, max_examples=1
 
 
 def valid(instance, schema):
+    import jsonschema  # here: its import takes ~3 s (rfc3987_syntax builds parsers), paid by every collection
+
     jsonschema.validate(instance, schema, cls=jsonschema.Draft202012Validator)
     return True
 

@@ -66,6 +66,7 @@ async def test_transient_faults_are_retried_then_succeed(server, fault):
     assert [a.attempt for a in call.attempts] == [1, 2]
 
 
+@pytest.mark.slow
 async def test_429_honours_retry_after(server):
     server.queue("429:1", "ok")
     t0 = time.perf_counter()

@@ -38,6 +38,7 @@ def recorded(tmp_path_factory):
     return folder
 
 
+@pytest.mark.slow
 def test_players_above_the_model_layer_work_in_an_interpreter_that_imported_only_the_model_layer(tmp_path,
                                                                                                   recorded):
     code = f"""

@@ -276,6 +276,7 @@ def test_load_reads_only_the_columns_asked_for_and_still_leaves_out_partial_game
         load(tmp_path, columns={"call": None})
 
 
+@pytest.mark.slow
 def test_scan_keeps_each_key_once_without_holding_every_key(tmp_path):
     """``scan`` (the report's pass over the prompts) keeps the first copy of a row read twice, as ``load`` does,
     across runs and batches; it finds them from 8-byte hashes of the keys and checks only the rows whose hash

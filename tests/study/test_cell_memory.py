@@ -8,12 +8,14 @@ import sys
 import tracemalloc
 from pathlib import Path
 
+import pytest
 
 from toolkit.study import experiments
 from toolkit.study.sweep import load_sweep, run_sweep
 from toolkit.werewolf.game import GameConfig, SeededConfigs
 
 
+@pytest.mark.slow
 def test_seeded_configs_are_the_configs_a_list_would_hold_without_holding_them():
     template = GameConfig(preset="standard9", model="random", seats={"Player2": "heuristic"},
                           side_models={"werewolves": "heuristic"}, reflection=True, error_policy="forfeit")
@@ -57,6 +59,7 @@ def test_a_cell_of_100000_games_holds_its_seeds_not_100000_configs(tmp_path, mon
     assert seen["traced"] - before < 12_000_000, seen["traced"] - before
 
 
+@pytest.mark.slow
 def test_the_sweep_summary_does_not_read_the_games_configs(tmp_path):
     (tmp_path / "s.yaml").write_text("name: s\nnotebook: experiments/werewolf.ipynb\nparameters: {n_games: 2}\n"
                                      "grid:\n  model: [random]\n")

@@ -16,6 +16,7 @@ def test_a_bad_environment_is_refused_before_the_cell_folder_is_made(tmp_path):
     assert not cell.exists()
 
 
+@pytest.mark.slow
 def test_an_interrupted_session_is_run_again_by_the_next_run_of_the_cell(tmp_path):
     """A Ctrl-C'd cell leaves its task's session row with ``ended_by`` interrupted (``Session.interrupted``): the next
     run of the cell runs that task again, and the run after that runs nothing (before, the interrupted row counted

@@ -27,6 +27,7 @@ def test_role_filter_comes_before_ranking_and_versions_can_be_excluded(tmp_path)
     assert len(pool.retrieve("Seer", "reveal", include_own=True)) == 2  # ... unless asked to
 
 
+@pytest.mark.slow
 def test_games_grow_the_pool_and_later_games_read_it(tmp_path):
     pool = ExperiencePool(tmp_path / "experience" / "pool.jsonl", version="v1")
     first = [GameConfig(seed=s, reflection=True, experience=True, experience_pool=pool) for s in range(3)]
@@ -94,6 +95,7 @@ def test_a_run_does_not_see_its_own_lessons_and_lessons_are_data(tmp_path):
         assert ExperiencePool(tmp_path / "bad.jsonl").entries() == []  # reported, and skipped
 
 
+@pytest.mark.slow
 def test_a_second_play_run_retrieves_a_lesson_the_first_left(tmp_path, capsys):
     """`toolkit play --experience --reflection` twice into one --out: the pool is versioned by run, so the
     second game's prompts carry lessons the first game wrote (before, the CLI pool had one version for every

@@ -66,6 +66,7 @@ def test_no_beliefs_gives_an_empty_table_with_its_columns(tmp_path):
     assert t.beliefs.empty and list(t.beliefs.columns) == BELIEF_COLUMNS
 
 
+@pytest.mark.slow
 def test_beliefs_are_deterministic_and_better_than_chance_for_the_heuristic(tmp_path):
     _, a = play(tmp_path / "a", reflect="per_phase")
     _, b = play(tmp_path / "b", reflect="per_phase")

@@ -4,6 +4,7 @@ import asyncio
 import json
 import re
 
+import pytest
 import yaml
 
 from toolkit.record.run_log import Run
@@ -73,6 +74,7 @@ def hostile_script(tmp_path):
     return path
 
 
+@pytest.mark.slow
 def test_hostile_speeches_forge_no_line_in_any_other_prompt(tmp_path):
     script = hostile_script(tmp_path)
     config = GameConfig(seed=3, model=f"scripted:{script}", reflection=True, max_days=4)

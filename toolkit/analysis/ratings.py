@@ -34,7 +34,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from scipy.stats import norm
 
 from toolkit.analysis.intervals import Z95, Draws, holm
 
@@ -222,6 +221,8 @@ def separation(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True,
     if f is None:
         return pd.DataFrame(columns=SEPARATION_COLUMNS)
     rows = []
+    from scipy.stats import norm  # here: scipy.stats takes ~2 s to import, which a report without ratings skips
+
     index = {n: i for i, n in enumerate(f.design.names, start=1)}
     for side in sorted({s for _, s in f.design.names}):
         specs = [m for m, s in f.design.names if s == side and f.design.n_games[(m, s)] > 0]

@@ -41,7 +41,6 @@ from functools import lru_cache
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
 SIDES = ("village", "werewolves")
 METHOD = ("continuous-monitoring O'Brien–Fleming boundary on within-round paired games (exact for 'no "
@@ -87,6 +86,7 @@ def horizon_for(alpha: float, power: float, delta: float) -> int:
     difference of ``delta`` logits (in the right direction) with probability ≥ power."""
     theta = 1.0 / (1.0 + math.exp(-delta))
     mu, sd = 2 * theta - 1, 2 * math.sqrt(theta * (1 - theta))
+    from scipy.stats import norm  # here: importing scipy.stats takes ~2 s
     c = norm.isf(alpha / 4)  # the Brownian approximation of the boundary, for a starting guess
     guess = max(4, int(((c + norm.ppf(power)) * sd / mu) ** 2))
 
@@ -139,6 +139,7 @@ class Plan:
         """Discordant pairs a single analysis at the end would need for the same error and power (the normal
         approximation at θ = expit(delta))."""
         theta = 1.0 / (1.0 + math.exp(-self.delta))
+        from scipy.stats import norm  # here: importing scipy.stats takes ~2 s
         z = norm.isf(self.alpha / self.k / 2) + norm.ppf(self.power)
         return math.ceil((z * 2 * math.sqrt(theta * (1 - theta)) / (2 * theta - 1)) ** 2)
 
@@ -375,6 +376,7 @@ def fixed_games(village: dict[str, float], wolves: dict[str, float], side: float
     # reference coding: the last model of each side is the zero (every contrast is still estimable)
     keep = [0] + [1 + i for i in range(m - 1)] + [1 + m + i for i in range(m - 1)]
     cov = np.linalg.pinv(info[np.ix_(keep, keep)])
+    from scipy.stats import norm  # here: importing scipy.stats takes ~2 s
     z = norm.isf(plan.alpha / plan.k / 2) + norm.ppf(plan.power)
     worst = 0.0
     for side_i in (0, 1):

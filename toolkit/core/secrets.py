@@ -64,6 +64,7 @@ _extra: set[str] = set()
 _generation = [0]  # how many values were registered: a Redactor made earlier sees the later ones
 
 
+@functools.lru_cache(maxsize=8192)  # every redaction asks for each variable's name: split them once
 def is_secret_name(name: str) -> bool:
     upper = name.upper()
     if upper in NOT_SECRET_NAMES:
