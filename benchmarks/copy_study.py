@@ -11,7 +11,7 @@ the copies are the same games played again, so the report's rates are the origin
 and the degeneracy check's "stock line said in two games or more" finds every speech in K games: a benchmark's
 input, not a study's. Tables are rewritten a batch at a time (memory bounded by one batch, prompts included).
 
-    python benchmarks/copy_study.py SRC DST [--copies 10] [--first 1]
+    python benchmarks/copy_study.py SRC DST [--copies 10] [--first 1] [--one-run]
 """
 
 from __future__ import annotations
@@ -68,6 +68,24 @@ def copy_run(folder: Path, dst: Path, k: int, shift: int) -> int:
     return rows
 
 
+def copy_into_one_run(folder: Path, dst: Path, copies: range, shift: int, row_group: int = 20_000) -> int:
+    """``copies`` of one run folder's games as ONE run in ``dst`` (a sweep's cell holds its games so: one run of
+    N games): every id but ``run_id`` renamed per copy, the runs table's one row kept once; rows."""
+    dst.mkdir(parents=True, exist_ok=True)
+    rows = 0
+    for table in sorted(folder.glob("*.parquet")):
+        source = pq.ParquetFile(table)
+        with pq.ParquetWriter(dst / table.name, source.schema_arrow) as writer:
+            for k in copies if table.stem != "runs" else copies[:1]:
+                for batch in source.iter_batches(batch_size=row_group):
+                    copy = renamed(batch, k, shift)
+                    if "run_id" in batch.schema.names:  # the run stays one
+                        copy = copy.set_column(batch.schema.get_field_index("run_id"), "run_id", batch["run_id"])
+                    writer.write_batch(copy, row_group_size=row_group)
+                    rows += batch.num_rows
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("src", type=Path, help="a results folder of played games (Parquet: finished runs)")
@@ -76,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
                                                                 "as large)")
     parser.add_argument("--first", type=int, default=1, help="the first copy's number (copies made apart, e.g. by "
                                                              "two processes, need numbers of their own)")
+    parser.add_argument("--one-run", action="store_true", help="the copies of a one-run study as one run of K times "
+                        "its games (as a sweep's cell holds them), not K runs")
     args = parser.parse_args(argv)
     if args.dst.exists():
         parser.error(f"{args.dst} exists: give a new folder")
@@ -84,7 +104,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{args.src}: needs finished runs (runs.parquet) and no killed ones")
     shift = largest_seed(folders) + 1
     start, rows = time.perf_counter(), 0
-    for k in range(args.first, args.first + args.copies):
+    if args.one_run:
+        if len(folders) != 1:
+            parser.error(f"{args.src}: --one-run copies a study of one run; it has {len(folders)}")
+        rows = copy_into_one_run(folders[0], args.dst / folders[0].relative_to(args.src),
+                                 range(args.first, args.first + args.copies), shift)
+    for k in range(args.first, args.first + args.copies) if not args.one_run else ():
         for folder in folders:
             rows += copy_run(folder, args.dst / f"copy{k}" / folder.relative_to(args.src), k, shift)
     print(f"{args.dst}: {args.copies} copies of {len(folders)} run(s) of {args.src}, {rows:,} rows, "

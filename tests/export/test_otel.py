@@ -172,10 +172,17 @@ def test_the_otlp_json_is_what_the_sdks_encoder_gives(game, session_folder, cont
     """Every trace of a game (calls, seats, the game; content in and out) and of two engineer sessions (their
     calls and tool calls): written directly, equal value for value to the SDK's protobuf encoding."""
     sessions = load(session_folder)
+    from toolkit.record.spans import resource
+
+    held = resource()
     traces = [*otel.spans(game[0], content).values(), *otel.spans(sessions, content).values()]
     assert len(traces) == 3 and sum(map(len, traces)) > 20
-    for span_list in traces:
-        assert otel.otlp_json(span_list) == sdk_json(span_list)
+    from toolkit.record.spans import Span
+
+    failed = [Span("chat m", 7, 8, None, "CLIENT", 0, 5, {"toolkit.n": 2, "x": 0.5, "ok": False}, "HTTP 500"),
+              Span("execute_tool bash", 7, 9, 8, "INTERNAL", 3, 4, {}, "")]  # error statuses, a time of 0
+    for span_list in [*traces, failed]:
+        assert otel.otlp_json(span_list, held) == sdk_json([s.sdk(held) for s in span_list])
 
 
 def test_an_otlp_receiver_decodes_every_span_sent_live(game, monkeypatch, tmp_path):

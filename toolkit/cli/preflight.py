@@ -112,5 +112,6 @@ def check_environment(kind: str, option: str = "--env") -> None:
 
 
 def check_extra(module: str, extra: str, what: str) -> None:
-    if importlib.util.find_spec(module.split(".")[0]) is None:
+    """``module``: a module name, or several separated by commas (each must be installed)."""
+    if any(importlib.util.find_spec(m.strip().split(".")[0]) is None for m in module.split(",")):
         raise FileError(f"{what} needs the {extra} extra: pip install -e '.[{extra}]'")

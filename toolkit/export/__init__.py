@@ -36,7 +36,8 @@ class Options:
 class Exporter:
     """One export format: ``write(results, out, options) -> paths written``. ``summary`` is its line in
     ``export --help``, ``writes`` and ``read_by`` its row of the docs' table (docs/exports.md, generated);
-    ``needs`` a module its writer imports (checked before anything is written), ``extra`` the extra holding it;
+    ``needs`` a module its writer imports, or several separated by commas (checked before anything is written),
+    ``extra`` the extra holding it;
     ``trajectories``: it reads the engineer sessions' trajectories. ``batched``: ``write`` is given a
     ``toolkit.export.study.Study`` (the study read a batch of games at a time: memory flat in its size) instead
     of the whole ``Results`` of ``load`` (what an exporter that does not set it gets, as before)."""
@@ -117,7 +118,7 @@ for _exporter in (
              "OTLP/HTTP",
              "OpenTelemetry GenAI spans: `traces.jsonl` (OTLP JSON, one request per game or session a line), or "
              "sent over OTLP/HTTP with `--endpoint`",
-             "Phoenix (`arize-phoenix`) as the OTLP receiver, read with its client", needs="opentelemetry.sdk",
+             "Phoenix (`arize-phoenix`) as the OTLP receiver, read with its client", needs="opentelemetry.sdk,orjson",
              batched=True),
     Exporter("hf", _hf, "a folder datasets.load_dataset opens: one config per table, with a dataset card",
              "`data/<table>.parquet` per table and a `README.md` dataset card with one config per table",

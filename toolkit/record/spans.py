@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable
 
@@ -54,32 +55,57 @@ def _provider(spec: str) -> str:
     return head if head and ":" in str(spec) else (head or "unknown")
 
 
+def resource(attributes: dict | None = None):
+    """The SDK's resource of every span: ``service.name`` and the SDK's own attributes."""
+    from opentelemetry.sdk.resources import Resource
+
+    return Resource.create({"service.name": SERVICE, **(attributes or {})})
+
+
+@dataclass(slots=True)
+class Span:
+    """A finished span as plain data (what ``export otel`` writes as OTLP JSON without building SDK objects);
+    ``sdk(resource)`` is the SDK's ``ReadableSpan`` of it (what an OTLP exporter sends). ``error``: None when
+    the span ended OK, else its status message."""
+
+    name: str
+    trace_id: int
+    span_id: int
+    parent_id: int | None
+    kind: str  # an ``opentelemetry.trace.SpanKind`` name: CLIENT or INTERNAL
+    start: int
+    end: int
+    attributes: dict[str, Any]
+    error: str | None = None
+
+    def sdk(self, resource):
+        from opentelemetry.sdk.trace import ReadableSpan
+        from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+        context = SpanContext(self.trace_id, self.span_id, is_remote=False, trace_flags=TraceFlags(1))
+        parent = (SpanContext(self.trace_id, self.parent_id, is_remote=False, trace_flags=TraceFlags(1))
+                  if self.parent_id is not None else None)
+        status = Status(StatusCode.OK) if self.error is None else Status(StatusCode.ERROR, self.error)
+        return ReadableSpan(name=self.name, context=context, parent=parent, resource=resource,
+                            attributes=self.attributes, kind=getattr(SpanKind, self.kind), start_time=self.start,
+                            end_time=self.end, status=status)
+
+
 class SpanBuilder:
-    """Turns rows (``row(table, row)``) into finished SDK spans handed to ``sink``; keeps, per game or session,
-    the time range and seats seen so far, for the spans written when the game or session ends."""
+    """Turns rows (``row(table, row)``) into finished spans (``Span``) handed to ``sink``; keeps, per game or
+    session, the time range and seats seen so far, for the spans written when the game or session ends."""
 
-    def __init__(self, sink: Callable[[Any], None], content: bool = True, resource_attributes: dict | None = None):
-        from opentelemetry.sdk.resources import Resource
-
+    def __init__(self, sink: Callable[[Span], None], content: bool = True):
         self.sink, self.content, self.mask = sink, content, Redactor()
-        self.resource = Resource.create({"service.name": SERVICE, **(resource_attributes or {})})
         self.open: dict[str, dict] = {}  # conversation id -> {start, end, seats: {seat: [start, end, spec]}}
 
     # ---------------------------------------------------------------- building blocks
     def _span(self, name: str, trace: str, span_key: tuple, parent_key: tuple | None, start: int, end: int,
               kind: str, attributes: dict[str, Any], ok: bool = True, error: str | None = None):
-        from opentelemetry.sdk.trace import ReadableSpan
-        from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
-
-        trace_id = _id(128, "trace", trace)
-        context = SpanContext(trace_id, _id(64, *span_key), is_remote=False, trace_flags=TraceFlags(1))
-        parent = (SpanContext(trace_id, _id(64, *parent_key), is_remote=False, trace_flags=TraceFlags(1))
-                  if parent_key else None)
-        clean = {k: (self.mask(v) if isinstance(v, str) else v) for k, v in attributes.items() if v is not None}
-        status = Status(StatusCode.OK) if ok else Status(StatusCode.ERROR, self.mask(error or "failed"))
-        self.sink(ReadableSpan(name=name, context=context, parent=parent, resource=self.resource,
-                               attributes=clean, kind=getattr(SpanKind, kind), start_time=start,
-                               end_time=max(end, start), status=status))
+        mask = self.mask
+        clean = {k: (mask(v) if isinstance(v, str) else v) for k, v in attributes.items() if v is not None}
+        self.sink(Span(name, _id(128, "trace", trace), _id(64, *span_key), _id(64, *parent_key) if parent_key else None,
+                       kind, start, max(end, start), clean, None if ok else mask(error or "failed")))
 
     def _touch(self, conversation: str, start: int, end: int, seat: str | None = None, spec: str | None = None):
         c = self.open.setdefault(conversation, {"start": start, "end": end, "seats": {}})
@@ -207,7 +233,8 @@ class LiveTracer:
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
         self.processor = BatchSpanProcessor(exporter(endpoint))
-        self.builder = SpanBuilder(self.processor.on_end, content)
+        held = resource()
+        self.builder = SpanBuilder(lambda span: self.processor.on_end(span.sdk(held)), content)
 
     def __call__(self, table: str, row: dict[str, Any]) -> None:
         self.builder.row(table, row)
