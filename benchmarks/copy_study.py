@@ -68,21 +68,36 @@ def copy_run(folder: Path, dst: Path, k: int, shift: int) -> int:
     return rows
 
 
-def copy_into_one_run(folder: Path, dst: Path, copies: range, shift: int, row_group: int = 20_000) -> int:
+def copy_into_one_run(folder: Path, dst: Path, copies: range, shift: int, row_group: int | None = None) -> int:
     """``copies`` of one run folder's games as ONE run in ``dst`` (a sweep's cell holds its games so: one run of
-    N games): every id but ``run_id`` renamed per copy, the runs table's one row kept once; rows."""
+    N games): every id but ``run_id`` renamed per copy, the runs table's one row kept once; rows. Each of the
+    source's row groups is one row group of each copy (a played cell's row groups are its compaction's: about
+    2,000 calls each), or, with ``row_group``, the copies are rewritten in row groups of that many rows (the whole
+    table in memory at once: for a test's few games)."""
     dst.mkdir(parents=True, exist_ok=True)
     rows = 0
     for table in sorted(folder.glob("*.parquet")):
         source = pq.ParquetFile(table)
+        held = []
         with pq.ParquetWriter(dst / table.name, source.schema_arrow) as writer:
             for k in copies if table.stem != "runs" else copies[:1]:
-                for batch in source.iter_batches(batch_size=row_group):
-                    copy = renamed(batch, k, shift)
-                    if "run_id" in batch.schema.names:  # the run stays one
-                        copy = copy.set_column(batch.schema.get_field_index("run_id"), "run_id", batch["run_id"])
-                    writer.write_batch(copy, row_group_size=row_group)
-                    rows += batch.num_rows
+                for i in range(source.num_row_groups):
+                    group = source.read_row_group(i)
+                    copied = []
+                    for batch in group.to_batches():
+                        copy = renamed(batch, k, shift)
+                        if "run_id" in batch.schema.names:  # the run stays one
+                            copy = copy.set_column(batch.schema.get_field_index("run_id"), "run_id",
+                                                   batch["run_id"])
+                        copied.append(copy)
+                    rows += group.num_rows
+                    if row_group is None:
+                        writer.write_table(pa.Table.from_batches(copied, source.schema_arrow),
+                                           row_group_size=max(group.num_rows, 1))
+                    else:
+                        held += copied
+            if row_group is not None and held:
+                writer.write_table(pa.Table.from_batches(held, source.schema_arrow), row_group_size=row_group)
     return rows
 
 

@@ -9,11 +9,10 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from benchmarks.copy_study import copy_run, renamed
+from benchmarks.copy_study import copy_into_one_run, copy_run
 from toolkit.record.load import load, run_folders
 
 
@@ -32,17 +31,7 @@ def one_run(dst: Path, source: Path, n: int) -> Path:
     and seeds; the run is one), in row groups of 500 rows, as a sweep's cell holds its games (its row groups are
     8 MB of JSONL, about 2,000 calls)."""
     (folder,) = run_folders(source)
-    dst.mkdir(parents=True)
-    for table in sorted(folder.glob("*.parquet")):
-        rows = pq.read_table(table)
-        copied = []
-        for k in range(1, n + 1 if table.stem != "runs" else 2):
-            for batch in rows.to_batches():
-                copy = renamed(batch, k, 1000)
-                if "run_id" in batch.schema.names:  # the run stays one
-                    copy = copy.set_column(batch.schema.get_field_index("run_id"), "run_id", batch["run_id"])
-                copied.append(copy)
-        pq.write_table(pa.Table.from_batches(copied, rows.schema), dst / table.name, row_group_size=500)
+    copy_into_one_run(folder, dst, range(1, n + 1), 1000, row_group=500)
     return dst
 
 
