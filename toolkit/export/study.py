@@ -19,6 +19,7 @@ the files is float in every batch, a column null throughout is None), so a batch
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from pathlib import Path
 from typing import Iterator
@@ -190,7 +191,7 @@ class TableFiles:
         if self.dataset is not None:
             pending, size = [], 0
             batches = self.dataset.to_batches(filter=where, batch_size=min(rows, 1 << 17), **SCAN)
-            for batch in [*batches, None]:
+            for batch in itertools.chain(batches, [None]):  # not [*batches, None]: that read the table whole
                 if batch is not None and batch.num_rows:
                     pending.append(batch)
                     size += batch.num_rows
