@@ -112,6 +112,43 @@ def test_a_batch_reads_only_its_games_rows(study):
     assert len(rest.calls) == whole.calls["game_id"].isna().sum() > 0
 
 
+@pytest.mark.interop  # otel and Inspect write through the interop extra
+@pytest.mark.parametrize("fmt", ["kaggle", "otel", "inspect", "hf"])
+def test_an_export_holds_one_batch_when_it_reads_the_next(study, tmp_path, monkeypatch, fmt):
+    """When an exporter asks for the next batch of games (or the next piece of a table), nothing holds the one it
+    had: its peak is one batch, not two (each exporter's loop variable kept the last batch alive while the next
+    was read: at 10,000 games the kaggle export's peak went from 830 MB at its first batch to 1,060 MB from its
+    second on)."""
+    import gc
+    import weakref
+
+    from toolkit.export import hf, inspect_log, kaggle, otel
+    from toolkit.export.study import Study
+
+    alive, original = [], {"batches": Study.batches, "rows": Study.rows}
+
+    def watched(name):
+        def wrapper(self, *args, **kwargs):
+            previous = None
+            for item in original[name](self, *args, **kwargs):
+                held = weakref.ref(item)
+                if previous is not None:
+                    gc.collect()
+                    alive.append(previous() is not None)
+                previous = held
+                yield item
+                del item  # this wrapper's own reference
+        return wrapper
+
+    monkeypatch.setattr(Study, "batches", watched("batches"))
+    monkeypatch.setattr(Study, "rows", watched("rows"))
+    monkeypatch.setattr("toolkit.export.study.ROWS", 20)  # a table in pieces of 20 rows
+    write = {"kaggle": lambda r, d: kaggle.write(r, d), "otel": lambda r, d: otel.write(r, d),
+             "inspect": lambda r, d: inspect_log.write(r, d, max_samples=1), "hf": lambda r, d: hf.write(r, d)}[fmt]
+    write(Study(study, batch=1), tmp_path)
+    assert len(alive) >= 4 and not any(alive), f"{fmt}: {sum(alive)} of {len(alive)} batches held"
+
+
 @pytest.mark.slow
 def test_a_table_is_read_a_piece_at_a_time(game_folder, tmp_path):
     """``rows(table)`` holds one piece of the table while the caller has it, not the table: Arrow's memory while

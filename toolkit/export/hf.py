@@ -132,8 +132,10 @@ def write(results, out: Path, content: bool = True, source: str = "") -> list[Pa
                 if not len(piece):
                     continue
                 frame = _masked(piece, table, content, mask)
-                if table == "calls":
-                    for run_id, calls in by_key(piece, "run_id").items():
+                if table == "calls":  # the columns tokens() reads, not the prompts as Python dicts
+                    counted = [c for c in ("run_id", "prompt_tokens", "completion_tokens", "usage_estimated")
+                               if c in piece]
+                    for run_id, calls in by_key(piece[counted], "run_id").items():
                         t, more = used.setdefault(run_id, tokens([])), tokens(calls)
                         used[run_id] = {k: (t[k] or more[k]) if k == "tokens_estimated" else t[k] + more[k]
                                         for k in t}
@@ -146,6 +148,7 @@ def write(results, out: Path, content: bool = True, source: str = "") -> list[Pa
                         writer = pq.ParquetWriter(path, schema)
                     writer.write_table(part.cast(writer.schema) if part.schema != writer.schema else part)
                 n, columns = n + len(frame), list(frame.columns)
+                del piece, frame  # before the next piece is read
         finally:
             if writer is not None:
                 writer.close()

@@ -358,7 +358,7 @@ def _write(results, out: Path, content: bool, game_ids: list[str] | None, trajec
         write_eval_log(eval_log("werewolf", samples, _spec(specs, mask), [runs.get(run_id, {"run_id": run_id})],
                                 mask), str(inside(out, name)))
         written.append(out / name)
-        del samples
+        del samples, players, events, calls  # before the next batch is read
     if len(results.sessions) and game_ids is None:
         rest = results.rest() if isinstance(results, Study) else results
         calls, tools = by_key(rest.calls, "session_id"), by_key(rest.tool_calls, "session_id")
@@ -377,7 +377,10 @@ def _game_rows(results, logs: list) -> Iterator[tuple[dict, dict, dict]]:
     log is at most ``max_samples`` games); a ``Results`` is grouped once."""
     if isinstance(results, Study):
         for batch in results.batches([[g["game_id"] for g in part] for _, _, part in logs]):
-            yield tuple(by_key(t, "game_id") for t in (batch.players, batch.events, batch.calls))
+            grouped = tuple(by_key(t, "game_id") for t in (batch.players, batch.events, batch.calls))
+            del batch  # and the caller drops what it was given: one batch in memory, not two
+            yield grouped
+            del grouped
             gc.collect()  # the batch's tables, before the next is read (the collector is paused while logs are made)
         return
     if logs:

@@ -225,8 +225,11 @@ def write(results, out: Path, content: bool = True, game_ids: list[str] | None =
     at a time) under ``out``; the paths written."""
     mask = Redactor()
     cells = conditions_by_run(results, mask)
-    return [path for part in parts(results, sessions=False) for path in _write(part, out, content, game_ids, mask,
-                                                                               cells)]
+    written = []
+    for part in parts(results, sessions=False):
+        written += _write(part, out, content, game_ids, mask, cells)
+        del part  # before the next batch is read: one batch in memory, not two
+    return written
 
 
 def _write(results, out: Path, content: bool, game_ids: list[str] | None, mask: Redactor, cells: dict) -> list[Path]:

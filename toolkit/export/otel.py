@@ -114,7 +114,10 @@ def traces(results, content: bool = True, game_ids: list[str] | None = None) -> 
     """Each game's or session's spans (one trace), a batch of games at a time when ``results`` is a ``Study``
     (its traces in each batch's order, then the sessions'), else in ``spans``' order."""
     for part in parts(results, sessions=game_ids is None):
-        yield from spans(part, content, game_ids).values()
+        grouped = spans(part, content, game_ids)
+        del part  # before the next batch is read: one batch in memory, not two
+        yield from grouped.values()
+        del grouped
 
 
 def write(results, out: Path, content: bool = True, game_ids: list[str] | None = None) -> list[Path]:
