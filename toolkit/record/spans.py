@@ -55,11 +55,11 @@ def _provider(spec: str) -> str:
     return head if head and ":" in str(spec) else (head or "unknown")
 
 
-def resource(attributes: dict | None = None):
+def resource():
     """The SDK's resource of every span: ``service.name`` and the SDK's own attributes."""
     from opentelemetry.sdk.resources import Resource
 
-    return Resource.create({"service.name": SERVICE, **(attributes or {})})
+    return Resource.create({"service.name": SERVICE})
 
 
 @dataclass(slots=True)
