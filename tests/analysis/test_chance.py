@@ -45,7 +45,8 @@ def preset_of(name):
 
 def _trivial(game, ask, rng, checked):
     """The bar strategies: a Guard/Doctor protects itself when it may (else a random legal player), a Seer
-    never rechecks, every other choice a random legal player, never a pass, an abstention or oneself."""
+    never rechecks, a Witch poisons a random living player she was not told the wolves attacked, every other
+    choice a random legal player, never a pass, an abstention or oneself."""
     choices = list(ask.choices)
     if ask.action == "protect" and ask.seat in choices:
         return ask.seat
@@ -54,7 +55,11 @@ def _trivial(game, ask, rng, checked):
         target = rng.choice(fresh or choices)
         checked[ask.seat].add(target)
         return target
-    others = [c for c in choices if c != ask.seat] or choices
+    told = checked.setdefault(("told", ask.seat), set())
+    if ask.action == "save":  # the Witch is told the victim: never a wolf
+        told.add(choices[0])
+    others = [c for c in choices if c != ask.seat and (ask.action != "poison" or c not in told)] or [
+        c for c in choices if c != ask.seat] or choices
     return rng.choice(others) if others else None
 
 
@@ -101,7 +106,7 @@ def engine_games(preset_name: str, n: int, strategy: str = "random", seed: int =
             else:
                 g.apply(ask.seat, ask.action, _trivial(g, ask, rng, checked))
         events += [{"game_id": gid, "seq": e.seq, "day": e.day, "phase": e.phase, "kind": e.kind, "actor": e.actor,
-                    "target": e.target, "text": e.text} for e in g.events]
+                    "target": e.target, "text": e.text, "visibility": e.visibility} for e in g.events]
         players += [{"game_id": gid, "seat": s, "role": r, "side": side_of(r), "spec": strategy,
                      "survived": s in g.alive} for s, r in g.roles.items()]
         games.append({"game_id": gid, "seed": i, "preset": preset_name, "winner": g.winner, "days": g.day,

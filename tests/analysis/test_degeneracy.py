@@ -67,6 +67,17 @@ def test_each_check_counts_its_own_units():
     assert not row["scripted"]
 
 
+def test_a_wolfs_vote_for_itself_is_not_a_vote_for_a_fellow_wolf():
+    """Issue 45: under ``self_vote`` (kaggle7) a wolf may vote for itself; the old check flagged it as a vote
+    for a fellow wolf (123 of 229 flags in random kaggle7 games). It is a unit, not a flag."""
+    t = tables()
+    t.events = pd.DataFrame([event("g1", 4, "vote", "P1", "P1"), event("g1", 5, "vote", "P2", "P1"),
+                             event("g1", 6, "vote", "P1", "P4")]).assign(phase="day_vote", day=1)
+    t.games = pd.DataFrame({"game_id": ["g1"], "preset": ["kaggle7"]})
+    d = degeneracy(t).set_index(["spec", "check"])
+    assert d.loc[("local", "wolf votes wolf"), ["k", "n"]].tolist() == [1, 3]  # P2 → P1 only
+
+
 def test_echoes_needs_a_placeholder_or_a_long_copy():
     prompt = "answer with one json object: the village wins when no werewolf is alive"
     assert echoes("<what you say, one paragraph>", prompt)

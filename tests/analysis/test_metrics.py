@@ -132,6 +132,33 @@ def test_the_guard_bar_is_protecting_itself_and_a_dead_last_choice_blocks_nothin
     assert r["chance"] == pytest.approx((0 + 1 + 0) / 3) and r["k"] == 1
 
 
+def test_the_witchs_bar_leaves_out_the_victims_she_was_told_of():
+    """Issue 45: the Witch is told the wolves' victim (never a wolf), so the best information-free poison is a
+    random living player other than herself and those victims; the old bar (any other living player) was
+    below it. Night 1: told P3, saves P3 (alive); night 2: told nothing (no antidote), poisons: 6 alive, 2
+    wolves, P3 still known → 2 / (6 − 1 − 1). A told victim who died or is herself clears no one."""
+    told = {"visibility": "P5"}
+    events = pd.DataFrame([
+        ev(1, 1, "kill", "P1", "P3", "night"), {**ev(2, 1, "announcement", None, "P3", "night"), **told},
+        ev(3, 1, "save", "P5", "P3", "night"),
+        ev(4, 2, "kill", "P1", "P4", "night"), ev(5, 2, "poison", "P5", "P2", "night"),
+        ev(6, 1, "kill", "P1", "P4", "night", game="g2"), {**ev(7, 1, "announcement", None, "P4", "night",
+                                                              game="g2"), **told},
+        ev(8, 1, "death", None, "P4", "night", game="g2"), ev(9, 2, "kill", "P1", "P5", "night", game="g2"),
+        {**ev(10, 2, "announcement", None, "P5", "night", game="g2"), **told},
+        ev(11, 2, "poison", "P5", "P3", "night", game="g2"),
+    ])
+    r = A.night_actions(events, players(("g1", "g2"))).set_index("metric").loc["witch_poison_on_wolf"]
+    # g1: 2 / 4 (P3 cleared); g2: P4 died, P5 is herself: 2 / (5 − 1)
+    assert r["chance"] == pytest.approx((2 / 4 + 2 / 4) / 2)
+    assert r["random"] == pytest.approx((2 / 5 + 2 / 4) / 2)
+    assert BARS_WITCH in A.night_actions(events, players(("g1", "g2"))).set_index("metric").loc[
+        "witch_poison_on_wolf", "bar"]
+
+
+BARS_WITCH = "other than herself and the victims"
+
+
 @pytest.mark.slow
 def test_random_villagers_vote_at_chance_and_heuristic_lift_has_an_interval(tmp_path):
     from toolkit.study.experiments import run_werewolf_cell

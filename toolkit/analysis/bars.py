@@ -30,7 +30,8 @@ BARS = {
     "seer_wolf_check_rate": "Seer: never recheck (a uniformly random living player not checked before)",
     "guard_save_rate": "Guard: always protect self (where the rules allow it, else a random legal player)",
     "doctor_save_rate": "Doctor: always heal self (where the rules allow it, else a random legal player)",
-    "witch_poison_on_wolf": "Witch: poison a uniformly random other living player",
+    "witch_poison_on_wolf": ("Witch: poison a uniformly random living player other than herself and the victims "
+                             "she was told of (never wolves)"),
     "hunter_shot_on_wolf": "Hunter: shoot a uniformly random living player",
     "identity": "identity: the best constant guess per believer role and day (ties share the hit)",
     "detection": "detection: recall minus false-positive rate (0 for any guess that ignores the game)",

@@ -13,8 +13,9 @@ games resampled):
   names aside: ``similarity.template``) in at least ``STOCK_GAMES`` games ("I am a Villager. I suspect
   Player3.") — or shorter than ``similarity.MIN_WORDS`` words ("I have no information yet."). n = speeches.
 - ``wolf votes wolf``: a werewolf's day vote for a fellow werewolf when it had a village player to vote for
-  (rarely a strategy; for a weak model it is usually not knowing its side); a ballot whose only legal
-  candidates were wolves is no unit. n = werewolves' votes with a choice.
+  (rarely a strategy; for a weak model it is usually not knowing its side); a vote for itself (where the rules
+  allow it) is not one — it is a unit, not a flag; a ballot whose only legal candidates were wolves is no unit.
+  n = werewolves' votes with a choice.
 - ``contradicting potions``: a Witch poisoning a player she saved earlier in the game. n = Witches' poisons.
 
 Every comparison is near-linear in the answers (``similarity``: shingle hashes and an inverted index per game;
@@ -103,8 +104,8 @@ def _wolf_ballots(tables, spec_of: dict) -> list[dict]:
         side=lambda p: p["role"].eq("Werewolf").map({True: "werewolves", False: "village"})),
         getattr(tables, "games", None))
     v = v[(v["role"] == "Werewolf") & v["target"].notna() & (v["candidates"] > v["wolf_candidates"])]
-    return [{"spec": spec_of.get((g, a)), "game_id": g, "check": "wolf votes wolf", "hit": r == "Werewolf"}
-            for g, a, r in zip(v["game_id"], v["actor"], v["target_role"])]
+    return [{"spec": spec_of.get((g, a)), "game_id": g, "check": "wolf votes wolf", "hit": r == "Werewolf" and t != a}
+            for g, a, t, r in zip(v["game_id"], v["actor"], v["target"], v["target_role"])]
 
 
 def echo_counts(calls: Iterable[pd.DataFrame]) -> pd.DataFrame:

@@ -575,6 +575,25 @@ def _seer_checks(ev: pd.DataFrame) -> pd.DataFrame:
     return checks
 
 
+def _told_victims(ev: pd.DataFrame, poisons: pd.DataFrame) -> np.ndarray:
+    """Per poison: how many living players other than the Witch she had been told were the wolves' victim (the
+    announcement only she sees, ``Tonight the werewolves attacked X``, on this night or an earlier one, X still
+    alive when she poisons). The wolves never attack a wolf, so each is a player she knows is not one."""
+    told = ev[(ev["kind"] == "announcement") & ev["target"].notna() & ev["actor"].isna()
+              & (ev["visibility"].astype(str) != "public")] if "visibility" in ev.columns else ev.iloc[:0]
+    gone = ev[ev["kind"].isin(removing_kinds()) & ev["target"].notna()]
+    gone_at = dict(zip(zip(gone["game_id"], gone["target"]), gone["seq"]))
+    by_witch: dict[tuple, list[tuple[int, str]]] = {}
+    for g, seat, seq, target in zip(told["game_id"], told["visibility"], told["seq"], told["target"]):
+        by_witch.setdefault((g, seat), []).append((seq, target))
+    out = np.zeros(len(poisons))
+    for i, (g, witch, seq) in enumerate(zip(poisons["game_id"], poisons["actor"], poisons["seq"])):
+        known = {t for s, t in by_witch.get((g, witch), ()) if s < seq and t != witch
+                 and gone_at.get((g, t), np.inf) > seq}
+        out[i] = len(known)
+    return out
+
+
 def night_actions(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None,
                   games: pd.DataFrame | None = None) -> pd.DataFrame:
     """Night actions that can fail, each with a cluster-bootstrap interval and, where one exists, the bar
@@ -589,7 +608,9 @@ def night_actions(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | N
       answer, ``guard_no_repeat`` / ``doctor_consecutive_saves: false`` remove last night's choice while that
       player lives, ``doctor_self_save: false`` removes the Doctor.
     - ``witch_save_needed``: saves of a victim the guard had not protected (the save changed the outcome).
-    - ``witch_poison_on_wolf``: poisons on a werewolf; bar = random = living wolves / (living − 1).
+    - ``witch_poison_on_wolf``: poisons on a werewolf; bar: a uniformly random living player other than herself
+      and the living players she was told the wolves attacked (tonight's victim and any earlier victim who
+      survived: never a wolf), living wolves / (living − 1 − those); random: living wolves / (living − 1).
     - ``witch_save_night`` / ``witch_poison_night``: the mean night a potion was used (timing; lower is
       earlier), reported as a mean, not a rate.
     - ``hunter_shot_on_wolf``: a Hunter's shots (events ``shot``, at dawn or by day) on a werewolf; bar =
@@ -613,7 +634,9 @@ def night_actions(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | N
 
     poisons = ev[ev["kind"] == "poison"].copy()
     poisons["hit"] = (poisons["target_role"] == "Werewolf").astype(int)
-    poisons["chance"] = poisons["random"] = poisons["wolves_alive"] / (poisons["alive"] - 1).clip(lower=1)
+    poisons["random"] = poisons["wolves_alive"] / (poisons["alive"] - 1).clip(lower=1)
+    cleared = _told_victims(ev, poisons)
+    poisons["chance"] = poisons["wolves_alive"] / (poisons["alive"] - 1 - cleared).clip(lower=1)
     rows += _rate_rows(poisons, by, chance="chance", random="random", metric="witch_poison_on_wolf",
                        bar=BARS["witch_poison_on_wolf"])
 
