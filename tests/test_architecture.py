@@ -18,7 +18,7 @@ LAYERS = [
     (2, ("toolkit.record",)),                     # run log, tables, loader
     (3, ("toolkit.prompting",)),                  # the prompted structured call
     (4, ("toolkit.werewolf", "toolkit.agent")),   # the two domains
-    (5, ("toolkit.analysis",)),                   # metrics, ratings, plots, report
+    (5, ("toolkit.analysis", "toolkit.doors")),   # metrics, ratings, plots, report; the game behind the doors
     (6, ("toolkit.study", "toolkit.export")),     # experiments, sweeps, tournaments; exports, HTML replay
     (7, ("toolkit.ui",)),                         # the notebooks' widgets
     (8, ("toolkit.cli", "toolkit.__main__")),     # the command line

@@ -1,0 +1,109 @@
+"""The TextArena door (``toolkit.doors.textarena_env``): registered so ``textarena.make`` finds Werewolf-v0 and a
+variant per preset; its reset/get_observation/step/close loop under TextArena's own wrappers gives the events of
+``play_games`` seed for seed; a bad move is asked again, then the game's error policy applies; no leak between
+episodes. These need the ``rl`` extra (textarena), hence the ``interop`` mark."""
+
+import asyncio
+import json
+
+import pytest
+
+from toolkit.werewolf import GameConfig, available_presets, play_games
+from toolkit.werewolf.engine.rules import side_of
+
+pytestmark = pytest.mark.interop
+
+
+@pytest.fixture
+def ta():
+    textarena = pytest.importorskip("textarena")
+    import toolkit.doors.textarena_env  # noqa: F401 (registers the environments)
+    return textarena
+
+
+def drive(env, n, seed, answer):
+    env.reset(num_players=n, seed=seed)
+    done, seen = False, []
+    while not done:
+        player_id, observation = env.get_observation()
+        seen.append((player_id, observation))
+        done, info = env.step(answer(env.table.current))
+    return seen
+
+
+def heuristic(request):
+    from toolkit.doors import offline
+
+    return json.dumps(offline.answer("heuristic", request))
+
+
+def test_every_preset_is_registered_with_textarenas_versions(ta):
+    from textarena.envs.registration import ENV_REGISTRY
+
+    assert {"Werewolf-v0", "Werewolf-v0-train", "Werewolf-v0-raw"} <= set(ENV_REGISTRY)
+    assert all(f"Werewolf-v0-{p}" in ENV_REGISTRY for p in available_presets())
+    with pytest.raises(ValueError, match="seats 7 players, not 6"):
+        ta.make("Werewolf-v0").reset(num_players=6, seed=0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env_id,preset", [("Werewolf-v0", "classic7"), ("Werewolf-v0-kaggle7", "kaggle7"),
+                                           ("Werewolf-v0-kaggle8-train", "kaggle8")])
+def test_a_textarena_game_has_the_events_of_play_games_seed_for_seed(ta, env_id, preset):
+    """Through TextArena's default wrappers (one prompt per turn, as text), every move the heuristic player's
+    answer: the same events as play_games; rewards by side in close()."""
+    env = ta.make(env_id)
+    n = len(GameConfig(preset=preset).resolved_preset().seats)
+    seeds = range(4)
+    played = asyncio.run(play_games([GameConfig(preset=preset, seed=s) for s in seeds]))
+    for seed, result in zip(seeds, played):
+        seen = drive(env, n, seed, heuristic)
+        assert env.game.events == result.events, (env_id, seed)
+        assert all(isinstance(obs, str) and "JSON" in obs for _, obs in seen)
+        rewards, info = env.close()
+        won = {pid: side_of(role) == result.winner for pid, role in enumerate(result.roles.values())}
+        assert rewards == {pid: (1.0 if w else -1.0) for pid, w in won.items()} or result.winner == "draw"
+        assert {info[pid]["role"] for pid in range(n)} == set(result.roles.values())
+
+
+def test_textarenas_own_move_forms_are_taken(ta):
+    """``[Player3]``/``[2]`` for a target, plain text for a speech: the game goes on without a fallback."""
+    from toolkit.doors.actions import from_text
+
+    view = {"action": "vote", "choices": ["Player2", "Player3"], "can_pass": False}
+    seats = [f"Player{i}" for i in range(1, 8)]
+    assert from_text("I vote [Player3].", view, seats) == {"target": "Player3"}
+    assert from_text("[1]", view, seats) == {"target": "Player2"}
+    assert from_text("Player3 is a wolf", {"action": "speak"}, seats) == {"speech": "Player3 is a wolf"}
+    assert from_text('{"target": "Player2"}', view, seats) == '{"target": "Player2"}'
+
+
+def test_a_bad_move_is_asked_again_then_the_error_policy_applies(ta):
+    """TextArena's rule: the player is told and asked again; a second bad move is a failed decision: under
+    eliminate_after:1 the seat is removed at the next nightfall, and the game still ends."""
+    from toolkit.doors.textarena_env import WerewolfEnv
+
+    env = WerewolfEnv("classic7", error_policy="eliminate_after:1")
+    env.reset(num_players=7, seed=0)
+    pid, _ = env.get_observation()
+    env.step("no idea")
+    again, observation = env.get_observation()
+    assert again == pid and "no idea" in observation[0][1]
+    env.step("still no idea")
+    while not env.state.done:
+        env.step(heuristic(env.table.current))
+    seat = env.seats[pid]
+    assert any(e.kind == "disqualification" and e.target == seat for e in env.game.events) or seat in env.game.deaths
+    rewards, info = env.close()
+    assert info[pid]["invalid_move"] is True
+
+
+def test_reset_reuses_the_environment_without_leaking(ta):
+    env = ta.make("Werewolf-v0-raw")
+    env.reset(num_players=7, seed=11)
+    for _ in range(5):
+        env.step("[0]")
+    first = drive(env, 7, 3, heuristic)
+    again = drive(env, 7, 3, heuristic)
+    fresh = drive(ta.make("Werewolf-v0-raw"), 7, 3, heuristic)
+    assert first == again == fresh
