@@ -193,3 +193,22 @@ def test_inside_werewolf_the_rules_and_the_seat_import_nothing_above_them():
              for target in imports(path) if of(target) is not None and of(target) > of(name)
              and target != "toolkit.werewolf"]
     assert not wrong, "\n".join(wrong)
+
+
+def test_discussions_and_votes_do_not_import_the_rules_that_use_them():
+    """``rules.Game`` asks the preset's discussion and vote; they read the game through ``engine.table.Table`` (a
+    Protocol), so no module of theirs imports ``rules`` (not even for typing: that drew a circle). ``Game`` has
+    every member the Protocol names."""
+    from toolkit.werewolf.engine.preset import load_preset
+    from toolkit.werewolf.engine.rules import Game
+    from toolkit.werewolf.engine.table import Table
+
+    protocols = {n: p for n, p in modules().items()
+                 if n.startswith(("toolkit.werewolf.engine.discussions", "toolkit.werewolf.engine.votes"))}
+    wrong = [f"{n} imports {t}" for n, p in protocols.items() for t in imports(p)
+             if t == "toolkit.werewolf.engine.rules" or t.startswith("toolkit.werewolf.engine.rules.")]
+    assert not wrong, "\n".join(wrong)
+    game = Game(load_preset("classic7"), seed=1)
+    members = {*Table.__annotations__, *(n for n in vars(Table) if not n.startswith("_"))}
+    assert members >= {"talk", "emit", "around", "vote_queue"}
+    assert [m for m in sorted(members) if not hasattr(game, m)] == []

@@ -1,5 +1,6 @@
-"""The packages a user imports from have faces: ``toolkit.werewolf``, ``toolkit.record`` and ``toolkit.study`` list
-their public names in ``__all__`` and each one resolves (the README's first example imports from two of them)."""
+"""The packages a user imports from have faces: ``toolkit.werewolf``, ``toolkit.record``, ``toolkit.study`` and
+``toolkit.agent`` list their public names in ``__all__`` and each one resolves (the README's first example
+imports from two of them)."""
 
 import importlib
 import subprocess
@@ -8,7 +9,7 @@ import sys
 import pytest
 
 
-@pytest.mark.parametrize("package", ["toolkit.werewolf", "toolkit.record", "toolkit.study"])
+@pytest.mark.parametrize("package", ["toolkit.werewolf", "toolkit.record", "toolkit.study", "toolkit.agent"])
 def test_every_public_name_resolves(package):
     module = importlib.import_module(package)
     assert module.__all__ and all(callable(getattr(module, name)) for name in module.__all__)

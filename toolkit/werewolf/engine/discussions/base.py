@@ -25,7 +25,7 @@ from toolkit.werewolf.engine.roles.base import PUBLIC, Ask
 from toolkit.werewolf.engine.speech import clean_speech
 
 if TYPE_CHECKING:
-    from toolkit.werewolf.engine.rules import Game
+    from toolkit.werewolf.engine.table import Table  # what a protocol reads of a game (rules.Game is one)
 
 
 class Discussion:
@@ -35,20 +35,20 @@ class Discussion:
     decisions: tuple[str, ...] = ()  # its own decisions beside ``speak`` (e.g. ``bid``)
     events: tuple[EventKind, ...] = ()  # the kinds of events rows it emits beside the engine's
 
-    def open(self, game: Game) -> None:
+    def open(self, game: Table) -> None:
         """The day's talk begins: fill ``game.talk`` and ``game.speech_queue`` and announce the order."""
         raise NotImplementedError
 
-    def asks(self, game: Game) -> list[Ask]:
+    def asks(self, game: Table) -> list[Ask]:
         """The decisions it waits for now; the default: the first seat of the queue speaks."""
         return [Ask(game.speech_queue[0], "speak")] if game.speech_queue else []
 
-    def speak(self, game: Game, seat: str, text: str, fallback: bool) -> None:
+    def speak(self, game: Table, seat: str, text: str, fallback: bool) -> None:
         """A speech asked by ``asks``: the default records it and takes the seat off the queue."""
         game.speech_queue.pop(0)
         say(game, seat, text, fallback)
 
-    def decide(self, game: Game, seat: str, action: str, value: Any, fallback: bool) -> None:
+    def decide(self, game: Table, seat: str, action: str, value: Any, fallback: bool) -> None:
         """One of its own ``decisions`` (``value``: what the decision carries, e.g. a bid)."""
         raise NotImplementedError(f"{self.name} has no decision {action}")
 
@@ -60,14 +60,14 @@ class Discussion:
         return f"<discussion {self.name}>"
 
 
-def say(game: Game, seat: str, text: str, fallback: bool) -> None:
+def say(game: Table, seat: str, text: str, fallback: bool) -> None:
     """A speech of the day, recorded as data: one capped line with no control/bidi characters and no quote
     delimiters (the raw answer stays in the calls table), so no later prompt or transcript can be forged
     through it."""
     game.emit("speech", seat, None, clean_speech(text), PUBLIC, fallback, phase="speech")
 
 
-def announce_order(game: Game, order: list[str], how: str) -> None:
+def announce_order(game: Table, order: list[str], how: str) -> None:
     """The day's opening announcement with its speaking order (``about="speaking_order"``: the seat's view
     reads the order from ``seats``, never from the text)."""
     game.emit("announcement", None, None, f"Day {game.day}: the living players are {', '.join(game.alive)}.{how} "

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from toolkit.werewolf.engine.roles.base import PUBLIC
 
 if TYPE_CHECKING:
-    from toolkit.werewolf.engine.rules import Game
+    from toolkit.werewolf.engine.table import Table  # what a protocol reads of a game (rules.Game is one)
 
 REVOTE = object()  # a tie rule's answer: the tied vote again
 
@@ -34,17 +34,17 @@ class DayVote:
     summary = ""  # one line: how the day votes (the docs' table)
     kaggle: str | None = None  # the Kaggle day_voting_protocol it plays (kaggle-environments' name), if any
 
-    def open(self, game: Game, phase: str) -> None:
+    def open(self, game: Table, phase: str) -> None:
         """A vote opens among ``game.vote_candidates``; the default has no order."""
 
-    def voters(self, game: Game) -> list[str]:
+    def voters(self, game: Table) -> list[str]:
         """Who is asked now; the default: every living seat at once."""
         return list(game.alive)
 
-    def cast(self, game: Game, seat: str, target: str | None, fallback: bool) -> None:
+    def cast(self, game: Table, seat: str, target: str | None, fallback: bool) -> None:
         """A ballot taken; the default holds it (secret) until ``reveal``."""
 
-    def reveal(self, game: Game) -> None:
+    def reveal(self, game: Table) -> None:
         """Every ballot is in; the default shows the held ballots together, in seat order."""
         for voter in sorted(game.votes, key=game.seats.index):
             ballot(game, voter, game.votes[voter], voter in game.vote_fallbacks)
@@ -62,7 +62,7 @@ class TieRule:
     summary = ""  # one line: what a tie does (the docs' table)
     kaggle: str | None = None  # the Kaggle tie_break it plays, if any
 
-    def settle(self, game: Game, leaders: tuple[str, ...], counted: bool) -> str | object | None:
+    def settle(self, game: Table, leaders: tuple[str, ...], counted: bool) -> str | object | None:
         """The seat eliminated among the tied ``leaders``, None for nobody, or ``REVOTE``. ``counted``: some
         ballot was counted (if not, every candidate is a leader)."""
         raise NotImplementedError
@@ -75,7 +75,7 @@ class TieRule:
         return f"<vote tie rule {self.name}>"
 
 
-def ballot(game: Game, voter: str, target: str | None, fallback: bool) -> None:
+def ballot(game: Table, voter: str, target: str | None, fallback: bool) -> None:
     """A ballot made public: a ``vote`` row."""
     text = f"{voter} votes for {target}." if target is not None else f"{voter} abstains."
     game.emit("vote", voter, target, text, PUBLIC, fallback)
