@@ -13,9 +13,14 @@ DESCRIPTION = None
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="the sweep's YAML file (see experiments/sweeps/)")
     parser.add_argument("--workers", type=int, default=1, help="cells run at once (default 1)")
-    parser.add_argument("--executor", choices=["local", "dask"], default="local",
-                       help="local processes, or Dask (the dask extra)")
-    parser.add_argument("--scheduler", help="a dask scheduler address (default: a LocalCluster)")
+    parser.add_argument("--executor", choices=["local", "dask"], help="local processes (the default), or Dask (the "
+                        "dask extra; the default with --scheduler)")
+    parser.add_argument("--scheduler", metavar="ADDRESS", help="a running Dask scheduler's address, e.g. "
+                        "tcp://HOST:8786 (`dask scheduler`; its workers: `dask worker ADDRESS --nthreads 1`); "
+                        "default: a LocalCluster of --workers processes")
+    parser.add_argument("--shard-games", type=int, metavar="N", help="a werewolf cell of more than N games runs as "
+                        "shards of N games that any worker plays (default: the file's shard_games, else 1000; a "
+                        "rerun keeps the first run's cut)")
     parser.add_argument("--out", "--results", dest="out", default="results", metavar="DIR",
                        help="results root, as every command's --out; cells go to DIR/<sweep>/<cell>/, the summary "
                        "and plots to DIR/<sweep>/ (default: results; --results is its old name)")
@@ -29,8 +34,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.workers < 1:
         raise FileError(f"--workers must be at least 1, got {args.workers}")
-    if args.scheduler and args.executor != "dask":
-        raise FileError("--scheduler needs --executor dask")
+    if args.shard_games is not None and args.shard_games < 1:
+        raise FileError(f"--shard-games must be at least 1, got {args.shard_games}")
+    if args.scheduler and args.executor == "local":
+        raise FileError("--scheduler needs --executor dask (a Dask scheduler's address; local workers have none)")
+    args.executor = args.executor or ("dask" if args.scheduler else "local")
     if args.executor == "dask":
         check_extra("dask.distributed", "dask", "--executor dask")
     out_folder(args.out, "--out")
@@ -44,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
             check_spec(spec, option=f"{args.file}: {key}")
     summary = run_sweep(args.file, workers=args.workers, executor=args.executor, scheduler=args.scheduler,
                         results_root=args.out, max_usd=args.max_usd, max_tokens=args.max_tokens,
-                        at_cap=args.at_cap)
+                        at_cap=args.at_cap, shard_games=args.shard_games)
     columns = [c for c in ("cell_id", "ok", "games", "village_win_rate", "village_ci_low", "village_ci_high",
                            "sessions", "interrupted", "success_rate", "error") if c in summary.columns]
     show(summary[columns].to_string(index=False))

@@ -220,6 +220,8 @@ class SweepFile(BaseModel):
     max_usd: float | None = Field(None, gt=0, allow_inf_nan=False)
     max_tokens: int | None = Field(None, ge=1)
     at_cap: Literal["stop", "finish"] = "stop"
+    # A werewolf cell of more games runs as shards of this many (toolkit.study.shards); --shard-games overrides it.
+    shard_games: int | None = Field(None, ge=1)
     # Named models: a parameter or grid value (or a seats entry) equal to a name stands for its spec, so cells
     # and their folders are named by the short name: {o4-high: {spec: "openai:o4-mini@URL", reasoning_effort: high}}.
     models: dict[str, Any] = Field(default_factory=dict)

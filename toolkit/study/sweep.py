@@ -15,12 +15,14 @@ import json
 import os
 import re
 import signal
+import socket
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pandas as pd
 from tqdm.auto import tqdm
@@ -35,6 +37,7 @@ from toolkit.core.files import FileError, SweepFile, did_you_mean, load_file, on
 from toolkit.core.secrets import Redactor, redact, redact_obj, register_carried
 from toolkit.llm.budget import Budget, BudgetError, BudgetReached
 from toolkit.study.experiments import check_werewolf_parameters
+from toolkit.study.shards import SHARD_GAMES, cell_status, shardable, shards
 from toolkit.werewolf.engine.preset import preset_models
 
 REPO = data.root()  # relative notebook paths start here: the repository, or the installed package's data
@@ -236,7 +239,8 @@ def execute_cell(cell: Cell) -> dict[str, Any]:
     folder = Path(cell.folder)
     folder.mkdir(parents=True, exist_ok=True)
     started = time.time()
-    status = {"cell_id": cell.cell_id, **{f"param.{k}": v for k, v in cell.grid_values.items()}, "capped": False}
+    status = {"cell_id": cell.cell_id, **{f"param.{k}": v for k, v in cell.grid_values.items()}, "capped": False,
+              "where": f"{socket.gethostname()}:{os.getpid()}"}  # which machine and worker ran it
     budget = _budget(cell.parameters)
     if budget is not None and budget.exhausted():  # no kernel started for a cell that could play nothing
         status.update(ok=False, capped=True, error=budget.line(), wall_s=0.0)
@@ -346,20 +350,37 @@ def apply_cap(spec: dict[str, Any], cells: list[Cell], path: str | Path, results
 
 def run_sweep(path: str | Path, workers: int = 1, executor: str = "local", scheduler: str | None = None,
               results_root: str | Path = "results", progress: bool = True, max_usd: float | None = None,
-              max_tokens: int | None = None, at_cap: str | None = None) -> pd.DataFrame:
-    """Run every cell not done yet; the summary has one row per cell. With a spending cap (the file's
-    ``max_usd``/``max_tokens``, or these options) no new game starts once it is reached: the cells it stopped
-    are ``capped`` (not done), ``summary.attrs["budget"]`` is the line saying what was spent and what is left,
-    and a rerun with a higher cap plays only what is missing."""
+              max_tokens: int | None = None, at_cap: str | None = None,
+              shard_games: int | None = None) -> pd.DataFrame:
+    """Run every cell not done yet; the summary has one row per cell. A werewolf cell of more than
+    ``shard_games`` games (the option, else the file's ``shard_games``, else ``SHARD_GAMES``) runs as shards that
+    any worker may play (``toolkit.study.shards``). With a spending cap (the file's ``max_usd``/``max_tokens``, or
+    these options) no new game starts once it is reached: the cells it stopped are ``capped`` (not done),
+    ``summary.attrs["budget"]`` is the line saying what was spent and what is left, and a rerun with a higher cap
+    plays only what is missing."""
     spec, cells = load_sweep(path, results_root)
     budget = apply_cap(spec, cells, path, results_root, max_usd, max_tokens, at_cap)
     todo = [c for c in cells if not (Path(c.folder) / "DONE.json").exists()]
     statuses = [json.loads((Path(c.folder) / "DONE.json").read_text()) for c in cells if c not in todo]
-    bar = tqdm(total=len(cells), initial=len(cells) - len(todo), desc=spec["name"], disable=not progress)
+    known = set(notebook_parameters(Path(todo[0].notebook), path)) if todo else set()
+    size = shard_games or spec.get("shard_games") or SHARD_GAMES
+    units = {c.cell_id: shards(c, size) if shardable(c, known) else [c] for c in todo}
+    parts = {u.cell_id: json.loads((Path(u.folder) / "DONE.json").read_text())
+             for us in units.values() for u in us if len(us) > 1 and (Path(u.folder) / "DONE.json").exists()}
+    run = [u for us in units.values() for u in us if u.cell_id not in parts]
+    total = len(cells) - len(todo) + sum(len(us) for us in units.values())
+    bar = tqdm(total=total, initial=total - len(run), desc=spec["name"], unit="cell" if total == len(cells) else
+               "piece", disable=not progress)
     # One llama-server for every cell that uses the `local` model, owned by this process (not on a remote
     # cluster, whose workers cannot reach 127.0.0.1 here: there each cell starts its own).
-    with study_server(set().union(*(cell_specs(c) for c in todo)) if scheduler is None else ()):
-        _execute(todo, statuses, bar, workers, executor, scheduler)
+    found: list[dict] = []
+    try:
+        with study_server(set().union(*(cell_specs(c) for c in todo)) if scheduler is None else ()):
+            _execute(run, found, bar, workers, executor, scheduler)
+    finally:  # a cell whose shards all ended is done (its DONE.json) even when the sweep is stopped
+        parts.update((s["cell_id"], s) for s in found)
+        statuses += [cell_status(c, [parts.get(u.cell_id, {"cell_id": u.cell_id, "ok": False, "error": "not run"})
+                                     for u in units[c.cell_id]]) for c in todo]
     bar.close()
     summary = summarise(spec, cells, statuses, Path(results_root) / spec["name"])
     if budget is not None:
@@ -378,19 +399,38 @@ def _execute(todo: list[Cell], statuses: list[dict], bar: Any, workers: int, exe
                 bar.update()
     elif executor == "dask":
         # the optional `dask` extra: imported only when a sweep asks for it
-        from dask.distributed import Client, LocalCluster
         from dask.distributed import as_completed as dask_completed
 
-        cluster = None if scheduler else LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                                      dashboard_address=None)
-        with Client(scheduler or cluster) as client:
+        with dask_client(scheduler, workers) as client:
             for future in dask_completed(client.map(execute_cell, todo, pure=False)):
                 statuses.append(future.result())
                 bar.update()
-        if cluster is not None:
-            cluster.close()
     else:
         raise ValueError(f"executor must be local or dask, not {executor!r}")
+
+
+@contextmanager
+def dask_client(scheduler: str | None, workers: int = 1) -> Iterator[Any]:
+    """A Dask client of the scheduler at ``scheduler`` (``dask scheduler``'s address, its workers started with
+    ``dask worker ADDRESS --nthreads 1``: docs/experiments.md), else of a LocalCluster of ``workers`` processes
+    owned by this one. A scheduler that does not answer is a ``FileError`` of one line."""
+    from dask.distributed import Client, LocalCluster
+
+    if scheduler is None:
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+                Client(cluster) as client:
+            yield client
+        return
+    try:
+        client = Client(scheduler, timeout=SCHEDULER_TIMEOUT_S)
+    except (OSError, ValueError, TypeError) as exc:  # no one answers, or not an address
+        raise FileError(f"--scheduler {scheduler}: no Dask scheduler answers there ({one_line(exc, 160)}); start one "
+                        "with `dask scheduler` and give the address it prints (tcp://HOST:8786)") from None
+    with client:
+        yield client
+
+
+SCHEDULER_TIMEOUT_S = 20
 
 
 # What the summary reads of each cell (never the prompts: a cell of 100,000 games holds gigabytes of them), and of
