@@ -20,10 +20,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "preset now (offline models only) and size the study at their village win rate")
     parser.add_argument("--difference", type=float, default=0.6, metavar="LOGITS", help="with --plan: the true "
                         "difference between two models whose detection power is printed (default: 0.6 logits)")
-    parser.add_argument("--workers", type=int, default=1, help="cells run at once (default: 1)")
+    parser.add_argument("--workers", type=int, default=1, help="cells (adaptive: batches of a round's games) run "
+                        "at once (default: 1)")
     parser.add_argument("--executor", choices=["local", "dask"], default="local",
                         help="local processes (default) or a Dask cluster")
-    parser.add_argument("--scheduler", help="a dask scheduler address (default: a LocalCluster)")
+    parser.add_argument("--scheduler", metavar="ADDRESS", help="a running Dask scheduler's address, e.g. "
+                        "tcp://HOST:8786 (with --executor dask; default: a LocalCluster)")
     parser.add_argument("--out", "--results", dest="out", default="results", metavar="DIR",
                         help="results root, as every command's --out; cells go to DIR/<name>/<cell>/ (default: "
                         "results; --results is its old name)")
@@ -48,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
     from toolkit.study.tournament import (balance, expected_widths, export_tables, load_tournament, pilot_rates,
                                           plan_from_file, run_tournament)
 
+    if args.scheduler:  # a Dask scheduler's address: the study runs there
+        args.executor = "dask"
     try:
         if args.adaptive or _design(args.file) == "adaptive":
             return _run_adaptive(args)
@@ -123,8 +127,11 @@ def _run_adaptive(args: argparse.Namespace) -> int:
         for c in comps:
             show(f"  {c.preset} {c.side}: {c.a} vs {c.b}")
         return 0
+    if args.workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {args.workers}")
     status = run_adaptive(spec, results_root=args.out, max_games=args.max_games, max_usd=args.max_usd,
-                          max_tokens=args.max_tokens, at_cap=args.at_cap)
+                          max_tokens=args.max_tokens, at_cap=args.at_cap, workers=args.workers,
+                          executor=args.executor, scheduler=args.scheduler)
     report = status.folder / "adaptive.md"
     if args.compare:
         from toolkit.analysis.adaptive_report import compare_designs

@@ -29,6 +29,7 @@ import pandas as pd
 from toolkit.analysis import sequential as S
 from toolkit.llm.budget import BudgetReached
 from toolkit.record.load import LoadWarning, load
+from toolkit.study.batches import BATCH_GAMES, play_round
 from toolkit.study.tournament import load_tournament, run_cell
 from toolkit.werewolf.engine.preset import load_preset
 
@@ -174,7 +175,8 @@ def adaptive_spec(path: str | Path) -> dict[str, Any]:
 def run_adaptive(path: str | Path | dict[str, Any], results_root: str | Path = "results",
                  max_games: int | None = None, max_usd: float | None = None, progress: bool = True,
                  on_round: Callable[[Status], None] | None = None, max_tokens: int | None = None,
-                 at_cap: str | None = None, on_game: Callable[[int], None] | None = None) -> Status:
+                 at_cap: str | None = None, on_game: Callable[[int], None] | None = None, workers: int = 1,
+                 executor: str = "local", scheduler: str | None = None, batch_games: int = BATCH_GAMES) -> Status:
     """Play the adaptive tournament of the file at ``path`` (or of a spec from ``adaptive_spec``; resuming
     whatever is recorded under ``RESULTS/<name>/``) until it stops; write ``comparisons.parquet``,
     ``ratings.parquet`` and ``adaptive.md`` there. ``max_games``/``max_usd`` override the file's caps (a cap
@@ -182,15 +184,25 @@ def run_adaptive(path: str | Path | dict[str, Any], results_root: str | Path = "
     ``max_tokens``, ``at_cap``) are the study-wide ledger of ``toolkit.llm.budget``, kept in the tournament's
     folder. A round the cap cut short is not counted until a rerun with a higher cap finishes it: which of its
     games were cut depends on how long they ran, which may depend on who was winning. ``on_round`` gets the
-    ``Status`` after every round, ``on_game`` the number of games played each time a game ends."""
+    ``Status`` after every round, ``on_game`` the number of games played each time a game ends (with workers:
+    each time a batch ends). With ``workers`` above 1, ``executor="dask"`` or a Dask ``scheduler``'s address, a
+    round's games are handed out as batches of at most ``batch_games`` (``toolkit.study.batches``) and this process
+    only decides: the same games, seeds and decisions as in one process."""
     from tqdm.auto import tqdm
+
+    from toolkit.study.sweep import work_pool
 
     with warnings.catch_warnings():  # a partial game a kill left is expected here: its seed is played again
         warnings.simplefilter("ignore", LoadWarning)
-        return _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_tokens, at_cap, on_game)
+        if workers == 1 and executor == "local" and scheduler is None:
+            return _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_tokens, at_cap, on_game)
+        with work_pool(workers, executor, scheduler) as submit:
+            return _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_tokens, at_cap, on_game,
+                        (submit, batch_games))
 
 
-def _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_tokens, at_cap, on_game) -> Status:
+def _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_tokens, at_cap, on_game,
+         pool=None) -> Status:
     spec = path if isinstance(path, dict) else adaptive_spec(path)
     models, presets = list(spec["models"]), list(spec["presets"])
     self_play, seed = bool(spec.get("self_play", True)), int(spec.get("seed", 0))
@@ -211,13 +223,24 @@ def _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_t
 
     def play(rnd: int) -> None:
         rows = sched[sched["round"] == rnd]
+        if pool is not None:  # the round's batches on the workers; this process decides
+            capped = play_round(rows, folder, schedule_path, pool[0], pool[1], on_batch=some_games,
+                                reflection=bool(spec.get("reflection", False)),
+                                concurrency=int(spec.get("concurrency", 16)), max_usd=max_usd, max_tokens=max_tokens,
+                                at_cap=at_cap, spend_dir=str(folder))
+            if capped:
+                raise BudgetReached(capped)
+            return
         for cell in sorted(set(rows["cell"])):
             run_cell(str(folder / cell), str(schedule_path), cell, bool(spec.get("reflection", False)),
                      int(spec.get("concurrency", 16)), max_usd, max_tokens, at_cap, str(folder),
                      on_result=one_game)
 
     def one_game(_) -> None:
-        bar.update(1)
+        some_games(1)
+
+    def some_games(n: int) -> None:
+        bar.update(n)
         if on_game:
             on_game(bar.n)
 

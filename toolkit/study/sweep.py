@@ -433,6 +433,20 @@ def dask_client(scheduler: str | None, workers: int = 1) -> Iterator[Any]:
 SCHEDULER_TIMEOUT_S = 20
 
 
+@contextmanager
+def work_pool(workers: int = 1, executor: str = "local", scheduler: str | None = None) -> Iterator[Any]:
+    """Where a study's pieces run: the ``submit`` of ``workers`` local processes (ended with this one) or of a
+    Dask client (``dask_client``); its futures' ``result()`` waits for a piece."""
+    if executor == "local" and scheduler is None:
+        with ProcessPoolExecutor(max_workers=workers, initializer=_die_with_parent) as pool:
+            yield pool.submit
+    elif executor in ("local", "dask"):
+        with dask_client(scheduler, workers) as client:
+            yield lambda fn, *args, **kw: client.submit(fn, *args, pure=False, **kw)
+    else:
+        raise ValueError(f"executor must be local or dask, not {executor!r}")
+
+
 # What the summary reads of each cell (never the prompts: a cell of 100,000 games holds gigabytes of them), and of
 # the whole sweep for its plots (the games but their configs: ~1.7 KB of JSON a game that no plot reads; a cell's
 # parameters come from its runs row).

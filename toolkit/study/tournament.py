@@ -333,13 +333,16 @@ def run_tournament(path: str | Path, workers: int = 1, executor: str = "local", 
 
 def run_cell(results_dir: str, schedule: str, cell: str, reflection: bool = False, concurrency: int = 16,
              max_usd: float | None = None, max_tokens: int | None = None, at_cap: str = "stop",
-             spend_dir: str | None = None, error_policy: str | None = None, on_result=None):
+             spend_dir: str | None = None, error_policy: str | None = None, on_result=None,
+             seeds: list[int] | None = None, done_in: str | None = None, tables: bool = True):
     """Play one cell's games (called from ``experiments/tournament.ipynb``); games whose seed already
     finished in ``results_dir`` are skipped. ``schedule`` is the ``schedule.parquet`` a tournament run wrote, or
     a tournament file (planned here, the same plan); a relative path not found from the current folder is read
     from the repository (a notebook's kernel runs in its own folder). A spending cap (``max_usd``,
     ``max_tokens``) is kept in ``spend_dir`` (the tournament's folder, shared by every cell; the cell's own folder
-    by default). ``on_result`` is called with each game's result as it ends."""
+    by default). ``on_result`` is called with each game's result as it ends. ``seeds``: only these of the cell's
+    games (a batch, ``toolkit.study.batches``); ``done_in``: the folder whose finished seeds are skipped (default
+    ``results_dir``); ``tables=False``: return the number of games played, not the tables."""
 
     path = Path(schedule)
     if not path.is_absolute() and not path.exists() and (data.root() / path).exists():
@@ -354,11 +357,13 @@ def run_cell(results_dir: str, schedule: str, cell: str, reflection: bool = Fals
                                 "`toolkit tournament FILE`) or a tournament file such as "
                                 "experiments/tournaments/smoke.yaml")
     mine = plan[plan["cell"] == cell]
+    if seeds is not None:
+        mine = mine[mine["seed"].isin(set(seeds))]
     if mine.empty:
         raise ValueError(f"cell {cell!r} is not in {schedule}; its cells are {', '.join(sorted(set(plan['cell'])))}")
     budget = cell_budget(results_dir, max_usd, max_tokens, at_cap, spend_dir)
     with cell_lock(results_dir):
-        done = finished_seeds(results_dir)
+        done = finished_seeds(done_in or results_dir)
         configs = []
         for (seed, preset), g in mine.groupby(["seed", "preset"], sort=True):
             if int(seed) in done:
@@ -373,7 +378,7 @@ def run_cell(results_dir: str, schedule: str, cell: str, reflection: bool = Fals
             with Run(results_dir, name, config=params, seed=int(mine["seed"].min()),
                      specs=sorted(set(mine["spec"]))) as run:
                 play_capped(configs, run, budget, concurrency=concurrency, on_result=on_result)
-    return load(results_dir, complete_games=True)
+    return load(results_dir, complete_games=True) if tables else len(configs)
 
 
 KEPT_TABLES = ("runs", "games", "players", "events", "beliefs")

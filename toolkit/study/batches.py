@@ -1,0 +1,73 @@
+"""Batches: an adaptive tournament's round handed out to workers, the decision kept in the coordinator.
+
+The coordinator (the process running ``toolkit.study.adaptive.run_adaptive``) writes a round's games in
+``schedule.parquet`` before any of them plays, cuts the round into batches of at most ``batch_games`` games (a
+side-swapped pair, two games of one ``pair`` where the schedule has that column, never split), and gives each
+batch to any worker (local processes, or a Dask cluster's workers). A worker plays its batch's missing games
+into ``<round's cell>/batch<k>/`` and reports only how many it played and whether a spending cap stopped it; the
+results are read back from the record. Only the coordinator reads the games, updates the sequential test and
+decides, so adding workers changes nothing in the statistics: the games and their seeds are those of the
+schedule, whoever plays them.
+
+Killing a worker loses its games in flight (Dask gives the batch to another worker, which plays the batch's
+missing games); killing the coordinator loses nothing recorded (a rerun finishes the round from the schedule). A
+batch's lock keeps two workers (an orphan of a killed coordinator and a rerun's) from playing the same games.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+BATCH_GAMES = 20  # ~1.5 s of heuristic games; a model's games take far longer, so workers are rarely idle
+
+
+def batches(rows: pd.DataFrame, batch_games: int = BATCH_GAMES) -> list[list[int]]:
+    """A round's seeds (``rows``: its schedule rows, one per seat per game) in batches of at most ``batch_games``
+    games in seed order, a side-swapped pair's two games in one batch."""
+    games = rows.drop_duplicates("seed").sort_values("seed")
+    units = (games.groupby("pair", sort=False)["seed"].apply(list).tolist() if "pair" in games.columns
+             else [[s] for s in games["seed"]])
+    out: list[list[int]] = []
+    for unit in units:
+        if out and len(out[-1]) + len(unit) <= max(batch_games, len(unit)):
+            out[-1] += [int(s) for s in unit]
+        else:
+            out.append([int(s) for s in unit])
+    return out
+
+
+def play_batch(results_dir: str, schedule: str, cell: str, seeds: list[int], **options: Any) -> dict[str, Any]:
+    """On a worker: play the batch's seeds not finished anywhere in the round's cell folder (``results_dir``)
+    into its own folder ``results_dir/batch<first seed>``. Returns what the coordinator needs to know: the games
+    played and, when a spending cap stopped the batch, its line (the games themselves are read from the
+    record). Never raises for a cap."""
+    from toolkit.llm.budget import BudgetReached
+    from toolkit.study.tournament import run_cell
+
+    try:
+        played = run_cell(str(Path(results_dir) / f"batch{min(seeds)}"), schedule, cell, seeds=seeds,
+                          done_in=results_dir, tables=False, **options)
+    except BudgetReached as exc:
+        return {"games": None, "capped": str(exc)}
+    return {"games": played, "capped": None}
+
+
+def play_round(rows: pd.DataFrame, folder: Path, schedule: Path, submit: Callable[..., Any],
+               batch_games: int = BATCH_GAMES, on_batch: Callable[[int], None] | None = None,
+               **options: Any) -> str | None:
+    """The coordinator's side of a round: every batch of every cell of the round submitted (``submit``: a
+    ``concurrent.futures`` executor's or a Dask client's), then waited for. Returns a spending cap's line when one
+    stopped some batch (the round is then unfinished: a rerun with a higher cap finishes it), else None.
+    ``on_batch`` gets the games of each batch as it is waited for."""
+    futures = [submit(play_batch, str(folder / cell), str(schedule), cell, seeds, **options)
+               for cell, part in rows.groupby("cell", sort=True) for seeds in batches(part, batch_games)]
+    capped = None
+    for future in futures:  # all of them, also after a capped one: the round's record is whatever they played
+        done = future.result()
+        capped = capped or done["capped"]
+        if on_batch and done["games"]:
+            on_batch(done["games"])
+    return capped
