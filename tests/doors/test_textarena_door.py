@@ -107,3 +107,24 @@ def test_reset_reuses_the_environment_without_leaking(ta):
     again = drive(env, 7, 3, heuristic)
     fresh = drive(ta.make("Werewolf-v0-raw"), 7, 3, heuristic)
     assert first == again == fresh
+
+
+def test_a_textarena_game_is_recorded_like_any_other(ta, tmp_path):
+    """Into a Run: load() reads its games, players and calls; its events rows are play_games' rows."""
+    from toolkit.doors.textarena_env import WerewolfEnv
+    from toolkit.record import Run, load
+
+    with Run(tmp_path / "door", "door") as run:
+        env = WerewolfEnv(config=GameConfig(preset="kaggle7", model="door"), run=run)
+        drive(env, 7, 5, heuristic)
+        env.close()
+    with Run(tmp_path / "own", "own") as own:
+        asyncio.run(play_games([GameConfig(preset="kaggle7", seed=5)], own))
+    tables = load(run.folder)
+    assert tables.games["seed"].tolist() == [5] and set(tables.players["spec"]) == {"door"}
+    assert len(tables.calls) > 0 and set(tables.calls["spec"]) == {"door"}
+
+    def rows(folder):
+        return load(folder).events.drop(columns=["game_id"]).sort_values("seq").reset_index(drop=True)
+
+    assert rows(run.folder).equals(rows(own.folder))
