@@ -47,14 +47,15 @@ def test_every_preset_is_registered_with_textarenas_versions(ta):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("env_id,preset", [("Werewolf-v0", "classic7"), ("Werewolf-v0-kaggle7", "kaggle7"),
-                                           ("Werewolf-v0-kaggle8-train", "kaggle8")])
+@pytest.mark.parametrize("env_id,preset", [("Werewolf-v0", "classic7"), ("Werewolf-v0-kaggle8-train", "kaggle8"),
+                                           *((f"Werewolf-v0-{p}", p) for p in available_presets())])
 def test_a_textarena_game_has_the_events_of_play_games_seed_for_seed(ta, env_id, preset):
-    """Through TextArena's default wrappers (one prompt per turn, as text), every move the heuristic player's
-    answer: the same events as play_games; rewards by side in close()."""
+    """Every shipped preset's variant (and the default and a -train version), through TextArena's wrappers (one
+    prompt per turn, as text), every move the heuristic player's answer: the same events as play_games; rewards by
+    side in close()."""
     env = ta.make(env_id)
     n = len(GameConfig(preset=preset).resolved_preset().seats)
-    seeds = range(4)
+    seeds = range(2)
     played = asyncio.run(play_games([GameConfig(preset=preset, seed=s) for s in seeds]))
     for seed, result in zip(seeds, played):
         seen = drive(env, n, seed, heuristic)
