@@ -35,6 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-games", type=_positive, metavar="N",
                         help="adaptive: stop after N games (a cap only ends "
                         "the run earlier; a rerun with a higher cap continues)")
+    parser.add_argument("--batch-games", type=_positive, metavar="N", help="adaptive, with workers: a round's games "
+                        "are handed out in batches of at most N (default 8; a side-swapped pair never split)")
     parser.add_argument("--compare", metavar="DIR", help="adaptive: add the verdicts of a fixed run's results "
                         "folder beside the adaptive ones in adaptive.md")
     parser.add_argument("--export", metavar="DIR", help="afterwards, write the complete games' tables (no calls) "
@@ -131,7 +133,8 @@ def _run_adaptive(args: argparse.Namespace) -> int:
         raise ValueError(f"--workers must be at least 1, got {args.workers}")
     status = run_adaptive(spec, results_root=args.out, max_games=args.max_games, max_usd=args.max_usd,
                           max_tokens=args.max_tokens, at_cap=args.at_cap, workers=args.workers,
-                          executor=args.executor, scheduler=args.scheduler)
+                          executor=args.executor, scheduler=args.scheduler,
+                          **({"batch_games": args.batch_games} if args.batch_games else {}))
     report = status.folder / "adaptive.md"
     if args.compare:
         from toolkit.analysis.adaptive_report import compare_designs

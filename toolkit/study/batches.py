@@ -2,7 +2,7 @@
 
 The coordinator (the process running ``toolkit.study.adaptive.run_adaptive``) writes a round's games in
 ``schedule.parquet`` before any of them plays, cuts the round into batches of at most ``batch_games`` games (a
-side-swapped pair, two games of one ``pair`` where the schedule has that column, never split), and gives each
+side-swapped pair's two games, as the sequential test pairs them, never split), and gives each
 batch to any worker (local processes, or a Dask cluster's workers). A worker plays its batch's missing games
 into ``<round's cell>/batch<k>/`` and reports only how many it played and whether a spending cap stopped it; the
 results are read back from the record. Only the coordinator reads the games, updates the sequential test and
@@ -21,22 +21,38 @@ from typing import Any, Callable
 
 import pandas as pd
 
-BATCH_GAMES = 20  # ~1.5 s of heuristic games; a model's games take far longer, so workers are rarely idle
+BATCH_GAMES = 8  # a few side-swapped pairs, as Fishtest hands out: a round of 60 games keeps 7 workers busy
 
 
 def batches(rows: pd.DataFrame, batch_games: int = BATCH_GAMES) -> list[list[int]]:
     """A round's seeds (``rows``: its schedule rows, one per seat per game) in batches of at most ``batch_games``
-    games in seed order, a side-swapped pair's two games in one batch."""
-    games = rows.drop_duplicates("seed").sort_values("seed")
-    units = (games.groupby("pair", sort=False)["seed"].apply(list).tolist() if "pair" in games.columns
-             else [[s] for s in games["seed"]])
+    games, a side-swapped pair's two games in one batch (``pairs``), in the order of their first seeds."""
     out: list[list[int]] = []
-    for unit in units:
+    for unit in pairs(rows):
         if out and len(out[-1]) + len(unit) <= max(batch_games, len(unit)):
-            out[-1] += [int(s) for s in unit]
+            out[-1] += unit
         else:
-            out.append([int(s) for s in unit])
+            out.append(list(unit))
     return out
+
+
+def pairs(rows: pd.DataFrame) -> list[list[int]]:
+    """A round's games as side-swapped pairs, as the sequential test pairs them: the k-th game (in seed order) of
+    A's village against B's wolves with the k-th of B's village against A's wolves, per preset; a game with no
+    partner (self-play, or one side's extra games) alone. Sorted by first seed."""
+    games = rows.drop_duplicates("seed").sort_values("seed")
+    by: dict[tuple[str, str, str], list[int]] = {}
+    for preset, matchup, seed in zip(games["preset"], games["matchup"], games["seed"]):
+        village, wolves = str(matchup).split(" vs ")
+        by.setdefault((str(preset), village, wolves), []).append(int(seed))
+    units: list[list[int]] = []
+    for (preset, v, w), seeds in by.items():
+        if v < w and (preset, w, v) in by:  # each unordered pair once, from the side named first
+            other = by[(preset, w, v)]
+            units += [[a, b] for a, b in zip(seeds, other)] + [[s] for s in seeds[len(other):] + other[len(seeds):]]
+        elif v == w or (preset, w, v) not in by:
+            units += [[s] for s in seeds]
+    return sorted(units, key=min)
 
 
 def play_batch(results_dir: str, schedule: str, cell: str, seeds: list[int], **options: Any) -> dict[str, Any]:

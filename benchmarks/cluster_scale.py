@@ -1,0 +1,140 @@
+"""A study across processes (issue 48): one cell of offline games on a Dask cluster started the documented way
+(``dask scheduler`` and ``dask worker --nthreads 1`` processes, ``toolkit.testing.dask_cluster``), old beside new
+in one run, and an adaptive tournament on the cluster against the same tournament in one process.
+
+    python benchmarks/cluster_scale.py [--games 1000] [--old /tmp/old-51c499d] [--skip-old] [--skip-adaptive]
+
+For the cell: wall-clock games/s of the whole sweep command (start to summary, kernels included) on one worker
+and on two, and the peak memory of each worker (the RSS of its processes: nanny, worker and the papermill kernels
+it runs, summed, sampled every 0.2 s), at ``--games`` and at half of it (flat in the number of games: the same
+peak). The old code (51c499d: ``git worktree add /tmp/old-51c499d 51c499d``) runs the cell on one worker of the
+two, whatever the cluster (its unit of work is the cell). For the adaptive tournament: the games played, why it
+stopped and the comparisons table in one process and with its rounds' batches on two workers (the same seeds:
+the same decision, or the script says so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import psutil
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from toolkit.testing.dask_cluster import dask_cluster  # noqa: E402
+
+
+class Peak(threading.Thread):
+    """The peak RSS (MB) of each worker's processes (the ``dask worker`` process and all its descendants)."""
+
+    def __init__(self, pids: list[int]):
+        super().__init__(daemon=True)
+        self.pids, self.peak, self.stop = pids, [0.0] * len(pids), threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            for i, pid in enumerate(self.pids):
+                try:
+                    root = psutil.Process(pid)
+                    rss = sum(p.memory_info().rss for p in [root, *root.children(recursive=True)])
+                except psutil.Error:
+                    continue
+                self.peak[i] = max(self.peak[i], rss / 1e6)
+            time.sleep(0.2)
+
+
+def sweep_file(folder: Path, games: int, shard: int | None) -> Path:
+    path = folder / f"cell{games}.yaml"
+    spec = {"name": f"cell{games}", "notebook": "experiments/werewolf.ipynb",
+            "parameters": {"n_games": games, "seed": 0}, "grid": {"model": ["heuristic"]}}
+    if shard:
+        spec["shard_games"] = shard
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+def one_cell(code: Path, workers: int, games: int, shard: int | None, folder: Path) -> dict:
+    """The sweep of one cell of ``games`` heuristic games on a fresh cluster of ``workers`` workers running
+    ``code``; its wall time and each worker's peak memory."""
+    env = {"PYTHONPATH": str(code), "OMP_NUM_THREADS": "1"}
+    out = folder / f"{code.name}-{workers}w-{games}"
+    path = sweep_file(folder, games, shard)
+    with dask_cluster(workers, out / "cluster", env=env) as cluster:
+        peak = Peak([w.pid for w in cluster.workers])
+        peak.start()
+        args = [sys.executable, "-m", "toolkit", "sweep", str(path), "--executor", "dask", "--scheduler",
+                cluster.address, "--out", str(out / "results")]
+        started = time.perf_counter()
+        done = subprocess.run(args, cwd=code, env={**os.environ, **env}, capture_output=True, text=True)
+        wall = time.perf_counter() - started
+        peak.stop.set()
+        peak.join()
+    if done.returncode != 0:
+        raise SystemExit(f"{code}: sweep failed: {done.stderr[-1500:]}")
+    summary = pd.read_parquet(out / "results" / f"cell{games}" / "summary.parquet")
+    assert int(summary["games"].iloc[0]) == games, summary
+    return {"code": code.name, "workers": workers, "games": games, "wall_s": round(wall, 1),
+            "games_per_s": round(games / wall, 2), "peak_mb_per_worker": [round(p) for p in peak.peak]}
+
+
+def adaptive(folder: Path, scheduler: str | None) -> tuple[object, float]:
+    from toolkit.study import adaptive as AD
+
+    spec = {"name": "ad", "models": ["heuristic", "random", "chaos:0"], "presets": ["classic7"],
+            "design": "adaptive", "min_difference": 1.0, "seed": 11, "concurrency": 4}
+    path = folder / "ad.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    started = time.perf_counter()
+    status = AD.run_adaptive(path, results_root=folder / ("cluster" if scheduler else "one"), progress=False,
+                             scheduler=scheduler, executor="dask" if scheduler else "local")
+    return status, time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--games", type=int, default=1000)
+    parser.add_argument("--shards", type=int, default=4, help="shards of the cell (new code)")
+    parser.add_argument("--old", default="/tmp/old-51c499d")
+    parser.add_argument("--skip-old", action="store_true")
+    parser.add_argument("--skip-adaptive", action="store_true")
+    args = parser.parse_args()
+    n, shard = args.games, -(-args.games // args.shards)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        if not args.skip_old:
+            rows.append(one_cell(Path(args.old), 2, n, None, tmp))
+            print(rows[-1], flush=True)
+        for workers, games in ((1, n), (2, n), (2, n // 2)):
+            rows.append(one_cell(REPO, workers, games, shard, tmp))
+            print(rows[-1], flush=True)
+        table = pd.DataFrame(rows)
+        one = table[(table["code"] == REPO.name) & (table["workers"] == 1)]["games_per_s"].iloc[0]
+        table["vs_one_worker"] = (table["games_per_s"] / one).round(2)
+        print(f"\nOne cell of heuristic games (new: shards of {shard} games), the sweep command's wall clock:")
+        print(table.to_string(index=False))
+        if args.skip_adaptive:
+            return
+        one_proc, t1 = adaptive(tmp, None)
+        with dask_cluster(2, tmp / "adcluster", env={"PYTHONPATH": str(REPO)}) as cluster:
+            on_cluster, t2 = adaptive(tmp, cluster.address)
+        same = one_proc.monitor.table().equals(on_cluster.monitor.table()) and one_proc.games == on_cluster.games
+        print("\nAn adaptive tournament (heuristic, random, chaos:0 on classic7, seed 11):")
+        for name, s, t in (("one process", one_proc, t1), ("2 Dask workers", on_cluster, t2)):
+            print(f"  {name}: {s.games} games in {s.monitor.rounds} rounds, {t:.0f} s; stopped: {s.stopped}")
+        print(on_cluster.monitor.table().to_string(index=False))
+        print(f"  the same games and decisions in both: {same}")
+
+
+if __name__ == "__main__":
+    main()
