@@ -10,6 +10,11 @@ two of d/2). Realised half-width: the mean over tournaments of the ratings' 95% 
 the share of tournaments in which ``separation`` names a > b among the wolves (Holm-adjusted p < 0.05).
 
     .venv/bin/python benchmarks/plan_power.py [--reps 200] [--games 97] [--preset classic7] [--difference 0.6]
+
+With ``--gaps G,G,...`` (issue 45): for each gap, tournaments whose three models are G logits apart from the
+strongest to the weakest on both sides (``tournament.spread``), and the planned 95% half-width of the ratings
+at equal models and at those strengths beside the realised one, as realised ÷ promised, in ``--reruns``
+independent batches of ``--reps`` tournaments.
 """
 
 from __future__ import annotations
@@ -21,6 +26,39 @@ import time
 import numpy as np
 
 
+def gaps(args) -> None:
+    from toolkit import analysis as A
+    from toolkit.analysis.simulate import tournament_outcomes
+    from toolkit.study.tournament import expected_widths, schedule, spread, village_rate
+
+    models = ["a", "b", "c"]
+    plan = schedule(models, [args.preset], games=args.games, seed=0)
+    p, source = village_rate(args.preset, args.rate)
+    print(f"{args.preset}, pairs with self-play, {args.games} games per pairing; P(village wins) = {p:.3f} "
+          f"({source}); {args.reruns} reruns of {args.reps} tournaments a gap")
+    print("| gap (logits) | promised, equal models | promised, at the gaps | realised (each rerun) | "
+          "realised ÷ promised at the gaps | ÷ promised at equal models |")
+    print("|---|---|---|---|---|---|")
+    for gap in [float(g) for g in args.gaps.split(",")]:
+        truth = spread(models, gap)
+        equal = expected_widths(plan, p)[0]["half_width"].mean()
+        at = expected_widths(plan, p, strengths=truth)[0]["half_width"].mean()
+        village = {m: truth[(m, "village")] for m in models}
+        wolves = {m: truth[(m, "werewolves")] for m in models}
+        side = math.log(p / (1 - p))
+        realised = []
+        for rerun in range(args.reruns):
+            half = []
+            for rep in range(args.reps):
+                games, players = tournament_outcomes(plan, village, wolves, side, seed=10_000 * rerun + rep)
+                r = A.ratings(games, players, by_side=True)
+                r = r[r["spec"] != "(side term)"]
+                half.append(float(((r["ci_high"] - r["ci_low"]) / 2).mean()))
+            realised.append(float(np.mean(half)))
+        print(f"| {gap:g} | {equal:.3f} | {at:.3f} | {', '.join(f'{x:.3f}' for x in realised)} | "
+              f"{', '.join(f'{x / at:.2f}' for x in realised)} | {', '.join(f'{x / equal:.2f}' for x in realised)} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=200)
@@ -28,7 +66,11 @@ def main() -> None:
     ap.add_argument("--preset", default="classic7")
     ap.add_argument("--difference", type=float, default=0.6)
     ap.add_argument("--rate", type=float, help="P(village wins); default: the preset's known rate")
+    ap.add_argument("--gaps", help="comma-separated gaps (logits): realised ÷ promised half-widths at each")
+    ap.add_argument("--reruns", type=int, default=2)
     args = ap.parse_args()
+    if args.gaps:
+        return gaps(args)
     from toolkit import analysis as A
     from toolkit.analysis.simulate import tournament_outcomes
     from toolkit.study.tournament import expected_widths, schedule, village_rate

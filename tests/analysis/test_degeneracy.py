@@ -178,3 +178,51 @@ def test_the_echo_check_reads_the_prompts_a_batch_of_calls_at_a_time(tmp_path):
     lean = SimpleNamespace(**{**vars(cut), "calls": cut.calls.drop(columns="messages")})
     pd.testing.assert_frame_equal(degeneracy(lean, echo=echo), degeneracy(cut))
     assert "template echo" not in set(degeneracy(lean)["check"])  # no prompts, no counts: not zeros
+
+
+LONG = ("I think Player3 is suspicious because he changed his vote at the last moment yesterday, and nobody has "
+        "asked him why he defended Player5 before the night")
+
+
+def _speeches(games, spec):
+    events = pd.DataFrame([event(g, i, "speech", seat, text=text) for g, game in enumerate(games)
+                           for i, (seat, text) in enumerate(game)])
+    players = pd.DataFrame([{"game_id": g, "seat": s, "role": "Villager", "spec": spec}
+                            for g in range(len(games)) for s in ("P1", "P2", "P3")])
+    return SimpleNamespace(calls=pd.DataFrame(), events=events, players=players)
+
+
+def test_a_copy_survives_words_changed_added_dropped_or_moved():
+    """Issue 45: a copy with one word in three replaced, a filler word every three words or every fourth word
+    dropped was never caught (the old check needed half of its word 3-grams); each is caught now, and a
+    sound reply on the same topic is not."""
+    w = LONG.split()
+    substituted = " ".join("vote" if i % 3 == 2 else x for i, x in enumerate(w))
+    filler = " ".join(x + (" um" if i % 3 == 2 else "") for i, x in enumerate(w))
+    dropped = " ".join(x for i, x in enumerate(w) if i % 4 != 3)
+    moved = "And nobody has asked him why he defended Player5 before the night. " + LONG.split(", and")[0]
+    reply = "Player3 changed nothing for me; I am watching Player5, who stayed silent through the whole night"
+    for copy in (substituted, filler, dropped, moved):
+        d = degeneracy(_speeches([[("P1", LONG), ("P2", copy), ("P3", reply)]], "openai:m"))
+        assert d.set_index("check").loc["repeated speech", ["k", "n"]].tolist() == [1, 3], copy
+
+
+def test_a_model_saying_one_fixed_speech_in_every_game_is_flagged_a_scripted_player_is_not():
+    """Issue 45: the stock-line exemption (a text said in two games or more) exempted a model that says one
+    fixed speech at every turn (0 of 54 flagged); it now covers scripted players only."""
+    games = [[("P1", LONG), ("P2", LONG), ("P3", LONG)] for _ in range(3)]
+    model = degeneracy(_speeches(games, "openai:m")).set_index("check").loc["repeated speech"]
+    assert [model["k"], model["n"]] == [6, 9]  # every speech after each game's first
+    scripted = degeneracy(_speeches(games, "heuristic")).set_index("check").loc["repeated speech"]
+    assert [scripted["k"], scripted["n"]] == [0, 9]
+
+
+def test_a_reworded_instruction_is_template_echo():
+    """Instruction sentences with one word in five or six replaced are caught (the old check: half of the
+    text's word 3-grams, which such edits break); the model's own words on the rules' topic are not."""
+    prompt = json.loads(PROMPT)[0]["content"] + " Each night the werewolves choose one living player to attack."
+    assert echoes("Each night the wolves choose one sleeping player to attack and the town wins when no werewolf "
+                  "is left.", prompt)
+    assert echoes("Every night the werewolves pick one living player to attack; the village wins when no wolf is "
+                  "alive.", prompt)
+    assert not echoes("Player4 attacked nobody last night, so I doubt Player4 is on the werewolves' side.", prompt)

@@ -93,6 +93,22 @@ def test_the_rotation_design_is_nearly_blind_where_the_default_is_not():
     assert 0.25 < village(pairs) < 0.4
 
 
+def test_the_plan_widens_where_the_models_differ():
+    """Issue 45: the planner took every model as equal at the village rate, so its half-widths were 4–42% too
+    narrow where models differ. At the models' strengths (a pilot's fit, or ``spread``'s gap) it promises the
+    Fisher information of those strengths: wider for the models at the edges."""
+    from toolkit.study.tournament import expected_widths, spread
+
+    plan = default_plan()
+    equal = expected_widths(plan, 0.29)[0].set_index(["spec", "side"])["half_width"]
+    gap = spread(MODELS, 2.0)
+    assert gap[(MODELS[0], "village")] == -1.0 and gap[(MODELS[-1], "werewolves")] == 1.0
+    apart = expected_widths(plan, 0.29, strengths=gap)[0].set_index(["spec", "side"])["half_width"]
+    assert (apart >= equal - 1e-9).all() and apart.max() > 1.1 * equal.max()
+    assert expected_widths(plan, 0.29, strengths=spread(MODELS, 0.0))[0]["half_width"].tolist() == \
+        expected_widths(plan, 0.29)[0]["half_width"].tolist()
+
+
 def test_a_perfect_split_has_an_honest_interval_and_cannot_always_separate():
     games, players = synthetic(seed=0, games_per_pair=2)
     # village always wins: the side term is large but its interval is not a point, and strengths overlap

@@ -3,7 +3,6 @@ subprocess for the kill -9): they stop when the comparisons asked are decided, i
 models are never separated; a killed run resumes to the very state an uninterrupted one reaches; an adaptive
 and a fixed run on the same seeds go in one report."""
 
-import math
 import os
 import signal
 import subprocess
@@ -15,7 +14,6 @@ import pandas as pd
 import pytest
 import yaml
 
-from toolkit.analysis import sequential as S
 from toolkit.record.load import load
 from toolkit.study import adaptive as AD
 
@@ -29,12 +27,12 @@ def write(path: Path, **spec) -> Path:
 
 @pytest.fixture(scope="module")
 def ordered(tmp_path_factory):
-    """heuristic, random and mixed in standard9, asked whether heuristic beats random on each side (offline:
-    about 1.4 logits as villagers and 2.3 as wolves in the committed example study), powered for 2 logits."""
+    """heuristic, random and mixed in standard9, asked whether heuristic beats random head-to-head (offline:
+    about 1.4 logits as villagers and 2.3 as wolves in the committed example study), powered for 1 logit."""
     tmp = tmp_path_factory.mktemp("ordered")
     path = write(tmp / "t.yaml", name="ordered", models=["heuristic", "random", "mixed"], presets=["standard9"],
-                 design="adaptive", min_difference=2.0, seed=7,
-                 compare=["village: heuristic vs random", "werewolves: heuristic vs random"])
+                 design="adaptive", min_difference=1.0, seed=7,
+                 compare=["heuristic vs random"])
     status = AD.run_adaptive(path, results_root=tmp / "results", progress=False)
     return tmp, path, status
 
@@ -42,30 +40,22 @@ def ordered(tmp_path_factory):
 @pytest.mark.slow
 def test_an_adaptive_tournament_of_the_offline_players_stops_early_with_the_right_order(ordered):
     tmp, path, status = ordered
-    table = status.monitor.table().set_index("side")
-    # the right order: heuristic above random as wolves (2.3 logits > 2); as villagers either that or "within ±2"
-    # (1.4 logits), never random above heuristic
-    assert table.loc["werewolves", "verdict"] == "heuristic > random", table
-    assert table.loc["village", "verdict"] in ("heuristic > random", "within ±2"), table
-    assert table["decided_round"].notna().all()  # a verdict each, none left "undecided at the horizon"
-    assert status.stopped == "every comparison decided or at its horizon"
-    # early: fewer games than the fixed design of the same error and power at the strengths the games suggest
-    from toolkit.analysis.adaptive_report import plug_in_fixed
-
-    fixed = plug_in_fixed(load(tmp / "results" / "ordered"), status.monitor)
-    assert status.games < fixed, (status.games, fixed)
-    assert table.loc["werewolves", "ci_low"] >= 0  # open at the boundary: 0 is just outside
+    row = status.coordinator.table().iloc[0]
+    assert row["verdict"] == "heuristic > random", row
+    assert pd.notna(row["decided_round"]) and status.stopped == "every comparison decided"
+    assert status.games <= status.cap <= 1.1 * status.fixed + 2 * status.coordinator.designs["standard9"].looks
+    assert row["ci_low"] > 0  # the frozen interval says what the verdict says
     # the games are the schedule's, each once, and the report says what was asked and decided
     t = load(tmp / "results" / "ordered")
     sched = pd.read_parquet(tmp / "results" / "ordered" / "schedule.parquet")
     assert t.games["seed"].is_unique and set(t.games["seed"]) == set(sched["seed"])
     report = (tmp / "results" / "ordered" / "adaptive.md").read_text()
-    for text in ("O'Brien–Fleming", "K = 2", "heuristic > random", "Fixed design of the same error and power",
-                 "$ per decided comparison"):
+    for text in ("O'Brien–Fleming", "K = 1", "heuristic > random", "Fixed design of the same error and power",
+                 "$ per decided comparison", "1 of 1 comparisons decided"):
         assert text in report, text
     # the recorded state is a function of the record: rebuilt from the tables it is the same
     again = AD.run_adaptive(path, results_root=tmp / "results", progress=False)
-    assert again.games == status.games and again.monitor.table().equals(status.monitor.table())
+    assert again.games == status.games and again.coordinator.table().equals(status.coordinator.table())
 
 
 @pytest.mark.slow
@@ -74,16 +64,16 @@ def test_equal_models_are_never_separated(tmp_path):
     path = write(tmp_path / "eq.yaml", name="equal", models=["heuristic", "chaos:0"], presets=["classic7"],
                  design="adaptive", min_difference=2.0, seed=3)
     status = AD.run_adaptive(path, results_root=tmp_path / "results", progress=False)
-    verdicts = status.monitor.table()["verdict"]
+    verdicts = status.coordinator.table()["verdict"]
     assert not verdicts.str.contains(">").any(), verdicts
-    assert status.stopped == "every comparison decided or at its horizon"
-    assert status.monitor.table()["ci_low"].lt(0).all() and status.monitor.table()["ci_high"].gt(0).all()
+    assert status.stopped == "every comparison decided"
+    assert status.coordinator.table()["ci_low"].lt(0).all() and status.coordinator.table()["ci_high"].gt(0).all()
 
 
 @pytest.mark.slow
 def test_a_killed_run_resumes_to_the_state_an_uninterrupted_run_reaches(tmp_path):
     spec = dict(name="kill", models=["heuristic", "chaos:0"], presets=["classic7"], design="adaptive",
-                min_difference=2.0, seed=5, round_games=8, concurrency=1)
+                min_difference=2.0, seed=5, concurrency=1)
     path = write(tmp_path / "kill.yaml", **spec)
     results = tmp_path / "killed"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -109,7 +99,7 @@ def test_a_killed_run_resumes_to_the_state_an_uninterrupted_run_reaches(tmp_path
     assert proc.returncode == -signal.SIGKILL, "the run ended before the kill"
     resumed = AD.run_adaptive(path, results_root=results, progress=False)
     straight = AD.run_adaptive(path, results_root=tmp_path / "straight", progress=False)
-    assert resumed.monitor.table().equals(straight.monitor.table())
+    assert resumed.coordinator.table().equals(straight.coordinator.table())
     assert resumed.games == straight.games
     killed_games, straight_games = load(folder).games, load(tmp_path / "straight" / "kill").games
     assert killed_games["seed"].is_unique  # nothing was played twice
@@ -132,7 +122,7 @@ def test_an_adaptive_and_a_fixed_run_on_the_same_seeds_in_one_report(ordered, tm
     report = (adaptive_tmp / "results" / "ordered" / "adaptive.md").read_text()
     assert "## Adaptive and fixed designs on the same models" in report
     assert "fixed verdict" in report and "adaptive verdict" in report and "27 games" in report
-    assert "2 of 2 comparisons decided" in capsys.readouterr().out
+    assert "1 of 1 comparisons decided" in capsys.readouterr().out
 
 
 def test_design_constants_cannot_change_under_a_recorded_tournament(tmp_path):
@@ -157,18 +147,12 @@ def test_a_tournament_file_checks_the_adaptive_keys(tmp_path):
                 design="adaptive", games=4)
     with pytest.raises(FileError, match="sized by alpha"):
         load_tournament(bad)
-    with pytest.raises(ValueError, match="SIDE: A vs B"):
-        AD.parse_comparison("village: heuristic vs gpt", ["heuristic", "random"])
-
-
-def test_the_boundary_is_exact_and_the_horizon_has_its_power():
-    plan = S.Plan.make(0.05, 0.8, 0.5, 6)
-    up, down = S.crossing(plan.horizon, plan.bound, 0.5)
-    assert up + down <= 0.05 / 6 and sum(S.crossing(plan.horizon, plan.bound - 1, 0.5)) > 0.05 / 6
-    assert S.crossing(plan.horizon, plan.bound, 1 / (1 + math.exp(-0.5)))[0] >= 0.8
-    assert plan.horizon <= 1.15 * plan.fixed_pairs()
-    lo, hi = plan.interval(plan.horizon, plan.bound)  # the walk at the boundary: 0 just leaves the interval
-    assert lo >= -1e-9 and hi > 0.5
+    with pytest.raises(ValueError, match="no side is named"):
+        AD.parse_comparison("village: heuristic vs random", ["heuristic", "random"])
+    bad = write(tmp_path / "c.yaml", name="c", models=["heuristic", "random"], presets=["classic7"],
+                design="adaptive", round_games=4)
+    with pytest.raises(FileError, match="round_games"):
+        load_tournament(bad)
 
 
 def test_the_plan_of_an_adaptive_tournament_and_a_bad_comparison_in_one_line(tmp_path, capsys):
@@ -176,8 +160,8 @@ def test_the_plan_of_an_adaptive_tournament_and_a_bad_comparison_in_one_line(tmp
 
     assert main(["tournament", str(ROOT / "experiments" / "tournaments" / "adaptive.yaml"), "--plan"]) == 0
     out = capsys.readouterr().out
-    assert "4 comparisons at family-wise alpha 0.05" in out and "fixed design of the same error and power" in out
-    assert "classic7 werewolves: mixed vs random" in out
+    assert "3 head-to-head comparisons" in out and "fixed design of the same error and power" in out
+    assert "classic7: mixed vs random" in out and "village rate 0.287 (known rate" in out
     bad = write(tmp_path / "bad.yaml", name="bad", models=["heuristic", "random"], presets=["classic7"],
                 design="adaptive", compare=["village: heuristic vs gpt"])
     assert main(["tournament", str(bad)]) == 2
@@ -209,7 +193,7 @@ def test_a_spending_cap_stops_an_adaptive_tournament_and_a_rerun_continues(tmp_p
     prices("det: {input: 1.0, output: 4.0}")
     try:
         path = write(tmp_path / "t.yaml", name="capped", models=[f"openai:det@{url}", "heuristic"],
-                     presets=["classic7"], design="adaptive", min_difference=2.0, round_games=4, concurrency=1,
+                     presets=["classic7"], design="adaptive", min_difference=2.0, concurrency=1,
                      max_tokens=40000, seed=2)
         results = tmp_path / "results"
         run = [sys.executable, "-m", "toolkit", "tournament", str(path), "--out", str(results)]

@@ -5,13 +5,16 @@ games resampled):
 - ``template echo``: an answer's text (a thought, a speech, a reflection) holds a placeholder such as
   ``<brief private reasoning>`` (with or without words around it), or is mostly copied from its own prompt's
   instructions (the rules, the answer's description; the players' quoted words left out): at least
-  ``similarity.NEAR`` of its word 3-grams are in them — a word changed or a sentence added does not hide it.
+  ``similarity.ECHO`` of its character 5-grams are in one stretch of them — words changed, added or dropped do
+  not hide it.
   n = text answers with content.
 - ``repeated speech``: a speech that is a near-duplicate of an earlier speech of the same game (at least
-  ``similarity.NEAR`` of its 3-grams in one earlier speech: another seat's words plus "I agree.", a repeat
-  without its final period), unless it is a stock line of the speaker's model — a text that model says (seat
-  names aside: ``similarity.template``) in at least ``STOCK_GAMES`` games ("I am a Villager. I suspect
-  Player3.") — or shorter than ``similarity.MIN_WORDS`` words ("I have no information yet."). n = speeches.
+  ``similarity.NEAR`` of its character 5-grams in one earlier speech: another seat's words reworded, padded,
+  cut or reordered, a repeat of one's own), unless it is shorter than ``similarity.MIN_WORDS`` words ("I have
+  no information yet.") or the speaker is a scripted player and the text one of its stock lines — a text it
+  says (seat names aside: ``similarity.template``) in at least ``STOCK_GAMES`` games ("I am a Villager. I
+  suspect Player3."). A model has no stock lines: one that says one fixed speech at every turn is flagged.
+  n = speeches.
 - ``wolf votes wolf``: a werewolf's day vote for a fellow werewolf when it had a village player to vote for
   (rarely a strategy; for a weak model it is usually not knowing its side); a vote for itself (where the rules
   allow it) is not one — it is a unit, not a flag; a ballot whose only legal candidates were wolves is no unit.
@@ -19,9 +22,9 @@ games resampled):
 - ``contradicting potions``: a Witch poisoning a player she saved earlier in the game. n = Witches' poisons.
 
 Every comparison is near-linear in the answers (``similarity``: shingle hashes and an inverted index per game;
-a prompt is hashed once per answer). ``benchmarks/degeneracy_paraphrase.py`` measures the detection rate on
+a prompt is indexed once per answer). ``benchmarks/degeneracy_curve.py`` measures the detection rate on
 perturbed copies and the false-flag rate on sound play. Scripted players (heuristic, random, mixed) repeat
-fixed sentences by design; the report says they are scripted."""
+fixed sentences by design; the report says they are scripted, and only their stock lines are exempt."""
 
 from __future__ import annotations
 
@@ -32,7 +35,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from toolkit.analysis.intervals import cluster_rate
-from toolkit.analysis.similarity import MIN_WORDS, NEAR, Earlier, containment, instructions, shingles, template, words
+from toolkit.analysis.similarity import ECHO, MIN_WORDS, NEAR, Earlier, Told, template, words
 
 CHECKS = ("template echo", "repeated speech", "wolf votes wolf", "contradicting potions")
 PLACEHOLDER = re.compile(r"<[a-z][a-z ,;:'/-]{3,120}>", re.IGNORECASE)
@@ -54,15 +57,16 @@ def _prompt_text(messages: Any) -> str:
     return _norm(" ".join(str(m.get("content", "")) for m in items if isinstance(m, dict)))
 
 
-def echoes(text: str, prompt: str, told: set[int] | None = None) -> bool:
-    """True when ``text`` holds a placeholder, or (at least ``MIN_WORDS`` words) at least ``NEAR`` of its word
-    3-grams are in ``prompt``'s instructions (``told``: their shingles, when already computed)."""
+def echoes(text: str, prompt: str, told: Told | None = None) -> bool:
+    """True when ``text`` holds a placeholder, or (at least ``MIN_WORDS`` words) at least ``ECHO`` of its
+    character 5-grams are in one stretch of ``prompt``'s instructions (``similarity.Told``; ``told``: the
+    prompt already indexed)."""
     if PLACEHOLDER.search(text):
         return True
     if len(words(text)) < MIN_WORDS:
         return False
-    told = shingles(instructions(prompt)) if told is None else told
-    return containment(shingles(text), told) >= NEAR
+    told = Told(prompt) if told is None else told
+    return told.contains(text) >= ECHO
 
 
 def _texts(parsed: Any) -> list[str]:
@@ -77,8 +81,9 @@ def _texts(parsed: Any) -> list[str]:
 
 def _repeats(events: pd.DataFrame, spec_of: dict) -> list[dict]:
     """The ``repeated speech`` units: each speech's best containment in one earlier speech of its game; a
-    stock line of the speaker's model (its text, seat names aside, said by that model in ``STOCK_GAMES``
-    games or more) is not flagged."""
+    scripted player's stock line (its text, seat names aside, said by that player in ``STOCK_GAMES`` games or
+    more) is not flagged. A model gets no such exemption: one that says the same speech at every turn is
+    flagged from its second turn of each game."""
     speeches = events[events["kind"] == "speech"].sort_values(["game_id", "seq"])
     found, games_of = [], {}
     for game_id, g in speeches.groupby("game_id", sort=False):
@@ -91,8 +96,13 @@ def _repeats(events: pd.DataFrame, spec_of: dict) -> list[dict]:
             found.append((spec, game_id, key, score))
             earlier.add(text)
     return [{"spec": spec, "game_id": g, "check": "repeated speech",
-             "hit": score >= NEAR and len(games_of[(spec, key)]) < STOCK_GAMES}
+             "hit": score >= NEAR and not (scripted(spec) and len(games_of[(spec, key)]) >= STOCK_GAMES)}
             for spec, g, key, score in found]
+
+
+def scripted(spec: Any) -> bool:
+    """A scripted player (heuristic, random, mixed, chaos): its fixed sentences repeat by design."""
+    return str(spec).split(":")[0] in SCRIPTED
 
 
 def _wolf_ballots(tables, spec_of: dict) -> list[dict]:
@@ -119,7 +129,7 @@ def echo_counts(calls: Iterable[pd.DataFrame]) -> pd.DataFrame:
                                                    answered["messages"]):
             texts = _texts(parsed)
             if texts:
-                told = shingles(instructions(_prompt_text(messages)))
+                told = Told(_prompt_text(messages))
                 kn = counts.setdefault((spec, game_id), [0, 0])
                 kn[0] += sum(echoes(text, "", told) for text in texts)
                 kn[1] += len(texts)
@@ -180,7 +190,7 @@ def degeneracy(tables, n_boot: int = 2000, seed: int = 0, echo: pd.DataFrame | N
         r = cluster_rate(per_game["k"], per_game["n"], n_boot=n_boot, seed=seed)
         out.append({"spec": spec, "check": check, "k": r["k"], "n": r["n"], "n_games": r["n_games"],
                     "rate": r["rate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
-                    "scripted": str(spec).split(":")[0] in SCRIPTED})
+                    "scripted": scripted(spec)})
     columns = ["spec", "check", "k", "n", "n_games", "rate", "ci_low", "ci_high", "scripted"]
     frame = pd.DataFrame(out, columns=columns)
     order = {c: i for i, c in enumerate(CHECKS)}

@@ -28,6 +28,8 @@ simulated tournaments in the default design with known side-specific strengths).
 
 from __future__ import annotations
 
+import math
+
 import itertools
 from dataclasses import dataclass
 
@@ -134,17 +136,22 @@ def _laplace(X: np.ndarray, beta: np.ndarray, prior_sd: float, T: np.ndarray) ->
 
 
 def expected_se(games: pd.DataFrame, players: pd.DataFrame, p_village: float = 0.5, by_side: bool = True,
-                prior_sd: float = 3.0) -> tuple[Design, np.ndarray]:
+                prior_sd: float = 3.0, strengths: dict | None = None) -> tuple[Design, np.ndarray]:
     """Before a tournament runs: the covariance its ratings will have if every game's village win
     probability is ``p_village`` (equal models; the outcomes in ``games`` are ignored, only who sits where
-    matters). The Fisher information of the design, X'WX with W = p(1 − p), plus the prior, in the
-    constrained parametrisation — the same curvature the fitted intervals use."""
+    matters) or, given ``strengths`` ((spec, side) → logits, each side centred), logit P(village wins) =
+    logit(p_village) + the game's strengths. The Fisher information of the design, X'WX with W = p(1 − p)
+    per game, plus the prior, in the constrained parametrisation — the same curvature the fitted intervals
+    use. Unequal models carry less information per game than equal ones at the same village rate."""
     games = games.assign(winner="village")
     d = design(games, players, by_side)
     T = constraints(d)
-    w = p_village * (1 - p_village)
+    beta = np.array([math.log(p_village / (1 - p_village))] + [float((strengths or {}).get(n, 0.0))
+                                                                for n in d.names])
+    p = 1.0 / (1.0 + np.exp(-(d.X @ beta)))
+    w = (p * (1 - p))[:, None]
     Z = d.X @ T
-    H = w * Z.T @ Z + T.T @ np.diag(_prior(d.X.shape[1], prior_sd)) @ T
+    H = Z.T @ (w * Z) + T.T @ np.diag(_prior(d.X.shape[1], prior_sd)) @ T
     return d, T @ np.linalg.inv(H) @ T.T
 
 

@@ -1,12 +1,23 @@
-"""Near-duplicate text, in near-linear time: word 3-gram shingles (lower-cased words, punctuation dropped), hashed
-to integers (crc32, so runs agree), and the share of a text's shingles found in another text or in a prompt
-(``containment``). A paraphrase that keeps most of a text — a word changed, a sentence added, a final period
-dropped — keeps most of its shingles; two texts that merely share a topic do not.
+"""Near-duplicate text that survives paraphrase, in near-linear time: a text's character 5-grams (``shingles``:
+lower-cased words joined by one space, punctuation dropped), hashed to integers (crc32, so runs agree), and the
+share of a text's shingles found in another text or in a prompt (``containment``).
 
-``Earlier`` finds, for each new text, the earlier text of the same game that contains most of it, through an
-inverted index from shingle to texts (only shingles held by few earlier texts are looked up, so a game of S
-speeches costs O(S · shingles) rather than O(S²)). Texts shorter than ``MIN_WORDS`` words are never compared:
-"I have no information yet." said twice is not a copy anyone can tell from a coincidence."""
+Why characters, not words: a word changed, inserted or dropped breaks every word 3-gram that spans it, so
+changing one word in three left no word 3-gram of a copy intact (issue 45: 0 of 150 caught). The same edit
+breaks only the character 5-grams that overlap the word — a copy with one word in three replaced keeps about
+half of them, one with a filler word every three words two thirds, one with every fourth word dropped four
+fifths — and a sentence moved keeps all but the few at its ends. Two texts that merely share a topic (the
+seat names, "werewolf", "vote") share far fewer: ``benchmarks/degeneracy_curve.py`` prints both sides, the
+detection curve against the share of words changed and the false flags on sound play, at ``NEAR``.
+
+``Earlier`` finds, for each new text, the earlier text of the same game it overlaps most (``overlap``: shared
+shingles over the larger text's), through an inverted index from shingle to texts: each shingle votes for at
+most the last ``MAX_POSTING`` earlier texts that hold it, and only the ``CANDIDATES`` texts with the most votes
+are compared exactly, so a game of S speeches costs O(S · shingles), not O(S²). This is the candidate step
+MinHash/LSH approximates (``datasketch``); the index does it exactly, at a
+fraction of datasketch's cost per text here (about 0.5 ms to sketch a speech, 15 s on the example study's
+28,804 speeches, before any comparison). Texts shorter than ``MIN_WORDS`` words are never compared: "I have no
+information yet." said twice is not a copy anyone can tell from a coincidence."""
 
 from __future__ import annotations
 
@@ -15,8 +26,11 @@ import zlib
 from collections import Counter
 
 MIN_WORDS = 6  # shorter texts are too generic to call a copy
-NEAR = 0.5  # containment at or above this is a near-duplicate: one word changed in 8 words keeps 3 of 6 3-grams
-MAX_POSTING = 16  # a shingle held by more earlier texts of the game than this is common talk, not looked up
+K = 5  # characters per shingle
+NEAR = 0.5  # overlap at or above this is a near-duplicate (curve, false flags: benchmarks/degeneracy_curve.py)
+ECHO = 0.6  # ``Told.contains`` at or above this is copied from the instructions (short sound texts reach 0.57)
+MAX_POSTING = 16  # a shingle votes for the last this many earlier texts of the game that hold it
+CANDIDATES = 5  # the earlier texts with the most votes, compared exactly
 QUOTED = re.compile(r"«[^«»]*»")
 
 
@@ -30,11 +44,12 @@ def template(text: str) -> str:
     return " ".join(re.sub(r"^(?:player|p)\d+$", "player#", w) for w in words(text))
 
 
-def shingles(text: str, k: int = 3) -> set[int]:
-    """The hashed word k-grams of ``text`` (a text of fewer than k words: its words as one shingle)."""
-    w = words(text)
-    grams = [" ".join(w[i:i + k]) for i in range(max(1, len(w) - k + 1))] if w else []
-    return {zlib.crc32(g.encode()) for g in grams}
+def shingles(text: str, k: int = K) -> set[int]:
+    """The hashed character k-grams of ``text``'s words joined by one space (a shorter text: itself as one)."""
+    s = " ".join(words(text))
+    if not s:
+        return set()
+    return {zlib.crc32(s[i:i + k].encode()) for i in range(max(1, len(s) - k + 1))}
 
 
 def containment(a: set[int], b: set[int]) -> float:
@@ -42,9 +57,48 @@ def containment(a: set[int], b: set[int]) -> float:
     return len(a & b) / len(a) if a else 0.0
 
 
+def overlap(a: set[int], b: set[int]) -> float:
+    """The shingles ``a`` and ``b`` share, as a share of the larger of the two: a copy reworded, padded or cut
+    keeps most of it; a text that repeats a phrase or two of a longer one does not."""
+    return len(a & b) / max(len(a), len(b)) if a and b else 0.0
+
+
 def instructions(prompt: str) -> str:
     """A prompt without the players' quoted words («…»): what the model was told, not what it heard."""
     return QUOTED.sub(" ", prompt)
+
+
+class Told:
+    """A prompt's instructions, indexed by shingle and position: ``contains`` scores a text against one stretch
+    of them. A text copied from the instructions comes from one place; a text that only shares their words
+    gathers its shingles from all over a long prompt (a 2,000-character prompt holds four fifths of the
+    character 5-grams of a plain "I am a Villager. I have nothing certain yet; let us listen carefully.")."""
+
+    def __init__(self, prompt: str) -> None:
+        s = " ".join(words(instructions(prompt)))
+        self.at: dict[int, list[int]] = {}
+        for i in range(max(0, len(s) - K + 1)):
+            self.at.setdefault(zlib.crc32(s[i:i + K].encode()), []).append(i)
+
+    def contains(self, text: str, width: float = 2.0) -> float:
+        """The largest share of ``text``'s shingles found in one stretch of the instructions ``width`` times as
+        long as ``text`` (a copy with words inserted is longer than its source, so the stretch is wider)."""
+        s = shingles(text)
+        if not s:
+            return 0.0
+        span = width * len(" ".join(words(text)))
+        hits = sorted((pos, h) for h in s for pos in self.at.get(h, ()))
+        best, count, lo = 0, Counter(), 0
+        for pos, h in hits:
+            count[h] += 1
+            while pos - hits[lo][0] > span:
+                old = hits[lo][1]
+                count[old] -= 1
+                if not count[old]:
+                    del count[old]
+                lo += 1
+            best = max(best, len(count))
+        return best / len(s)
 
 
 class Earlier:
@@ -55,20 +109,18 @@ class Earlier:
         self.index: dict[int, list[int]] = {}
 
     def best(self, text: str) -> tuple[float, int | None]:
-        """The highest containment of ``text`` in one earlier text, and that text's position (``None``: none
+        """The highest ``overlap`` of ``text`` with one earlier text, and that text's position (``None``: none
         shares a shingle, or ``text`` is shorter than ``MIN_WORDS`` words)."""
         if len(words(text)) < MIN_WORDS:
             return 0.0, None
         s = shingles(text)
         hits: Counter[int] = Counter()
         for h in s:
-            posting = self.index.get(h, ())
-            if len(posting) <= MAX_POSTING:
-                hits.update(posting)
+            hits.update(self.index.get(h, ())[-MAX_POSTING:])
         if not hits:
             return 0.0, None
-        candidates = [i for i, _ in hits.most_common(3)]
-        score, j = max((containment(s, self.sets[i]), i) for i in candidates)
+        candidates = [i for i, _ in hits.most_common(CANDIDATES)]
+        score, j = max((overlap(s, self.sets[i]), i) for i in candidates)
         return score, j
 
     def add(self, text: str) -> None:

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
     from toolkit.core.files import one_line
     from toolkit.study.tournament import (balance, expected_widths, export_tables, load_tournament, pilot_rates,
-                                          plan_from_file, run_tournament)
+                                          plan_from_file, run_tournament, spread)
 
     if args.scheduler:  # a Dask scheduler's address: the study runs there
         args.executor = "dask"
@@ -65,17 +65,27 @@ def run(args: argparse.Namespace) -> int:
             rate = args.village_rate
             if rate is not None and not 0 < rate < 1:
                 raise ValueError(f"--village-rate must be between 0 and 1, got {rate}")
+            fitted = None
             if args.pilot:
                 pilot = pilot_rates(plan, args.pilot)
-                for preset, (p, n) in pilot.items():
+                for preset, (p, n, _) in pilot.items():
                     show(f"pilot {preset}: the village won {p:.3f} of {n} decided games")
-                rate = {preset: p for preset, (p, _) in pilot.items()}
-            widths, pairs = expected_widths(plan, rate, difference=args.difference)
+                rate = {preset: p for preset, (p, _, _) in pilot.items()}
+                fitted = {preset: f for preset, (_, _, f) in pilot.items()}
+            widths, pairs = expected_widths(plan, rate, difference=args.difference, strengths=fitted)
             for preset, part in widths.groupby("preset", sort=False):
                 show(f"\n{preset}: sized at P(village wins) = {part['p_village'].iloc[0]:.3f} "
                       f"({part['source'].iloc[0]})")
-            show("\nExpected 95% half-width of each rating (logits, equal models at that rate):")
+            at = "the pilot's fitted strengths" if fitted else "equal models"
+            show(f"\nExpected 95% half-width of each rating (logits, {at} at that rate):")
             show(widths.drop(columns=["p_village", "source"]).to_string(index=False, float_format="{:.2f}".format))
+            models = list(dict.fromkeys(plan["spec"]))
+            show("\nThe same at other gaps between the strongest and the weakest model (evenly spaced, both sides): "
+                 "models that differ carry less information per game")
+            for gap in (0.0, 0.5, 1.0, 2.0):
+                w = expected_widths(plan, rate, difference=args.difference, strengths=spread(models, gap))[0]
+                show(f"  gap {gap:g} logits: rating half-width {w['half_width'].mean():.2f} on average, "
+                     f"{w['half_width'].max():.2f} at most")
             if len(pairs):
                 show("\nBetween two models on a side: the half-width of their difference, the smallest true "
                       "difference detected with 80% power after Holm's correction over the table's pairs, and the "
@@ -110,24 +120,24 @@ def _design(path: str) -> str | None:
 
 def _run_adaptive(args: argparse.Namespace) -> int:
     from toolkit.study.adaptive import adaptive_spec, design_of, run_adaptive
-    from toolkit.study.tournament import export_tables
+    from toolkit.study.tournament import export_tables, village_rate
 
     spec = adaptive_spec(args.file)
     if args.plan:
-        plan, comps, rounds = design_of(spec)
-        from toolkit.analysis.sequential import fixed_games
+        from toolkit.analysis.sequential import fixed_games, max_games
 
-        zero = {m: 0.0 for m in spec["models"]}
-        fixed = fixed_games(zero, zero, 0.0, plan, bool(spec.get("self_play", True))) * len(spec["presets"])
-        show(f"{spec['name']}: adaptive, {len(comps)} comparisons at family-wise alpha {plan.alpha:g}, power "
-              f"{plan.power:g} at {plan.delta:g} logits; horizon {plan.horizon} discordant pairs per comparison, "
-              f"boundary ±{plan.bound}; {rounds} games per round")
-        show(f"The fixed design of the same error and power: {fixed} games (equal models, P(village wins) = 0.5 "
-              f"assumed). The adaptive one stops when its comparisons are decided: fewer games where gaps are "
-              f"clear, at most about {round(fixed * plan.horizon / plan.fixed_pairs())} where nothing can be "
-              "decided early (benchmarks/adaptive_tournament.py)")
+        designs, comps = design_of(spec)
+        d0 = next(iter(designs.values()))
+        show(f"{spec['name']}: adaptive, {len(comps)} head-to-head comparisons in side-swapped pairs at "
+             f"family-wise alpha {d0.alpha:g}, power {d0.power:g} at {d0.delta:g} logits a side")
+        for preset, d in designs.items():
+            show(f"  {preset}: village rate {d.p_village:.3f} ({village_rate(preset, spec.get('village_rate'))[1]}), "
+                 f"{d.looks} looks of {d.batch} pairs per comparison, fixed design {d.n_fixed} pairs")
+        show(f"The fixed design of the same error and power: {fixed_games(designs, comps)} games; this one stops "
+             f"when its comparisons are decided, at most {max_games(designs, comps)} games "
+             "(benchmarks/sequential_tournament.py)")
         for c in comps:
-            show(f"  {c.preset} {c.side}: {c.a} vs {c.b}")
+            show(f"  {c.preset}: {c.a} vs {c.b}")
         return 0
     if args.workers < 1:
         raise ValueError(f"--workers must be at least 1, got {args.workers}")
@@ -140,15 +150,14 @@ def _run_adaptive(args: argparse.Namespace) -> int:
         from toolkit.analysis.adaptive_report import compare_designs
         from toolkit.record.load import load
 
-        report.write_text(report.read_text() + "\n" + compare_designs(status.monitor, load(args.compare)))
+        report.write_text(report.read_text() + "\n" + compare_designs(status.coordinator, load(args.compare)))
     if args.export:
         for p in export_tables(status.folder, args.export):
             show(p)
     if (line := endpoints_line(status.folder)) is not None:
         show(line)
-    decided = sum(not c.open and c.verdict != "undecided at the horizon" for c in status.monitor.comps)
-    show(f"{spec['name']}: stopped ({status.stopped}) after {status.games} games; {decided} of "
-          f"{len(status.monitor.comps)} comparisons decided; report: {report}")
+    show(f"{spec['name']}: stopped ({status.stopped}) after {status.games} games; {status.coordinator.decided} of "
+         f"{len(status.coordinator.comps)} comparisons decided; report: {report}")
     from toolkit.cli.common import CAPPED
 
     return CAPPED if status.stopped.startswith("spending cap") else 0

@@ -272,7 +272,7 @@ class TournamentFile(BaseModel):
     can rank models per side; ``rotation``: every model plays every role equally often, mixed tables), and
     its size (``games``, or the ``half_width`` a win rate should reach; neither: 0.1). ``adaptive``: rounds
     that go where comparisons are undecided, stopping when all are decided (``toolkit.study.adaptive``), sized
-    by ``alpha``, ``power`` and ``min_difference`` instead, with optional ``compare``, ``round_games``,
+    by ``alpha``, ``power`` and ``min_difference`` instead, with optional ``compare``, ``village_rate``,
     ``max_games`` and ``max_usd``."""
 
     model_config = ConfigDict(extra="forbid")
@@ -297,8 +297,8 @@ class TournamentFile(BaseModel):
     alpha: float | None = Field(None, gt=0, le=0.5)  # family-wise error over the comparisons (0.05)
     power: float | None = Field(None, ge=0.5, lt=1)  # at a true difference of min_difference (0.8)
     min_difference: float | None = Field(None, gt=0, le=5)  # logits (0.5)
-    compare: list[str] | None = Field(None, min_length=1)  # "village: A vs B"; default: every pair, both sides
-    round_games: int | None = Field(None, ge=1, le=100_000)
+    compare: list[str] | None = Field(None, min_length=1)  # "A vs B" (head-to-head); default: every pair
+    village_rate: float | None = Field(None, gt=0, lt=1)  # the design's P(village wins); default: the preset's known
     max_games: int | None = Field(None, ge=1, le=1_000_000)
 
     @field_validator("name", mode="before")
@@ -325,7 +325,7 @@ class TournamentFile(BaseModel):
         if self.games is not None and self.half_width is not None:
             raise ValueError(f"games ({self.games}) and half_width ({self.half_width}) both set the tournament's "
                              "size; give one (games per matchup, or the half-width that decides it)")
-        adaptive = ("alpha", "power", "min_difference", "compare", "round_games", "max_games")
+        adaptive = ("alpha", "power", "min_difference", "compare", "village_rate", "max_games")
         if self.design == "adaptive":
             fixed = [k for k in ("games", "half_width") if getattr(self, k) is not None]
             if fixed:

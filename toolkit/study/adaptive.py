@@ -1,25 +1,28 @@
 """Adaptive tournaments (``design: adaptive`` in a tournament file, or ``toolkit tournament FILE --adaptive``):
-games are played in rounds; after each round the next one goes to the comparisons still undecided
-(``toolkit.analysis.sequential.allocate``), and the run stops when every comparison asked is decided at the
-family-wise error rate, at its horizon, at the game cap (``max_games``) or at the spending cap (``max_usd``).
-The statistics and their guarantee: ``toolkit.analysis.sequential`` and docs/statistics.md, "Adaptive
-tournaments".
+games are played in rounds; a round gives every comparison still open one look's batch of side-swapped game
+pairs (``toolkit.analysis.sequential.Coordinator.next_round``), and the run stops when every comparison asked
+is decided (each is, by its last look: at most the design's cap, within 1.1 × the fixed design), at the game
+cap (``max_games``) or at the spending cap (``max_usd``). A decided comparison gets no more games and its
+verdict and interval do not change. The statistics and their guarantee: ``toolkit.analysis.sequential`` and
+docs/statistics.md, "Adaptive tournaments".
 
 Everything the inference needs is on disk: ``adaptive.json`` (the design, fixed before the first game; a rerun
 with other design constants under the same name is refused), ``schedule.parquet`` (every round's games, written
-before any of them plays, with its ``round``) and the games themselves under ``<preset>__round<r>/``. A rerun,
+before any of them plays, with its ``round``), the games themselves under ``<preset>__round<r>/`` and
+``coordinator.json`` (the coordinator's state after the last round, for a reader; never read back). A rerun,
 after a stop or a kill -9, rebuilds the sequential state from the recorded games in their recorded order
 (round, then seed), finishes a round left incomplete (games already finished are not played again) and goes on:
-the state is a function of the record, so stopping and resuming changes nothing in it.
+the state is a function of the record, so stopping and resuming changes nothing in it. The batches of a round
+are independent of each other (another process may play them); the coordinator takes the round's scores in
+one place (``add_round``).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import warnings
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -30,7 +33,7 @@ from toolkit.analysis import sequential as S
 from toolkit.llm.budget import BudgetReached
 from toolkit.record.load import LoadWarning, load
 from toolkit.study.batches import BATCH_GAMES, play_round
-from toolkit.study.tournament import load_tournament, run_cell
+from toolkit.study.tournament import load_tournament, run_cell, village_rate
 from toolkit.werewolf.engine.preset import load_preset
 
 
@@ -40,34 +43,30 @@ class Status:
 
     name: str
     folder: Path
-    monitor: S.Monitor
+    coordinator: S.Coordinator
     games: int  # games played (decided or not)
     spend: float | None  # US dollars so far; None when some price is unknown
     stopped: str  # why the run ended ("" while it runs)
-    round_games: int
-    fixed: int  # games of the fixed design of the same error and power (planned at equal models)
+    fixed: int  # games of the fixed design of the same error and power
+    cap: int  # the most games the design can take (every comparison to its last look)
+
+    @property
+    def monitor(self) -> S.Coordinator:  # the name callers used before issue 45
+        return self.coordinator
 
     def left(self) -> tuple[int, int]:
-        """(expected, at most) games still to play: per undecided comparison, the pairs its walk still needs
-        at the current estimate (at most the horizon), as games at its current rate of pairs per game."""
-        plan, mon = self.monitor.plan, self.monitor
-        pairs = sum(c.n for c in mon.comps)
-        if not pairs:
-            return 0, 0  # nothing to extrapolate from yet
-        rate = pairs / max(self.games, 1)
-        expect = most = 0.0
-        for c in mon.comps:
-            if not c.open:
-                continue
-            room = plan.horizon - c.n
-            drift = abs(2 * ((c.n + c.d) / 2 + 0.5) / (c.n + 1) - 1)
-            need = min(room, max(plan.bound - abs(c.d), 0) / drift) if drift > 1e-9 else room
-            expect, most = expect + need, most + room
-        return math.ceil(expect / rate), math.ceil(most / rate)
+        """(next round, at most) games still to play: the next round's batch of side-swapped pairs, and every
+        open comparison run to its last look."""
+        co = self.coordinator
+        nxt = sum(2 * n for *_, n in co.next_round())
+        most = sum(2 * (co.designs[c.preset].n_max - len(c.scores)) for c in co.comps if c.open)
+        return nxt, most
 
 
-def design_of(spec: dict[str, Any]) -> tuple[S.Plan, list[S.Comparison], int]:
-    """The plan, the comparisons asked and the round size, from a tournament file's settings."""
+def design_of(spec: dict[str, Any]) -> tuple[dict[str, S.Design], list[S.Comparison]]:
+    """The design of every preset and the comparisons asked, from a tournament file's settings: sized at each
+    preset's village rate (``village_rate`` in the file, a number or one per preset; else the preset's known
+    rate, ``tournament.village_rate``)."""
     models, presets = list(spec["models"]), list(spec["presets"])
     if len(models) < 2:
         raise ValueError("an adaptive tournament compares models: give at least two")
@@ -75,31 +74,32 @@ def design_of(spec: dict[str, Any]) -> tuple[S.Plan, list[S.Comparison], int]:
     if spec.get("compare"):
         asked = [parse_comparison(c, models) for c in spec["compare"]]
     comps = S.comparisons(models, presets, asked)
-    plan = S.Plan.make(spec.get("alpha", 0.05), spec.get("power", 0.8), spec.get("min_difference", 0.5), len(comps))
-    rounds = spec.get("round_games") or S.default_round(models, plan, len(presets), bool(spec.get("self_play", True)))
-    return plan, comps, int(rounds)
+    designs = {p: S.Design.make(spec.get("alpha", 0.05), spec.get("power", 0.8), spec.get("min_difference", 0.5),
+                                len(comps), village_rate(p, spec.get("village_rate"))[0]) for p in presets}
+    return designs, comps
 
 
-def parse_comparison(text: str, models: list[str]) -> tuple[str, str, str]:
-    """``"village: heuristic vs random"`` → ("village", "heuristic", "random")."""
-    side, _, pair = str(text).partition(":")
-    a, _, b = pair.partition(" vs ")
-    side, a, b = side.strip(), a.strip(), b.strip()
-    if side not in S.SIDES or a not in models or b not in models or a == b:
-        raise ValueError(f"compare: {text!r} is not 'SIDE: A vs B' with SIDE village or werewolves and A, B two "
-                         f"of the models {models}")
-    return side, a, b
+def parse_comparison(text: str, models: list[str]) -> tuple[str, str]:
+    """``"heuristic vs random"`` → ("heuristic", "random"): a head-to-head in side-swapped pairs."""
+    a, _, b = str(text).partition(" vs ")
+    a, b = a.strip(), b.strip()
+    if ":" in a or a not in models or b not in models or a == b:
+        raise ValueError(f"compare: {text!r} is not 'A vs B' with A, B two of the models {models} (comparisons are "
+                         "head-to-head over both sides, in side-swapped pairs: no side is named)")
+    return a, b
 
 
-def _check_design(folder: Path, spec: dict[str, Any], plan: S.Plan, comps: list[S.Comparison]) -> None:
+def _check_design(folder: Path, spec: dict[str, Any], designs: dict[str, S.Design], comps: list[S.Comparison]
+                  ) -> None:
     """Write the design before the first game, or refuse a rerun whose design differs from the recorded one
-    (its error guarantee was fixed with the first game). Caps and the round size may change: they only say
-    when to stop and how often to look."""
-    wanted = {"models": list(spec["models"]), "presets": list(spec["presets"]),
-              "self_play": bool(spec.get("self_play", True)), "seed": int(spec.get("seed", 0)),
-              "alpha": plan.alpha, "power": plan.power, "min_difference": plan.delta, "k": plan.k,
-              "horizon": plan.horizon, "bound": plan.bound,
-              "comparisons": [f"{c.preset} {c.side}: {c.a} vs {c.b}" for c in comps]}
+    (its error guarantee was fixed with the first game). Caps may change: they only say when to stop."""
+    d0 = next(iter(designs.values()))
+    wanted = {"models": list(spec["models"]), "presets": list(spec["presets"]), "seed": int(spec.get("seed", 0)),
+              "alpha": d0.alpha, "power": d0.power, "min_difference": d0.delta,
+              "village_rate": {p: d.p_village for p, d in designs.items()},
+              "designs": {p: {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(d).items()}
+                          for p, d in designs.items()},
+              "comparisons": [f"{c.preset}: {c.a} vs {c.b}" for c in comps]}
     path = folder / "adaptive.json"
     if path.exists():
         old = json.loads(path.read_text())
@@ -113,26 +113,27 @@ def _check_design(folder: Path, spec: dict[str, Any], plan: S.Plan, comps: list[
         path.write_text(json.dumps(wanted, indent=1))
 
 
-def _round_rows(counts: dict[str, np.ndarray], models: list[str], rnd: int, first_game: int, seed: int
-                ) -> pd.DataFrame:
-    """One row per seat per game of a round (the columns of ``tournament.schedule``, plus ``round``): each
-    matchup's village model in every village seat, its wolf model in every wolf seat, seat names shuffled."""
+def _round_rows(batches: list[tuple[str, str, str, int]], rnd: int, first_game: int, seed: int) -> pd.DataFrame:
+    """One row per seat per game of a round (the columns of ``tournament.schedule``, plus ``round`` and
+    ``pair``): per comparison's batch, each side-swapped pair's two games in a row — A in every village seat
+    against B's wolves, then B's village against A's wolves — each with its own seed and seat names shuffled.
+    ``pair`` (the pair's first game) keeps a pair together in a worker's batch (``toolkit.study.batches``)."""
     rng = np.random.default_rng([seed, rnd])
     rows, game = [], first_game
-    for preset_name, R in counts.items():
+    for preset_name, a, b, pairs in batches:
         preset = load_preset(preset_name)
         slots = preset.role_list()
-        for i, v in enumerate(models):
-            for j, w in enumerate(models):
-                for _ in range(int(R[i, j])):
-                    seats = [preset.seats[k] for k in rng.permutation(len(slots))]
-                    for seat, role in zip(seats, slots):
-                        wolf = role == "Werewolf"
-                        rows.append({"game": game, "preset": preset_name, "seed": seed + game, "block": rnd,
-                                     "matchup": f"{v} vs {w}", "seat": seat, "role": role,
-                                     "side": "werewolves" if wolf else "village", "spec": w if wolf else v,
-                                     "cell": f"{preset_name}__round{rnd}", "round": rnd})
-                    game += 1
+        for _ in range(int(pairs)):
+            pair = game
+            for v, w in ((a, b), (b, a)):
+                seats = [preset.seats[k] for k in rng.permutation(len(slots))]
+                for seat, role in zip(seats, slots):
+                    wolf = role == "Werewolf"
+                    rows.append({"game": game, "preset": preset_name, "seed": seed + game, "block": rnd,
+                                 "matchup": f"{v} vs {w}", "seat": seat, "role": role,
+                                 "side": "werewolves" if wolf else "village", "spec": w if wolf else v,
+                                 "cell": f"{preset_name}__round{rnd}", "round": rnd, "pair": pair})
+                game += 1
     return pd.DataFrame(rows)
 
 
@@ -142,16 +143,23 @@ def _write_schedule(path: Path, frame: pd.DataFrame) -> None:
     os.replace(tmp, path)  # a kill leaves the old schedule or the new one, never half of one
 
 
-def _round_wins(plan_rows: pd.DataFrame, games: pd.DataFrame) -> dict[str, dict[tuple[str, str], list[int]]]:
-    """A round's decided games per preset and matchup, in seed order: 1 where the village won."""
-    per_game = plan_rows.drop_duplicates("game").sort_values("seed")
+def round_scores(plan_rows: pd.DataFrame, games: pd.DataFrame, comps: list[S.Comparison]
+                 ) -> dict[tuple[str, str, str], list[float]]:
+    """A round's pair scores per comparison, in schedule order: each side-swapped pair's two games (its
+    ``pair``), A's village game first. A pair with a game that has no result (an error) is left out; the
+    report's count of pairs shows it."""
+    per_game = plan_rows.drop_duplicates("game").sort_values("game")
     winner = games.drop_duplicates("seed").set_index("seed")["winner"]
-    out: dict[str, dict[tuple[str, str], list[int]]] = {}
-    for g in per_game.itertuples():
-        w = winner.get(g.seed)
-        if w in S.SIDES:
-            v, wolf = g.matchup.split(" vs ")
-            out.setdefault(g.preset, {}).setdefault((v, wolf), []).append(int(w == "village"))
+    asked = {(c.preset, c.a, c.b) for c in comps}
+    out: dict[tuple[str, str, str], list[float]] = {}
+    for _, pair in per_game.groupby("pair", sort=True):
+        first, second = pair.iloc[0], pair.iloc[1]
+        a, b = first["matchup"].split(" vs ")
+        key = (first["preset"], a, b) if (first["preset"], a, b) in asked else (first["preset"], b, a)
+        d = S.pair_score(winner.get(first["seed"]), winner.get(second["seed"]))
+        scores = out.setdefault(key, [])
+        if d is not None:
+            scores.append(d if key[1] == a else -d)
     return out
 
 
@@ -178,8 +186,8 @@ def run_adaptive(path: str | Path | dict[str, Any], results_root: str | Path = "
                  at_cap: str | None = None, on_game: Callable[[int], None] | None = None, workers: int = 1,
                  executor: str = "local", scheduler: str | None = None, batch_games: int = BATCH_GAMES) -> Status:
     """Play the adaptive tournament of the file at ``path`` (or of a spec from ``adaptive_spec``; resuming
-    whatever is recorded under ``RESULTS/<name>/``) until it stops; write ``comparisons.parquet``,
-    ``ratings.parquet`` and ``adaptive.md`` there. ``max_games``/``max_usd`` override the file's caps (a cap
+    whatever is recorded under ``RESULTS/<name>/``) until it stops; write ``comparisons.parquet`` and
+    ``adaptive.md`` there. ``max_games``/``max_usd`` override the file's caps (a cap
     only ends the run earlier, which leaves every guarantee intact). The spending caps (``max_usd``,
     ``max_tokens``, ``at_cap``) are the study-wide ledger of ``toolkit.llm.budget``, kept in the tournament's
     folder. A round the cap cut short is not counted until a rerun with a higher cap finishes it: which of its
@@ -204,22 +212,20 @@ def run_adaptive(path: str | Path | dict[str, Any], results_root: str | Path = "
 def _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_tokens, at_cap, on_game,
          pool=None) -> Status:
     spec = path if isinstance(path, dict) else adaptive_spec(path)
-    models, presets = list(spec["models"]), list(spec["presets"])
-    self_play, seed = bool(spec.get("self_play", True)), int(spec.get("seed", 0))
-    plan, comps, round_games = design_of(spec)
+    seed = int(spec.get("seed", 0))
+    designs, comps = design_of(spec)
     max_games = max_games if max_games is not None else spec.get("max_games")
     max_usd = max_usd if max_usd is not None else spec.get("max_usd")
     max_tokens = max_tokens if max_tokens is not None else spec.get("max_tokens")
     at_cap = at_cap or spec.get("at_cap", "stop")
     folder = Path(results_root) / spec["name"]
-    _check_design(folder, spec, plan, comps)
+    _check_design(folder, spec, designs, comps)
     schedule_path = folder / "schedule.parquet"
-    zero = {m: 0.0 for m in models}
-    status = Status(spec["name"], folder, S.Monitor(plan, models, comps), 0, 0.0, "", round_games,
-                    S.fixed_games(zero, zero, 0.0, plan, self_play) * len(presets))
-    record = S.Record(models, presets)
+    coordinator = S.Coordinator(designs, comps)
+    status = Status(spec["name"], folder, coordinator, 0, 0.0, "", S.fixed_games(designs, comps),
+                    S.max_games(designs, comps))
     sched = pd.read_parquet(schedule_path) if schedule_path.exists() else pd.DataFrame()
-    bar = tqdm(total=max_games or None, desc=spec["name"], unit="game", disable=not progress)  # total: see show
+    bar = tqdm(total=max_games or status.cap, desc=spec["name"], unit="game", disable=not progress)
 
     def play(rnd: int) -> None:
         rows = sched[sched["round"] == rnd]
@@ -246,22 +252,18 @@ def _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_t
 
     def absorb(rnd: int, tables) -> None:
         rows = sched[sched["round"] == rnd]
-        wins = _round_wins(rows, tables.games[tables.games["seed"].isin(set(rows["seed"]))])
-        record.add(wins)
-        status.monitor.add_round(wins, int(rows["game"].nunique()))
-        status.games = status.monitor.games
+        games = tables.games[tables.games["seed"].isin(set(rows["seed"]))]
+        coordinator.add_round(round_scores(rows, games, comps), int(rows["game"].nunique()))
+        status.games = coordinator.games
+        (folder / "coordinator.json").write_text(json.dumps(coordinator.state()))
 
     def show(tables) -> None:
         status.spend = spend(tables)
-        done = sum(not c.open for c in status.monitor.comps)
-        expect, most = status.left()
-        if status.games:
-            bar.total = status.games + most
-        per_game = status.spend / status.games if status.spend is not None and status.games else None
-        cost_left = f" ~${per_game * expect:.2f}" if per_game else ""
-        bar.set_postfix_str(f"decided {done}/{len(comps)}, spent ${status.spend or 0:.2f}"
+        nxt, most = status.left()
+        bar.total = status.games + most
+        bar.set_postfix_str(f"decided {coordinator.decided}/{len(comps)}, spent ${status.spend or 0:.2f}"
                             f"{'' if status.spend is not None else ' (some prices unknown)'}, "
-                            f"left ~{expect} games{cost_left} (at most {most})", refresh=True)
+                            f"next round {nxt} games, at most {most} left", refresh=True)
         if on_round:
             on_round(status)
 
@@ -281,25 +283,25 @@ def _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_t
     if tables is not None and status.games:  # a resumed run: its state before the next round
         show(tables)
     while not status.stopped:
-        per_game = (status.spend / status.games) if status.spend is not None and status.games else None
-        budget = round_games
+        batches = coordinator.next_round()
+        if not batches:
+            status.stopped = "every comparison decided"
+            break
+        n = 2 * sum(pairs for *_, pairs in batches)
+        if max_games is not None and status.games + n > max_games:
+            status.stopped = f"game cap ({max_games}) reached"
+            break
         if max_usd is not None:
+            per_game = (status.spend / status.games) if status.spend is not None and status.games else None
             if status.spend is None:
                 status.stopped = "spending cap set but some prices are unknown"
                 break
-            if per_game and per_game > 0:
-                budget = min(budget, int((max_usd - status.spend) / per_game))
-            if status.spend >= max_usd or budget <= 0:
+            if status.spend >= max_usd or (per_game and status.spend + per_game * n > max_usd):
                 status.stopped = f"spending cap (${max_usd:g}) reached"
                 break
-        counts = S.next_round(status.monitor, record, budget, status.games, max_games, self_play)
-        if counts is None:
-            status.stopped = ("every comparison decided or at its horizon" if not any(
-                c.open and c.n < plan.horizon for c in status.monitor.comps) else f"game cap ({max_games}) reached")
-            break
-        rnd = status.monitor.rounds + 1
+        rnd = coordinator.rounds + 1
         first = int(sched["game"].max()) + 1 if len(sched) else 0
-        sched = pd.concat([sched, _round_rows(counts, models, rnd, first, seed)], ignore_index=True)
+        sched = pd.concat([sched, _round_rows(batches, rnd, first, seed)], ignore_index=True)
         _write_schedule(schedule_path, sched)
         try:
             play(rnd)
@@ -319,7 +321,6 @@ def _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_t
 def write_outputs(status: Status, tables) -> None:
     from toolkit.analysis.adaptive_report import adaptive_report
 
-    status.monitor.table().to_parquet(status.folder / "comparisons.parquet", index=False)
-    status.monitor.ratings().to_parquet(status.folder / "ratings.parquet", index=False)
-    (status.folder / "adaptive.md").write_text(adaptive_report(status.monitor, tables, status.stopped,
-                                                               status.fixed, status.round_games))
+    status.coordinator.table().to_parquet(status.folder / "comparisons.parquet", index=False)
+    (status.folder / "adaptive.md").write_text(adaptive_report(status.coordinator, tables, status.stopped,
+                                                               status.fixed, status.cap))

@@ -37,6 +37,7 @@ import pandas as pd
 import yaml
 
 from toolkit.analysis import sample_size
+from toolkit.analysis.ratings import fit_ratings
 from toolkit.study.experiments import cell_budget, cell_lock, finished_seeds, play_capped
 from toolkit.record.run_log import Run
 from toolkit.llm import get_model, parse_spec
@@ -180,10 +181,12 @@ def village_rate(preset: str, given: float | dict[str, float] | None = None) -> 
     return 0.5, "no known rate: 0.5 assumed"
 
 
-def pilot_rates(plan: pd.DataFrame, games: int = 60, seed: int = 10_000) -> dict[str, tuple[float, int]]:
+def pilot_rates(plan: pd.DataFrame, games: int = 60, seed: int = 10_000
+                ) -> dict[str, tuple[float, int, dict[tuple[str, str], float]]]:
     """A pilot: the first ``games`` planned games of each preset played now (seeds apart from the plan's),
-    their village win rate per preset (rate, games decided). Only offline models (``OFFLINE``) are played:
-    a pilot of paid models is a study of its own, refused here."""
+    their village win rate per preset and the models' fitted strengths (rate, games decided, and
+    (spec, side) → Bradley–Terry strength in logits, each side centred; empty when nothing was decided).
+    Only offline models (``OFFLINE``) are played: a pilot of paid models is a study of its own, refused here."""
     import asyncio
     import tempfile
 
@@ -202,21 +205,36 @@ def pilot_rates(plan: pd.DataFrame, games: int = 60, seed: int = 10_000) -> dict
             folder = Path(tmp) / preset
             with Run(folder, "pilot") as run:
                 asyncio.run(play_games(configs, run))
-            g = load(folder, complete_games=True).games
+            t = load(folder, complete_games=True)
+            g = t.games
             decided = g[g["winner"].isin(["village", "werewolves"])]
-            out[preset] = (float((decided["winner"] == "village").mean()) if len(decided) else 0.5, len(decided))
+            fit = fit_ratings(g, t.players) if len(decided) else None
+            fitted = {} if fit is None else {n: float(b) for n, b in zip(fit.design.names, fit.beta[1:])}
+            out[preset] = (float((decided["winner"] == "village").mean()) if len(decided) else 0.5, len(decided),
+                           fitted)
     return out
 
 
+def spread(models: list[str], gap: float) -> dict[tuple[str, str], float]:
+    """Strengths ``gap`` logits apart from the strongest to the weakest model, evenly spaced and centred, on
+    both sides: a plan at a range of gaps, for when the models' gaps are not known."""
+    m = len(models)
+    return {(s, side): (i / (m - 1) - 0.5) * gap if m > 1 else 0.0
+            for i, s in enumerate(models) for side in ("village", "werewolves")}
+
+
 def expected_widths(plan: pd.DataFrame, p_village: float | dict[str, float] | None = None, alpha: float = 0.05,
-                    power: float = 0.8, difference: float = 0.6) -> tuple[pd.DataFrame, pd.DataFrame]:
+                    power: float = 0.8, difference: float = 0.6, strengths: dict | None = None
+                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """What the plan can measure, per preset (the report rates each preset on its own), at the village win rate
     each preset gives (``village_rate``: ``p_village``, else the preset's known rate): for each model and side,
     the decided games that inform its rating and the expected 95% half-width of the rating (logits); for each
     pair of models on a side, the expected half-width of their difference, the smallest true difference
     detected with ``power`` at family-wise ``alpha`` after Holm's correction over every pair of the preset's
     table (the report's ``separation``; its first step, α / pairs, the bound when one pair differs), and the
-    power to detect a true ``difference``. Binomial information only: the simulation of
+    power to detect a true ``difference``. ``strengths`` ((spec, side) → logits, per preset or for all):
+    the models' gaps (a pilot's fit, or ``spread``); without them the models are taken as equal, which
+    promises intervals too narrow when they differ. Binomial information only: the simulation of
     ``benchmarks/plan_power.py`` checks it."""
     from scipy.stats import norm
 
@@ -227,7 +245,8 @@ def expected_widths(plan: pd.DataFrame, p_village: float | dict[str, float] | No
         p, source = village_rate(preset, p_village)
         games = part.groupby("game").size().rename("seats").reset_index().rename(columns={"game": "game_id"})
         players = part.rename(columns={"game": "game_id"})
-        d, cov = expected_se(games, players, p)
+        given = strengths.get(preset, strengths) if isinstance(strengths, dict) else None
+        d, cov = expected_se(games, players, p, strengths=given)
         se = np.sqrt(np.diag(cov))
         for i, (spec, side) in enumerate(d.names, start=1):
             if d.n_games[(spec, side)]:

@@ -18,29 +18,22 @@ def _fmt(x: float) -> str:
 
 
 def status_html(status: Status) -> str:
-    """The state after a round as HTML: a line of totals, the ratings and the comparisons."""
-    mon = status.monitor
-    decided = sum(not c.open and c.verdict != "undecided at the horizon" for c in mon.comps)
-    expect, most = status.left()
+    """The state after a round as HTML: a line of totals and the comparisons."""
+    co = status.coordinator
+    nxt, most = status.left()
     spend = "unknown" if status.spend is None else f"${status.spend:.2f}"
-    head = (f"<p><b>{html.escape(status.name)}</b>: round {mon.rounds}, {status.games} games, spend {spend}; "
-            f"{decided} of {len(mon.comps)} comparisons decided; about {expect} games left (at most {most})"
+    head = (f"<p><b>{html.escape(status.name)}</b>: round {co.rounds}, {status.games} games, spend {spend}; "
+            f"{co.decided} of {len(co.comps)} comparisons decided; next round {nxt} games (at most {most} left)"
             + (f"; stopped: {html.escape(status.stopped)}" if status.stopped else "") + "</p>")
-    r = mon.ratings()
-    rows = "".join(f"<tr><td>{html.escape(x.preset)}</td><td>{x.side}</td><td>{html.escape(x.spec)}</td>"
-                   f"<td>{_fmt(x.rating)}</td><td>{_fmt(x.ci_low)} to {_fmt(x.ci_high)}</td></tr>"
-                   for x in r.itertuples())
-    ratings = ("<table><tr><th>preset</th><th>side</th><th>model</th><th>rating</th><th>interval</th></tr>"
-               + rows + "</table>") if len(r) else ""
-    t = mon.table()
-    rows = "".join(f"<tr><td>{html.escape(x.preset)}</td><td>{x.side}</td><td>{html.escape(x.a)} vs "
+    t = co.table()
+    rows = "".join(f"<tr><td>{html.escape(x.preset)}</td><td>{html.escape(x.a)} vs "
                    f"{html.escape(x.b)}</td><td>{html.escape(x.verdict)}</td><td>{_fmt(x.estimate)}</td>"
                    f"<td>{_fmt(x.ci_low)} to {_fmt(x.ci_high)}</td><td>{x.pairs}</td>"
                    f"<td>{'' if pd.isna(x.decided_games) else int(x.decided_games)}</td></tr>"
                    for x in t.itertuples())
-    comps = ("<table><tr><th>preset</th><th>side</th><th>comparison</th><th>verdict</th><th>Δ</th>"
+    comps = ("<table><tr><th>preset</th><th>comparison</th><th>verdict</th><th>μ</th>"
              "<th>interval</th><th>pairs</th><th>games at verdict</th></tr>" + rows + "</table>")
-    return head + ratings + comps
+    return head + comps
 
 
 class AdaptiveTournament(W.VBox):
