@@ -63,8 +63,9 @@ async def test_each_role_played_as_a_human_sees_its_own_knowledge_only(tmp_path,
     public = " ".join(e.text for e in s.events if e.visibility == "public")  # (kaggle7 reveals roles at death)
     for day, phase, shown, transcript in asked:
         assert f"You are {seat}: {role} (side: {'werewolves' if role == 'Werewolf' else 'village'})" in shown
-        for other, other_role in roles.items():  # no other seat's role, in the panel or the transcript
-            if other != seat and f"{other} ({other_role})" not in public:
+        for other, other_role in roles.items():  # no other seat's role, in the panel or the transcript, but a
+            # wolf's partners (its observation names them: the transcript writes their role beside their lines)
+            if other != seat and f"{other} ({other_role})" not in public and not (role == other_role == "Werewolf"):
                 assert f"{other}: " not in shown and f"{other} ({other_role})" not in transcript
         for r, words in ONLY.items():  # another role's kind of knowledge never shows
             assert r == role or words not in shown, (r, shown)

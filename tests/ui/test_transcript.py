@@ -8,6 +8,7 @@ import asyncio
 import pytest
 
 from toolkit.ui.transcript import Line, ansi, event_text, html, line, lines
+from toolkit.ui.viewer import Viewer
 from toolkit.werewolf.game import GameConfig, GameRunner
 from toolkit.werewolf.engine.rules import PUBLIC, WOLVES, Event
 
@@ -23,13 +24,14 @@ DEATH = ev(1, "death", "Player3 died.", target="Player3", day=2, phase="dawn")
 
 
 # ------------------------------------------------------------------ line
-def test_public_events_show_to_everyone_and_private_ones_only_in_god_view():
+def test_a_line_shows_the_roles_it_is_given_and_marks_private_events():
+    """Which events and roles a reader sees is the viewer's to decide (tests/ui/test_viewer.py): a line shows an
+    actor's role when the roles it is given hold it."""
     speech = ev(0, "speech", "I suspect Player4.", actor="Player1", day=1, phase="speech")
     proposal = ev(1, "hunt_proposal", "Player1 proposes to kill Player3.", "Player1", "Player3", WOLVES)
     check = ev(2, "check", "Player1 is good.", "Player2", "Player1", "Player2")
-    assert line(speech, ROLES, god=False) == Line(1, "speech", "«I suspect Player4.»", "Player1")  # no role shown
-    assert line(speech, ROLES, god=True).role == "Werewolf"
-    assert line(proposal, ROLES, god=False) is None and line(check, ROLES, god=False) is None
+    assert line(speech, {}) == Line(1, "speech", "«I suspect Player4.»", "Player1")  # no role shown
+    assert line(speech, ROLES).role == "Werewolf"
     god = line(proposal, ROLES)
     assert (god.private_to, god.role, god.emphasis) == (WOLVES, "Werewolf", False)
     assert line(check, ROLES).private_to == "Player2"
@@ -75,9 +77,8 @@ def test_a_death_named_by_the_announcement_is_not_repeated():
 
 def test_only_a_public_announcement_counts_as_said():
     private = ev(0, "announcement", "Tonight the werewolves attacked Player3.", target="Player3", visibility="Player3")
-    out = lines([private, DEATH], ROLES, god=True)
+    out = lines([private, DEATH], ROLES)
     assert [x.text for x in out] == [private.text, "Player3 died."]
-    assert [x.text for x in lines([private, DEATH], ROLES, god=False)] == ["Player3 died."]
 
 
 def test_a_later_public_announcement_replaces_the_one_remembered():
@@ -92,7 +93,8 @@ def test_a_whole_game_god_view_shows_everything_once_and_the_public_view_only_pu
     runner.start()
     asyncio.run(runner.play())
     roles = runner.game.roles
-    god, public = lines(events, roles, god=True), lines(events, roles, god=False)
+    god = lines(events, roles)
+    public = lines(Viewer(runner.game).events(events), Viewer(runner.game).roles())
     deaths = [e for e in events if e.kind == "death"]
     assert deaths and len(god) == len(events) - len(deaths)  # every dawn death was announced
     assert len(public) == sum(e.visibility == PUBLIC for e in events) - len(deaths)

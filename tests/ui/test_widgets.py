@@ -325,8 +325,9 @@ async def test_status_and_chart_follow_the_game(tmp_path):
     s = WerewolfSession(results_dir=str(tmp_path), seed=4)
     s.buttons["Start"].click()
     g = s.runner.game
-    assert f"game <code>{s.runner.game_id}</code>: day 1, phase night; 0 calls, 0 fallbacks" == s.status.value
+    assert f"game <code>{s.runner.game_id}</code>: day 1, phase night; your 0 calls, 0 fallbacks" == s.status.value
     assert "village 5" in s.chart.value and "werewolves 2" in s.chart.value and "width:90px" in s.chart.value
+    s.god_view.value = True  # every call counted, every side (a spectator without it: tests/ui/test_viewer.py)
     await s.step()
     wolves = sum(g.roles[p] == "Werewolf" for p in g.alive)
     assert f"village {len(g.alive) - wolves}" in s.chart.value and f"werewolves {wolves}" in s.chart.value
@@ -351,6 +352,8 @@ async def test_the_call_inspector_labels_fallbacks_and_shows_the_raw_answer(tmp_
     s = WerewolfSession(results_dir=str(tmp_path), seed=1, model="chaos:1")
     s.buttons["Start"].click()
     await s.step()
+    assert s.call_picker.options == () and "god view shows every call" in s.call_view.value  # a spectator's
+    s.god_view.value = True
     labels = [label for label, _ in s.call_picker.options]
     assert len(labels) == len(s.calls) and all(label.startswith(f"#{c['seq']} {c['seat']} {c['action']} d1")
                                                for label, c in zip(labels, s.calls))

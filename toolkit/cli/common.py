@@ -55,7 +55,7 @@ class Transcript:
         from toolkit.ui import transcript
         from toolkit.werewolf.engine.rules import PUBLIC
 
-        line = transcript.line(e, game.roles, True, self.last_announcement)
+        line = transcript.line(e, game.roles, self.last_announcement)
         if e.kind == "announcement" and e.visibility == PUBLIC:
             self.last_announcement = e.text
         if line is not None:

@@ -22,7 +22,7 @@ class Line:
     phase: str
     text: str
     actor: str | None = None
-    role: str | None = None  # shown only in god view
+    role: str | None = None  # shown where the reader knows it
     private_to: str | None = None
     emphasis: bool = False
     fallback: bool = False
@@ -42,24 +42,22 @@ def event_text(e: Event, last_announcement: str = "") -> str | None:
     return e.text
 
 
-def line(e: Event, roles: dict[str, str], god: bool = True, last_announcement: str = "",
-         viewers: tuple[str, ...] = ()) -> Line | None:
-    """What a viewer sees of one event: None for one already said, or for a private event outside god view
-    that none of ``viewers`` (the seats played by the person watching) may see. Roles show in god view only."""
+def line(e: Event, roles: dict[str, str], last_announcement: str = "") -> Line | None:
+    """One event's line, or None for one already said. Which events and roles a reader may see is decided
+    before (``toolkit.ui.viewer``: the widget passes only what its viewer sees; the terminal shows everything):
+    an actor's role shows when ``roles`` has it."""
     text = event_text(e, last_announcement)
-    if text is None or (e.visibility != PUBLIC and not god
-                        and not any(e.visible_to(v, roles.get(v, "")) for v in viewers)):
+    if text is None:
         return None
-    return Line(e.day, e.phase, text, e.actor, roles.get(e.actor) if (god and e.actor) else None,
+    return Line(e.day, e.phase, text, e.actor, roles.get(e.actor) if e.actor else None,
                 None if e.visibility == PUBLIC else e.visibility, e.visibility == PUBLIC and e.kind in EMPHASISED,
                 bool(e.fallback))
 
 
-def lines(events: list[Event], roles: dict[str, str], god: bool = True,
-          viewers: tuple[str, ...] = ()) -> list[Line]:
+def lines(events: list[Event], roles: dict[str, str]) -> list[Line]:
     out, last = [], ""
     for e in events:
-        x = line(e, roles, god, last, viewers)
+        x = line(e, roles, last)
         if e.kind == "announcement" and e.visibility == PUBLIC:
             last = e.text
         if x is not None:

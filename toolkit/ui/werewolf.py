@@ -2,8 +2,10 @@
 an alive chart and a call inspector. It drives ``GameRunner`` (``step_phase``/``play``/``stop``), the same
 runner as ``toolkit play``. A seat whose spec is ``human`` is played through input widgets that offer only
 the legal choices, beside a panel of what that seat knows (``seat_panel``: its role and private record, from the
-observation a model seat would get); the transcript shows the human seats' private events as they happen. Only
-god view shows the other seats' roles and private events."""
+observation a model seat would get). Every other part (transcript, call inspector, status line, alive chart)
+shows what ``viewer.Viewer`` lets the person see: outside god view, what the human seats' own observations hold
+(their private events as they happen, their own calls, the roles and sides they know); god view shows
+everything."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import ipywidgets as W
 from toolkit.llm import Backend, Completion, Model, Request, known_specs
 from toolkit.record.run_log import Run
 from toolkit.ui import seat_panel, transcript
+from toolkit.ui.viewer import Viewer
 from toolkit.ui.kernel_loop import KernelLoop
 from toolkit.ui.style import WRAP
 from toolkit.werewolf.game import GameConfig, GameRunner, SeatConfig
@@ -74,6 +77,7 @@ class WerewolfSession(W.VBox):
         self.run: Run | None = None
         self.task: asyncio.Task | None = None
         self.calls: list[dict[str, Any]] = []
+        self.shown_calls: list[dict[str, Any]] = []  # the calls the viewer may open, as the picker lists them
         self.events: list[Event] = []
         self._pending_human: asyncio.Future | None = None
         self.stopped = False  # the last run was halted by Stop
@@ -135,7 +139,7 @@ class WerewolfSession(W.VBox):
         if self.run is not None and not self.run.closed:
             self.run.close()
         self.runner, self.run, self.task, self.running, self.stopped = None, None, None, False, False
-        self.events, self.calls = [], []
+        self.events, self.calls, self.shown_calls = [], [], []
         self.human_box.children = []
         self.seat_view.value = ""
         self.humans = ()
@@ -220,16 +224,32 @@ class WerewolfSession(W.VBox):
     def _on_row(self, table: str, row: dict[str, Any]) -> None:
         if table == "calls":
             self.calls.append(row)
-            self.call_picker.options = [(f"#{c['seq']} {c['seat']} {c['action']} d{c['day']}"
-                                         + (" [fallback]" if c["fallback"] else ""), i)
-                                        for i, c in enumerate(self.calls)]
+            self._list_calls()
+
+    @property
+    def viewer(self) -> Viewer:
+        """Who is watching: the human seats (none: a spectator), or everything in god view."""
+        return Viewer(self.runner.game if self.runner else None, self.humans, self.god_view.value)
+
+    def _list_calls(self) -> None:
+        """The picker lists the calls the viewer may open. Outside god view they are numbered among themselves
+        (a call's place in the game's sequence would tell how many calls of others came before it)."""
+        god = self.god_view.value
+        shown = self.viewer.calls(self.calls)
+        labels = [f"#{c['seq'] if god else n + 1} {c['seat']} {c['action']} d{c['day']}"
+                  + (" [fallback]" if c["fallback"] else "") for n, c in enumerate(shown)]
+        if labels == [label for label, _ in self.call_picker.options]:
+            return
+        self.shown_calls = shown
+        self.call_picker.options = [(label, n) for n, label in enumerate(labels)]
 
     def _show_call(self) -> None:
         i = self.call_picker.value
-        if i is None or i >= len(self.calls):
-            self.call_view.value = ""
+        if i is None or i >= len(self.shown_calls):
+            self.call_view.value = "" if self.god_view.value or self.shown_calls else (
+                "<i>your seats' calls show here; god view shows every call</i>")
             return
-        c = self.calls[i]
+        c = self.shown_calls[i]
         messages = "".join(f"<div><b>{m['role']}</b><pre style='{WRAP}'>{html.escape(m['content'])}</pre></div>"
                            for m in json.loads(c["messages"]))
         self.call_view.value = (f"<div style='font-size:12px'>spec <code>{html.escape(c['spec'])}</code>, model "
@@ -241,12 +261,15 @@ class WerewolfSession(W.VBox):
                                 f"<b>parsed</b><pre style='{WRAP}'>{html.escape(str(c['parsed']))}</pre></div>")
 
     def transcript_lines(self) -> list[str]:
-        """The transcript as HTML lines: public events, the human seats' own private ones, and in god view every
-        event with every actor's role; a death the dawn announcement named is not repeated."""
-        roles = self.runner.game.roles if self.runner else {}
-        return [transcript.html(x) for x in transcript.lines(self.events, roles, self.god_view.value, self.humans)]
+        """The transcript as HTML lines: the events the viewer sees (public ones, the human seats' own private
+        ones; in god view every event), each actor's role where the viewer knows it; a death the dawn
+        announcement named is not repeated."""
+        viewer = self.viewer
+        return [transcript.html(x) for x in transcript.lines(viewer.events(self.events), viewer.roles())]
 
     def _render(self) -> None:
+        self._list_calls()
+        self._show_call()
         body = "".join(self.transcript_lines()) or "<i>Press Start, then Step or Run to end.</i>"
         # column-reverse: the scroll box starts at its end and stays there as lines arrive (the newest in view)
         self.transcript.value = (f"<div class='toolkit-transcript' style='max-height:420px;overflow:auto;"
@@ -269,9 +292,21 @@ class WerewolfSession(W.VBox):
             state = f"day {g.day}, phase {g.phase}; <b>stopped</b>"
         else:
             state = f"day {g.day}, phase {g.phase}"
-        self.status.value = f"game <code>{r.game_id}</code>: {state}; {r.log.calls} calls, {r.log.fallbacks} fallbacks"
-        wolves = len(g.living("Werewolf"))
-        village = len(g.alive) - wolves
-        bar = lambda n, colour: f"<div style='background:{colour};height:14px;width:{18 * n}px'></div>"  # noqa: E731
-        self.chart.value = (f"<div style='padding-left:12px;font-size:12px'><b>alive</b><br>village {village}"
-                            f"{bar(village, '#27ae60')}werewolves {wolves}{bar(wolves, '#c0392b')}</div>")
+        calls = self.shown_calls  # the viewer's: how many calls others made would tell who acts at night
+        whose = "" if self.god_view.value else "your "
+        self.status.value = (f"game <code>{r.game_id}</code>: {state}; {whose}{len(calls)} calls, "
+                             f"{sum(bool(c['fallback']) for c in calls)} fallbacks")
+        self.chart.value = chart(self.viewer.alive())
+
+
+def chart(n: dict[str, int | None]) -> str:
+    """The alive chart: the living, and each side's living where the viewer can count them."""
+    bar = lambda k, colour: f"<div style='background:{colour};height:14px;width:{18 * k}px'></div>"  # noqa: E731
+    if n["werewolves"] is None:
+        sides = (f"<span style='color:#666'>sides not known to you ({n['werewolves_at_start']} werewolves at the "
+                 f"start)</span>")
+    else:
+        sides = (f"village {n['village']}{bar(n['village'], '#27ae60')}werewolves {n['werewolves']}"
+                 f"{bar(n['werewolves'], '#c0392b')}")
+    return (f"<div style='padding-left:12px;font-size:12px'><b>alive</b> {n['alive']}{bar(n['alive'], '#7f8c8d')}"
+            f"{sides}</div>")
