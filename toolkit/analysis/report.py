@@ -288,7 +288,8 @@ def _werewolf_parts(tables: Results, out: Path, written: list[Path], folder: Pat
         if estimated:
             s.append("Token counts are **estimated** (offline players or providers that report no usage), not "
                      "measured.\n")
-        return s + (_conclusions_sections(tables, games, by) if multi or by else [])
+        return s + ((_at_a_glance(games, tables.players, by, out, written) + _conclusions_sections(tables, games, by))
+                    if multi or by else [])
 
     def win_rates() -> list[str]:
         pooled = _pooled_note(games, tables.players, by)
@@ -492,6 +493,21 @@ def conclusions_pairings(games: pd.DataFrame, players: pd.DataFrame) -> int:
     """How many (village model, wolf model) pairings the games hold."""
     m = side_models(players[players["game_id"].isin(games["game_id"])])
     return len(m.drop_duplicates(["village_model", "wolf_model"]))
+
+
+def _at_a_glance(games: pd.DataFrame, players: pd.DataFrame, by: list[str], out: Path,
+                 written: list[Path]) -> list[str]:
+    """The Conclusions as one table and a forest plot of every effect (``effect_table``); the words follow."""
+    from toolkit.analysis import effect_table
+
+    rows = effect_table.effect_rows(games, players, by)
+    if rows.empty:
+        return []
+    written.append(P.save(effect_table.forest_plot(rows), inside(out, "effects", ".png")))
+    return ["## Conclusions at a glance\n",
+            "Every effect on the win rate, in percentage points with its 95% interval (paired by seed only where "
+            "both values deal every seed the same roles; else two independent samples, Newcombe's interval):\n",
+            effect_table.markdown(rows), "![every effect](effects.png)\n"]
 
 
 def _conclusions_sections(tables: Results, games: pd.DataFrame, by: list[str]) -> list[str]:
