@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import ipywidgets as W
+import pandas as pd
 from IPython.display import HTML, Markdown
 
 import toolkit
@@ -262,8 +263,11 @@ class ResultsExplorer(W.VBox):
     def _read_tables(self, folder: Path) -> None:
         self.tables = t = load(folder)
         self.shown = folder
-        self.summary.value = (f"{len(t.runs)} runs, {len(t.games)} games, {len(t.sessions)} sessions, "
-                              f"{len(t.calls)} model calls")
+        calls = f"{len(t.calls)} model calls"
+        if not len(t.calls) and len(t.games) and "n_calls" in t.games:  # tables exported without their calls
+            calls = (f"{int(pd.to_numeric(t.games['n_calls'], errors='coerce').sum())} model calls (counted in the "
+                     "games table; these tables do not include the calls)")
+        self.summary.value = f"{len(t.runs)} runs, {len(t.games)} games, {len(t.sessions)} sessions, {calls}"
         self.pick.options = tuple(t.games["game_id"]) + tuple(t.sessions["session_id"])
         self.view_button.disabled = not self.pick.options
 
