@@ -91,12 +91,18 @@ bench: $(STAMP)
 
 # The example study under results/examples/: a tournament (its tables, without calls, kept in
 # results/examples/tables/), the engineer sweep, then the reports (PNGs + summary.md). The seeds are fixed
-# in the experiment files and the workers only share out whole games, so a rerun writes the same tables
-# (apart from ids and timing columns: game, run and call ids, wall_s, started_at, git_sha) and the same report.
+# in the experiment files and the workers only share out whole games; toolkit.study.stable_tables names the
+# ids after the cells and seeds, orders the rows as the study does and empties the machine's columns (wall_s,
+# started_at, git_sha), so a rerun writes byte-identical tables and the same report: `git status` stays empty.
+# The new tables go to a folder beside the committed ones and replace them only once complete.
+EXAMPLE_NEW := results/examples/.tables-new
 example: $(STAMP)
-	rm -rf results/examples-tournament results/examples-engineer results/examples/tables
+	rm -rf results/examples-tournament results/examples-engineer $(EXAMPLE_NEW) results/examples/.tables-old
 	@start=$$(date +%s); set -e; \
-	$(PY) -m toolkit tournament experiments/tournaments/example.yaml --workers 2 --export results/examples/tables; \
+	$(PY) -m toolkit tournament experiments/tournaments/example.yaml --workers 2 --export $(EXAMPLE_NEW); \
+	$(PY) -m toolkit.study.stable_tables $(EXAMPLE_NEW); \
+	if [ -d results/examples/tables ]; then mv results/examples/tables results/examples/.tables-old; fi; \
+	mv $(EXAMPLE_NEW) results/examples/tables; rm -rf results/examples/.tables-old; \
 	$(PY) -m toolkit sweep experiments/sweeps/engineer.yaml --workers 2; \
 	$(PY) -m toolkit report results/examples/tables --out results/examples; \
 	$(PY) -m toolkit report results/examples-engineer --out results/examples/engineer; \
