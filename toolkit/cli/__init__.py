@@ -63,9 +63,14 @@ def command_module(name: str):
     return import_module(f"toolkit.cli.{COMMANDS[name][0]}")
 
 
+def plain(text: str) -> str:
+    """A docstring's reStructuredText made plain text for ``--help`` (``python -m toolkit`` without its quotes)."""
+    return text.replace("``", "")
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``only``, just that command's options are built (the others' modules stay unimported)."""
-    parser = Parser(prog="python -m toolkit", description=__doc__.split("\n\n")[0], epilog=EXAMPLES,
+    parser = Parser(prog="python -m toolkit", description=plain(__doc__.split("\n\n")[0]), epilog=EXAMPLES,
                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
