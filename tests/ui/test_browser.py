@@ -8,6 +8,7 @@ handled on a subshell thread, and the game froze after Submit until another cell
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -262,3 +263,164 @@ def test_jupyterlab_shows_no_news_pop_up(server):
     with urllib.request.urlopen(url, timeout=60) as answer:
         settings = json.loads(answer.read())["settings"]
     assert settings["fetchNews"] == "false" and settings["checkForUpdates"] is False
+
+
+PAGE_TEXT = """() => { const out = [document.body.textContent];
+    for (const e of document.querySelectorAll('input, textarea, select')) out.push(e.value || '');
+    for (const e of document.querySelectorAll('option')) out.push(e.textContent);
+    for (const e of document.querySelectorAll('[title], [aria-label], [placeholder], [data-tooltip]'))
+        out.push(['title', 'aria-label', 'placeholder', 'data-tooltip'].map(a => e.getAttribute(a) || '').join(' '));
+    return out.join('\\n'); }"""
+
+
+def every_text_on_the_page(lab: Lab) -> str:
+    """The page's whole text (hidden parts too: closed <details>, options, values, tooltips), with each call the
+    inspector lists opened in turn."""
+    page = lab.page
+    picker = page.locator(".widget-dropdown:has(label:text-is('call')) select").first
+    view = page.locator(".toolkit-call").first
+    out = [page.evaluate(PAGE_TEXT)]
+    for i in range(picker.locator("option").count()):
+        before = view.inner_text()
+        picker.select_option(index=i)
+        # until the view shows the call (at most 3 s: the first call is shown already, selecting it changes nothing)
+        view.evaluate("(e, b) => new Promise(r => { const t = setInterval(() => { if (e.innerText !== b) "
+                      "{ clearInterval(t); r(); } }, 20); setTimeout(() => { clearInterval(t); r(); }, 3000); })",
+                      before)
+        view.locator("details summary").first.click()  # open the messages, as a person would
+        out.append(page.evaluate(PAGE_TEXT))
+    return "\n".join(out)
+
+
+def the_games_events(served: Path, root: str, game_id: str) -> list:
+    """The game's events as the run log wrote them (results/sessions/<run>/events.jsonl of the test's folder,
+    compacted to events.parquet when the game ended)."""
+    import pandas as pd
+
+    from tests.ui.private_record import as_event
+
+    for path in (served / root / "results" / "sessions").glob("*/events.*"):
+        if path.suffix == ".jsonl":
+            rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        else:
+            rows = pd.read_parquet(path).to_dict("records")
+        if rows and rows[0]["game_id"] == game_id:
+            return [as_event(r) for r in rows]
+    raise AssertionError(f"no events for {game_id}")
+
+
+def git(folder: Path, *args: str) -> str:
+    import subprocess
+
+    return subprocess.run(["git", *args], cwd=folder, capture_output=True, text=True, check=True).stdout
+
+
+def a_git_checkout_of_the_notebooks(folder: Path) -> Path:
+    """``folder`` (the test's copy of the notebooks) made a git checkout as a clone is after `make install`:
+    the repository's .gitattributes, the Makefile's notebook filter, the notebooks committed."""
+    import subprocess
+    import sys
+
+    for name in (".gitattributes", ".gitignore"):
+        shutil.copy(REPO / name, folder / name)
+    git(folder, "init", "-q")
+    subprocess.run(["make", "-s", "-f", str(REPO / "Makefile"), "notebook-filter", f"PY={sys.executable}"],
+                   cwd=folder, capture_output=True, check=True)
+    git(folder, "add", "-A")
+    git(folder, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "notebooks")
+    assert git(folder, "status", "--porcelain") == ""
+    return folder
+
+
+def test_a_human_seat_of_every_role_of_every_preset_sees_no_other_seats_private_record(lab, server):
+    """Every role of every shipped preset played as a human in JupyterLab (seed 0, the first seat of the role)
+    through night 1 and day 1, god view off: the page's whole text, each call of the inspector opened, holds no
+    text of another seat's private record (tests/ui/private_record.py: the hidden events' texts, the other seats'
+    roles). God view on shows them. One notebook and kernel for all the cases (a case is a new game).
+    On the old code the inspector listed every seat's calls: a human Seer could open a wolf's prompt."""
+    from toolkit.werewolf.engine.preset import available_presets, load_preset
+    from toolkit.werewolf.engine.rules import Game
+
+    from tests.ui.private_record import secrets, shown_in_god_view
+
+    page, served = lab.page, server[2]
+    lab.open("01_werewolf_session.ipynb")
+    lab.run_all()
+    lab.button("Step").wait_for(timeout=120_000)
+    lab.wait_idle()
+    leaks, unseen, cases = {}, {}, 0
+    for preset in available_presets():
+        page.locator(".widget-dropdown:has(label:text-is('preset')) select").select_option(label=preset)
+        roles = Game(load_preset(preset), 0).roles
+        # the seat boxes rebuilt for the preset (a box filled before would be replaced, its "human" lost)
+        lab.wait_idle()
+        page.wait_for_function("n => [...document.querySelectorAll('.widget-inline-hbox label')].filter(l => "
+                               "/^Player\\d+$/.test(l.innerText.trim())).length === n", arg=len(roles), timeout=30_000)
+        for role in dict.fromkeys(r for r in roles.values()):
+            seat = next(s for s, r in roles.items() if r == role)
+            box = page.locator(f".widget-inline-hbox:has(label:text-is('{seat}')) input").first
+            box.wait_for(timeout=30_000)
+            box.fill("human")
+            box.press("Enter")
+            lab.button("Start").click()
+            lab.has_text(STATUS, "day 1, phase night")
+            lab.button("Run to end").click()
+            assert answer_until(lab, r"day 2|winner", f"I am {seat}."), (preset, role)  # the human was asked
+            status = page.locator(STATUS).first
+            if "winner" not in status.inner_text():
+                lab.button("Stop").click()
+                page.wait_for_function("() => /stopped|winner|your turn/.test(document.querySelector("
+                                       "'.toolkit-status').innerText)", timeout=60_000)
+                if "your turn" in status.inner_text():
+                    answer_human(lab, f"I am {seat}.")
+                if "winner" not in status.inner_text():
+                    lab.has_text(STATUS, "stopped", timeout=60_000)
+            game_id = re.search(r"game (\S+):", status.inner_text())[1]
+            events = the_games_events(served, lab.root, game_id)
+            shown = every_text_on_the_page(lab)
+            if cases == 0:
+                lab.shot("werewolf_human_no_cheating")
+            leaks[(preset, role)] = sorted(x for x in secrets(events, roles, (seat,)) if x in shown)
+            leaks[(preset, role)] += re.findall(rf"#\d+ (?!{seat} )Player\d+ \w+ d\d", shown)  # another's call
+            lab.button("god view").click()  # the status counts every call (not "your N calls") once it applies
+            page.wait_for_function("() => /; \\d+ calls/.test(document.querySelector('.toolkit-status').innerText)",
+                                   timeout=30_000)
+            page.wait_for_function("() => document.querySelectorAll('.toolkit-call-picker option').length > 0",
+                                   timeout=30_000)
+            god = page.evaluate(PAGE_TEXT)
+            unseen[(preset, role)] = sorted(x for x in shown_in_god_view(events, roles, (seat,)) if x not in god)
+            assert re.search(rf"#\d+ (?!{seat} )Player\d+ \w+ d\d", god)  # god view lists the others' calls
+            lab.button("god view").click()
+            lab.has_text(STATUS, "your ")
+            box.fill("heuristic")
+            box.press("Enter")
+            cases += 1
+    lab.shot("werewolf_every_role_last_case")
+    assert cases == sum(len({r for r, n in load_preset(p).roles.items() if n}) for p in available_presets())
+    assert {k: v for k, v in leaks.items() if v} == {}
+    assert {k: v for k, v in unseen.items() if v} == {}
+
+
+def test_a_notebook_run_and_saved_in_jupyterlab_is_no_change_to_the_checkout(lab, server):
+    """The werewolf notebook run (its widget played a phase) and saved with Ctrl+S in a git checkout with the
+    Makefile's notebook filter: no change to diff or stage. On the old code the kernelspec's display_name went
+    "Python 3" -> "Python 3 (ipykernel)" (what JupyterLab writes for ipykernel's kernel)."""
+    page = lab.page
+    checkout = a_git_checkout_of_the_notebooks(server[2] / lab.root)
+    lab.open("01_werewolf_session.ipynb")
+    lab.run_all()
+    lab.button("Step").wait_for(timeout=120_000)
+    lab.wait_idle()
+    lab.button("Step").click()
+    lab.has_text(STATUS, "day 1, phase day")
+    page.locator(".jp-Notebook").first.click()
+    page.keyboard.press("Control+s")
+    page.wait_for_function("() => !document.querySelector('.jp-Document.jp-mod-dirty, .jp-mod-current.jp-mod-dirty')",
+                           timeout=30_000)
+    saved = json.loads((checkout / "notebooks" / "01_werewolf_session.ipynb").read_text())
+    assert any(c.get("outputs") for c in saved["cells"])  # the save wrote the run notebook, outputs and all
+    # no change: nothing to diff, nothing to stage (git status lists the file until the index is refreshed, as
+    # `git add` does: its size changed, and git takes a changed size for a change without running the filter)
+    assert git(checkout, "diff", "--no-textconv") == ""
+    git(checkout, "add", "-A")
+    assert git(checkout, "status", "--porcelain") == ""

@@ -70,6 +70,8 @@ class WerewolfSession(W.VBox):
         self.chart = W.HTML()
         self.call_picker = W.Dropdown(options=[], description="call")
         self.call_view = W.HTML()
+        self.call_view.add_class("toolkit-call")
+        self.call_picker.add_class("toolkit-call-picker")
         self.human_box = W.VBox()
         self.seat_view = W.HTML()  # what the human seat last asked knows (seat_panel), kept between questions
         self.humans: tuple[str, ...] = ()
