@@ -19,7 +19,7 @@ def test_additive_increase_multiplicative_decrease():
         g.rate_limited(None)
         assert g.limit == 8 and g.throttled == 1
         g.rate_limited(0.5)
-        assert g.limit == 4 and g.resume_at > time.monotonic() + 0.4
+        assert g.limit == 4 and g.resume_at > time.time() + 0.4
         for _ in range(4):
             g.answered()
         assert g.limit == 5  # one more after `limit` answers in a row
@@ -35,11 +35,27 @@ def test_a_retry_after_holds_every_new_request_to_the_endpoint():
         g = EndpointGate(4)
         g.rate_limited(0.3)
         started = time.monotonic()
-        async with g:
+        async with g.slot():
             pass
         return time.monotonic() - started
 
     assert asyncio.run(run()) >= 0.28
+
+
+@pytest.mark.slow
+def test_the_gate_grows_past_its_start_while_the_endpoint_answers_without_a_429():
+    """400 requests at once to an endpoint with no limit: the gate starts at 64 and grows (on 51c499d 64 was the
+    most, whatever the endpoint allowed)."""
+    with FakeOpenAIServer(latency=0.3) as server:
+        async def run():
+            model = get_model(f"openai:ok@{server.base_url}")
+            calls = await asyncio.gather(*(model.generate(Request(messages=[{"role": "user", "content": str(i)}]))
+                                           for i in range(400)))
+            return calls, gate(model.base_url, model.config.max_connections).stats()
+
+        calls, stats = asyncio.run(run())
+    assert all(c.completion is not None for c in calls)
+    assert server.rejected == 0 and server.max_active > 64 and stats["limit"] > 64 and stats["peak"] > 64
 
 
 @pytest.mark.slow

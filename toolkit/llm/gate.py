@@ -1,13 +1,19 @@
-"""How many requests go to one endpoint at once, from every game and session of a process (one event loop).
+"""How many requests go to one endpoint at once, from every game and session of a process (one event loop), and
+from every process of a study where its limits are shared (``toolkit.llm.shared_limits``).
 
-An ``EndpointGate`` lets at most ``limit`` requests be in flight. The limit starts at the endpoint's
-``max_connections`` (``TOOLKIT_MAX_CONNECTIONS``, or ``?max_connections=N`` in a spec) and adapts to what the
-provider allows: a 429 halves it and, when the answer says ``Retry-After``, holds every new request to the
-endpoint until that time has passed (the games of a process back off together instead of each hammering the
-endpoint on its own); every ``limit`` answers in a row raise it by one again, up to ``max_connections``
-(additive increase, multiplicative decrease, as TCP does). ``stats()`` says how far the process is from
-the endpoint's limits: the peak in flight, the limit now, the 429s seen. A ``Watch`` (``watch()``) keeps the same
-figures for the time it is open, per endpoint: what a run writes to its ``endpoints`` table (toolkit.record).
+An ``EndpointGate`` lets a request start when the endpoint's limits allow it (``toolkit.llm.limits``: the window
+of requests in flight, learned from answers and 429s, and the spec's requests and tokens per minute). The window
+starts at 64 and grows while requests wait for a slot and the endpoint answers without a 429, up to
+``max_connections`` (``TOOLKIT_MAX_CONNECTIONS``, or ``?max_connections=N`` in a spec; 4096 by default); a 429
+halves it and its ``Retry-After`` holds every new request to the endpoint until that time (the games of a
+process, or of a study, back off together instead of each hammering the endpoint on its own). ``stats()`` says
+how far the process is from the endpoint's limits: the peak in flight, the limit now, the 429s seen. A ``Watch``
+(``watch()``) keeps the same figures for the time it is open, per endpoint: what a run writes to its
+``endpoints`` table (toolkit.record).
+
+The figures live in a store: ``MemoryStore`` (this process alone, the default) or a shared one
+(``shared_limits.store_for``, chosen by ``TOOLKIT_SHARED_LIMITS``). A request holds a ``Ticket`` from
+``acquire`` to ``release``; ``answered`` and ``rate_limited`` tell the store what came back.
 """
 
 from __future__ import annotations
@@ -17,79 +23,162 @@ import time
 import weakref
 from typing import Any
 
+from toolkit.llm import limits as L
+from toolkit.llm.limits import Limits, State, Ticket
+from toolkit.llm.shared_limits import store_for
+
 # Per event loop: {endpoint: gate}. asyncio primitives belong to a loop.
 _GATES: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, EndpointGate]]" = weakref.WeakKeyDictionary()
+DEFAULT_MAX = 4096
+
+
+class MemoryStore:
+    """The limits' figures in this process only (every game of the process shares them)."""
+
+    poll_s = None  # only a release in this process frees a slot: no polling
+
+    def __init__(self, limits: Limits):
+        self.state = L.fresh(limits, time.time())
+
+    def enter(self, limits: Limits, tokens: int, now: float) -> tuple[Ticket | None, float | None]:
+        """A ticket, or None and how long to wait (None: until a slot frees)."""
+        s = self.state
+        wait = L.rate_wait(s, limits, now, tokens)
+        if wait > 0:
+            return None, wait
+        if s.in_flight >= s.limit:
+            s.busy_at = now
+            return None, None
+        L.take(s, tokens)
+        return Ticket(0, now, tokens), 0.0
+
+    def leave(self, ticket: Ticket) -> None:
+        self.state.in_flight -= 1
+
+    def update(self, limits: Limits, change: Any) -> State:
+        change(self.state)
+        return self.state
+
+    def snapshot(self, limits: Limits) -> State:
+        return self.state
 
 
 class EndpointGate:
-    def __init__(self, max_connections: int, adaptive: bool = True, endpoint: str = ""):
+    def __init__(self, max_connections: int = DEFAULT_MAX, adaptive: bool = True, endpoint: str = "",
+                 store: Any = None, rpm: float | None = None, tpm: float | None = None):
         self.endpoint = endpoint
-        self.max = max_connections
-        self.limit = max_connections
-        self.adaptive = adaptive
-        self.in_flight = 0
+        self.limits = Limits(max_connections, rpm, tpm, adaptive)
+        self.store = store if store is not None else MemoryStore(self.limits)
+        self.in_flight = 0  # this process's requests in flight
         self.peak = 0
-        self.throttled = 0  # 429s seen
-        self.resume_at = 0.0  # time.monotonic() before which no new request starts
-        self._answers = 0  # answers since the limit last changed
-        self._changed = asyncio.Condition()
+        self.throttled = 0  # 429s this process saw
+        self._turn = asyncio.Lock()  # one request at a time waits at the head; the rest queue behind it
+        self._freed = asyncio.Event()
+
+    @property
+    def max(self) -> int:
+        return self.limits.max_connections
+
+    @property
+    def adaptive(self) -> bool:
+        return self.limits.adaptive
+
+    @property
+    def limit(self) -> int:
+        return self.store.snapshot(self.limits).limit
+
+    @property
+    def resume_at(self) -> float:
+        """``time.time()`` before which no new request starts (0: none held)."""
+        return self.store.snapshot(self.limits).resume_at
+
+    def lower(self, limits: Limits) -> None:
+        """A model with stricter limits for this endpoint makes its gate's stricter."""
+        lowered = self.limits.lower(limits)
+        if lowered != self.limits:
+            self.limits = lowered
+
+            def clamp(s: State) -> None:
+                s.window = min(s.window, lowered.max_connections)
+            self.store.update(lowered, clamp)
 
     def lower_max(self, max_connections: int) -> None:
-        """A model with a lower ``max_connections`` for this endpoint lowers its gate's."""
-        if max_connections < self.max:
-            self.max = max_connections
-            self.limit = min(self.limit, max_connections)
+        self.lower(Limits(max_connections, adaptive=self.limits.adaptive))
 
-    async def __aenter__(self) -> "EndpointGate":
+    async def acquire(self, tokens: int = 0) -> Ticket:
+        """Wait until the limits let a request of ``tokens`` (estimated) start; its ticket."""
         asked = time.monotonic()
-        async with self._changed:
+        async with self._turn:
             while True:
-                pause = self.resume_at - time.monotonic()
-                if pause > 0:
+                ticket, wait = self.store.enter(self.limits, tokens, time.time())
+                if ticket is not None:
+                    break
+                wait = self.store.poll_s if wait is None else wait
+                self._freed.clear()
+                if wait is None:
+                    await self._freed.wait()
+                else:
                     try:
-                        await asyncio.wait_for(self._changed.wait(), pause)
+                        await asyncio.wait_for(self._freed.wait(), wait)
                     except asyncio.TimeoutError:
                         pass
-                elif self.in_flight < self.limit:
-                    break
-                else:
-                    await self._changed.wait()
-            self.in_flight += 1
-            self.peak = max(self.peak, self.in_flight)
-        for w in _WATCHES:
-            w.entered(self, time.monotonic() - asked)
-        return self
+        self.in_flight += 1
+        if self.in_flight > self.peak:
+            self.peak = self.in_flight
+        if _WATCHES:
+            for w in _WATCHES:
+                w.entered(self, time.monotonic() - asked)
+        return ticket
 
-    async def __aexit__(self, *exc: Any) -> None:
-        async with self._changed:
-            self.in_flight -= 1
-            self._changed.notify_all()
+    def release(self, ticket: Ticket) -> None:
+        self.store.leave(ticket)
+        self.in_flight -= 1
+        self._freed.set()
 
-    def rate_limited(self, retry_after: float | None) -> None:
-        """A 429: halve the limit (adaptive gates) and hold new requests for ``retry_after`` seconds."""
+    def slot(self, tokens: int = 0) -> "_Slot":
+        """``async with gate.slot() as ticket``: acquire and release around a request."""
+        return _Slot(self, tokens)
+
+    def rate_limited(self, retry_after: float | None, ticket: Ticket | None = None) -> None:
+        """A 429 (to the request of ``ticket``): the window halves (once per round trip) and new requests wait
+        ``retry_after`` seconds (adaptive gates)."""
         self.throttled += 1
+        sent_at = ticket.sent_at if ticket is not None else None
+        s = self.store.update(self.limits, lambda s: L.rate_limited(s, self.limits, time.time(), sent_at, retry_after))
         for w in _WATCHES:
-            w.figures(self)["rate_limited"] += 1
-        if not self.adaptive:
-            return
-        self.limit = max(1, self.limit // 2)
-        for w in _WATCHES:
-            w.figures(self)["lowest_limit"] = min(w.figures(self)["lowest_limit"], self.limit)
-        self._answers = 0
-        if retry_after:
-            self.resume_at = max(self.resume_at, time.monotonic() + retry_after)
+            f = w.figures(self)
+            f["rate_limited"] += 1
+            f["lowest_limit"] = min(f["lowest_limit"], s.limit)
 
-    def answered(self) -> None:
-        """An answer: after ``limit`` of them in a row, one more request may be in flight."""
-        if not self.adaptive or self.limit >= self.max:
-            return
-        self._answers += 1
-        if self._answers >= self.limit:
-            self.limit, self._answers = self.limit + 1, 0
+    def answered(self, ticket: Ticket | None = None, used_tokens: int | None = None) -> None:
+        """An answer (to the request of ``ticket``, which used ``used_tokens``): the window may grow."""
+        if ticket is None:
+            self.store.update(self.limits, lambda s: L.answered(s, self.limits, None))
+        elif self.limits.tpm is not None or (self.limits.adaptive and self._may_grow(ticket)):
+            self.store.update(self.limits, lambda s: L.answered(s, self.limits, ticket.sent_at, ticket.tokens,
+                                                                 used_tokens))
+
+    def _may_grow(self, ticket: Ticket) -> bool:
+        s = self.store.snapshot(self.limits)
+        return s.window < self.limits.max_connections and s.busy_at >= ticket.sent_at
 
     def stats(self) -> dict[str, Any]:
         return {"max_connections": self.max, "limit": self.limit, "in_flight": self.in_flight, "peak": self.peak,
                 "rate_limited": self.throttled}
+
+
+class _Slot:
+    __slots__ = ("gate", "tokens", "ticket")
+
+    def __init__(self, gate: EndpointGate, tokens: int):
+        self.gate, self.tokens = gate, tokens
+
+    async def __aenter__(self) -> Ticket:
+        self.ticket = await self.gate.acquire(self.tokens)
+        return self.ticket
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.gate.release(self.ticket)
 
 
 class Watch:
@@ -132,14 +221,18 @@ def watch() -> Watch:
     return w
 
 
-def gate(endpoint: str, max_connections: int, adaptive: bool = True) -> EndpointGate:
-    """The running loop's gate for ``endpoint`` (made on first use)."""
+def gate(endpoint: str, max_connections: int = DEFAULT_MAX, adaptive: bool = True, rpm: float | None = None,
+         tpm: float | None = None) -> EndpointGate:
+    """The running loop's gate for ``endpoint`` (made on first use; a model with stricter limits makes it
+    stricter). Its figures are shared with the study's other processes where ``TOOLKIT_SHARED_LIMITS`` says so."""
     gates = _GATES.setdefault(asyncio.get_running_loop(), {})
     found = gates.get(endpoint)
     if found is None:
-        found = gates[endpoint] = EndpointGate(max_connections, adaptive, endpoint)
-    else:
-        found.lower_max(max_connections)
+        limits = Limits(max_connections, rpm, tpm, adaptive)
+        found = gates[endpoint] = EndpointGate(max_connections, adaptive, endpoint, store_for(endpoint, limits),
+                                               rpm, tpm)
+    elif (max_connections, rpm, tpm, adaptive) != (found.max, found.limits.rpm, found.limits.tpm, found.adaptive):
+        found.lower(Limits(max_connections, rpm, tpm, adaptive))
     return found
 
 

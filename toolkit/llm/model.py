@@ -107,10 +107,14 @@ def cost_usd(model: str, prompt_tokens: int, completion_tokens: int, cached_toke
 # ------------------------------------------------------------------ configuration
 @dataclass
 class ModelConfig:
-    # Requests in flight per endpoint from this process (per event loop): the most, lowered on a 429 and raised
-    # again by answers while ``rate_adaptive`` (toolkit.llm.gate); a spec's ?max_connections=N sets it for a model.
-    max_connections: int = 64
+    # Requests in flight per endpoint (toolkit.llm.gate): the most ever allowed; the gate starts at 64 and learns
+    # the endpoint's limit from its answers and 429s while ``rate_adaptive``. A spec's ?max_connections=N sets it
+    # for a model; ?rpm=N and ?tpm=N the endpoint's requests and tokens per minute (shared by every process of a
+    # study where TOOLKIT_SHARED_LIMITS says so: toolkit.llm.shared_limits).
+    max_connections: int = 4096
     rate_adaptive: bool = True
+    rpm: float | None = None
+    tpm: float | None = None
     timeout_s: float = 60.0  # a deadline: one request's whole time, from sending it to its last byte
     max_attempts: int = 6
     max_total_wait_s: float = 120.0
@@ -130,13 +134,13 @@ class ModelConfig:
     # would mean none, a negative one fails every request at once.
     BOUNDS = {"max_connections": (1, 4096), "timeout_s": (0.001, 86400.0), "max_attempts": (1, 100),
               "max_total_wait_s": (0.0, 86400.0), "backoff_initial_s": (0.0, 3600.0), "backoff_max_s": (0.0, 3600.0),
-              "retry_after_cap_s": (0.0, 86400.0), "max_tokens": (1, 10**7),
-              "max_response_bytes": (1024, 2**31), "max_tool_calls": (1, 10_000)}
+              "retry_after_cap_s": (0.0, 86400.0), "max_tokens": (1, 10**7), "rpm": (0.001, 1e9),
+              "tpm": (0.001, 1e12), "max_response_bytes": (1024, 2**31), "max_tool_calls": (1, 10_000)}
 
     def __post_init__(self) -> None:
         for name, (low, high) in self.BOUNDS.items():
             value = getattr(self, name)
-            if value is None and name == "max_tokens":
+            if value is None and name in ("max_tokens", "rpm", "tpm"):
                 continue
             var = self.ENV.get(name, (name,))[0]
             kind = int if isinstance(low, int) else float
@@ -300,15 +304,19 @@ class Model:
             if self.base_url is None:
                 completion = await self.backend.complete(request)
             else:
-                gate = endpoint_gate(self.base_url, self.config.max_connections, self.config.rate_adaptive)
-                async with gate:  # the deadline counts from sending, not from waiting for a slot
-                    try:
-                        completion = await asyncio.wait_for(self.backend.complete(request), self.config.timeout_s)
-                    except TransientError as exc:
-                        if exc.kind == "rate_limit":  # every game of the process backs off together
-                            gate.rate_limited(min(exc.retry_after or 0, self.config.retry_after_cap_s))
-                        raise
-                gate.answered()
+                cfg = self.config
+                gate = endpoint_gate(self.base_url, cfg.max_connections, cfg.rate_adaptive, cfg.rpm, cfg.tpm)
+                ticket = await gate.acquire(self._tokens(request) if cfg.tpm else 0)
+                try:  # the deadline counts from sending, not from waiting for a slot
+                    completion = await asyncio.wait_for(self.backend.complete(request), cfg.timeout_s)
+                except TransientError as exc:
+                    if exc.kind == "rate_limit":  # every game of the process (or the study) backs off together
+                        gate.rate_limited(min(exc.retry_after or 0, cfg.retry_after_cap_s), ticket)
+                    raise
+                finally:
+                    gate.release(ticket)
+                gate.answered(ticket, (completion.prompt_tokens or 0) + (completion.completion_tokens or 0)
+                              if completion.prompt_tokens is not None else None)
         except asyncio.TimeoutError as exc:  # a server that drips bytes or never finishes its body
             error = TransientError(f"timed out after {self.config.timeout_s:g}s (the deadline for a whole answer, "
                                    "TOOLKIT_TIMEOUT_S)", kind="timeout")
@@ -325,6 +333,12 @@ class Model:
         if self.base_url is not None:
             _ANSWERED.add(self.base_url)
         return completion
+
+    def _tokens(self, request: Request) -> int:
+        """What a request is charged against a tokens-per-minute limit before it is sent: its prompt's estimate
+        and the most it may answer (corrected by the reported usage when it answers)."""
+        return estimate_tokens(messages_text(request.messages)) + (request.sampling.max_tokens
+                                                                   or self.config.max_tokens or 0)
 
     async def _retry(self, request: Request, call: Call, first: TransientError) -> Completion | None:
         cfg = self.config

@@ -21,9 +21,9 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import openai
 
 try:  # the SDK's HTTP library: httpx2 in recent releases, httpx before
-    from httpx2 import AsyncByteStream
+    from httpx2 import AsyncByteStream, Limits
 except ImportError:
-    from httpx import AsyncByteStream
+    from httpx import AsyncByteStream, Limits
 
 from toolkit.core.files import one_line
 from toolkit.llm.keys import DEFAULT_ENDPOINT, is_local, key_rule, key_setting
@@ -62,19 +62,23 @@ async def _client(base_url: str, api_key: str, config: ModelConfig,
         # response hook caps the bytes read (the SDK would buffer an endless body until the machine runs out).
         client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=config.timeout_s,
                                     default_headers={**(headers or {}), "Accept-Encoding": "identity"},
-                                    http_client=_http_client(config.timeout_s, _size_cap(config.max_response_bytes)))
+                                    http_client=_http_client(config.timeout_s, _size_cap(config.max_response_bytes),
+                                                             config.max_connections))
         clients["_closer"][1].append(client)
         clients[key] = client
     return clients[key]
 
 
-def _http_client(timeout_s: float, hook: Any):
+def _http_client(timeout_s: float, hook: Any, connections: int):
     """aiohttp as the SDK's transport (the default httpx pool scans every connection per request); the
-    SDK's own httpx client where aiohttp is not installed. ``hook`` sees every response before its body."""
+    SDK's own httpx client where aiohttp is not installed. ``hook`` sees every response before its body. The pool
+    keeps as many connections open as the gate may let through (the SDK's default keeps 100 alive of 1,000: past
+    that every request paid for a new connection)."""
+    limits = Limits(max_connections=connections, max_keepalive_connections=connections)
     try:
-        return openai.DefaultAioHttpClient(timeout=timeout_s, event_hooks={"response": [hook]})
+        return openai.DefaultAioHttpClient(timeout=timeout_s, event_hooks={"response": [hook]}, limits=limits)
     except (RuntimeError, ImportError, AttributeError):
-        return openai.DefaultAsyncHttpxClient(timeout=timeout_s, event_hooks={"response": [hook]})
+        return openai.DefaultAsyncHttpxClient(timeout=timeout_s, event_hooks={"response": [hook]}, limits=limits)
 
 
 class TooLarge(Exception):

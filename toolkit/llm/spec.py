@@ -102,8 +102,8 @@ CHECKED_PARAMS: dict[str, Any] = {
 }
 # Set by the toolkit itself, never by a spec.
 TOOLKIT_FIELDS = ("model", "messages", "response_format", "tools", "tool_choice", "stream", "n")
-# Read by the model wrapper and not sent: the endpoint's concurrency limit for this process.
-WRAPPER_PARAMS = {"max_connections": (int, 1, 4096)}
+# Read by the model wrapper and not sent: the endpoint's limits (requests in flight, requests and tokens per minute).
+WRAPPER_PARAMS = {"max_connections": (int, 1, 4096), "rpm": (float, 0.001, 1e9), "tpm": (float, 0.001, 1e12)}
 # Other request fields of OpenAI-compatible endpoints (OpenAI's chat completions, and vLLM's, OpenRouter's and
 # Ollama's common extras): not checked, but a name close to one of these or the checked ones is probably a typo
 # (``reasoning_efort``), which would otherwise be sent, ignored by the endpoint and recorded as a distinct model.

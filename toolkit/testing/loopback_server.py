@@ -31,7 +31,10 @@ A reasoning model (what reasoning endpoints do differently):
 Server-wide settings, for benchmarks of concurrency (``FakeOpenAIServer(latency=, capacity=)``, or
 ``--latency`` and ``--capacity`` on the command line): ``latency`` seconds before every answer (a model's
 time to answer), and ``capacity``: a request beyond that many in flight gets a 429 with ``Retry-After:
-retry_after`` (a provider's concurrency limit); ``server.rejected`` counts them.
+retry_after`` (a provider's concurrency limit); ``server.rejected`` counts them. ``rpm`` (``--rpm``): requests per
+minute, enforced as providers do: a token bucket refilled continuously that holds one second of the rate; a
+request finding it empty gets a 429 whose ``Retry-After`` is the time to the next token (``server.rejected``
+counts them too, ``server.accepted`` the requests let through).
 
 Hostile behaviours (a server that misbehaves on purpose):
 
@@ -103,13 +106,17 @@ class _Handler(BaseHTTPRequestHandler):
         owner.record(behaviour, body, {k.lower(): v for k, v in self.headers.items()})
         with owner.lock:
             over = owner.capacity is not None and owner.active >= owner.capacity
-            if over:
+            wait = None if over else owner.rate_wait()
+            if over or wait:
                 owner.rejected += 1
             else:
                 owner.active += 1
+                owner.accepted += 1
                 owner.max_active = max(owner.max_active, owner.active)
         if over:
             return self._error(429, "too many requests in flight", {"Retry-After": f"{owner.retry_after:g}"})
+        if wait:
+            return self._error(429, "requests per minute exceeded", {"Retry-After": f"{wait:.3f}"})
         try:
             if owner.latency:
                 time.sleep(owner.latency)
@@ -264,10 +271,12 @@ class FakeOpenAIServer:
         owner: "FakeOpenAIServer"
 
     def __init__(self, seed: int = 0, port: int = 0, latency: float = 0.0, capacity: int | None = None,
-                 retry_after: float = 1.0):
+                 retry_after: float = 1.0, rpm: float | None = None):
         self.rng = random.Random(seed)
-        self.latency, self.capacity, self.retry_after = latency, capacity, retry_after
+        self.latency, self.capacity, self.retry_after, self.rpm = latency, capacity, retry_after, rpm
         self.rejected = 0
+        self.accepted = 0
+        self._bucket, self._stamp = (max(1.0, rpm / 60) if rpm else 0.0), time.monotonic()
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.log: list[tuple[str, str]] = []  # (requested model, behaviour chosen)
@@ -280,6 +289,19 @@ class FakeOpenAIServer:
         self.httpd = self._Server(("127.0.0.1", port), _Handler)
         self.httpd.owner = self
         self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)  # quick to stop
+
+    def rate_wait(self, now: float | None = None) -> float:
+        """Under ``self.lock``: 0 and one request taken from the rpm bucket, or the seconds to the next one."""
+        if not self.rpm:
+            return 0.0
+        now = time.monotonic() if now is None else now
+        rate = self.rpm / 60
+        self._bucket = min(max(1.0, rate), self._bucket + (now - self._stamp) * rate)
+        self._stamp = now
+        if self._bucket < 1:
+            return (1 - self._bucket) / rate
+        self._bucket -= 1
+        return 0.0
 
     @property
     def base_url(self) -> str:
@@ -393,13 +415,15 @@ class FakeOpenAIServer:
 
 
 def serve_in_subprocess(seed: int = 0, latency: float = 0.0, capacity: int | None = None,
-                        retry_after: float = 1.0):
+                        retry_after: float = 1.0, rpm: float | None = None):
     """Start the test server in its own process (so its work does not share our GIL); returns
     ``(process, base_url)``. The caller terminates the process."""
 
     extra = ["--latency", str(latency), "--retry-after", str(retry_after)]
     if capacity is not None:
         extra += ["--capacity", str(capacity)]
+    if rpm is not None:
+        extra += ["--rpm", str(rpm)]
     proc = subprocess.Popen([sys.executable, "-m", "toolkit.testing.loopback_server", "--seed", str(seed), *extra],
                             stdout=subprocess.PIPE, text=True)
     base_url = proc.stdout.readline().strip()
@@ -416,9 +440,10 @@ if __name__ == "__main__":
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before every answer")
     parser.add_argument("--capacity", type=int, help="requests in flight beyond this get a 429")
     parser.add_argument("--retry-after", type=float, default=1.0, help="the Retry-After of those 429s")
+    parser.add_argument("--rpm", type=float, help="requests per minute beyond which a request gets a 429")
     args = parser.parse_args()
     server = FakeOpenAIServer(seed=args.seed, port=args.port, latency=args.latency, capacity=args.capacity,
-                              retry_after=args.retry_after)
+                              retry_after=args.retry_after, rpm=args.rpm)
     print(server.base_url, flush=True)
     try:
         server.httpd.serve_forever()

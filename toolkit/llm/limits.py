@@ -1,0 +1,146 @@
+"""One endpoint's limits, and what its answers have taught about them: the arithmetic every gate shares, whether it
+keeps the figures in its own process (``toolkit.llm.gate``) or shares them with every process of a study
+(``toolkit.llm.shared_limits``).
+
+``Limits`` is what is known up front: the most requests in flight (``max_connections``), requests per minute
+(``rpm``) and tokens per minute (``tpm``), from a spec (``?max_connections=N&rpm=N&tpm=N``) or the settings.
+``State`` is what is learned, as TCP learns a path's capacity: ``window`` requests may be in flight now. It starts
+at ``START`` and, while requests wait for a slot and the endpoint answers without a 429, doubles every round
+trip (one more per answer, "slow start") up to the first 429; then it grows by one per window of answers
+(additive increase). A 429 halves it, once per round trip (answers to requests sent before the last cut do not
+cut again), and its ``Retry-After`` holds every new request until that time. ``rpm`` and ``tpm`` are token
+buckets refilled continuously, as providers enforce them, with half a second's worth of burst (``BURST_S``) and
+3% below the stated rate (``MARGIN``); a request is charged its estimated tokens when it is sent and corrected by
+its reported usage when it answers.
+
+Times are ``time.time()`` seconds (one clock for every process of a machine, and roughly for a cluster's).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import astuple, dataclass
+
+START = 64  # requests in flight a new endpoint is allowed before its answers say more
+BURST_S = 0.5  # a rate bucket holds this many seconds of its rate: half the second providers allow, so requests
+# that reach the endpoint bunched (sent apart, delayed on the way) still find its bucket with room
+MARGIN = 0.97  # a stated rate is kept 3% below: the jitter of sending never crosses the endpoint's own bucket
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_connections: int = 4096  # never more in flight, whatever is learned
+    rpm: float | None = None
+    tpm: float | None = None
+    adaptive: bool = True  # learn the window from answers and 429s; False: always max_connections
+
+    def lower(self, other: "Limits") -> "Limits":
+        """The stricter of two models' limits for one endpoint."""
+        def least(a, b):
+            return b if a is None else a if b is None else min(a, b)
+
+        return Limits(min(self.max_connections, other.max_connections), least(self.rpm, other.rpm),
+                      least(self.tpm, other.tpm), self.adaptive and other.adaptive)
+
+
+class Ticket:
+    """One request's place at the gate: its slot, when it was sent, the tokens it was charged."""
+
+    __slots__ = ("slot", "sent_at", "tokens")
+
+    def __init__(self, slot: int, sent_at: float, tokens: int):
+        self.slot, self.sent_at, self.tokens = slot, sent_at, tokens
+
+
+@dataclass
+class State:
+    window: float  # requests allowed in flight now
+    ssthresh: float  # below it the window doubles per round trip, above it grows by one
+    cut_at: float = 0.0  # when the window was last halved
+    resume_at: float = 0.0  # no request starts before this (a Retry-After)
+    requests: float = 0.0  # the rpm bucket
+    tokens: float = 0.0  # the tpm bucket
+    stamp: float = 0.0  # when the buckets were last refilled
+    busy_at: float = 0.0  # when a request last waited for a slot (the window was what bound)
+    counted_at: float = 0.0  # when the requests in flight were last counted (shared_limits)
+    rate_limited: int = 0  # 429s seen by every process
+    in_flight: int = 0  # requests in flight (a hint where slots are locks: see shared_limits)
+
+    FORMAT = struct.Struct("<9d2q")
+
+    def pack(self) -> bytes:
+        return self.FORMAT.pack(*astuple(self))
+
+    @classmethod
+    def unpack(cls, data: bytes) -> "State":
+        return cls(*cls.FORMAT.unpack(data))
+
+    @property
+    def limit(self) -> int:
+        return max(1, int(self.window))
+
+
+def fresh(limits: Limits, now: float) -> State:
+    start = min(START, limits.max_connections) if limits.adaptive else limits.max_connections
+    return State(window=start, ssthresh=limits.max_connections, requests=_capacity(limits.rpm),
+                 tokens=_capacity(limits.tpm), stamp=now)
+
+
+def _capacity(per_minute: float | None) -> float:
+    return math.inf if per_minute is None else max(1.0, per_minute / 60 * BURST_S)
+
+
+def refill(s: State, limits: Limits, now: float) -> None:
+    elapsed = max(0.0, now - s.stamp)
+    s.stamp = now
+    if limits.rpm is not None:
+        s.requests = min(_capacity(limits.rpm), s.requests + elapsed * limits.rpm * MARGIN / 60)
+    if limits.tpm is not None:
+        s.tokens = min(_capacity(limits.tpm), s.tokens + elapsed * limits.tpm * MARGIN / 60)
+
+
+def rate_wait(s: State, limits: Limits, now: float, tokens: int) -> float:
+    """Seconds before a request of ``tokens`` may start as far as Retry-After and the rates go (0: now)."""
+    refill(s, limits, now)
+    wait = max(0.0, s.resume_at - now)
+    if limits.rpm is not None and s.requests < 1:
+        wait = max(wait, (1 - s.requests) * 60 / (limits.rpm * MARGIN))
+    if limits.tpm is not None:
+        need = min(tokens, _capacity(limits.tpm))  # a request larger than the burst goes when the bucket is full
+        if s.tokens < need:
+            wait = max(wait, (need - s.tokens) * 60 / (limits.tpm * MARGIN))
+    return wait
+
+
+def take(s: State, tokens: int) -> None:
+    """A request starts: one request and its estimated tokens from the buckets (tokens may go into debt)."""
+    s.requests -= 1
+    s.tokens -= tokens
+    s.in_flight += 1
+
+
+def answered(s: State, limits: Limits, sent_at: float | None, estimated: int = 0, used: int | None = None) -> None:
+    """An answer to a request sent at ``sent_at``: its tokens corrected; the window grows if a request waited for
+    a slot while this one was out (None: unknown, it grows)."""
+    if used is not None and limits.tpm is not None:
+        s.tokens += estimated - used
+    if not limits.adaptive or s.window >= limits.max_connections:
+        return
+    if sent_at is not None and s.busy_at < sent_at:
+        return  # the window did not bind: an answer says nothing about a larger one
+    s.window = min(limits.max_connections, s.window + (1 if s.window < s.ssthresh else 1 / s.limit))
+
+
+def rate_limited(s: State, limits: Limits, now: float, sent_at: float | None, retry_after: float | None) -> None:
+    """A 429: count it; an adaptive gate halves the window once per round trip and holds new requests for
+    ``retry_after``."""
+    s.rate_limited += 1
+    if not limits.adaptive:
+        return
+    if retry_after:
+        s.resume_at = max(s.resume_at, now + retry_after)
+    if sent_at is not None and sent_at < s.cut_at:
+        return
+    s.window = s.ssthresh = max(1.0, float(s.limit // 2))
+    s.cut_at = now

@@ -1,0 +1,160 @@
+"""One limit per endpoint for a whole study: the gate's figures (``toolkit.llm.limits``: the window of requests in
+flight, the Retry-After pause, the requests- and tokens-per-minute buckets) shared by every process that plays
+the study's games, so four workers send what the endpoint allows, not four times it, and learn its limit together.
+
+Where the figures live is ``TOOLKIT_SHARED_LIMITS``, which a study sets for its workers (``shared(...)``; the
+processes it starts inherit it):
+
+- a folder: ``FileStore``, for the processes of one machine (the local workers of a sweep, their notebook
+  kernels). One file per endpoint holds the figures, read and written under a POSIX record lock (``fcntl.lockf``)
+  held for microseconds; each request in flight holds a lock on one byte of the same file (its slot). The
+  kernel releases a process's locks when it ends, however it ends, so a worker that dies releases its slots at
+  once (the count of requests in flight, a hint kept beside the figures, is recounted from the locks when it
+  says the window is full). No server to run: the file system is the coordinator (``flock``/``lockf`` is what
+  ``filelock`` and SQLite build on; neither offers counting slots that die with their process).
+- unset: each process keeps its own (``gate.MemoryStore``), as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import random
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from toolkit.llm import limits as L
+from toolkit.llm.limits import Limits, State, Ticket
+
+ENV = "TOOLKIT_SHARED_LIMITS"
+MUTEX_AT = 4096  # the byte whose lock guards the figures (stored from byte 0)
+SLOTS_AT = 8192  # slot i is the byte SLOTS_AT + i
+POLL_S = 0.01  # a process waiting for a slot looks again this often (another process's release wakes nobody here)
+RECOUNT_S = 0.5  # a window that has looked full this long is recounted from the slots' locks
+
+_STORES: dict[tuple, Any] = {}  # (pid, where, endpoint) → store: locks belong to a process
+
+
+@contextlib.contextmanager
+def shared(where: str | os.PathLike) -> Iterator[str]:
+    """Every process started inside shares its endpoints' limits through ``where`` (a folder, or a Dask
+    scheduler's address): sets ``TOOLKIT_SHARED_LIMITS`` for the time of the block (children inherit it)."""
+    before = os.environ.get(ENV)
+    os.environ[ENV] = str(where)
+    try:
+        yield str(where)
+    finally:
+        if before is None:
+            os.environ.pop(ENV, None)
+        else:
+            os.environ[ENV] = before
+        _STORES.clear()
+
+
+def store_for(endpoint: str, limits: Limits) -> Any:
+    """The shared store of ``endpoint`` named by ``TOOLKIT_SHARED_LIMITS``, or None (the gate keeps its own)."""
+    where = os.environ.get(ENV, "").strip()
+    if not where:
+        return None
+    key = (os.getpid(), where, endpoint)
+    if key not in _STORES:
+        folder = Path(where)
+        folder.mkdir(parents=True, exist_ok=True)
+        _STORES[key] = FileStore(folder / f"{digest(endpoint)}.limits", limits)
+    return _STORES[key]
+
+
+def digest(endpoint: str) -> str:
+    return hashlib.sha256(endpoint.encode()).hexdigest()[:16]
+
+
+class FileStore:
+    """An endpoint's figures in a file shared by the processes of one machine (see the module's docstring)."""
+
+    poll_s = POLL_S
+
+    def __init__(self, path: str | os.PathLike, limits: Limits):
+        self.path = Path(path)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        self.held: set[int] = set()  # the slots this process holds
+        self.last = L.fresh(limits, time.time())  # the figures as last read (stats, hints)
+        self._thread = threading.Lock()  # record locks are per process: threads take turns here first
+
+    @contextlib.contextmanager
+    def _figures(self, limits: Limits, now: float) -> Iterator[State]:
+        with self._thread:
+            fcntl.lockf(self.fd, fcntl.LOCK_EX, 1, MUTEX_AT)
+            try:
+                data = os.pread(self.fd, State.FORMAT.size, 0)
+                s = State.unpack(data) if len(data) == State.FORMAT.size else L.fresh(limits, now)
+                s.window = min(s.window, limits.max_connections)
+                yield s
+                os.pwrite(self.fd, s.pack(), 0)
+                self.last = s
+            finally:
+                fcntl.lockf(self.fd, fcntl.LOCK_UN, 1, MUTEX_AT)
+
+    def enter(self, limits: Limits, tokens: int, now: float) -> tuple[Ticket | None, float | None]:
+        with self._figures(limits, now) as s:
+            wait = L.rate_wait(s, limits, now, tokens)
+            if wait > 0:
+                return None, wait
+            if s.in_flight >= s.limit and now - s.counted_at > RECOUNT_S:
+                self._recount(s, limits, now)
+            if s.in_flight < s.limit:
+                slot = self._free_slot(s.limit)
+                if slot is not None:
+                    L.take(s, tokens)
+                    return Ticket(slot, now, tokens), 0.0
+                self._recount(s, limits, now)  # the hint was wrong (a process died holding slots)
+            s.busy_at = now
+            return None, None
+
+    def _try(self, slot: int) -> bool:
+        try:
+            fcntl.lockf(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, SLOTS_AT + slot)
+        except OSError:
+            return False
+        return True
+
+    def _free_slot(self, window: int) -> int | None:
+        start = random.randrange(window)
+        for k in range(window):
+            slot = (start + k) % window
+            if slot not in self.held and self._try(slot):
+                self.held.add(slot)
+                return slot
+        return None
+
+    def _recount(self, s: State, limits: Limits, now: float) -> None:
+        """The requests in flight, from the slots' locks (a dead process's are free again)."""
+        busy = len(self.held)
+        for slot in range(min(limits.max_connections, 2 * s.limit + 64)):
+            if slot in self.held:
+                continue
+            if self._try(slot):
+                fcntl.lockf(self.fd, fcntl.LOCK_UN, 1, SLOTS_AT + slot)
+            else:
+                busy += 1
+        s.in_flight, s.counted_at = busy, now
+
+    def leave(self, ticket: Ticket) -> None:
+        with self._thread:
+            fcntl.lockf(self.fd, fcntl.LOCK_UN, 1, SLOTS_AT + ticket.slot)
+            self.held.discard(ticket.slot)
+
+        def done(s: State) -> None:
+            s.in_flight = max(0, s.in_flight - 1)
+        self.update(None, done)
+
+    def update(self, limits: Limits | None, change: Any) -> State:
+        with self._figures(limits or Limits(), time.time()) as s:
+            change(s)
+        return s
+
+    def snapshot(self, limits: Limits) -> State:
+        return self.last
