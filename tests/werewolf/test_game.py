@@ -23,7 +23,7 @@ VOLATILE = ["run_id", "game_id", "call_id", "started_at", "latency_ms"]
 
 def run_games(tmp_path, configs, name="t"):
     with Run(tmp_path, name) as run:
-        results = asyncio.run(play_games(configs, run))
+        results = asyncio.run(play_games(configs, run, keep_results=True))
     return results, load(run.folder)
 
 
@@ -249,3 +249,19 @@ def test_side_models_go_to_the_seats_the_runners_own_deal_gives_each_side(tmp_pa
     assert set(p[(p["seed"] == 9) & (p["spec"] == "random")]["seat"]) == {"Player1", "Player2"}
     with pytest.raises(ValueError, match="side_models: wolves is no side"):
         GameRunner(GameConfig(side_models={"wolves": "random"}))
+
+
+def test_play_games_into_a_run_keeps_each_result_without_its_events(tmp_path):
+    """Recorded into a run, play_games returns each game's winner, roles and totals but not its event log (about
+    17 KB a game on 51c499d, which kept every one: 432 MB at 10,000 games); reading the events says where they
+    are. keep_results=True keeps them; without a run nothing else holds them, so they are kept."""
+    configs = [GameConfig(seed=s, model="heuristic") for s in range(3)]
+    with Run(tmp_path, "lean") as run:
+        lean = asyncio.run(play_games(configs, run))
+        whole = asyncio.run(play_games(configs[:1], run, keep_results=True))
+    games = load(tmp_path).games
+    assert {(r.game_id, r.winner) for r in lean} <= set(zip(games["game_id"], games["winner"]))
+    assert lean[0].roles and lean[0].log.calls > 0
+    with pytest.raises(LookupError, match="events table"):
+        len(lean[0].events)
+    assert len(whole[0].events) > 0 and len(asyncio.run(play_games(configs[:1]))[0].events) > 0

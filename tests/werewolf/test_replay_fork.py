@@ -20,7 +20,7 @@ from toolkit.werewolf.engine.rules import Event
 
 def record(folder, configs):
     with Run(folder, "orig") as run:
-        return asyncio.run(play_games(configs, run))
+        return asyncio.run(play_games(configs, run, keep_results=True))
 
 
 def replay(folder, game_id, out=None, **kw):

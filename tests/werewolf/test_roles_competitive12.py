@@ -72,7 +72,8 @@ def test_the_report_measures_the_hunters_shot_and_keeps_every_role(tmp_path):
     from toolkit.werewolf.game import GameConfig, play_games
 
     with Run(tmp_path / "c12", experiment="c12") as run:
-        results = asyncio.run(play_games([GameConfig(preset="competitive12", seed=s) for s in range(4)], run))
+        results = asyncio.run(play_games([GameConfig(preset="competitive12", seed=s) for s in range(4)], run,
+                                         keep_results=True))
     t = load(tmp_path / "c12")
     shots = [(r, e) for r in results for e in r.events if e.kind == "shot"]
     row = night_actions(t.events, t.players, None, t.games).set_index("metric").loc["hunter_shot_on_wolf"]

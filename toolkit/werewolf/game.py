@@ -493,15 +493,35 @@ class CapReport:
         return bool(self.skipped or self.stopped)
 
 
+class EventsNotKept(Sequence):
+    """A result's events that ``play_games`` did not keep: they are in the run's ``events`` table. Reading them
+    raises a LookupError that says so (never an empty list that would pass for a game without events)."""
+
+    def _refuse(self, *args: Any) -> Any:
+        raise LookupError("this game's events were not kept in memory: they are in the run's events table "
+                          "(toolkit.record.load(run.folder).events); play_games(..., keep_results=True) keeps them")
+
+    __getitem__ = __len__ = __iter__ = __contains__ = _refuse
+
+    def __repr__(self) -> str:
+        return "EventsNotKept()"
+
+
+EVENTS_NOT_KEPT = EventsNotKept()
+
+
 async def play_games(configs: Sequence[GameConfig], run: Run | None = None, concurrency: int = 32,
                      models: dict[str, Model] | None = None,
                      on_result: Callable[[GameResult], None] | None = None,
                      budget: Budget | None = None, cap: CapReport | None = None,
-                     keep_results: bool = True) -> list[GameResult]:
+                     keep_results: bool | None = None) -> list[GameResult]:
     """Many games in one process, at most ``concurrency`` at once; model calls are capped per endpoint.
     ``concurrency`` workers take the configs in order, so memory holds the games in flight, not one task per
-    game; ``keep_results=False`` returns nothing (each result goes to ``on_result`` and the run's tables): a
-    study of 100,000 games does not hold 100,000 event logs.
+    game. What is returned: recorded into a ``run`` (by default), each game's result without its events (winner,
+    roles, days, call totals: what a caller reads; the events are in the run's tables, and ``on_result`` sees
+    them whole), so a study of 100,000 games does not hold 100,000 event logs (about 17 KB a game); without a run,
+    every result whole (nowhere else holds them); ``keep_results=True`` every result whole either way,
+    ``False`` nothing.
 
     With a ``budget`` (a spending cap, ``toolkit.llm.budget``) no game starts once a cap is reached, and
     games in flight stop unfinished (``at_cap="stop"``) or play to their end (``"finish"``); the games that
@@ -527,8 +547,12 @@ async def play_games(configs: Sequence[GameConfig], run: Run | None = None, conc
             return None
         if on_result:
             on_result(result)
+        if not whole:
+            result.events = EVENTS_NOT_KEPT
         return result
 
+    whole = keep_results if keep_results is not None else run is None
+    keep_results = keep_results is not False
     results: list[GameResult | None] = [None] * len(configs) if keep_results else []
     todo = iter(enumerate(configs))  # shared: each worker takes the next config
 
