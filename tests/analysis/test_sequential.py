@@ -62,7 +62,7 @@ def test_a_decided_comparison_is_frozen_and_progress_and_report_count_the_same()
     assert co.next_round() == [("classic7", "c", "b", d.batch)]
     co.add_round({("classic7", "a", "b"): [-1.0] * d.batch, ("classic7", "c", "b"): [0.0] * d.batch}, 2 * d.batch)
     assert (ab.verdict, ab.estimate, ab.ci_low, ab.ci_high, len(ab.scores)) == frozen
-    assert ab.ci_low > 0  # its interval excludes 0, as its verdict says
+    assert 0 < ab.ci_low and ab.ci_high == 1.0  # excludes 0, as its verdict says; μ is at most 1
 
 
 def test_the_coordinators_state_is_json_and_rebuilds_it():

@@ -213,7 +213,7 @@ class Design:
         sd = max(math.sqrt(float(np.mean(np.square(scores)))), 0.5 / math.sqrt(n))  # the spread if μ = 0
         c, i = self.efficacy[look - 1], self.futility[look - 1]
         z = mean / (sd / math.sqrt(n))
-        lo, hi = mean - c * sd / math.sqrt(n), mean + c * sd / math.sqrt(n)
+        lo, hi = max(mean - c * sd / math.sqrt(n), -1.0), min(mean + c * sd / math.sqrt(n), 1.0)  # μ is in [−1, 1]
         if z >= c:
             return "a", mean, lo, hi
         if z <= -c:
