@@ -29,4 +29,6 @@ def tool_usage(tool_calls: pd.DataFrame, sessions: pd.DataFrame, by: list[str] |
         low, high = wilson(errors, len(g))
         rows.append({**key, "calls": len(g), "n": len(g), "error_rate": errors / len(g), "ci_low": low,
                      "ci_high": high, "calls_per_session": len(g) / max(1, g["session_id"].nunique())})
-    return pd.DataFrame(rows).sort_values(by + ["calls"], ascending=[True] * len(by) + [False]).reset_index(drop=True)
+    columns = [*by, "tool", "calls", "n", "error_rate", "ci_low", "ci_high", "calls_per_session"]
+    table = pd.DataFrame(rows, columns=columns)
+    return table.sort_values(by + ["calls"], ascending=[True] * len(by) + [False]).reset_index(drop=True)

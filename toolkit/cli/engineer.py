@@ -86,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
         session = Session(SessionConfig(chosen, args.task, args.workspace, args.model, run=run, channel=StdinChannel(),
                                         eval_mode=args.eval or None, max_steps=args.max_steps,
                                         environment=args.env))
+        show(first_line(session.environment))
         try:
             result = asyncio.run(session.run())
         except KeyboardInterrupt:  # Ctrl-C: the session kept its trajectory and row; the run closes on the way out
@@ -95,15 +96,38 @@ def run(args: argparse.Namespace) -> int:
     for t in result.tool_calls:
         show(f"[{'ok' if t.ok else 'FAILED'}] {printable(t.tool)} {printable(t.args_json()[:100])}")
     show(ended_line(session, run))
-    show(f"result: {session.landed or session.land_error or 'none'}; your folder is unchanged until "
-          f"engineer --apply {result.session_id} --workspace {args.workspace}")
+    show(result_line(session, args.workspace))
     return 0 if result.ended_by != "error" else 1
 
 
+def first_line(environment) -> str:
+    """The session's first line: where its commands run, and, for an environment that confines nothing, so."""
+    if environment.confined:
+        return f"environment: {environment.describe()}"
+    return (f"environment: {environment.name}: UNCONFINED: the agent's commands run as you on this host and can "
+            "read and change anything you can, this folder included")
+
+
+def result_line(session, workspace: str) -> str:
+    """The last line, on one line whatever the sandbox put in it (names and errors shown escaped)."""
+    from toolkit.core.printable import printable
+
+    said = printable(session.landed or session.land_error or "none")
+    if not session.environment.confined:
+        return (f"result: {said}; UNCONFINED (environment {session.environment.name}): its commands may have "
+                f"changed your folder and anything else you can write; engineer --apply {session.session_id} "
+                f"--workspace {printable(workspace)} merges the copy's changes")
+    return (f"result: {said}; your folder is unchanged until engineer --apply {session.session_id} --workspace "
+            f"{printable(workspace)}")
+
+
 def ended_line(session, run) -> str:
+    from toolkit.core.printable import printable
+
     result = session.result
-    return (f"ended_by: {result.ended_by} after {plural(result.steps, 'step')}; tables: {run.folder}; trajectory: "
-            f"{session.workspace.root / '.agent' / 'trajectories' / (result.session_id + '.json')}")
+    trajectory = session.workspace.root / ".agent" / "trajectories" / f"{result.session_id}.json"
+    return printable(f"ended_by: {result.ended_by} after {plural(result.steps, 'step')}; tables: {run.folder}; "
+                     f"trajectory: {trajectory}")
 
 
 def apply(args: argparse.Namespace) -> int:

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from toolkit.cli.common import plural
     from toolkit.cli.preflight import check_extra, make_folder, out_folder, results_folder
     from toolkit.core.files import FileError
-    from toolkit.export import Options
+    from toolkit.export import Options, atomic
     from toolkit.export.study import Study
     from toolkit.record.load import load
 
@@ -92,11 +92,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     options = Options(content, args.game, trajectories(args.dir, results) if exporter.trajectories else None,
                       str(args.dir), args.json)
-    paths = exporter.write(study if exporter.batched else load(args.dir), Path(out), options)
+    data = study if exporter.batched else load(args.dir)
+    paths = atomic.write_all(lambda folder: exporter.write(data, folder, options), Path(out))
     if args.html:
         from toolkit.export import kaggle
 
-        paths += kaggle.write_html(paths, Path(out))
+        paths += atomic.write_all(lambda folder: kaggle.write_html(paths, folder), Path(out))
     show(f"wrote {plural(len(paths), 'file')} to {out}")
     return 0
 

@@ -221,4 +221,7 @@ class EngineerSession(W.VBox):
             state = ""
         applied = f"<br>{html.escape(self.applied)}" if self.applied else ""
         # where its commands run, as the run log records it: the dropdown's choice or the role's
-        self.status.value = f"steps: {s.steps}; env {html.escape(s.environment.name)}{state}{applied}"
+        env = html.escape(s.environment.name)
+        if not s.environment.confined:  # said on every render: the folder may have changed without --apply
+            env = f"<b style='color:#b00'>{env}: UNCONFINED</b> (commands run as you on this host)"
+        self.status.value = f"steps: {s.steps}; env {env}{state}{applied}"

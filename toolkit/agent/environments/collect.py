@@ -36,7 +36,11 @@ def flags(settings: dict) -> list:
     return [x for name, value in settings.items() for x in ("-c", f"{name}={value}")]
 
 
-SAFE = flags({**GIT_SAFETY, "core.excludesFile": "/dev/null"})
+SAFE = flags({**GIT_SAFETY, "core.excludesFile": "/dev/null", "core.autocrlf": "false",
+              "core.untrackedCache": "false"})
+# the highest of git's attribute sources in the script's own git folder: no path has a filter, an encoding or
+# a line-ending conversion, whatever the working tree's .gitattributes say
+NO_FILTERS = "* -filter -text -eol -ident -working-tree-encoding\n"
 
 
 def git(root: str, *args: str, env: dict | None = None, stdout=subprocess.PIPE) -> str:
@@ -49,18 +53,32 @@ def git(root: str, *args: str, env: dict | None = None, stdout=subprocess.PIPE) 
 
 def snapshot(root: str, scratch: str, own: bool = False) -> str:
     """A commit of the working tree, written to objects in ``scratch`` (the repository's own objects are
-    only read, as alternates), or with ``own`` (at the start, the copy fresh) to the repository's."""
+    only read, as alternates), or with ``own`` (at the start, the copy fresh) to the repository's. Made with a
+    git folder of this script's (``scratch/git``): none of the copy's configuration, hooks or ``info/`` is
+    read (its ``info/exclude`` is copied, as data), and ``NO_FILTERS`` overrides every ``.gitattributes``, so
+    no filter, encoding or line-ending conversion of the agent's runs: the files' bytes as they are."""
     objects = os.path.join(scratch, "objects")
     os.makedirs(objects, exist_ok=True)
     gitdir = git(root, "rev-parse", "--absolute-git-dir")
-    where = {} if own else {"GIT_OBJECT_DIRECTORY": objects,
-                            "GIT_ALTERNATE_OBJECT_DIRECTORIES": os.path.join(gitdir, "objects")}
-    env = {**os.environ, "GIT_INDEX_FILE": os.path.join(scratch, "index"), **where,
+    mine = os.path.join(scratch, "git")
+    subprocess.run(["git", "init", "-q", "--bare", mine], check=True, capture_output=True)
+    os.makedirs(os.path.join(mine, "info"), exist_ok=True)
+    with open(os.path.join(mine, "info", "attributes"), "w") as f:
+        f.write(NO_FILTERS)
+    try:
+        with open(os.path.join(gitdir, "info", "exclude"), "rb") as src, \
+                open(os.path.join(mine, "info", "exclude"), "wb") as dst:
+            dst.write(src.read(2**20))
+    except OSError:
+        pass
+    env = {**os.environ, "GIT_DIR": mine, "GIT_WORK_TREE": root, "GIT_INDEX_FILE": os.path.join(scratch, "index"),
+           "GIT_OBJECT_DIRECTORY": os.path.join(gitdir, "objects") if own else objects,
+           "GIT_ALTERNATE_OBJECT_DIRECTORIES": os.path.join(gitdir, "objects"),
            "GIT_AUTHOR_NAME": "toolkit", "GIT_AUTHOR_EMAIL": "toolkit@example.invalid",
            "GIT_COMMITTER_NAME": "toolkit", "GIT_COMMITTER_EMAIL": "toolkit@example.invalid",
            "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z"}
-    git(root, "add", "-A", env=env)
-    git(root, "rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", ".agent", env=env)
+    git(root, "-c", "core.bare=false", "add", "-A", env=env)
+    git(root, "-c", "core.bare=false", "rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", ".agent", env=env)
     tree = git(root, "write-tree", env=env)
     head = subprocess.run(["git", *SAFE, "-C", root, "rev-parse", "--verify", "-q", "HEAD^{commit}"],
                           capture_output=True, text=True).stdout.strip()

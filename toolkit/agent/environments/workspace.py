@@ -127,6 +127,8 @@ def scrubbed_env() -> dict[str, str]:
 # A workspace equal to one of these, or inside one, is refused (system folders).
 SYSTEM_FOLDERS = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin",
                   "/sys", "/usr", "/var/lib", "/var/log", "/var/cache", "/var/spool", "/var/mail", "/var/run")
+# A workspace with one of these anywhere on its path is refused (credentials, a repository's internals).
+SECRET_FOLDERS = {".ssh", ".gnupg", ".git", ".aws", ".kube", ".docker"}
 # A workspace equal to one of these is refused (they hold everyone's folders); one below them is fine.
 SHARED_FOLDERS = ("/", "/home", "/root", "/tmp", "/var", "/var/tmp", "/opt", "/srv", "/mnt", "/media", "/work")
 TOOLKIT_TREE = Path(__file__).resolve().parents[3]  # the folder holding the toolkit package
@@ -159,6 +161,11 @@ def _danger(real: Path, results: Path | None) -> str | None:
         homes.add(Path(os.environ["HOME"]).resolve())
     if any(holds(h) for h in homes):
         return "the home folder (or a folder holding it) is refused"
+    for home in homes:  # ~/.ssh, ~/.config/git, ~/.local/bin…: what the user's programs read and run
+        if home in real.parents and real.relative_to(home).parts[0].startswith("."):
+            return f"a folder of your settings and programs ({home / real.relative_to(home).parts[0]}) is refused"
+    if any(part in SECRET_FOLDERS for part in real.parts):
+        return "a folder of credentials or of a repository's internals is refused"
     if holds(TOOLKIT_TREE) or real == TOOLKIT_TREE / "toolkit" or TOOLKIT_TREE / "toolkit" in real.parents:
         return "the toolkit's own tree is refused"
     for env in {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parents[1]}:

@@ -151,7 +151,7 @@ class Session:
             self.environment.end_processes()  # nothing of the agent's runs on while its result is made
             try:
                 self.land()
-            except (ResultUnavailable, ResultError) as exc:
+            except (ResultUnavailable, ResultError, OSError) as exc:  # e.g. a full disk: the row is still written
                 self.land_error = str(exc)
                 warnings.warn(str(exc), stacklevel=2)  # the command line shows it as one clean line
             success = None
@@ -180,7 +180,8 @@ class Session:
             made = self.environment.collect(Path(folder))
             if made is not None:
                 self.landed = result.take(self.workspace.root, self.session_id, made,
-                                          self.environment.start_commit, self.environment.start_files)
+                                          self.environment.start_commit, self.environment.start_files,
+                                          self.environment.config.limits)
         return self.session_id
 
     def _error(self, exc: Exception) -> None:

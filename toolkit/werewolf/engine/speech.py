@@ -28,9 +28,10 @@ _ANSI = re.compile(
 _BREAKS = re.compile(r"[\n\r\t\v\f\x1c-\x1f\x85\u2028\u2029]")
 _SPACES = re.compile(r"\s{2,}")
 _QUOTES = str.maketrans({o: "‹" for o in "«≪⟪《〈⟨﹁＜"} | {c: "›" for c in "»≫⟫》〉⟩﹂＞"})
-# The special tokens of the common chat templates (ChatML, Llama 2/3, Gemma, Mistral), which a model's own
-# template would read as a turn boundary.
-_TEMPLATE = re.compile(r"<\|[^|<>\s]{1,40}\|>|\[/?(?:INST|SYS)\]|<</?SYS>>|</?s>|<(?:start|end)_of_turn>", re.I)
+# The special tokens of the common chat templates (ChatML, Llama 2/3, Gemma, Mistral, and DeepSeek's with
+# full-width bars: <｜User｜>), which a model's own template would read as a turn boundary.
+_TEMPLATE = re.compile(r"<[|\uff5c][^|\uff5c<>\s]{1,40}[|\uff5c]>"
+                       r"|\[/?(?:INST|SYS)\]|<</?SYS>>|</?s>|<(?:start|end)_of_turn>", re.I)
 
 
 def clean_speech(text: object, limit: int = MAX_SPEECH_CHARS) -> str:

@@ -1,0 +1,198 @@
+"""``engineer --apply``: all or nothing, bounded, one rule for links and hard links on both paths (git, archive).
+Real archives, real git, and, as root, a real small file system (a tmpfs of a few MiB mounted in the test)."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from toolkit.agent.environments import result
+from toolkit.agent.environments.limits import Limits
+
+MiB = 2**20
+
+
+def tree(folder: Path) -> dict:
+    """The folder's entries (``.agent`` left out): bytes, link targets, link counts."""
+    out = {}
+    for top, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if d != ".agent"]
+        for name in dirs + files:
+            p = Path(top) / name
+            out[str(p.relative_to(folder))] = os.readlink(p) if p.is_symlink() else \
+                (p.read_bytes(), p.stat().st_nlink) if p.is_file() else "dir"
+    return out
+
+
+def archive(path: Path, members: list[tuple]) -> Path:
+    """A tar of ``(name, kind, data)``: kind ``f`` (bytes), ``l`` (a link's target), ``h`` (a hard link to a
+    member), ``d``."""
+    with tarfile.open(path, "w") as tar:
+        for name, kind, data in members:
+            info = tarfile.TarInfo(name)
+            info.mtime = 1
+            if kind == "f":
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+                continue
+            info.type = {"l": tarfile.SYMTYPE, "h": tarfile.LNKTYPE, "d": tarfile.DIRTYPE}[kind]
+            info.linkname = data or ""
+            tar.addfile(info)
+    return path
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """A tmpfs of 4 MiB and 24 inodes, mounted in the test (root only)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small file system needs root")
+    where = tmp_path / "fs"
+    where.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m,nr_inodes=24", "tmpfs", str(where)], check=True)
+    yield where
+    subprocess.run(["umount", "-l", str(where)], check=True)
+
+
+def test_a_refused_archive_writes_nothing(tmp_path):
+    """Files before a refused member (a link out) are not written: on 51c499d ``0_first.txt``, ``a.txt``
+    and ``d/`` were, before ``tarfile``'s filter refused the link."""
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / "a.txt").write_text("the user's\n")
+    made = archive(tmp_path / "s1.tar", [("0_first.txt", "f", b"new\n"), ("a.txt", "f", b"overwritten\n"),
+                                         ("d", "d", None), ("d/x", "f", b"x"), ("evil", "l", "/etc")])
+    before = tree(folder)
+    with pytest.raises(result.ResultError) as refused:
+        result.unpack(made, folder)
+    assert "a link out of the folder" in str(refused.value) and "nothing changed" in str(refused.value)
+    assert tree(folder) == before
+
+
+@pytest.mark.parametrize("target", ["/elsewhere", "../../../..", "sub/../../x", "../up"])
+def test_links_out_of_the_folder_are_refused_on_the_archive_path(tmp_path, target):
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    made = archive(tmp_path / "s1.tar", [("ok.txt", "f", b"ok"), ("link", "l", target)])
+    with pytest.raises(result.ResultError, match="a link out of the folder"):
+        result.unpack(made, folder)
+    assert tree(folder) == {}
+
+
+def test_a_hard_link_arrives_as_a_file_of_its_own(tmp_path):
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    made = archive(tmp_path / "s1.tar", [("a", "f", b"shared"), ("b", "h", "a"), ("in", "l", "a")])
+    result.unpack(made, folder)
+    assert tree(folder) == {"a": (b"shared", 1), "b": (b"shared", 1), "in": "a"}
+
+
+def test_sizes_count_bytes_against_disk_mb(tmp_path):
+    """Three files of 3 MiB (a sparse file's length, not its blocks) against ``disk_mb: 8``: refused whole."""
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    made = archive(tmp_path / "s1.tar", [(f"f{i}", "f", b"\0" * (3 * MiB)) for i in range(3)])
+    with pytest.raises(result.ResultError, match="more than the session's disk_mb"):
+        result.unpack(made, folder, Limits(disk_mb=8))
+    assert tree(folder) == {}
+
+
+def test_a_result_larger_than_the_file_system_writes_nothing(tmp_path, small_fs):
+    """6 MiB of files onto a 4 MiB file system (``disk_mb`` 50 allows them): refused before a byte is written;
+    on 51c499d the files were written until the disk was full, a half-written one left."""
+    folder = small_fs / "ws"
+    folder.mkdir()
+    (folder / "keep.txt").write_text("the user's\n")
+    made = archive(tmp_path / "s1.tar", [(f"big{i}", "f", b"\0" * (2 * MiB)) for i in range(3)])
+    before = tree(folder)
+    with pytest.raises(result.ResultError, match="free on"):
+        result.unpack(made, folder, Limits(disk_mb=50))
+    assert tree(folder) == before
+
+
+def test_a_full_disk_while_staging_writes_nothing(tmp_path, small_fs):
+    """Bytes fit, inodes run out while staging (24 on the file system): nothing of the result in the folder,
+    the staging folder gone; on 51c499d the first members were written."""
+    folder = small_fs / "ws"
+    folder.mkdir()
+    (folder / "keep.txt").write_text("the user's\n")
+    made = archive(tmp_path / "s1.tar", [(f"f{i:02}", "f", b"x") for i in range(40)])
+    before = tree(folder)
+    with pytest.raises(result.ResultError, match="nothing changed"):
+        result.unpack(made, folder)
+    assert tree(folder) == before
+    assert not [p for p in (folder / ".agent").iterdir() if p.name.startswith("staging")]
+
+
+def git(*args, cwd):
+    env = {**os.environ, "GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@u", "GIT_COMMITTER_NAME": "u",
+           "GIT_COMMITTER_EMAIL": "u@u", "GIT_CONFIG_GLOBAL": "/dev/null"}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def session_refs(folder: Path, change) -> None:
+    """``refs/agent/s1/start`` (the folder now) and ``result`` (after ``change`` ran in a scratch copy)."""
+    git("init", "-q", cwd=folder)
+    git("add", "-A", cwd=folder)
+    git("commit", "-q", "-m", "start", cwd=folder)
+    git("update-ref", "refs/agent/s1/start", "HEAD", cwd=folder)
+    copy = folder.parent / "copy"
+    git("clone", "-q", str(folder), str(copy), cwd=folder.parent)
+    change(copy)
+    git("add", "-A", cwd=copy)
+    git("commit", "-q", "-m", "result", cwd=copy)
+    git("fetch", "-q", str(copy), "HEAD:refs/agent/s1/result", cwd=folder)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["/elsewhere", "../../../..", "sub/../../x"])
+def test_links_out_of_the_folder_are_refused_on_the_git_path(tmp_path, target):
+    """The rule of the archive path: on 51c499d ``git apply`` wrote ``link_abs -> /elsewhere`` and
+    ``link_up -> ../../../..`` into the user's folder."""
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / "a.txt").write_text("a\n")
+
+    def change(copy):
+        (copy / "a.txt").write_text("changed\n")
+        (copy / "link").symlink_to(target)
+    session_refs(folder, change)
+    before = tree(folder)
+    with pytest.raises(result.ResultError, match="a link out of the folder"):
+        result.apply(folder, "s1")
+    assert tree(folder) == before
+
+
+@pytest.mark.slow
+def test_the_git_path_applies_changes_and_deletions_and_refuses_over_a_users_edit(tmp_path):
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    for name in ("a.txt", "gone/x.txt", "keep.txt"):
+        (folder / name).parent.mkdir(exist_ok=True)
+        (folder / name).write_text(name)
+
+    def change(copy):
+        (copy / "a.txt").write_text("changed\n")
+        (copy / "gone" / "x.txt").unlink()
+        (copy / "new").mkdir()
+        (copy / "new" / "run.sh").write_text("#!/bin/sh\n")
+        (copy / "new" / "run.sh").chmod(0o755)
+        (copy / "new" / "in").symlink_to("../keep.txt")
+    session_refs(folder, change)
+    (folder / "keep.txt").write_text("the user's edit\n")  # not changed by the session: kept
+    line = result.apply(folder, "s1")
+    assert "applied 4 changed files" in line
+    assert (folder / "a.txt").read_text() == "changed\n" and not (folder / "gone").exists()
+    assert os.access(folder / "new" / "run.sh", os.X_OK) and os.readlink(folder / "new" / "in") == "../keep.txt"
+    assert (folder / "keep.txt").read_text() == "the user's edit\n"
+    git("update-ref", "refs/agent/s1/start", "refs/agent/s1/result", cwd=folder)  # a second session on this
+    (folder / "a.txt").write_text("the user's later edit\n")
+    back = git("commit-tree", "-m", "r", "HEAD^{tree}", cwd=folder)  # the session's: a.txt as it was at first
+    git("update-ref", "refs/agent/s1/result", back, cwd=folder)
+    with pytest.raises(result.ResultError, match="changed in your folder since the session began"):
+        result.apply(folder, "s1")
+    assert (folder / "a.txt").read_text() == "the user's later edit\n"

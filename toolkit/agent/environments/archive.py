@@ -1,0 +1,101 @@
+"""A plain folder's result (the tar archive ``collect.py`` made in the sandbox) read as data into a
+``staging.Plan``: its headers only, never ``tarfile``'s extraction (each file's bytes are copied from its
+place in the archive when staged). Regular files, links and folders; a hard link becomes a file of its own;
+anything else (devices, FIFOs, sparse members) refuses the whole. Entries the user's folder already has as
+they are (same bytes and mode, same link) are left out; what the session deleted is deleted after the move.
+"""
+
+from __future__ import annotations
+
+import os
+import tarfile
+from pathlib import Path
+
+from toolkit.agent.environments import staging
+from toolkit.agent.environments.hostgit import ResultError
+from toolkit.agent.environments.manifest import deletions, refuse_repositories
+
+
+def copier(archive: Path, offset: int, size: int):
+    def write(path: Path) -> None:
+        with open(archive, "rb") as src, open(path, "xb") as dst:
+            src.seek(offset)
+            left = size
+            while left:
+                piece = src.read(min(left, 2**20))
+                if not piece:
+                    raise OSError("the archive ends inside a file")
+                dst.write(piece)
+                left -= len(piece)
+    return write
+
+
+def same(folder: Path, e: staging.Entry, archive: Path, offset: int) -> bool:
+    """Whether the user's folder has ``e`` already, as it is (then it is not written)."""
+    path = folder / e.path
+    try:
+        st = os.lstat(path)
+        if e.kind == "d":
+            return os.path.isdir(path) and not os.path.islink(path)
+        if e.kind == "l":
+            return os.path.islink(path) and os.readlink(path) == e.target
+        if not (os.path.isfile(path) and not os.path.islink(path)) or st.st_size != e.size \
+                or (st.st_mode & 0o777) != e.mode:
+            return False
+        with open(archive, "rb") as a, open(path, "rb", opener=lambda p, f: os.open(p, f | os.O_NOFOLLOW)) as b:
+            a.seek(offset)
+            return all(a.read(len(piece)) == piece for piece in iter(lambda: b.read(2**20), b""))
+    except OSError:
+        return False
+
+
+def changed(e: staging.Entry, start: dict | None, folder: Path, archive: Path) -> bool:
+    """Whether the session made or changed ``e``: not in the start listing as it is (a file: its kind, size and
+    whole seconds of mtime; a link: the user's has another target), or no listing; and not already in the
+    user's folder as it is."""
+    entry = (start or {}).get(e.path)
+    if isinstance(entry, list) and len(entry) == 3 and entry[0] == e.kind and e.kind != "l" and (
+            e.kind == "d" or (entry[1], int(entry[2]) // 10**9) == (e.size, e.mtime)):
+        return False
+    return not same(folder, e, archive, e.offset)
+
+
+def archive_plan(archive: Path, folder: Path, limits, start: dict | None, dry: bool = False) -> staging.Plan:
+    """The archive's entries as a plan (``dry``: only checked, at the session's end)."""
+    what, plan, names, files = archive.name, staging.Plan(), set(), {}
+    try:
+        with tarfile.open(archive, mode="r:") as tar:
+            for m in tar:
+                if len(names) >= limits.inodes:
+                    raise ResultError(f"{what}: more entries than the session's inodes ({limits.inodes}); refused")
+                rel = m.name.rstrip("/")
+                staging.check_name(what, rel)
+                names.add(rel)
+                if m.islnk() and m.linkname in files:  # a hard link: a file of its own, with the first one's bytes
+                    first = files[m.linkname]
+                    e = staging.Entry(rel, "f", first.size, first.mode, offset=first.offset,
+                                      mtime=int(m.mtime))
+                elif m.isreg() and not m.issparse():
+                    e = files[m.name] = staging.Entry(rel, "f", m.size, 0o755 if m.mode & 0o100 else 0o644,
+                                                      offset=m.offset_data, mtime=int(m.mtime))
+                elif m.issym():
+                    e = staging.Entry(rel, "l", target=m.linkname)
+                elif m.isdir():
+                    e = staging.Entry(rel, "d")
+                else:
+                    raise staging.refuse(what, rel, "is not a file, a link or a folder")
+                plan.entries.append(e)
+    except (tarfile.TarError, OSError) as exc:
+        raise ResultError(f"{what}: not a readable archive ({exc}); refused") from None
+    staging.check_entries(what, plan, limits)
+    if dry:  # at the session's end: the names, links, kinds and sizes (the user's folder not read)
+        return plan
+    plan.entries = [e for e in plan.entries if changed(e, start, folder, archive)]
+    for e in plan.entries:
+        if e.kind == "f":
+            e.write = copier(archive, e.offset, e.size)
+    written = [e.path for e in plan.entries if e.kind != "d"]
+    refuse_repositories(folder, written, list(names), top=True, what=what)
+    plan.changed = len(written)
+    plan.delete = lambda at: deletions(at, start, names)
+    return plan

@@ -1,0 +1,109 @@
+"""The user's plain folder as the host lists it (``manifest``: at a session's start, so that applying deletes
+only what the session deleted and the user has not changed since), the deletions made from that listing, and
+the folders git would take for a repository (``refuse_repositories``: a result changing a file in one is
+refused whole: git's discovery reads such a folder's ``config`` and runs its hooks, fsmonitor or pager at the
+user's next git command there)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from toolkit.agent.environments.hostgit import ResultError
+from toolkit.core.printable import printable
+
+MAX_MEMBERS = 100_000
+
+
+def manifest(folder: Path) -> dict[str, list] | None:
+    """A plain folder's entries (``.agent`` left out; FIFOs, sockets and devices too, as the copy leaves
+    them out) as ``{relative path: [kind, size, mtime_ns]}``, kind ``f``, ``l`` or ``d``; None past
+    ``MAX_MEMBERS`` (deletions are then not applied, and ``apply`` says so)."""
+    found: dict[str, list] = {}
+    for top, dirs, files in os.walk(folder, followlinks=False):
+        if top == str(folder):
+            dirs[:] = [d for d in dirs if d != ".agent"]
+            files = [f for f in files if f != ".agent"]
+        for name in dirs + files:
+            path = os.path.join(top, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            kind = "l" if stat.S_ISLNK(st.st_mode) else "d" if stat.S_ISDIR(st.st_mode) else \
+                "f" if stat.S_ISREG(st.st_mode) else None
+            if kind:
+                found[os.path.relpath(path, folder)] = [kind, st.st_size, st.st_mtime_ns]
+            if len(found) > MAX_MEMBERS:
+                return None
+    return found
+
+
+def repositories(paths: list[str], top: bool) -> set[str]:
+    """The folders of a list of files that git could take for a repository: those holding a ``HEAD``
+    (``""`` is the top, counted with ``top``: a git workspace's own top has its ``.git``, which git finds
+    first)."""
+    return {os.path.dirname(p) for p in paths if os.path.basename(p) == "HEAD" and (top or os.path.dirname(p))}
+
+
+def refuse_repositories(base: Path, changed: list[str], paths: list[str], top: bool, what: str) -> None:
+    """One line (``ResultError``) when a changed path is in (or below) a folder that holds a ``HEAD`` in the
+    result (``paths``: ``repositories``) or already in the user's folder ``base`` (e.g. one git ignores)."""
+    found = repositories(paths, top)
+    for path in filter(None, changed):
+        parts = path.split("/")
+        for folder in ("/".join(parts[:i]) for i in range(0 if top else 1, len(parts))):
+            if folder in found or os.path.lexists(base / folder / "HEAD"):
+                where = f"{printable(folder)}/" if folder else "the top"
+                raise ResultError(f"{what}: '{printable(path)}' is in {where}, which git "
+                                  f"would take for a repository (it holds a HEAD), so its settings would run at "
+                                  f"your next git command there; not applied, nothing changed")
+
+
+def deletions(folder: Path, start: dict | None, names: set[str]) -> str:
+    """Delete what the start listing (``<session>.start.json``, the host's) has and the archive has not;
+    returns the apply line's ending."""
+    if start is None:
+        return "; deletions not applied (no listing of the folder at the session's start)"
+    deleted, kept = 0, []
+    for rel in sorted(set(start) - names, key=lambda r: -r.count(os.sep)):  # children before their folder
+        entry = start[rel]
+        if remove(folder, rel, entry if isinstance(entry, list) and len(entry) == 3 else ["?", 0, 0]):
+            deleted += 1
+        elif entry[0] != "d":
+            kept.append(rel)
+    note = f"; deleted {deleted} entr{'y' if deleted == 1 else 'ies'} the session deleted"
+    if kept:
+        shown = ", ".join(printable(k) for k in kept[:3]) + (", …" if len(kept) > 3 else "")
+        note += (f"; kept {len(kept)} the session deleted that changed since it began or are not found "
+                 f"as they were ({shown})")
+    return note
+
+
+def remove(folder: Path, rel: str, entry: list) -> bool:
+    """Remove ``rel`` below ``folder`` if it is still what the listing says (a folder: if empty), reaching
+    it one component at a time without following links; False when not removed."""
+    parts = rel.split(os.sep)
+    if os.path.isabs(rel) or any(p in ("", ".", "..") for p in parts) or parts[0] in (".git", ".agent"):
+        return False
+    kind, size, mtime = entry
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts[:-1]:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+        if kind == "d" and stat.S_ISDIR(st.st_mode):
+            os.rmdir(parts[-1], dir_fd=fd)  # only when empty
+            return True
+        same = (kind == "f" and stat.S_ISREG(st.st_mode) or kind == "l" and stat.S_ISLNK(st.st_mode)) \
+            and (st.st_size, st.st_mtime_ns) == (size, mtime)
+        if same:
+            os.unlink(parts[-1], dir_fd=fd)
+        return same
+    except OSError:
+        return False
+    finally:
+        os.close(fd)

@@ -1,0 +1,144 @@
+"""A git bundle's objects measured from their headers, before any git of the host reads it: the size each
+object says it has (a delta: the size of the object it makes, from the delta's own header), so a pack of a
+few hundred bytes that claims gigabytes is refused before ``index-pack`` would allocate them. Reads the file
+in pieces and inflates each object only as far as it must (a delta's first bytes; any object's whole stream,
+discarded piece by piece, no further than the size it declares), so its own memory stays small.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from typing import BinaryIO
+
+OFS_DELTA, REF_DELTA = 6, 7
+PIECE = 2**16
+
+
+class PackRefused(ValueError):
+    """The bundle is refused (one line: why)."""
+
+
+class Reader:
+    """A file read forwards with a small buffer."""
+
+    def __init__(self, f: BinaryIO):
+        self.f, self.buf = f, b""
+
+    def need(self, n: int) -> bytes:
+        while len(self.buf) < n:
+            more = self.f.read(PIECE)
+            if not more:
+                raise PackRefused("the bundle ends inside an object")
+            self.buf += more
+        return self.buf[:n]
+
+    def take(self, n: int) -> bytes:
+        data = self.need(n)
+        self.buf = self.buf[n:]
+        return data
+
+    def byte(self) -> int:
+        return self.take(1)[0]
+
+    def piece(self) -> bytes:
+        if not self.buf:
+            self.buf = self.f.read(PIECE)
+        data, self.buf = self.buf, b""
+        return data
+
+
+def varint(data: bytes, at: int) -> tuple[int, int]:
+    """A delta header's size (7 bits a byte, low first) at ``at``; returns it and where it ends."""
+    value = shift = 0
+    while True:
+        if at >= len(data) or shift > 63:
+            raise PackRefused("a delta's header is cut short")
+        c = data[at]
+        value |= (c & 0x7F) << shift
+        shift, at = shift + 7, at + 1
+        if not c & 0x80:
+            return value, at
+
+
+def header(r: Reader) -> tuple[int, int]:
+    """An object's type and declared size (the inflated data's: for a delta, the delta's)."""
+    c = r.byte()
+    kind, size, shift = (c >> 4) & 7, c & 15, 4
+    while c & 0x80:
+        if shift > 63:
+            raise PackRefused("an object's header is too long")
+        c = r.byte()
+        size |= (c & 0x7F) << shift
+        shift += 7
+    if kind == OFS_DELTA:
+        c = r.byte()
+        while c & 0x80:
+            c = r.byte()
+    elif kind == REF_DELTA:
+        r.take(20)
+    elif kind not in (1, 2, 3, 4):
+        raise PackRefused(f"an object of unknown type {kind}")
+    return kind, size
+
+
+def inflate(r: Reader, size: int, first: int) -> bytes:
+    """Inflate one object's stream to its end, keeping only its first ``first`` bytes; refused when it
+    inflates to more than ``size`` bytes (the header's)."""
+    z, kept, total = zlib.decompressobj(), b"", 0
+    while not z.eof:
+        data = z.unconsumed_tail or r.piece()
+        if not data:
+            raise PackRefused("the bundle ends inside an object")
+        try:
+            out = z.decompress(data, PIECE)
+        except zlib.error as exc:
+            raise PackRefused(f"an object's data is not zlib ({exc})") from None
+        total += len(out)
+        if total > size:
+            raise PackRefused("an object inflates to more than its header says")
+        if len(kept) < first:
+            kept += out[:first - len(kept)]
+    r.buf = z.unused_data + r.buf
+    return kept
+
+
+def check(path: str, max_object: int, max_objects: int, deadline_s: float = 300) -> int:
+    """Raise ``PackRefused`` when an object of the bundle at ``path`` is, or makes, more than ``max_object``
+    bytes, or it has more than ``max_objects`` objects; else return how many it has."""
+    deadline = time.monotonic() + deadline_s
+    with open(path, "rb") as f:
+        r = Reader(f)
+        first = r.f.readline(100)
+        if first not in (b"# v2 git bundle\n", b"# v3 git bundle\n"):
+            raise PackRefused("not a git bundle")
+        for _ in range(max_objects + 64):  # capabilities, prerequisites and refs, up to the empty line
+            line = r.f.readline(4096)
+            if line == b"\n":
+                break
+            if not line.endswith(b"\n"):
+                raise PackRefused("the bundle's list of refs is cut short or has an overlong line")
+        else:
+            raise PackRefused("the bundle names too many refs")
+        head = r.take(12)
+        if head[:4] != b"PACK" or int.from_bytes(head[4:8], "big") not in (2, 3):
+            raise PackRefused("the bundle holds no pack")
+        count = int.from_bytes(head[8:12], "big")
+        if count > max_objects:
+            raise PackRefused(f"{count} objects, more than the session could make ({max_objects})")
+        for _ in range(count):
+            kind, size = header(r)
+            if size > max_object and kind not in (OFS_DELTA, REF_DELTA):
+                raise PackRefused(f"an object of {size} bytes, larger than the session could make "
+                                  f"({max_object} bytes)")
+            if kind in (OFS_DELTA, REF_DELTA):
+                data = inflate(r, size, 20)
+                made = varint(data, varint(data, 0)[1])[0]
+                if made > max_object:
+                    raise PackRefused(f"a delta that makes an object of {made} bytes, larger than the session "
+                                      f"could make ({max_object} bytes)")
+            else:
+                inflate(r, size, 0)
+            if time.monotonic() > deadline:
+                raise PackRefused(f"reading its objects took more than {deadline_s:g} s")
+    return count

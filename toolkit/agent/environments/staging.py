@@ -1,0 +1,187 @@
+"""A result written into the user's folder all or nothing: a ``Plan`` (the entries to write, each a file, a
+link or a folder, and what to delete) is checked whole first, then every file and link is written to a
+staging folder on the same file system (``.agent/staging-…``), then moved into place; a refusal, or a full
+disk while staging, writes nothing in the folder (the staging folder goes).
+
+The rules, one set for a git result and an archive:
+
+- names: relative, no ``.``/``..``/empty part, no ``.git`` part, not under ``.agent``; every folder on the way
+  is a folder (in the result and in the user's folder), never a link, and is reached one part at a time
+  without following links;
+- kinds: files (mode 644 or 755: no set-id or other bits), links, folders; a hard link arrives as a file of its
+  own (its bytes counted again); anything else refuses the whole result;
+- links: relative, and any ``..`` first, never above the folder (``link -> ../../x`` from ``a/b/`` is refused,
+  ``-> /elsewhere`` too): followed from where they are, they stay in the folder;
+- sizes, in bytes (a sparse file counts its length): each file at most ``file_size_mb``, all of them at most
+  ``disk_mb``, at most ``inodes`` entries, and no more than the folder's file system has free.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from toolkit.agent.environments.hostgit import MiB, ResultError
+from toolkit.core.printable import printable
+
+
+@dataclass
+class Entry:
+    path: str  # relative, "/"-separated
+    kind: str  # "f", "l" or "d"
+    size: int = 0
+    mode: int = 0o644
+    target: str = ""  # a link's
+    write: Callable[[Path], None] | None = None  # a file's: writes its bytes to the path given
+    offset: int = 0  # an archive's file: where its bytes start
+    mtime: int = 0  # an archive's file: its modification time, whole seconds
+
+
+@dataclass
+class Plan:
+    entries: list[Entry] = field(default_factory=list)
+    delete: Callable[[Path], str] | None = None  # after the move: deletes what the session deleted; the line's end
+    changed: int = 0  # how many files it changes (the line says so)
+
+
+def name(path: str) -> str:
+    """A name from the sandbox, fit for one line (newlines and controls escaped)."""
+    return printable(path)
+
+
+def refuse(what: str, path: str, why: str) -> ResultError:
+    return ResultError(f"{what}: '{name(path)}' {why}; not applied, nothing changed")
+
+
+def check_name(what: str, path: str) -> list[str]:
+    parts = path.split("/")
+    if path.startswith("/") or "\0" in path or any(p in ("", ".", "..") for p in parts):
+        raise refuse(what, path, "is not a plain relative name")
+    if ".git" in parts or parts[0] == ".agent":
+        raise refuse(what, path, "is refused (a .git or .agent path)")
+    return parts
+
+
+def check_link(what: str, path: str, target: str) -> None:
+    """A link stays in the folder: relative, its ``..`` parts first and no more than its depth."""
+    parts = [p for p in target.split("/") if p not in ("", ".")]
+    ups = next((i for i, p in enumerate(parts) if p != ".."), len(parts))
+    if target.startswith("/") or ".." in parts[ups:] or ups > path.count("/") or "\0" in target:
+        raise refuse(what, path, f"is a link out of the folder (-> '{name(target)}')")
+
+
+def check_entries(what: str, plan: Plan, limits) -> None:
+    """The plan's names, links, kinds and sizes against the rules above; ``ResultError`` (one line)."""
+    kinds = {e.path: e.kind for e in plan.entries}
+    if len(plan.entries) > limits.inodes:
+        raise ResultError(f"{what}: {len(plan.entries)} entries, more than the session's inodes "
+                          f"({limits.inodes}); not applied, nothing changed")
+    total = 0
+    for e in plan.entries:
+        parts = check_name(what, e.path)
+        if e.kind == "l":
+            check_link(what, e.path, e.target)
+        elif e.kind == "f":
+            if e.mode not in (0o644, 0o755):
+                raise refuse(what, e.path, f"has mode {e.mode:o} (only 644 and 755 are applied)")
+            if e.size > limits.file_size_mb * MiB:
+                raise refuse(what, e.path, f"is {e.size} bytes, larger than limits.file_size_mb")
+            total += e.size
+        elif e.kind != "d":
+            raise refuse(what, e.path, "is not a file, a link or a folder")
+        for i in range(1, len(parts)):
+            if kinds.get("/".join(parts[:i]), "d") != "d":
+                raise refuse(what, e.path, f"is below '{name('/'.join(parts[:i]))}', which is not a folder in the "
+                             "result")
+    if total > limits.disk_mb * MiB:
+        raise ResultError(f"{what}: {total} bytes of files, more than the session's disk_mb ({limits.disk_mb} MiB, "
+                          "counted in bytes: a sparse file counts its length); not applied, nothing changed")
+
+
+def check(what: str, plan: Plan, folder: Path, limits) -> None:
+    """The whole plan against the rules above and the user's folder as it is now; ``ResultError`` (one line)."""
+    check_entries(what, plan, limits)
+    for e in plan.entries:
+        parts = e.path.split("/")
+        for i in range(1, len(parts) + 1):
+            here = "/".join(parts[:i])
+            try:
+                st = os.lstat(folder / here)
+            except FileNotFoundError:
+                break
+            mine = stat.S_ISDIR(st.st_mode)
+            if (i < len(parts) or e.kind == "d") and not mine:
+                raise refuse(what, e.path, f"needs '{name(here)}' to be a folder, and in your folder it is not")
+            if i == len(parts) and e.kind != "d" and mine:
+                raise refuse(what, e.path, "is a folder in your folder")
+    total = sum(e.size for e in plan.entries if e.kind == "f")
+    free = shutil.disk_usage(folder).free
+    if total + 4096 * len(plan.entries) + 2**16 > free:  # a block per entry at most, rounded up
+        raise ResultError(f"{what}: {total} bytes of files and {free} bytes free on {folder}'s file system; "
+                          "not applied, nothing changed")
+
+
+def walk(folder: Path, parts: list[str], make: bool) -> int:
+    """A descriptor of ``folder/parts…``, reached one part at a time without following links (``make``:
+    making what is missing)."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts:
+            if make:
+                try:
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                except FileExistsError:
+                    pass
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def write(what: str, plan: Plan, folder: Path, limits) -> str:
+    """Check, stage, move into place, then delete; returns the line's end (``Plan.delete``'s)."""
+    check(what, plan, folder, limits)
+    (folder / ".agent").mkdir(exist_ok=True)
+    staging = folder / ".agent" / f"staging-{uuid.uuid4().hex}"
+    staging.mkdir(mode=0o700)
+    try:
+        try:
+            for i, e in enumerate(plan.entries):
+                if e.kind == "f":
+                    e.write(staging / str(i))
+                    if os.lstat(staging / str(i)).st_size != e.size:
+                        raise refuse(what, e.path, "did not come out at the size it declared")
+                    os.chmod(staging / str(i), e.mode)
+                elif e.kind == "l":
+                    os.symlink(e.target, staging / str(i))
+        except OSError as exc:
+            raise ResultError(f"{what}: {exc.strerror or exc} while staging the result; not applied, nothing "
+                              "changed") from None
+        move(plan, folder, staging)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return plan.delete(folder) if plan.delete else ""
+
+
+def move(plan: Plan, folder: Path, staging: Path) -> None:
+    """Every staged entry renamed into place (folders made first, each reached without following links)."""
+    src = os.open(staging, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for i, e in sorted(enumerate(plan.entries), key=lambda x: (x[1].kind != "d", x[1].path.count("/"))):
+            parts = e.path.split("/")
+            fd = walk(folder, parts if e.kind == "d" else parts[:-1], make=True)
+            try:
+                if e.kind != "d":
+                    os.replace(str(i), parts[-1], src_dir_fd=src, dst_dir_fd=fd)
+            finally:
+                os.close(fd)
+    finally:
+        os.close(src)
