@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.agent.test_boundary import AS, Host
 from toolkit.agent.environments import result
+from toolkit.agent.environments.environment import bwrap_problem
 from toolkit.agent.environments.limits import Limits
 
 MiB = 2**20
@@ -44,6 +46,14 @@ def archive(path: Path, members: list[tuple]) -> Path:
             info.linkname = data or ""
             tar.addfile(info)
     return path
+
+
+@pytest.fixture(params=AS)
+def host(request, tmp_path):
+    """The host side as root and as a normal user (``test_boundary.Host``)."""
+    h = Host(request.param, tmp_path)
+    yield h
+    h.close()
 
 
 @pytest.fixture
@@ -196,3 +206,25 @@ def test_the_git_path_applies_changes_and_deletions_and_refuses_over_a_users_edi
     with pytest.raises(result.ResultError, match="changed in your folder since the session began"):
         result.apply(folder, "s1")
     assert (folder / "a.txt").read_text() == "the user's later edit\n"
+
+
+@pytest.mark.sandbox
+@pytest.mark.slow
+@pytest.mark.skipif(bool(bwrap_problem()) or os.geteuid() != 0, reason="needs bubblewrap and root (both hosts)")
+@pytest.mark.parametrize("git_repo", [True, False], ids=["git", "plain"])
+def test_a_session_that_links_out_is_refused_whole_at_apply(host, git_repo):
+    """The attack end to end, through the CLI under bubblewrap, as root and as a normal user: new and changed
+    files beside a link out of the folder; ``--apply`` refuses in one line and writes nothing (a plain folder's
+    archive is refused already when the session ends, by the same rules: nothing is kept to apply)."""
+    from tests.agent.test_boundary import apply_result, observations, session, term, tree_digest, workspace
+
+    ws = workspace(host, git_repo)
+    traj = session(host, ws, [term("echo new > 0_first.txt && echo changed > a.txt && mkdir d && echo x > d/x && "
+                                   "ln -s ../../../.. link_up && ln -s /elsewhere link_abs && echo planted")])
+    assert "planted" in observations(traj)
+    before = tree_digest(ws)
+    applied = apply_result(host, ws, traj["session_id"], check=False)
+    said = applied.stderr if git_repo else traj["result"]
+    assert applied.returncode == 2 and "a link out of the folder" in said, (applied.stderr, traj["result"])
+    assert len(applied.stderr.strip().splitlines()) == 1
+    assert tree_digest(ws) == before

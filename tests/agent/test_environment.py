@@ -113,7 +113,7 @@ def test_auto_is_bubblewrap_where_it_works_else_local_with_one_warning(tmp_path,
         assert isinstance(make_environment(None, tmp_path / "a"), BubblewrapEnvironment)
     # a stand-in for a machine without bwrap (this one has it): the probe's answer only
     monkeypatch.setattr(envmod, "bwrap_problem", lambda: "bwrap is not installed (Debian: apt-get install bubblewrap)")
-    envmod._warn_once.cache_clear()
+    envmod.warn_once.cache_clear()
     for _ in range(2):
         assert isinstance(make_environment("auto", tmp_path / "b"), LocalEnvironment)
     err = capsys.readouterr().err.strip().splitlines()
@@ -286,7 +286,7 @@ async def test_a_bound_or_filter_that_cannot_be_had_is_said_in_one_line(tmp_path
         pytest.skip(bwrap_problem())
     monkeypatch.setattr(envmod.Cgroup, "make", classmethod(lambda cls, name, n, c: f"no {c} cgroup here"))
     monkeypatch.setattr(syscall_filter, "program", lambda: "no seccomp filter: libseccomp not found")
-    envmod._warn_once.cache_clear()
+    envmod.warn_once.cache_clear()
     env = make_environment("bubblewrap", tmp_path / "ws")
     try:
         assert env.cgroups == [] and "--seccomp" not in env.wrap(["true"], fds=[])

@@ -138,3 +138,40 @@ def test_a_session_whose_repository_holds_a_delta_bomb_ends_with_its_line_and_no
     assert "ended_by: end" in traj["stdout"]
     assert "larger than the session could make" in traj["result"] and "\n" not in traj["result"]
     assert repository_state(ws) == before
+
+
+@pytest.mark.sandbox
+@pytest.mark.slow
+@pytest.mark.skipif(bool(bwrap_problem()) or os.geteuid() != 0, reason="needs bubblewrap and root (both hosts)")
+def test_sparse_files_in_a_plain_folder_fill_neither_the_hosts_disk_nor_the_users_folder(host):
+    """Three sparse files of 600 MB under ``disk_mb: 50`` (they cost the copy's tmpfs no block): the archive
+    stops at its bound inside the sandbox, the session still ends with its line, and nothing is kept in the
+    user's folder. On 51c499d the 1.8 GB archive was written to the host, then copied into ``.agent/results``."""
+    ws = workspace(host, git_repo=False)
+    traj = session(host, ws, [term("truncate -s 600M s1 s2 s3 && du -sk . && echo planted")],
+                   environment={"limits": {"disk_mb": 50}})
+    assert "planted" in observations(traj) and "ended_by: end" in traj["stdout"]
+    assert "larger than" in traj["result"] and "\n" not in traj["result"]
+    assert not list((ws / ".agent" / "results").glob("*.tar")) if (ws / ".agent" / "results").exists() else True
+    assert sorted(p.name for p in ws.iterdir()) == [".agent", "a.txt"]
+
+
+def test_no_filter_of_the_agents_runs_while_the_result_is_made(tmp_path):
+    """``collect.py`` on a copy whose ``.git/config`` names a clean filter and whose ``.gitattributes`` and
+    ``.git/info/attributes`` apply it: the snapshot runs nothing and stores the files' bytes as they are. On
+    51c499d ``git add -A`` ran the filter (here: it would touch a marker; in the issue: ``sleep 300`` stalled the
+    session's end past its wall clock)."""
+    from toolkit.agent.environments import collect
+
+    copy = repo(tmp_path / "copy")
+    marker = tmp_path / "PWNED"
+    subprocess.run(["git", "-C", str(copy), "config", "filter.evil.clean", f"touch {marker}; tr a b"], check=True)
+    (copy / ".gitattributes").write_text("* filter=evil\n")
+    (copy / ".git" / "info" / "attributes").write_text("* filter=evil\n")
+    (copy / "a.txt").write_text("aaa\n")
+    out = subprocess.run([sys.executable, "-I", "-S", collect.__file__, "snapshot", str(copy)], capture_output=True,
+                         text=True, check=True, timeout=60)
+    commit = out.stdout.split()[0]
+    stored = subprocess.run(["git", "-C", str(copy), "cat-file", "blob", f"{commit}:a.txt"], capture_output=True,
+                            text=True).stdout
+    assert not marker.exists() and stored == "aaa\n"

@@ -111,7 +111,7 @@ def test_the_agents_human_channel_and_warnings_show_hostile_text_escaped(monkeyp
     channel = StdinChannel()
     assert asyncio.run(channel.ask("ready?" + HOSTILE)) == "yes"
     asyncio.run(channel.tell("line one\nline two" + HOSTILE))
-    environment._warn_once("warning: " + HOSTILE)
+    environment.warn_once("warning: " + HOSTILE)
     err = capsys.readouterr().err
     assert "[agent asks] ready?\\x1b[2J" in err and "[agent says] line one\nline two" in err
     assert "warning: \\x1b[2J" in err and hostile_free(err), [ch for ch in RAW if ch in err]

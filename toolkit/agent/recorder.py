@@ -12,6 +12,12 @@ from toolkit.record.rows import SessionRow, ToolCallRow
 from toolkit.record.run_log import Run
 
 
+def command_columns(record: dict | None) -> dict:
+    """A shell command's typed record (``ExecResult.record``) as the ``tool_calls`` columns it fills."""
+    names = ("exit_code", "signal", "timed_out", "killed_by", "output_bytes", "dropped_chars", "cpu_s")
+    return {k: record.get(k) for k in names} if record else {}
+
+
 class SessionRecorder:
     """Writes one session's rows to ``run`` (nothing without a run)."""
 
@@ -27,7 +33,7 @@ class SessionRecorder:
                                    args=redact(result.args_json()), ok=result.ok,
                                    error=None if result.ok else result.output[:500],
                                    duration_ms=round(result.duration_ms, 2), output_chars=len(result.output),
-                                   truncated=result.truncated))
+                                   truncated=result.truncated, **command_columns(result.command)))
 
     def session(self, *, task: str, spec: str, steps: int, ended_by: str, success: bool | None,
                 cost_usd: float | None, wall_s: float) -> None:

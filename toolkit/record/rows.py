@@ -232,6 +232,15 @@ class ToolCallRow(Row):
     duration_ms: float = column("milliseconds it ran")
     output_chars: int = column("characters of output (after masking)")
     truncated: bool = column("the output was cut to fit the model's view")
+    exit_code: int | None = column("a shell command's exit status (null: another tool, or none: killed)")
+    signal: int | None = column("the signal that ended the command (its status 128+N), else null")
+    timed_out: bool | None = column("the command was killed at its timeout (or the session's wall clock)")
+    killed_by: str | None = column("what of the sandbox ended or hindered it: `timeout`, `memory` (a kill by the "
+                                   "session's memory bound) or `processes` (a fork its process bound refused)")
+    output_bytes: int | None = column("bytes of output the command made")
+    dropped_chars: int | None = column("characters of it not shown to the model (from the middle: head and tail "
+                                       "kept)")
+    cpu_s: float | None = column("CPU seconds of its processes (bash's `times`), null where unknown")
 
 
 @dataclass(slots=True, kw_only=True)

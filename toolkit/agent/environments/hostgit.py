@@ -9,7 +9,6 @@ pack windows; the commands used here run no filter (``cat-file``, ``diff --raw``
 from __future__ import annotations
 
 import os
-import resource
 import signal
 import subprocess
 from dataclasses import dataclass
@@ -49,12 +48,11 @@ class Bounds:
     def memory(self) -> int:
         return 2 * self.objects + 256 * MiB
 
-    def apply(self) -> None:
-        """In the child, before git starts (its children inherit them)."""
-        for which, value in ((resource.RLIMIT_DATA, self.memory), (resource.RLIMIT_AS, self.memory + 1024 * MiB),
-                             (resource.RLIMIT_CPU, self.cpu_s), (resource.RLIMIT_FSIZE, self.file_bytes),
-                             (resource.RLIMIT_CORE, 0)):
-            resource.setrlimit(which, (value, value))
+    def prlimit(self) -> list[str]:
+        """util-linux's ``prlimit`` setting them for git (and the children it starts, which inherit them): no
+        Python code runs between fork and exec in the toolkit's process, which has threads."""
+        return ["prlimit", f"--data={self.memory}", f"--as={self.memory + 1024 * MiB}", f"--cpu={self.cpu_s}",
+                f"--fsize={self.file_bytes}", "--core=0", "--"]
 
 
 def env() -> dict[str, str]:
@@ -68,8 +66,8 @@ def env() -> dict[str, str]:
 def git(repo: Path, *args: str, input: bytes | None = None, check: bool = True, bounds: Bounds = Bounds(),
         stdout=subprocess.PIPE) -> subprocess.CompletedProcess:
     """git ``args`` in ``repo`` within ``bounds``; ``ResultError`` (one line) when it fails and ``check``."""
-    with subprocess.Popen(["git", *SAFE, "-C", str(repo), *args], stdin=subprocess.PIPE, stdout=stdout,
-                          stderr=subprocess.PIPE, env=env(), preexec_fn=bounds.apply, start_new_session=True) as proc:
+    with subprocess.Popen([*bounds.prlimit(), "git", *SAFE, "-C", str(repo), *args], stdin=subprocess.PIPE,
+                          stdout=stdout, stderr=subprocess.PIPE, env=env(), start_new_session=True) as proc:
         try:
             out, err = proc.communicate(input, timeout=bounds.wall_s)
         except subprocess.TimeoutExpired:

@@ -79,18 +79,18 @@ def refusal(kind: str) -> str | None:
     return f"{problem}; choose one of {', '.join(k for k in choices() if k != kind)}" if problem else None
 
 
-_ENV = "toolkit.agent.environments.environment"
+_ENV = "toolkit.agent.environments"
 register(Kind("bubblewrap", "a sandbox (Debian's bwrap): the system read-only, the workspace writable, nothing "
-              "else of the host visible, its own network namespace", True, f"{_ENV}:BubblewrapEnvironment",
-              f"{_ENV}:bwrap_problem"))
+              "else of the host visible, its own network namespace", True, f"{_ENV}.bubblewrap:BubblewrapEnvironment",
+              f"{_ENV}.selfcheck:bwrap_problem"))
 register(Kind("local", "UNCONFINED: the host, as the current user (an allow-list environment, git hooks off, the "
-              "session's processes end with it)", False, f"{_ENV}:LocalEnvironment"))
+              "session's processes end with it)", False, f"{_ENV}.local:LocalEnvironment"))
 for _engine in ("docker", "podman"):
     register(Kind(_engine, f"a {_engine} container: the workspace mounted, no network", True,
-                  f"{_ENV}:ContainerEnvironment", lambda engine=_engine: _container_problem(engine),
+                  f"{_ENV}.container:ContainerEnvironment", lambda engine=_engine: _container_problem(engine),
                   {"engine": _engine}))
 KINDS.seal()  # a plug-in cannot replace these (a `bubblewrap` that confines nothing): it registers another name
 
 
 def _container_problem(engine: str) -> str | None:
-    return getattr(import_module(_ENV), "ContainerEnvironment").problem(engine)
+    return getattr(import_module(f"{_ENV}.container"), "ContainerEnvironment").problem(engine)

@@ -45,15 +45,21 @@ CLONE_NAMESPACES = {"CLONE_NEWNS": 0x00020000, "CLONE_NEWCGROUP": 0x02000000, "C
 # back to clone(), whose flags the filter sees (what Docker's default profile does).
 
 
-@functools.lru_cache(maxsize=1)
-def program() -> bytes | str:
-    """The compiled BPF program, or one line saying why there is none (libseccomp missing)."""
+# Without a memory cgroup (a normal user where none is delegated) nothing bounds the pages of a memfd or of
+# System V shared memory: these fail with EPERM then, and programs fall back to /dev/shm (a tmpfs of tmp_mb).
+UNBOUNDED_MEMORY = ("memfd_create", "memfd_secret", "shmget")
+
+
+@functools.lru_cache(maxsize=2)
+def program(unbounded_memory: bool = False) -> bytes | str:
+    """The compiled BPF program, or one line saying why there is none (libseccomp missing);
+    ``unbounded_memory``: the session has no memory cgroup (``UNBOUNDED_MEMORY`` fail too)."""
     try:
         import pyseccomp as seccomp
     except (ImportError, RuntimeError) as exc:  # RuntimeError: the binding is there, libseccomp.so is not
         return f"no seccomp filter: {exc} (pip install pyseccomp; Debian: apt-get install libseccomp2)"
     f = seccomp.SyscallFilter(seccomp.ALLOW)
-    for name in BLOCKED:
+    for name in [*BLOCKED, *(UNBOUNDED_MEMORY if unbounded_memory else ())]:
         if seccomp.resolve_syscall(seccomp.Arch.NATIVE, name) >= 0:  # negative: not a call of this machine
             f.add_rule(seccomp.ERRNO(errno.EPERM), name)
     for flag in CLONE_NAMESPACES.values():
@@ -66,10 +72,10 @@ def program() -> bytes | str:
         return out.read()
 
 
-def fd() -> int | None:
+def fd(unbounded_memory: bool = False) -> int | None:
     """A fresh descriptor holding the program (bwrap reads it to the end), or None when there is none.
     The caller passes it to the child and closes it after the start."""
-    bpf = program()
+    bpf = program(unbounded_memory)
     if isinstance(bpf, str):
         return None
     memfd = os.memfd_create("toolkit-seccomp", os.MFD_CLOEXEC)

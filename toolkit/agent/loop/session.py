@@ -193,6 +193,7 @@ class Session:
         data = {"session_id": self.session_id, "task": self.task, "spec": self.spec, "steps": self.steps,
                 "plan": self.plan.status(), "environment": self.environment.describe(),
                 "result": self.landed or self.land_error,
+                "commands": [{"step": t.step, "tool": t.tool, **t.command} for t in self.tools.results if t.command],
                 "memory": [e.__dict__ for e in self.agent.memory]}
         data = redact_obj(json.loads(json.dumps(data, default=str)))
         self.workspace.write_private(f"trajectories/{self.session_id}.json",

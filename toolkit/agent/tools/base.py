@@ -138,18 +138,35 @@ class Toolbox:
             if inspect.isawaitable(out):
                 out = await out
         except Failed as exc:  # the tool ran and failed: its whole output is the observation
-            return ToolResult(name, args, False, str(exc), started)
+            return ToolResult(name, args, False, str(exc), started, command=exc.record)
         except ToolError as exc:
             return ToolResult(name, args, False, f"{name}: {exc}", started)
         except Exception as exc:  # a tool bug: one line for the model, the traceback for the log
             log.exception("tool %s failed", name)
             return ToolResult(name, args, False, f"{name} failed: {type(exc).__name__}: {exc}", started)
-        return ToolResult(name, args, True, "" if out is None else str(out), started)
+        return ToolResult(name, args, True, "" if out is None else str(out), started,
+                          command=getattr(out, "record", None))
 
 
 class Failed(ToolError):
     """Raised by a tool that ran and failed (e.g. a shell command's non-zero exit) with its output: shown in
-    full, recorded with ok=False, and the step's later commands are skipped."""
+    full, recorded with ok=False, and the step's later commands are skipped. ``record``: a shell command's
+    typed record (``ExecResult.record``)."""
+
+    def __init__(self, message: str, record: dict | None = None):
+        super().__init__(message)
+        self.record = record
+
+
+class Output(str):
+    """A tool's output with a shell command's typed record (``ExecResult.record``) attached."""
+
+    record: dict | None = None
+
+    def __new__(cls, text: str, record: dict | None = None):
+        made = super().__new__(cls, text)
+        made.record = record
+        return made
 
 
 @dataclass
@@ -161,6 +178,7 @@ class ToolResult:
     started: float
     truncated: bool = False
     step: int | None = None  # set by the loop that ran it
+    command: dict | None = None  # a shell command's typed record (``ExecResult.record``)
 
     def __post_init__(self) -> None:
         self.duration_ms = (time.perf_counter() - self.started) * 1000

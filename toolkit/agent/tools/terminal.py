@@ -13,7 +13,7 @@ from toolkit.agent.environments.environment import (
     ShellExited,
     descendants,  # noqa: F401 (re-exported for benchmarks)
 )
-from toolkit.agent.tools.base import Failed, ToolError, tool
+from toolkit.agent.tools.base import Failed, Output, ToolError, tool
 from toolkit.agent.environments.workspace import Workspace
 from toolkit.core.secrets import redact
 
@@ -27,6 +27,15 @@ ANSI = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-Z\\-
 def clean(text: str) -> str:
     """What the model may see: no colour/control sequences, no secret values."""
     return redact(ANSI.sub("", text))
+
+
+def _why(result) -> str:
+    """What of the sandbox ended or hindered the command, for the model (its record has it too)."""
+    if result.killed_by == "memory":
+        return "; a process was killed by the session's memory bound"
+    if result.killed_by == "processes":
+        return "; the session's process bound refused a fork"
+    return f"; killed by signal {result.signal}" if result.signal else ""
 
 
 class Terminal:
@@ -54,13 +63,13 @@ class Terminal:
             result = await self.environment.execute(cmd, limit, self.max_output_chars)
         except ShellExited as exc:  # its whole output, as for a failed command
             raise Failed(clean(str(exc))) from None
-        text = clean(result.output)
+        text, record = clean(result.output), result.record()
         if result.timed_out:
-            raise Failed(f"{text}\n[killed after {limit:g}s timeout; exit code {result.exit_code}]".strip())
-        out = f"{text}\n[exit code {result.exit_code}]".strip()
+            raise Failed(f"{text}\n[killed after {limit:g}s timeout; exit code {result.exit_code}]".strip(), record)
+        out = f"{text}\n[exit code {result.exit_code}{_why(result)}]".strip()
         if result.exit_code != 0:
-            raise Failed(out)
-        return out
+            raise Failed(out, record)
+        return Output(out, record)
 
     async def close(self) -> None:
         await (self.environment.stop() if self._own else self.environment.stop_shell())

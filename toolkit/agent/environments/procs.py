@@ -1,0 +1,93 @@
+"""Process helpers of the host's: a process tree from ``/proc``, kills, pipes read with a deadline, a child's
+end, the scrubbed environment of the toolkit's own helpers, a warning printed once."""
+
+from __future__ import annotations
+
+import functools
+import os
+import select
+import signal
+import subprocess
+import sys
+from collections import deque
+from pathlib import Path
+
+from toolkit.core.printable import show
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (from /proc), parents before children."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], deque([pid])
+    while todo:
+        for child in children.get(todo.popleft(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def parent_and_session(pid: int) -> tuple[int, int]:
+    """A process's parent and session ids (0, 0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[1]), int(fields[3])
+    except (OSError, IndexError, ValueError):
+        return 0, 0
+
+
+def state_of(pid: int) -> str:
+    """A process's state letter (R, S, D, T, Z, …); "X" when it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "X"
+
+
+def kill_all(pids: list[int], sig: int = signal.SIGKILL) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def close_all(fds: list[int]) -> None:
+    for fd in fds:
+        os.close(fd)
+
+
+def scrubbed() -> dict[str, str]:
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
+
+
+def readline(stream, timeout: float, size: int = 4096) -> bytes:
+    """A line (or ``size`` bytes) from a child's pipe within ``timeout``; b"" when none came."""
+    ready, _, _ = select.select([stream], [], [], timeout)
+    if not ready:
+        return b""
+    return stream.readline(size) if size > 1 else stream.read(size)
+
+
+def end_process(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        try:
+            proc.stdin and proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@functools.lru_cache(maxsize=None)
+def warn_once(message: str) -> None:
+    show(message, file=sys.stderr)  # it may quote a program's output
