@@ -138,6 +138,19 @@ def test_a_full_disk_while_staging_writes_nothing(tmp_path, small_fs):
     assert not [p for p in (folder / ".agent").iterdir() if p.name.startswith("staging")]
 
 
+def test_a_staging_folder_on_another_file_system_writes_nothing(tmp_path, small_fs):
+    """The user's ``.agent`` is a link to another file system: the renames would fail half-way, so nothing is
+    moved (refused before the first)."""
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (small_fs / "agent").mkdir()
+    (folder / ".agent").symlink_to(small_fs / "agent")
+    made = archive(tmp_path / "s1.tar", [("a", "f", b"a"), ("b", "f", b"b")])
+    with pytest.raises(result.ResultError, match="not on the folder's file system"):
+        result.unpack(made, folder)
+    assert tree(folder) == {}
+
+
 def git(*args, cwd):
     env = {**os.environ, "GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@u", "GIT_COMMITTER_NAME": "u",
            "GIT_COMMITTER_EMAIL": "u@u", "GIT_CONFIG_GLOBAL": "/dev/null"}

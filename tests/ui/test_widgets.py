@@ -464,8 +464,9 @@ async def test_the_engineer_widget_runs_the_session_where_its_env_choice_says(tm
         e.environment.value = pick
         await e.run_all()
         assert e.ended_by == "end"
-        ran[pick] = (e.session.environment.describe(), e.session.tools.results[0].output)
+        ran[pick] = (e.session.environment.describe(), e.session.tools.results[0].output, e.status.value)
     assert ran["local"][0] == "local" and ran["local"][1].startswith("on the host")
+    assert "UNCONFINED" in ran["local"][2] and "UNCONFINED" not in ran[None][2]  # the status says so (issue 43)
     assert ran[None][0].startswith("bubblewrap") and "hidden" in ran[None][1] and "on the host" not in ran[None][1]
 
 

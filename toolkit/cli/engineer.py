@@ -137,9 +137,11 @@ def apply(args: argparse.Namespace) -> int:
     from toolkit.agent.environments import result
     from toolkit.core.files import FileError
 
+    from toolkit.core.printable import printable
+
     existing_workspace(args.workspace)
-    try:
-        show(result.apply(Path(args.workspace).resolve(), args.apply))
+    try:  # one line each, whatever names the result holds
+        show(printable(result.apply(Path(args.workspace).resolve(), args.apply)))
     except result.ResultError as exc:
-        raise FileError(str(exc)) from None
+        raise FileError(printable(str(exc))) from None
     return 0

@@ -119,6 +119,11 @@ def check(what: str, plan: Plan, folder: Path, limits) -> None:
                 raise refuse(what, e.path, f"needs '{name(here)}' to be a folder, and in your folder it is not")
             if i == len(parts) and e.kind != "d" and mine:
                 raise refuse(what, e.path, "is a folder in your folder")
+        parent = folder.joinpath(*parts[:-1])
+        while not os.path.lexists(parent):
+            parent = parent.parent
+        if not os.access(parent, os.W_OK | os.X_OK):  # a rename there would fail half-way through the move
+            raise refuse(what, e.path, f"is in '{name(str(parent))}', which you cannot write")
     total = sum(e.size for e in plan.entries if e.kind == "f")
     free = shutil.disk_usage(folder).free
     if total + 4096 * len(plan.entries) + 2**16 > free:  # a block per entry at most, rounded up
@@ -153,6 +158,9 @@ def write(what: str, plan: Plan, folder: Path, limits) -> str:
     staging = folder / ".agent" / f"staging-{uuid.uuid4().hex}"
     staging.mkdir(mode=0o700)
     try:
+        if os.stat(staging).st_dev != os.stat(folder).st_dev:  # renames would fail half-way through the move
+            raise ResultError(f"{what}: {folder / '.agent'} is not on the folder's file system; not applied, "
+                              "nothing changed")
         try:
             for i, e in enumerate(plan.entries):
                 if e.kind == "f":
