@@ -50,14 +50,21 @@ def same(folder: Path, e: staging.Entry, archive: Path, offset: int) -> bool:
 
 
 def changed(e: staging.Entry, start: dict | None, folder: Path, archive: Path) -> bool:
-    """Whether the session made or changed ``e``: not in the start listing as it is (a file: its kind, size and
-    whole seconds of mtime; a link: the user's has another target), or no listing; and not already in the
-    user's folder as it is."""
-    entry = (start or {}).get(e.path)
-    if isinstance(entry, list) and len(entry) == 3 and entry[0] == e.kind and e.kind != "l" and (
-            e.kind == "d" or (entry[1], int(entry[2]) // 10**9) == (e.size, e.mtime)):
+    """Whether to write ``e``: not already in the user's folder as it is, and made or changed by the session.
+    A file the start listing has with the archive's size and whole seconds of mtime counts as changed only
+    while the user's own is still as the listing has it (then its bytes decide: a same-size edit within the
+    second is applied); once the user changed or removed it, the session's unchanged copy is not written."""
+    if same(folder, e, archive, e.offset):
         return False
-    return not same(folder, e, archive, e.offset)
+    entry = (start or {}).get(e.path)
+    if not (isinstance(entry, list) and len(entry) == 3 and entry[0] == e.kind == "f"
+            and (entry[1], int(entry[2]) // 10**9) == (e.size, e.mtime)):
+        return True
+    try:
+        st = os.lstat(folder / e.path)
+    except OSError:  # the user removed it since: the session's unchanged copy does not bring it back
+        return False
+    return (st.st_size, st.st_mtime_ns) == (entry[1], entry[2])
 
 
 def archive_plan(archive: Path, folder: Path, limits, start: dict | None, dry: bool = False) -> staging.Plan:
