@@ -6,7 +6,9 @@ in one run, and an adaptive tournament on the cluster against the same tournamen
 
 For the cell: wall-clock games/s of the whole sweep command (start to summary, kernels included) on one worker
 and on two, and the peak memory of each worker (the RSS of its processes: nanny, worker and the papermill kernels
-it runs, summed, sampled every 0.2 s), at ``--games`` and at half of it (flat in the number of games: the same
+it runs, summed, sampled every 0.2 s), the CPU seconds each worker used, the cores the workers used
+together (their CPU seconds over the wall clock: what a machine shared with other work gave them), the load
+average, at ``--games`` and at half of it (flat in the number of games: the same
 peak). The old code (51c499d: ``git worktree add /tmp/old-51c499d 51c499d``) runs the cell on one worker of the
 two, whatever the cluster (its unit of work is the cell). For the adaptive tournament: the games played, why it
 stopped and the comparisons table in one process and with its rounds' batches on two workers (the same seeds:
@@ -35,21 +37,25 @@ from toolkit.testing.dask_cluster import dask_cluster  # noqa: E402
 
 
 class Peak(threading.Thread):
-    """The peak RSS (MB) of each worker's processes (the ``dask worker`` process and all its descendants)."""
+    """The peak RSS (MB) of each worker's processes (the ``dask worker`` process and all its descendants), and
+    the CPU seconds they used (their own and their ended children's: the kernels of the shards they ran)."""
 
     def __init__(self, pids: list[int]):
         super().__init__(daemon=True)
-        self.pids, self.peak, self.stop = pids, [0.0] * len(pids), threading.Event()
+        self.pids, self.stop = pids, threading.Event()
+        self.peak, self.cpu = [0.0] * len(pids), [0.0] * len(pids)
 
     def run(self) -> None:
         while not self.stop.is_set():
             for i, pid in enumerate(self.pids):
                 try:
                     root = psutil.Process(pid)
-                    rss = sum(p.memory_info().rss for p in [root, *root.children(recursive=True)])
+                    tree = [root, *root.children(recursive=True)]
+                    rss = sum(p.memory_info().rss for p in tree)
+                    cpu = sum(sum(p.cpu_times()[:4]) for p in tree)
                 except psutil.Error:
                     continue
-                self.peak[i] = max(self.peak[i], rss / 1e6)
+                self.peak[i], self.cpu[i] = max(self.peak[i], rss / 1e6), max(self.cpu[i], cpu)
             time.sleep(0.2)
 
 
@@ -74,17 +80,20 @@ def one_cell(code: Path, workers: int, games: int, shard: int | None, folder: Pa
         peak.start()
         args = [sys.executable, "-m", "toolkit", "sweep", str(path), "--executor", "dask", "--scheduler",
                 cluster.address, "--out", str(out / "results")]
-        started = time.perf_counter()
+        load, started = os.getloadavg()[0], time.perf_counter()
         done = subprocess.run(args, cwd=code, env={**os.environ, **env}, capture_output=True, text=True)
         wall = time.perf_counter() - started
         peak.stop.set()
         peak.join()
+        load = (load + os.getloadavg()[0]) / 2
     if done.returncode != 0:
         raise SystemExit(f"{code}: sweep failed: {done.stderr[-1500:]}")
     summary = pd.read_parquet(out / "results" / f"cell{games}" / "summary.parquet")
     assert int(summary["games"].iloc[0]) == games, summary
     return {"code": code.name, "workers": workers, "games": games, "wall_s": round(wall, 1),
-            "games_per_s": round(games / wall, 2), "peak_mb_per_worker": [round(p) for p in peak.peak]}
+            "games_per_s": round(games / wall, 2), "peak_mb_per_worker": [round(p) for p in peak.peak],
+            "worker_cpu_s": [round(c) for c in peak.cpu], "cores_used": round(sum(peak.cpu) / wall, 2),
+            "load_avg": round(load, 1)}
 
 
 def adaptive(folder: Path, scheduler: str | None) -> tuple[object, float]:
@@ -107,6 +116,7 @@ def main() -> None:
     parser.add_argument("--old", default="/tmp/old-51c499d")
     parser.add_argument("--skip-old", action="store_true")
     parser.add_argument("--skip-adaptive", action="store_true")
+    parser.add_argument("--skip-half", action="store_true", help="no run at half the games")
     args = parser.parse_args()
     n, shard = args.games, -(-args.games // args.shards)
     rows = []
@@ -115,7 +125,7 @@ def main() -> None:
         if not args.skip_old:
             rows.append(one_cell(Path(args.old), 2, n, None, tmp))
             print(rows[-1], flush=True)
-        for workers, games in ((1, n), (2, n), (2, n // 2)):
+        for workers, games in ((1, n), (2, n), *([] if args.skip_half else [(2, n // 2)])):
             rows.append(one_cell(REPO, workers, games, shard, tmp))
             print(rows[-1], flush=True)
         table = pd.DataFrame(rows)
