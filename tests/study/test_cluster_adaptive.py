@@ -19,8 +19,8 @@ from toolkit.testing.dask_cluster import dask_cluster
 
 pytest.importorskip("dask.distributed")
 REPO = Path(__file__).resolve().parents[2]
-SPEC = dict(name="ad", models=["heuristic", "chaos:0"], presets=["classic7"], design="adaptive", min_difference=2.0,
-            seed=5, round_games=8, concurrency=1)
+SPEC = dict(name="ad", models=["heuristic", "chaos:0"], presets=["classic7"], design="adaptive", min_difference=0.7,
+            seed=5, concurrency=1)  # 5 looks of 9 side-swapped pairs, 90 games at most
 
 
 def wait_for(what, test, timeout=120):
@@ -44,9 +44,9 @@ def test_killed_worker_and_coordinator_lose_nothing_recorded_and_the_decision_is
         coordinator = subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **env}, stdout=subprocess.DEVNULL,
                                        stderr=subprocess.DEVNULL, start_new_session=True)
         try:
-            wait_for("round 2", lambda: list(folder.glob("classic7__round2/batch*/*/games.jsonl")))
+            wait_for("round 1", lambda: list(folder.glob("classic7__round1/batch*/*/games.jsonl")))
             os.killpg(cluster.workers[0].pid, signal.SIGKILL)  # a worker (its nanny and its process) mid-round
-            wait_for("round 3", lambda: list(folder.glob("classic7__round3/batch*/*/games.jsonl")))
+            wait_for("round 2", lambda: list(folder.glob("classic7__round2/batch*/*/games.jsonl")))
         finally:
             os.killpg(coordinator.pid, signal.SIGKILL)  # then the coordinator
             coordinator.wait()
