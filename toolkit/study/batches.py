@@ -37,10 +37,13 @@ def batches(rows: pd.DataFrame, batch_games: int = BATCH_GAMES) -> list[list[int
 
 
 def pairs(rows: pd.DataFrame) -> list[list[int]]:
-    """A round's games as side-swapped pairs, as the sequential test pairs them: the k-th game (in seed order) of
-    A's village against B's wolves with the k-th of B's village against A's wolves, per preset; a game with no
-    partner (self-play, or one side's extra games) alone. Sorted by first seed."""
+    """A round's games as side-swapped pairs, as the sequential test pairs them: the schedule's ``pair`` column
+    where it has one, else the k-th game (in seed order) of A's village against B's wolves with the k-th of B's
+    village against A's wolves, per preset; a game with no partner (self-play, or one side's extra games)
+    alone. Sorted by first seed."""
     games = rows.drop_duplicates("seed").sort_values("seed")
+    if "pair" in games.columns:
+        return sorted(([int(s) for s in g] for _, g in games.groupby("pair", sort=False)["seed"]), key=min)
     by: dict[tuple[str, str, str], list[int]] = {}
     for preset, matchup, seed in zip(games["preset"], games["matchup"], games["seed"]):
         village, wolves = str(matchup).split(" vs ")
