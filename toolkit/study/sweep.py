@@ -8,6 +8,7 @@ a failed cell is recorded with its error and does not stop the others, and the s
 from __future__ import annotations
 
 import ast
+import contextlib
 import ctypes
 import hashlib
 import itertools
@@ -30,6 +31,7 @@ from tqdm.auto import tqdm
 from toolkit import analysis as A
 from toolkit.analysis import plots as P
 from toolkit.llm.llama_server import study_server
+from toolkit.llm.shared_limits import ENV, shared
 from toolkit.record.load import games_with_params, load
 from toolkit.record.tables import TABLES
 from toolkit.core import data
@@ -375,7 +377,8 @@ def run_sweep(path: str | Path, workers: int = 1, executor: str = "local", sched
     # cluster, whose workers cannot reach 127.0.0.1 here: there each cell starts its own).
     found: list[dict] = []
     try:
-        with study_server(set().union(*(cell_specs(c) for c in todo)) if scheduler is None else ()):
+        with study_server(set().union(*(cell_specs(c) for c in todo)) if scheduler is None else ()), \
+                _shared_limits(Path(results_root) / spec["name"], scheduler):
             _execute(run, found, bar, workers, executor, scheduler)
     finally:  # a cell whose shards all ended is done (its DONE.json) even when the sweep is stopped
         parts.update((s["cell_id"], s) for s in found)
@@ -388,6 +391,16 @@ def run_sweep(path: str | Path, workers: int = 1, executor: str = "local", sched
         summary.attrs["budget"] = budget.line() + (f"; {capped} cell{'s' * (capped != 1)} stopped at the cap "
                                                    "(a rerun with a higher cap plays the rest)" if capped else "")
     return summary
+
+
+def _shared_limits(folder: Path, scheduler: str | None) -> Any:
+    """One limit per endpoint for every worker of the sweep (toolkit.llm.shared_limits): the workers this process
+    starts (local processes, a local Dask cluster) and their kernels inherit ``TOOLKIT_SHARED_LIMITS``, a folder of
+    the sweep's unless it is set already. A remote cluster's workers do not inherit it: set it on them (a folder
+    every machine shares)."""
+    if os.environ.get(ENV) or scheduler is not None:
+        return contextlib.nullcontext()
+    return shared(folder / ".limits")
 
 
 def _execute(todo: list[Cell], statuses: list[dict], bar: Any, workers: int, executor: str,

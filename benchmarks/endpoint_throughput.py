@@ -1,0 +1,108 @@
+"""Throughput to the endpoint's limit (issue 42): N classic7 games at once (every seat ``openai:det`` on the
+loopback server) against an endpoint that takes LATENCY seconds an answer and allows as many requests in flight
+as come, old (51c499d, from a worktree of it) beside new, each in a process of its own.
+
+For each number of games and latency, one line per code: games/hour, the one-wave ideal (every game started at
+once and none waiting for anything but its own calls: games × 3600 / (the games' mean critical path, their
+longest chain of calls one after another, × the latency)) and the share of it reached, the requests in flight
+(mean while playing, peak), and the client's CPU per model call (the process's user + system CPU over the
+games, divided by the calls: prompt rendering, the HTTP client, parsing, the rows written). The server runs in a
+process of its own. (``endpoint_concurrency.py`` compares the gates of two sessions before, against an endpoint
+with a capacity, in one process.)
+
+    python benchmarks/endpoint_throughput.py [--old /tmp/old-51c499d] [--games 64,256] [--latencies 1.0,0.2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from toolkit.testing.loopback_server import serve_in_subprocess
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKER = """
+import asyncio, json, os, statistics, sys, tempfile, time
+from toolkit.llm import get_model
+from toolkit.record.run_log import Run
+from toolkit.werewolf.game import GameConfig, GameRunner
+
+url, games = sys.argv[1], int(sys.argv[2])
+spec = f"openai:det@{url}"
+
+async def study(run):
+    model = get_model(spec, timeout_s=120, max_attempts=20, max_total_wait_s=600)
+    models = {spec: model}
+    samples, runners = [], [GameRunner(GameConfig(seed=s, model=spec), run, models) for s in range(games)]
+    async def sample():
+        from toolkit.llm.gate import stats
+        while True:
+            samples.append(sum(g["in_flight"] for g in stats().values()))
+            await asyncio.sleep(0.05)
+    sampler = asyncio.create_task(sample())
+    results = await asyncio.gather(*(r.play() for r in runners))
+    sampler.cancel()
+    return results, samples
+
+with tempfile.TemporaryDirectory() as folder, Run(folder, "throughput") as run:
+    cpu0, t0 = os.times(), time.perf_counter()
+    results, samples = asyncio.run(study(run))
+    wall, cpu1 = time.perf_counter() - t0, os.times()
+from toolkit.llm.gate import stats
+calls = sum(r.log.calls for r in results)
+print(json.dumps({"wall": wall, "cpu": (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system), "calls": calls,
+                  "games": len(results), "errors": sum(r.winner in ("error", "unfinished") for r in results),
+                  "critical": statistics.fmean(r.critical_path_calls for r in results),
+                  "mean_in_flight": statistics.fmean(samples) if samples else 0,
+                  "peak": max(samples) if samples else 0}))
+"""
+
+
+def play(code: Path, url: str, games: int) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    env.pop("TOOLKIT_SHARED_LIMITS", None)
+    out = subprocess.run([sys.executable, "-c", WORKER, url, str(games)], env=env, cwd=code, capture_output=True,
+                         text=True, timeout=7200)
+    if out.returncode:
+        raise RuntimeError(out.stderr[-2000:])
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--old", default="/tmp/old-51c499d", help="a checkout of 51c499d (git worktree add)")
+    parser.add_argument("--games", default="64,256", help="games at once, comma-separated")
+    parser.add_argument("--latencies", default="1.0,0.2", help="seconds an answer, comma-separated")
+    args = parser.parse_args()
+    codes = [("old 51c499d", Path(args.old)), ("new", ROOT)]
+    print(f"classic7 games, every seat openai:det on the loopback server (its own process); load average "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the start")
+    print(f"{'games':>5} {'latency':>7}  {'code':<12} {'games/h':>8} {'ideal/h':>8} {'of ideal':>8} {'in flight':>9} "
+          f"{'peak':>5} {'calls':>6} {'CPU ms/call':>11} {'wall s':>6}")
+    for games in (int(x) for x in args.games.split(",")):
+        for latency in (float(x) for x in args.latencies.split(",")):
+            for name, code in codes:
+                if not (code / "toolkit").is_dir():
+                    print(f"{games:>5} {latency:>6g}s  {name:<12} (no checkout: git worktree add {code} 51c499d)")
+                    continue
+                proc, url = serve_in_subprocess(seed=0, latency=latency)
+                try:
+                    r = play(code, url, games)
+                finally:
+                    proc.terminate()
+                    proc.wait(10)
+                per_hour = r["games"] / r["wall"] * 3600
+                ideal = games * 3600 / (r["critical"] * latency)
+                cpu_ms = r["cpu"] / r["calls"] * 1000
+                print(f"{games:>5} {latency:>6g}s  {name:<12} {per_hour:>8.0f} {ideal:>8.0f} {per_hour / ideal:>8.0%} "
+                      f"{r['mean_in_flight']:>9.1f} {r['peak']:>5} {r['calls']:>6} {cpu_ms:>11.2f} "
+                      f"{r['wall']:>6.0f}" + (f"  ({r['errors']} games unfinished or error)" if r["errors"] else ""),
+                      flush=True)
+
+
+if __name__ == "__main__":
+    main()
