@@ -206,20 +206,22 @@ def test_credentials_in_a_url_never_reach_a_table(tmp_path, server):
 
 @pytest.mark.parametrize("status", ["400", "401", "404"])
 @pytest.mark.slow
-def test_a_seat_whose_every_call_failed_ends_the_game_as_an_error_naming_it(tmp_path, server, capsys, status):
-    """400/401/404 are not retried (one attempt per call), and the seat's failures end the game with exit 1."""
-    code = main(["play", "--seat", f"Player3=openai:{status}@{server.base_url}", "--quiet", "--out", str(tmp_path)])
-    out = capsys.readouterr().out
-    assert code == 1 and "winner: error (Player3 broken: the endpoint failed" in out, out
-    assert f"3 calls in a row to openai:{status}@{server.base_url} got no answer (http_error: {status} at" in out, out
-    from toolkit.record.load import load
+def test_an_endpoint_that_refuses_for_good_stops_the_game_at_once(tmp_path, server, capsys, status):
+    """400/401/404 are not retried (one attempt per call) and waiting cannot cure them: the endpoint is down at
+    its first refusal, the game stops unfinished (no games row), one line on stderr names it, exit 4; with
+    --keep-going too (a dead endpoint stops a game under either)."""
+    for extra, out in (([], "wait"), (["--keep-going"], "keep")):
+        code = main(["play", "--seat", f"Player3=openai:{status}@{server.base_url}", "--quiet", *extra,
+                     "--out", str(tmp_path / out)])
+        err = capsys.readouterr().err
+        assert code == 4, err
+        line = [x for x in err.splitlines() if x.startswith("stopped on day 1: ")]
+        assert len(line) == 1 and f"endpoint openai:{status}@{server.base_url} is down: http_error: " in line[0]
+        from toolkit.record.load import load
 
-    calls = load(tmp_path).calls
-    assert (calls[calls["seat"] == "Player3"]["attempts"].fillna(1) == 1).all()  # never retried
-
-    code = main(["play", "--seat", f"Player3=openai:{status}@{server.base_url}", "--quiet", "--keep-going",
-                 "--out", str(tmp_path / "keep")])
-    assert code == 0 and "winner: error" not in capsys.readouterr().out
+        tables = load(tmp_path / out, complete_games=False)
+        calls = tables.calls
+        assert tables.games.empty and len(calls[calls["seat"] == "Player3"]) == 1  # asked once, never retried
 
 
 @pytest.mark.slow

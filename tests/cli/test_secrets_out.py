@@ -158,7 +158,7 @@ def test_a_password_given_as_a_reference_stays_out_of_every_file(tmp_path, serve
     env = {**os.environ, "PYTHONPATH": os.getcwd(), "ECHO_PASSWORD_REF": secret}
     done = toolkit("play", "--model", f"openai:echo@{url}", "--max-days", "1", "--keep-going", "--out", "out",
                    "--quiet", cwd=tmp_path, env=env)
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.returncode in (0, 1), done.stderr[-2000:]  # 1: the echoes spoil most answers (a degraded game)
     sent = {base64.b64decode(h["authorization"].split()[1]).decode() for h in server.headers if "authorization" in h}
     assert sent == {f"alice:{secret}"}
     players = pd.read_parquet(next((tmp_path / "out").rglob("players.parquet")))

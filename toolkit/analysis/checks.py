@@ -20,7 +20,8 @@ def conditions(games: pd.DataFrame, base: tuple[str, ...] = ("preset",)) -> list
     ``NOT_CONDITIONS``."""
     known = set(base) | {c for c in games.columns if c not in NOT_CONDITIONS}
     skip = {"game_id", "run_id", "winner", "win_reason", "days", "n_calls", "n_events", "prompt_tokens",
-            "completion_tokens", "cost_usd", "n_fallbacks", "wall_s", "config"}
+            "completion_tokens", "cost_usd", "n_fallbacks", "wall_s", "config", "degraded", "degraded_why",
+            "endpoint_fallbacks"}  # outcomes of a game, not conditions
     return [c for c in games.columns if c in known and c not in skip
             and games[c].astype(str).nunique(dropna=False) > 1]
 

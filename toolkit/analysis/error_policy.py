@@ -45,8 +45,8 @@ def clean_games(games: pd.DataFrame) -> pd.DataFrame:
 def error_survival(games: pd.DataFrame, players: pd.DataFrame) -> pd.DataFrame:
     """Ratings per model and side on all games (``_all``) and on the clean ones (``_clean``), with the
     ``shift`` between them (logits). Rows where only one of the two has a rating keep the other empty."""
-    clean = clean_games(games)
-    return _side_by_side(ratings(games, players, by_side=True),
+    clean = clean_games(games)  # the check reads every game, degraded ones included (the ratings leave them out)
+    return _side_by_side(ratings(games, players, by_side=True, include_degraded=True),
                          ratings(clean, players[players["game_id"].isin(clean["game_id"])], by_side=True),
                          ("all", "clean"))
 

@@ -42,6 +42,16 @@ from toolkit.analysis.intervals import Z95, Draws, holm
 SIDES = ("village", "werewolves")
 
 
+def decided_games(games: pd.DataFrame, include_degraded: bool = False) -> pd.DataFrame:
+    """The games a rating counts: decided ones (draws and errors are left out) and, unless
+    ``include_degraded``, not degraded (``games.degraded``: a seat's decisions were mostly fallbacks, so the
+    result says little about the models; results written before the column count as not degraded)."""
+    keep = games["winner"].isin(SIDES)
+    if not include_degraded and "degraded" in games.columns:
+        keep &= ~games["degraded"].astype("boolean").fillna(False).astype(bool)
+    return games[keep]
+
+
 @dataclass
 class Design:
     X: np.ndarray  # (games, 1 + parameters): column 0 is the side term
@@ -51,9 +61,10 @@ class Design:
     n_games: dict[tuple[str, str], int]
 
 
-def design(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True) -> Design:
-    """The logistic design matrix of the decided games (draws and errors are left out)."""
-    decided = games[games["winner"].isin(SIDES)][["game_id", "winner"]]
+def design(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True, include_degraded: bool = False) -> Design:
+    """The logistic design matrix of the decided games (``decided_games``: draws, errors and, unless
+    ``include_degraded``, degraded games are left out)."""
+    decided = decided_games(games, include_degraded)[["game_id", "winner"]]
     seats = players[["game_id", "side", "spec"]].merge(decided, on="game_id")
     share = seats.groupby(["game_id", "side", "spec"]).size() / seats.groupby(["game_id", "side"]).size()
     share = share.rename("share").reset_index()
@@ -176,8 +187,8 @@ class RatingFit:
 
 
 def fit_ratings(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True, n_boot: int = 0,
-                seed: int = 0, prior_sd: float = 3.0) -> RatingFit | None:
-    d = design(games, players, by_side)
+                seed: int = 0, prior_sd: float = 3.0, include_degraded: bool = False) -> RatingFit | None:
+    d = design(games, players, by_side, include_degraded)
     if len(d.y) == 0:
         return None
     T = constraints(d)
@@ -188,11 +199,12 @@ def fit_ratings(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True
 
 
 def ratings(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = False, n_boot: int = 0, seed: int = 0,
-            prior_sd: float = 3.0) -> pd.DataFrame:
+            prior_sd: float = 3.0, include_degraded: bool = False) -> pd.DataFrame:
     """One row per model (``by_side=False``) or per model and side, plus a ``(side term)`` row: ``rating`` on
     the logit scale (0 = the average model of that side), its interval and the decided games it played
-    (``n``). Positive is stronger; the side term is the village's advantage in logit units."""
-    f = fit_ratings(games, players, by_side, n_boot, seed, prior_sd)
+    (``n``). Positive is stronger; the side term is the village's advantage in logit units. Degraded games
+    are left out unless ``include_degraded`` (``decided_games``)."""
+    f = fit_ratings(games, players, by_side, n_boot, seed, prior_sd, include_degraded)
     cols = ["spec", "side", "rating", "ci_low", "ci_high", "n"]
     if f is None:
         return pd.DataFrame(columns=cols)
@@ -218,13 +230,13 @@ SEPARATION_COLUMNS = ["side", "a", "b", "diff", "ci_low", "ci_high", "p", "p_hol
 
 
 def separation(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True, n_boot: int = 0,
-               seed: int = 0, prior_sd: float = 3.0) -> pd.DataFrame:
+               seed: int = 0, prior_sd: float = 3.0, include_degraded: bool = False) -> pd.DataFrame:
     """For every pair of models (per side): the rating difference, its 95% interval, the two-sided p-value
     of "no difference" (normal, with the larger of the bootstrap and curvature standard errors), Holm's
     adjusted p-value over every pair of the table, and a verdict — ``A > B`` when the Holm-adjusted p is
     below 0.05 (family-wise over all the table's comparisons), else ``cannot separate``; ``n_a``/``n_b``
-    are the decided games that inform each rating."""
-    f = fit_ratings(games, players, by_side, n_boot, seed, prior_sd)
+    are the decided games that inform each rating (degraded games left out unless ``include_degraded``)."""
+    f = fit_ratings(games, players, by_side, n_boot, seed, prior_sd, include_degraded)
     if f is None:
         return pd.DataFrame(columns=SEPARATION_COLUMNS)
     rows = []
@@ -251,7 +263,7 @@ def separation(games: pd.DataFrame, players: pd.DataFrame, by_side: bool = True,
 
 # ------------------------------------------------------------------ Elo and OpenSkill
 def _teams(games: pd.DataFrame, players: pd.DataFrame) -> list[tuple[str, dict, dict]]:
-    decided = games[games["winner"].isin(SIDES)]
+    decided = decided_games(games)
     order = decided.sort_values([c for c in ("seed", "game_id") if c in decided.columns])
     share = (players.groupby(["game_id", "side", "spec"]).size()
              / players.groupby(["game_id", "side"]).size()).rename("share").reset_index()

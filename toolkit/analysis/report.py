@@ -146,7 +146,7 @@ def robustness_sections(tables: Results, games: pd.DataFrame, by: list[str]) -> 
     games that had a fallback (if surviving the opponents' errors is what wins, this moves them)."""
     s = ["## Robustness\n", "Games per condition and how they ended (only decided games enter the ratings; "
          "`with_fallbacks` = games in which some answer fell back to a default):\n",
-         markdown_table(outcomes_table(games, by)),
+         markdown_table(outcomes_table(games, by)), *degraded_line(degraded_count(games), len(games), False),
          "Fallback rate per model (share of its decisions not answered by the model; intervals resample "
          "games) beside its win rate per side:\n",
          markdown_table(per_condition(fallback_rates, games, tables, by))]
@@ -266,11 +266,37 @@ class Part:
     eager: bool = False
 
 
-def _werewolf_parts(tables: Results, out: Path, written: list[Path], folder: Path) -> list[Part]:
+def degraded_count(games: pd.DataFrame) -> int:
+    """Degraded games (``games.degraded``: a seat's decisions were mostly fallbacks)."""
+    if "degraded" not in games.columns:
+        return 0
+    return int(games["degraded"].astype("boolean").fillna(False).sum())
+
+
+def degraded_line(n: int, total: int, included: bool, what: str = "the table above") -> list[str]:
+    """The sentence beside a table that uses games: how many were degraded and whether the ratings count them."""
+    if not n:
+        return []
+    rated = ("and in the ratings (`--include-degraded`)" if included else
+             "but not in the ratings, which leave them out by default (`toolkit report --include-degraded` puts "
+             "them back)")
+    return [f"**Degraded games:** {n} of {total} (a seat's decisions were mostly not its model's: fallbacks for "
+            f"invalid or truncated answers or a failing endpoint; `games.degraded_why` says which seat): counted in "
+            f"{what} {rated}.\n"]
+
+
+def _werewolf_parts(tables: Results, out: Path, written: list[Path], folder: Path,
+                    include_degraded: bool = False) -> list[Part]:
+    n_degraded = degraded_count(tables.games)
+    if include_degraded and n_degraded:  # the ratings read games.degraded: cleared, they count every game
+        tables = replace(tables, games=tables.games.assign(degraded=False))
     games = games_with_params(tables)
     by = A.conditions(games)
     estimated = tokens_estimated(tables)
     multi = tables.players["spec"].nunique() > 1
+
+    def degraded(what: str = "the table above") -> list[str]:
+        return degraded_line(n_degraded, len(games), include_degraded, what)
 
     def summary() -> list[str]:
         s: list[str] = []
@@ -285,6 +311,7 @@ def _werewolf_parts(tables: Results, out: Path, written: list[Path], folder: Pat
                          "so they are one sample, not two.\n")
         else:
             s.append(f"One condition: all {len(games)} games share their run parameters.\n")
+        s += degraded("every table of this report")
         if estimated:
             s.append("Token counts are **estimated** (offline players or providers that report no usage), not "
                      "measured.\n")
@@ -298,13 +325,13 @@ def _werewolf_parts(tables: Results, out: Path, written: list[Path], folder: Pat
         written.append(P.save(P.plot_win_rates(games, by, title=title), inside(out, "win_rates", ".png")))
         return ["## Win rates by side (95% intervals: exact below 30 games, else Wilson; n = games)\n",
                 *([f"Each row pools {pooled}.\n"] if pooled else []),
-                markdown_table(games_table(A.win_rates(games, by))), "![win rates](win_rates.png)\n"]
+                markdown_table(games_table(A.win_rates(games, by))), *degraded(), "![win rates](win_rates.png)\n"]
 
     def models() -> list[str]:
         s = ["## Models: win rate by side and by role\n",
              "Per seat-game; intervals resample games. `n` counts seat-games, `n_games` games.\n",
              markdown_table(per_condition(lambda t: A.role_win_rates(t.games, t.players, ["spec", "side"]),
-                                          games, tables, by))]
+                                          games, tables, by)), *degraded()]
         if one_model_per_side(tables.players):
             s.append("By role: not shown — every game has one model per side, so a model's win rate is the "
                      "same for every village role by construction.\n")
@@ -329,7 +356,7 @@ def _werewolf_parts(tables: Results, out: Path, written: list[Path], folder: Pat
               "cover the true strengths 93–97% of the time). `n` = decided games that inform the rating. (The "
               "overall rating, one strength per model on both sides, is not shown: its coverage was not "
               "checked; `toolkit.analysis.ratings(..., by_side=False)` computes it.)\n",
-              markdown_table(games_table(ratings)),
+              markdown_table(games_table(ratings)), *degraded("the win rates above"),
               *([f"Not rated: {'; '.join(unrated) or 'every condition'} — one model per side there, so "
                  "there is no one to rate it against (its win rate above says all there is).\n"] if unrated else []),
               "Which models the data can tell apart: the difference, its 95% interval, `p` and Holm's "
@@ -588,7 +615,7 @@ class Report:
     rendered when asked for and writes its plots into ``out``. ``write_report`` renders them all; the results
     explorer renders the summary first and the other parts when a reader opens them."""
 
-    def __init__(self, folder: str | Path, out: str | Path | None = None):
+    def __init__(self, folder: str | Path, out: str | Path | None = None, include_degraded: bool = False):
         self.folder = Path(folder)
         self.out = Path(out or folder)
         self.tables = tables = load(self.folder, complete_games=True, columns=report_columns())
@@ -597,7 +624,7 @@ class Report:
         self.written: list[Path] = []
         self.parts = [Part("Report", self._header, eager=True)]
         if len(tables.games):
-            self.parts += _werewolf_parts(tables, self.out, self.written, self.folder)
+            self.parts += _werewolf_parts(tables, self.out, self.written, self.folder, include_degraded)
         if len(tables.sessions):
             self.parts.append(Part("Engineer sessions", self._engineer, eager=True))
 
@@ -635,9 +662,11 @@ class Report:
                 "![tool usage](tool_usage.png)\n", "![success vs steps](success_vs_steps.png)\n"]
 
 
-def write_report(folder: str | Path, out: str | Path | None = None) -> list[Path]:
-    """Every part of ``folder``'s report, in order: the plots and ``summary.md`` in ``out`` (default: ``folder``)."""
-    report = Report(folder, out)
+def write_report(folder: str | Path, out: str | Path | None = None, include_degraded: bool = False) -> list[Path]:
+    """Every part of ``folder``'s report, in order: the plots and ``summary.md`` in ``out`` (default: ``folder``).
+    Degraded games (``games.degraded``) are counted beside every table and left out of the ratings unless
+    ``include_degraded``."""
+    report = Report(folder, out, include_degraded)
     text = "\n".join(t for t in (report.render(p) for p in report.parts) if t)
     summary = inside(report.out, "summary", ".md")
     summary.write_text(text)

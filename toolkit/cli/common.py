@@ -88,6 +88,7 @@ def run_config(args: argparse.Namespace) -> dict[str, Any]:
 
 
 CAPPED = 3  # the exit code of a run that stopped at its spending cap (not a failure; a rerun continues it)
+ENDPOINT_DOWN = 4  # the exit code of a run a dead endpoint stopped (its games unfinished; a rerun resumes them)
 
 
 def add_cap_arguments(parser: argparse.ArgumentParser, what: str) -> None:

@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from toolkit.cli.common import (CAPPED, Transcript, add_cap_arguments, endpoints_line, pairs, plural, run_config,
-                                 show)
+from toolkit.cli.common import (CAPPED, ENDPOINT_DOWN, Transcript, add_cap_arguments, endpoints_line, pairs, plural,
+                                 run_config, show)
 
 DESCRIPTION = "Play one werewolf game; print the transcript and write its tables."
 PRESETS = Path(__file__).resolve().parents[1] / "werewolf" / "engine" / "presets"
@@ -34,8 +34,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-days", type=int, metavar="N", help="end as a draw after N days (default: the preset's)")
     parser.add_argument("--temperature", type=float, metavar="T", help="sampling temperature for LLM seats (0-2)")
     parser.add_argument("--keep-going", action="store_true",
-                      help="a seat on a broken endpoint (3 calls in a row without an answer) plays on with "
-                           "fallbacks (default: the game ends as an error)")
+                      help="a call the endpoint failed (timeout, 429 or 5xx after its retries) is the seat's failed "
+                           "decision: a fallback the error policy judges, as Kaggle plays (the games row says so); "
+                           "by default the game waits for the endpoint. Either way an endpoint that gives no "
+                           "answer for TOOLKIT_ENDPOINT_DEADLINE_S (90 s; at least 1.5 x TOOLKIT_TIMEOUT_S) is "
+                           "down: the game stops unfinished, exit code 4")
     parser.add_argument("--error-policy", metavar="POLICY",
                       help="what a seat's failed decision costs it: fallback (a seeded legal decision), forfeit "
                            "(its side loses, as Kaggle's Game Arena), eliminate_after:N (removed after N, as "
@@ -93,6 +96,12 @@ def check_play(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str]
             parse_error_policy(args.error_policy)
         except ValueError as exc:
             raise FileError(f"--error-policy: {exc}") from None
+    from toolkit.llm.health import deadline_s
+
+    try:
+        deadline_s(60)
+    except ValueError as exc:
+        raise FileError(str(exc)) from None
     out_folder(args.out)
     return seats, roles
 
@@ -123,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
                         reflection=args.reflection, experience=args.experience, max_days=args.max_days,
                         discussion=args.discussion,
                         temperature=args.temperature, error_policy=args.error_policy)
-    config.fail_on_failed_seat = not args.keep_going
+    config.on_endpoint_failure = "fallback" if args.keep_going else "wait"
     models, budget = {}, None
     if args.max_usd is not None or args.max_tokens is not None:  # checked (prices known) before any folder
         from toolkit.llm import get_model
@@ -141,6 +150,11 @@ def run(args: argparse.Namespace) -> int:
     for unused in unused_decisions(runner):
         show(f"warning: {unused} was never used", file=sys.stderr)
     endpoints = endpoints_line(run.folder)  # the endpoints' concurrency: peak, limit, 429s, time waited
+    if result.winner == "interrupted":  # a dead endpoint: one line, on stderr too (seen under --quiet)
+        if endpoints is not None:
+            show(endpoints)
+        show(f"stopped on day {result.days}: {mask_url_credentials(result.win_reason)}", file=sys.stderr)
+        return ENDPOINT_DOWN
     if budget is not None and result.winner == "unfinished":
         if endpoints is not None:
             show(endpoints)
@@ -148,6 +162,9 @@ def run(args: argparse.Namespace) -> int:
         return CAPPED
     reason = mask_url_credentials(result.win_reason.splitlines()[0])
     show(f"winner: {result.winner} ({reason}) after {plural(result.days, 'day')}")
+    if result.degraded:  # not a normal result: a seat's decisions were mostly fallbacks
+        show(f"degraded: {'; '.join(f'{s}: {w}' for s, w in runner.degraded_seats().items())} (the result says "
+             "little about the models; ratings leave it out)", file=sys.stderr)
     if budget is not None:
         show(budget.line())
     from toolkit.analysis.degeneracy import summary_line
@@ -158,4 +175,4 @@ def run(args: argparse.Namespace) -> int:
     show(summary_line(load(run.folder, complete_games=False)))
     if endpoints is not None:
         show(endpoints)
-    return 0 if result.winner != "error" else 1
+    return 1 if result.winner == "error" or result.degraded else 0

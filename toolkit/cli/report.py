@@ -15,6 +15,9 @@ MMAP_THRESHOLD = 128 * 1024  # glibc's initial threshold, kept fixed
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dir", help="a results folder (every run below it is read)")
     parser.add_argument("--out", metavar="DIR", help="where to write (default: DIR)")
+    parser.add_argument("--include-degraded", action="store_true",
+                        help="rate the degraded games too (a seat's decisions mostly fallbacks: games.degraded); "
+                             "by default they are counted beside every table but left out of the ratings")
 
 
 def return_freed_memory() -> bool:
@@ -43,6 +46,6 @@ def run(args: argparse.Namespace) -> int:
     results_folder(args.dir)
     out_folder(args.out or args.dir)
     return_freed_memory()
-    for path in write_report(args.dir, args.out):
+    for path in write_report(args.dir, args.out, include_degraded=args.include_degraded):
         show(path)
     return 0

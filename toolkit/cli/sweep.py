@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from toolkit.cli.common import CAPPED, add_cap_arguments, endpoints_line, show
+from toolkit.cli.common import CAPPED, ENDPOINT_DOWN, add_cap_arguments, endpoints_line, show
 
 DESCRIPTION = None
 
@@ -63,13 +63,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 def cells_line(summary) -> int:
-    """The last lines of a sweep or a tournament (cells, failed, the budget's line) and its exit code."""
+    """The last lines of a sweep or a tournament (cells, failed, the budget's line) and its exit code; a dead
+    endpoint that stopped the study is the last line (on stderr too), exit code 4."""
+    import sys
+
     capped = summary["capped"].fillna(False).astype(bool) if "capped" in summary else False
     failed = int((~summary["ok"].astype(bool) & ~capped).sum())
     show(f"cells: {len(summary)}, failed: {failed}" + (f", capped: {int(capped.sum())}" if capped is not False
                                                          and capped.any() else ""))
     if "budget" in summary.attrs:
         show(summary.attrs["budget"])
+    down = summary["endpoint"].dropna() if "endpoint" in summary else ()
+    if len(down):
+        show(f"stopped: {down.iloc[0]}", file=sys.stderr)
+        return ENDPOINT_DOWN
     return 1 if failed else CAPPED if capped is not False and capped.any() else 0
 
 

@@ -158,8 +158,13 @@ def _run_adaptive(args: argparse.Namespace) -> int:
         show(line)
     show(f"{spec['name']}: stopped ({status.stopped}) after {status.games} games; {status.coordinator.decided} of "
          f"{len(status.coordinator.comps)} comparisons decided; report: {report}")
-    from toolkit.cli.common import CAPPED
+    import sys
 
+    from toolkit.cli.common import CAPPED, ENDPOINT_DOWN
+
+    if status.stopped.startswith("endpoint down: "):
+        show(f"stopped: {status.stopped.removeprefix('endpoint down: ')}", file=sys.stderr)
+        return ENDPOINT_DOWN
     return CAPPED if status.stopped.startswith("spending cap") else 0
 
 

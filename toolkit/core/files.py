@@ -290,6 +290,8 @@ class TournamentFile(BaseModel):
     concurrency: int = Field(16, ge=1, le=1024)
     notebook: str | None = None
     error_policy: str | None = None  # fallback, forfeit, eliminate_after:N (toolkit.werewolf.engine.preset)
+    # the endpoint's failures: wait for the endpoint, or fallback (the seats' failed decisions, Kaggle-style)
+    on_endpoint_failure: Literal["wait", "fallback"] | None = None
     max_usd: float | None = Field(None, gt=0, allow_inf_nan=False)  # a spending cap (toolkit.llm.budget)
     max_tokens: int | None = Field(None, ge=1)
     at_cap: Literal["stop", "finish"] = "stop"

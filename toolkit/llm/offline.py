@@ -150,8 +150,10 @@ class ReplayBackend(Backend):
     """Answers taken from an earlier run's ``calls`` rows, matched by the request's ``replay_key``.
 
     The n-th request with a given key gets the n-th recorded call with that key (re-asks included); a
-    recorded failure is raised again, so fallbacks replay too. ``rows`` are dicts with ``replay_key``,
-    ``response_text`` and ``error``, in the order they were recorded.
+    recorded failure is raised again, so fallbacks replay too. A call the endpoint failed while the game waited
+    for it (no answer, not a fallback: ``toolkit.llm.health``) was no decision and is skipped: the game asked
+    again, and the next row is its answer. ``rows`` are dicts with ``replay_key``, ``response_text``, ``error``
+    and ``fallback``, in the order they were recorded.
     """
 
     free = True
@@ -160,6 +162,8 @@ class ReplayBackend(Backend):
         self.model = name
         self._recorded: dict[str, list[dict]] = defaultdict(list)
         for row in rows:
+            if not isinstance(row.get("response_text"), str) and row.get("fallback") in (False,):  # numpy too
+                continue  # the endpoint's failure, waited out (a fallback row is True, an old one's None/NaN)
             self._recorded[str(row.get("replay_key"))].append(row)
         self._served: dict[tuple[str, str], int] = defaultdict(int)
 

@@ -11,7 +11,9 @@ An answer cut at the output token limit (``finish_reason: "length"``, common wit
 ``truncated`` attempt, never parsed (a repaired half-answer would pass for a short one): it is asked again,
 up to ``truncation_reasks`` times, with a "reason less" nudge that grows with the truncations in a row
 (``prompts/truncated.j2``; Kaggle's Game Arena harness does the same), and then the action ends on the fallback
-with ``error_kind="truncated"`` for the caller's error policy. The caller hands over
+with ``error_kind="truncated"`` for the caller's error policy. A call its endpoint failed (no answer after the
+retries: ``toolkit.llm.health``) is no answer of the model: with ``endpoint="wait"`` the action waits for the
+endpoint and asks again, and a dead endpoint raises ``EndpointDown``. The caller hands over
 the whole ``Request`` (who asks, why, sampling, observation); the action adds the messages and the output
 schema, sends it through the model wrapper, and writes every call, good or bad, to the call log.
 """
@@ -31,6 +33,7 @@ from pydantic import BaseModel, ValidationError, create_model
 
 from toolkit.core import data
 from toolkit.llm import Call, Model, Request
+from toolkit.llm.health import EndpointHealth, endpoint_fault, health_of
 from toolkit.record.run_log import CallLog
 
 _DEFAULT_DIR = str(data.path("prompts"))
@@ -115,6 +118,7 @@ class ActionResult:
     # "truncated" when the last answer was cut at the output token limit.
     error_kind: str | None = None
     truncations: int = 0  # answers of this action cut at the token limit
+    endpoint_failed: bool = False  # the fallback stood in for the endpoint's failure, not the model's
 
 
 @lru_cache(maxsize=4096)
@@ -183,9 +187,28 @@ class Action:
     async def run(self, model: Model, request: Request, values: dict[str, Any], *,
                   fallback: Callable[[], BaseModel], log: CallLog | None = None,
                   output: type[BaseModel] | None = None, truncation_reasks: int = 2,
-                  nudge: bool = True) -> ActionResult:
+                  nudge: bool = True, endpoint: str | None = None) -> ActionResult:
         """Ask, parse, re-ask once with the error; a truncated answer is re-asked up to ``truncation_reasks``
-        times (with the growing "reason less" nudge unless ``nudge=False``); then the fallback."""
+        times (with the growing "reason less" nudge unless ``nudge=False``); then the fallback.
+
+        ``endpoint`` says what the endpoint's failures (``toolkit.llm.health``) do: ``"wait"``: none is the
+        model's, the action waits for the endpoint and asks again (``EndpointDown`` when it is dead);
+        ``"fallback"``: a failure ends on the fallback as the model's would (``endpoint_failed`` says so), and a
+        dead endpoint still raises ``EndpointDown``; None: no health kept (every failure is the action's)."""
+        if endpoint is None or model.base_url is None:
+            return await self._run(model, request, values, fallback, log, output, truncation_reasks, nudge, None)
+        health = health_of(model)
+        health.begin()
+        try:
+            return await self._run(model, request, values, fallback, log, output, truncation_reasks, nudge,
+                                   (health, endpoint))
+        finally:
+            health.end()
+
+    # Over 60 lines: the one loop of asking, parsing, re-asking and falling back, kept whole so its order shows.
+    async def _run(self, model: Model, request: Request, values: dict[str, Any], fallback: Callable[[], BaseModel],
+                   log: CallLog | None, output: type[BaseModel] | None, truncation_reasks: int, nudge: bool,
+                   guard: tuple[EndpointHealth, str] | None) -> ActionResult:
         output = output or self.output
         request = request.but(messages=self.messages(values), schema=json_schema(output), schema_name=self.name,
                               action=self.name)
@@ -193,8 +216,14 @@ class Action:
         error, calls, reasked, truncations = None, 0, False, 0
         while True:
             seq = log.next_seq() if log is not None else 0
-            call = await model.generate(request)
+            call = await (guard[0].generate(model, request) if guard else model.generate(request))
             call.seq, calls = seq, calls + 1
+            if guard is not None and guard[1] == "wait" and endpoint_fault(model, call):
+                call.ok, call.fallback = False, False  # no decision was made: the endpoint is waited for
+                if log is not None:
+                    log.write(call)
+                await guard[0].wait(call)  # EndpointDown when the endpoint is dead
+                continue
             truncated = call.completion is not None and call.completion.truncated
             if truncated:
                 value, error = None, (f"truncated: the answer was cut at the output token limit (finish_reason "
@@ -227,5 +256,9 @@ class Action:
             log.fallbacks += 1
         kind = ("truncated" if call.completion.truncated else None) if call.completion is not None else (
             call.attempts[-1].error_kind if call.attempts else "error")
+        if guard is not None and endpoint_fault(model, call):  # played on with a fallback (endpoint="fallback")
+            guard[0].judge(call)  # EndpointDown when the endpoint is dead or refused for good
+            return ActionResult(fallback(), fallback=True, error=error, messages=request.messages, calls=calls,
+                                error_kind=kind, endpoint_failed=True)
         return ActionResult(fallback(), fallback=True, error=error, messages=request.messages, calls=calls,
                             error_kind=kind, truncations=truncations + (kind == "truncated"))

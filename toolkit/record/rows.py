@@ -87,6 +87,16 @@ class GameRow(Row):
                                   "event log was truncated); null in results written before it was kept")
     error_policy: str | None = column("what a failed decision cost the seat: ``fallback``, ``forfeit`` (its side "
                                       "lost: the win_reason says ``forfeit``), ``eliminate_after:N``")
+    degraded: bool | None = column("a seat's decisions were mostly (more than half) not its model's: fallbacks for "
+                                   "invalid or truncated answers, or for the endpoint under ``on_endpoint_failure: "
+                                   "fallback``; ratings leave such games out by default; null in results written "
+                                   "before it was kept")
+    degraded_why: str | None = column("the degraded seats and why (``Player3: 5 of 6 decisions fell back``)")
+    on_endpoint_failure: str | None = column("what the endpoint's failures did: ``wait`` (the game waited for the "
+                                             "endpoint; none was the seat's) or ``fallback`` (the seat played on "
+                                             "with fallbacks, judged by the error policy)")
+    endpoint_fallbacks: int | None = column("decisions that fell back for the endpoint's failure (only under "
+                                            "``on_endpoint_failure: fallback``)")
 
 
 @dataclass(slots=True, kw_only=True)

@@ -31,6 +31,7 @@ import pandas as pd
 
 from toolkit.analysis import sequential as S
 from toolkit.llm.budget import BudgetReached
+from toolkit.llm.health import EndpointDown
 from toolkit.record.load import LoadWarning, load
 from toolkit.study.batches import BATCH_GAMES, play_round
 from toolkit.study.tournament import load_tournament, run_cell, village_rate
@@ -233,14 +234,15 @@ def _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_t
             capped = play_round(rows, folder, schedule_path, pool[0], pool[1], on_batch=some_games,
                                 reflection=bool(spec.get("reflection", False)),
                                 concurrency=int(spec.get("concurrency", 16)), max_usd=max_usd, max_tokens=max_tokens,
-                                at_cap=at_cap, spend_dir=str(folder))
+                                at_cap=at_cap, spend_dir=str(folder),
+                                on_endpoint_failure=spec.get("on_endpoint_failure") or "wait")
             if capped:
                 raise BudgetReached(capped)
             return
         for cell in sorted(set(rows["cell"])):
             run_cell(str(folder / cell), str(schedule_path), cell, bool(spec.get("reflection", False)),
                      int(spec.get("concurrency", 16)), max_usd, max_tokens, at_cap, str(folder),
-                     on_result=one_game)
+                     on_result=one_game, on_endpoint_failure=spec.get("on_endpoint_failure") or "wait")
 
     def one_game(_) -> None:
         some_games(1)
@@ -277,6 +279,9 @@ def _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_t
             except BudgetReached as exc:
                 status.stopped = f"spending cap: {exc}"
                 break
+            except EndpointDown as exc:  # the round stays unfinished: a rerun finishes it
+                status.stopped = f"endpoint down: {exc}"
+                break
             tables = load(folder, complete_games=True)
         absorb(rnd, tables)
     bar.update(status.games - bar.n)
@@ -307,6 +312,9 @@ def _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_t
             play(rnd)
         except BudgetReached as exc:  # the round stays unfinished: a rerun with a higher cap finishes it
             status.stopped = f"spending cap: {exc}"
+            break
+        except EndpointDown as exc:  # the same: a rerun once the endpoint answers again finishes it
+            status.stopped = f"endpoint down: {exc}"
             break
         tables = load(folder, complete_games=True)
         absorb(rnd, tables)

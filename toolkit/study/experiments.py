@@ -30,7 +30,8 @@ from toolkit.core.sync import run_sync
 from toolkit.werewolf.experience import ExperiencePool
 from toolkit.llm import get_model
 from toolkit.llm.budget import Budget, BudgetReached
-from toolkit.werewolf.game import CapReport, GameConfig, SeededConfigs, play_games
+from toolkit.llm.health import EndpointDown
+from toolkit.werewolf.game import ENDPOINT_MODES, CapReport, GameConfig, SeededConfigs, play_games
 from toolkit.werewolf.engine.preset import load_preset, parse_error_policy
 from toolkit.werewolf.engine.roles import removing_kinds
 
@@ -86,6 +87,12 @@ def check_games(n_games: object, what: str = "n_games") -> int:
     return n_games
 
 
+def check_endpoint_mode(mode: object) -> None:
+    """``on_endpoint_failure`` is ``wait`` or ``fallback`` (``toolkit.werewolf.game.GameConfig``)."""
+    if mode not in ENDPOINT_MODES:
+        raise ValueError(f"on_endpoint_failure must be one of {', '.join(ENDPOINT_MODES)}, not {mode!r}")
+
+
 def check_werewolf_parameters(params: dict[str, object]) -> None:
     """What ``run_werewolf_cell`` would take, checked before any game: the preset exists, ``n_games`` and
     ``seed`` are whole numbers (``check_games``), ``seats`` names seats of the preset with spec strings, the
@@ -94,6 +101,7 @@ def check_werewolf_parameters(params: dict[str, object]) -> None:
     check_games(params.get("n_games", 20))
     if params.get("error_policy") is not None:
         parse_error_policy(params["error_policy"])
+    check_endpoint_mode(params.get("on_endpoint_failure", "wait"))
     seed = params.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed must be a whole number, got {seed!r}")
@@ -123,9 +131,13 @@ def cell_budget(results_dir: str | Path, max_usd: float | None, max_tokens: int 
 
 def play_capped(configs: Sequence[GameConfig], run: Run, budget: Budget | None, **kwargs) -> None:
     """Play the games under the cap; raise ``BudgetReached`` (its line: spent and left) when the cap kept some
-    from being played, so the cell is not taken for finished."""
+    from being played, and ``EndpointDown`` (which endpoint and why) when a dead endpoint stopped them, so the
+    cell is not taken for finished (a rerun plays what is missing)."""
     cap = CapReport()
     run_sync(play_games(configs, run, budget=budget, cap=cap, keep_results=False, **kwargs))
+    if cap.endpoint is not None:
+        raise EndpointDown(f"{cap.endpoint.removeprefix('interrupted (endpoint): ')} "
+                           f"({len(cap.interrupted)} game{'s' * (len(cap.interrupted) != 1)} unfinished)")
     if budget is not None and cap.reached:
         raise BudgetReached(budget.line(stopped=len(cap.stopped), skipped=len(cap.skipped)))
 
@@ -292,7 +304,7 @@ def run_werewolf_cell(results_dir: str, preset: str = "classic7", n_games: int =
                       temperature: float | None = None, concurrency: int = 16, experiment: str = "werewolf",
                       progress: bool = False, max_usd: float | None = None, max_tokens: int | None = None,
                       at_cap: str = "stop", spend_dir: str | None = None,
-                      error_policy: str | None = None) -> Results:
+                      error_policy: str | None = None, on_endpoint_failure: str = "wait") -> Results:
     """``play_werewolf_cell``, then the cell's tables without the prompts (``calls.messages``, most of a study's
     bytes: ``load(results_dir)`` reads them). A large cell's summary reads far less: ``cell_summary``."""
     play_werewolf_cell(**locals())
@@ -304,11 +316,14 @@ def play_werewolf_cell(results_dir: str, preset: str = "classic7", n_games: int 
                        seats: dict[str, str] | None = None, reflection: bool = False, experience: bool = False,
                        temperature: float | None = None, concurrency: int = 16, experiment: str = "werewolf",
                        progress: bool = False, max_usd: float | None = None, max_tokens: int | None = None,
-                       at_cap: str = "stop", spend_dir: str | None = None, error_policy: str | None = None) -> None:
+                       at_cap: str = "stop", spend_dir: str | None = None, error_policy: str | None = None,
+                       on_endpoint_failure: str = "wait") -> None:
     """Play a cell's seeded games into ``results_dir`` (finished seeds skipped). ``max_usd``/``max_tokens``:
     a spending cap (``toolkit.llm.budget``) over ``spend_dir``'s ledger; at the cap no new game starts and
     ``BudgetReached`` says what was spent and what is left. ``error_policy``: ``fallback``, ``forfeit`` or
-    ``eliminate_after:N`` (None: the preset's)."""
+    ``eliminate_after:N`` (None: the preset's). ``on_endpoint_failure``: ``wait`` (the endpoint's failures are not
+    the seats'; a dead endpoint stops the cell with ``EndpointDown``) or ``fallback`` (Kaggle-style: they are the
+    seats' failed decisions, judged by the error policy; a dead endpoint still stops the cell)."""
     params = {k: v for k, v in locals().items() if k not in ("progress",)}
     check_werewolf_parameters(params)  # a seat the preset lacks would be ignored: every game all-default
     budget = cell_budget(results_dir, max_usd, max_tokens, at_cap, spend_dir)
@@ -322,7 +337,8 @@ def play_werewolf_cell(results_dir: str, preset: str = "classic7", n_games: int 
             configs = SeededConfigs(GameConfig(preset=preset, model=model, seats=dict(seats or {}),
                                                side_models=side_models, reflection=reflection,
                                                experience=experience, temperature=temperature,
-                                               experience_pool=pool, error_policy=error_policy), todo)
+                                               experience_pool=pool, error_policy=error_policy,
+                                               on_endpoint_failure=on_endpoint_failure), todo)
             bar = None
             if progress:
                 bar = tqdm(total=len(todo), desc="games")

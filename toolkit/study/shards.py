@@ -74,7 +74,8 @@ def cell_status(cell: Cell, parts: list[dict[str, Any]]) -> dict[str, Any]:
     failed = [p for p in parts if not p.get("ok")]
     status = {**parts[0], "cell_id": cell.cell_id, "ok": not failed, "capped": any(p.get("capped") for p in parts),
               "error": None, "wall_s": round(sum(p.get("wall_s") or 0 for p in parts), 2), "shards": len(parts),
-              "where": sorted({p["where"] for p in parts if p.get("where")})}
+              "where": sorted({p["where"] for p in parts if p.get("where")}),
+              "endpoint": next((p["endpoint"] for p in parts if p.get("endpoint")), None)}  # a dead endpoint's line
     if failed:
         first = next((p for p in failed if not p.get("capped")), failed[0])
         status["error"] = f"{len(failed)} of {len(parts)} shards not done; {first['cell_id']}: {first.get('error')}"

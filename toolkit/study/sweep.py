@@ -19,7 +19,7 @@ import signal
 import socket
 import time
 import traceback
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +38,7 @@ from toolkit.core import data
 from toolkit.core.files import FileError, SweepFile, did_you_mean, load_file, one_line
 from toolkit.core.secrets import Redactor, redact, redact_obj, register_carried
 from toolkit.llm.budget import Budget, BudgetError, BudgetReached
+from toolkit.llm.health import EndpointDown
 from toolkit.study.experiments import check_werewolf_parameters
 from toolkit.study.shards import SHARD_GAMES, cell_status, shardable, shards
 from toolkit.werewolf.engine.preset import preset_models
@@ -257,6 +258,8 @@ def execute_cell(cell: Cell) -> dict[str, Any]:
     except papermill.PapermillExecutionError as exc:
         if exc.ename == BudgetReached.__name__:
             status.update(ok=False, capped=True, error=one_line(exc.evalue))
+        elif exc.ename == EndpointDown.__name__:  # the study stops: no other cell starts (run_sweep)
+            status.update(ok=False, endpoint=one_line(exc.evalue, 1000), error=one_line(exc.evalue, 1000))
         else:  # any other error in the notebook: recorded like the rest (re-raising it ended the whole sweep)
             _failed(status, folder, exc)
     except Exception as exc:  # recorded: the other cells go on
@@ -406,18 +409,31 @@ def _shared_limits(folder: Path, scheduler: str | None) -> Any:
 def _execute(todo: list[Cell], statuses: list[dict], bar: Any, workers: int, executor: str,
              scheduler: str | None) -> None:
     if executor == "local":
+        # Cells are handed to the pool as workers free up (a submitted cell cannot be taken back once the pool
+        # has queued it): a dead endpoint stops the study, and no cell not yet started starts.
         with ProcessPoolExecutor(max_workers=workers, initializer=_die_with_parent) as pool:
-            for future in as_completed([pool.submit(execute_cell, c) for c in todo]):
-                statuses.append(future.result())
-                bar.update()
+            waiting = iter(todo)
+            running = {pool.submit(execute_cell, c) for c in itertools.islice(waiting, workers)}
+            while running:
+                done, running = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    statuses.append(future.result())
+                    bar.update()
+                if not any(s.get("endpoint") for s in statuses):
+                    running |= {pool.submit(execute_cell, c) for c in itertools.islice(waiting, len(done))}
     elif executor == "dask":
         # the optional `dask` extra: imported only when a sweep asks for it
         from dask.distributed import as_completed as dask_completed
 
         with dask_client(scheduler, workers) as client:
-            for future in dask_completed(client.map(execute_cell, todo, pure=False)):
+            futures = client.map(execute_cell, todo, pure=False)
+            for future in dask_completed(futures):
+                if future.cancelled():
+                    continue
                 statuses.append(future.result())
                 bar.update()
+                if statuses[-1].get("endpoint"):  # a dead endpoint stops the study
+                    client.cancel(futures)
     else:
         raise ValueError(f"executor must be local or dask, not {executor!r}")
 
@@ -475,7 +491,7 @@ def summarise(spec: dict[str, Any], cells: list[Cell], statuses: list[dict], fol
     for cell in cells:
         status = by_id.get(cell.cell_id, {"ok": False, "error": "not run"})
         row = {"cell_id": cell.cell_id, **redact_obj(cell.grid_values), "ok": status.get("ok"),
-               "error": status.get("error"),
+               "error": status.get("error"), "endpoint": status.get("endpoint"),
                "capped": bool(status.get("capped")), "wall_s": status.get("wall_s")}
         if Path(cell.folder).exists():
             tables = load(cell.folder, complete_games=True,

@@ -327,7 +327,9 @@ def write_plan(path: str | Path, results_root: str | Path = "results") -> tuple[
     sweep = {"name": spec["name"], "notebook": spec.get("notebook", NOTEBOOK),
              "parameters": {"schedule": str(target.resolve()), "reflection": bool(spec.get("reflection", False)),
                             "concurrency": int(spec.get("concurrency", 16)),
-                            **({"error_policy": spec["error_policy"]} if spec.get("error_policy") else {})},
+                            **({"error_policy": spec["error_policy"]} if spec.get("error_policy") else {}),
+                            **({"on_endpoint_failure": spec["on_endpoint_failure"]}
+                               if spec.get("on_endpoint_failure") else {})},
              "grid": {"cell": sorted(set(plan["cell"]), key=lambda c: (c.split("__part")[0],
                                                                          int(c.split("__part")[1])))}}
     sweep.update({k: spec[k] for k in ("max_usd", "max_tokens", "at_cap") if spec.get(k) is not None})
@@ -353,7 +355,8 @@ def run_tournament(path: str | Path, workers: int = 1, executor: str = "local", 
 def run_cell(results_dir: str, schedule: str, cell: str, reflection: bool = False, concurrency: int = 16,
              max_usd: float | None = None, max_tokens: int | None = None, at_cap: str = "stop",
              spend_dir: str | None = None, error_policy: str | None = None, on_result=None,
-             seeds: list[int] | None = None, done_in: str | None = None, tables: bool = True):
+             seeds: list[int] | None = None, done_in: str | None = None, tables: bool = True,
+             on_endpoint_failure: str = "wait"):
     """Play one cell's games (called from ``experiments/tournament.ipynb``); games whose seed already
     finished in ``results_dir`` are skipped. ``schedule`` is the ``schedule.parquet`` a tournament run wrote, or
     a tournament file (planned here, the same plan); a relative path not found from the current folder is read
@@ -390,10 +393,11 @@ def run_cell(results_dir: str, schedule: str, cell: str, reflection: bool = Fals
             seats = {s: SeatConfig(spec=m, reflection=reflection) for s, m in zip(g["seat"], g["spec"])}
             configs.append(GameConfig(preset=preset, seed=int(seed), seats=seats,
                                       roles=dict(zip(g["seat"], g["role"])), reflection=reflection,
-                                      error_policy=error_policy))
+                                      error_policy=error_policy, on_endpoint_failure=on_endpoint_failure))
         if configs:
             params = {"tournament": name, "cell": cell, "preset": str(mine["preset"].iloc[0]),
-                      "reflection": reflection, "error_policy": error_policy}
+                      "reflection": reflection, "error_policy": error_policy,
+                      "on_endpoint_failure": on_endpoint_failure}
             with Run(results_dir, name, config=params, seed=int(mine["seed"].min()),
                      specs=sorted(set(mine["spec"]))) as run:
                 play_capped(configs, run, budget, concurrency=concurrency, on_result=on_result)

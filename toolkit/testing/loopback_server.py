@@ -18,6 +18,9 @@ picks the behaviour, so one server serves every test:
   always gets the same answer whatever the order of arrival (golden-table tests).
 - ``queue``: the next behaviour queued with ``server.queue(...)`` (``ok`` when none is left), e.g.
   ``server.queue("429:1", "ok")`` for one rate limit with ``Retry-After: 1`` and then an answer.
+- ``stormy``: ``det``, but during a rate-limit storm (``server.storm(SECONDS, after=N, retry_after=R)``: from the
+  N-th ``stormy`` request on, for SECONDS) a 429 with ``Retry-After: R``, as a provider's limit hits a study;
+  ``server.stormed`` counts the 429s sent.
 
 A reasoning model (what reasoning endpoints do differently):
 
@@ -320,6 +323,8 @@ class FakeOpenAIServer:
         if kind == "queue":
             with self.lock:
                 return self._queued.pop(0) if self._queued else "ok"
+        if kind == "stormy":
+            return self._stormy()
         if kind != "faults":
             return model
         with self.lock:
@@ -342,7 +347,7 @@ class FakeOpenAIServer:
                 text = self._said.pop(0) if self._said else ""
         elif fmt.get("type") == "json_schema":
             schema = fmt["json_schema"]["schema"]
-            if body.get("model") == "det":
+            if body.get("model") in ("det", "stormy"):
                 digest = hashlib.sha256(json.dumps(body.get("messages"), sort_keys=True).encode()).hexdigest()
                 seed = int(digest[:12], 16)
             else:
@@ -362,6 +367,25 @@ class FakeOpenAIServer:
             out["usage"] = {"prompt_tokens": max(1, prompt_chars // 4), "completion_tokens": max(1, len(text) // 4),
                             "total_tokens": max(1, prompt_chars // 4) + max(1, len(text) // 4)}
         return out
+
+    def storm(self, seconds: float, after: int = 0, retry_after: float = 1.0) -> None:
+        """A rate-limit storm for ``stormy`` requests: from the ``after``-th on, for ``seconds``."""
+        with self.lock:
+            self._storm = [seconds, after, retry_after, None]
+            self.stormed, self._stormy_seen = 0, 0
+
+    def _stormy(self) -> str:
+        with self.lock:
+            storm = getattr(self, "_storm", None)
+            self._stormy_seen = getattr(self, "_stormy_seen", 0) + 1
+            if storm is None or self._stormy_seen <= storm[1]:
+                return "det"
+            if storm[3] is None:
+                storm[3] = time.monotonic() + storm[0]  # the storm starts now
+            if time.monotonic() >= storm[3]:
+                return "det"
+            self.stormed += 1
+            return f"429:{storm[2]:g}"
 
     EFFORT = {"minimal": 0.1, "low": 0.25, "medium": 1.0, "high": 4.0, "xhigh": 8.0}
 

@@ -20,10 +20,10 @@ from typing import Any, Callable, Sequence
 from pydantic import BaseModel
 
 from toolkit.core.files import one_line, without_paths
-from toolkit.core.secrets import mask_url_credentials
 from toolkit.prompting.structured_call import ActionResult, render
 from toolkit.llm import Model, Request, Sampling, get_model
 from toolkit.llm.budget import Budget
+from toolkit.llm.health import EndpointDown, revive
 from toolkit.record.run_log import CallLog, Run
 from toolkit.werewolf.recorder import GameRecorder
 from toolkit.werewolf.seat.decisions import Bid, Reflection, Speech, decision, output_model
@@ -38,6 +38,7 @@ from toolkit.werewolf.engine.speech import clean_speech
 # doubles the calls of a game (benchmarks/prompt_size.py prints calls per game for each cadence), and nothing
 # offline can show what the extra calls buy; a study of reflection should set the cadence it means to test.
 REFLECT_CADENCES = ("per_action", "per_phase", "per_day", "off")
+ENDPOINT_MODES = ("wait", "fallback")  # GameConfig.on_endpoint_failure
 
 
 @dataclass
@@ -82,14 +83,15 @@ class GameConfig:
     discussion: str | None = None
     experience_pool: ExperiencePool | None = None
     exclude_experience_versions: tuple[str, ...] = ()
-    # A seat whose endpoint is broken ends the game as an ``error`` naming it and why: ``failed_seat_streak``
-    # calls in a row to one model spec got no answer (each after its retries), faults the chaos backend
-    # injects by design not counted. A single failure (or a seat that died before it was asked again) is not
-    # evidence; an answer, even an unusable one, resets the count.
-    fail_on_failed_seat: bool = True
-    failed_seat_streak: int = 3
-    # The error policy (``fallback``, ``forfeit``, ``eliminate_after:N``; None: the preset's). Under any policy but
-    # ``fallback`` the broken-endpoint check above stands aside: the policy is the study's rule for failures.
+    # What the endpoint's failures do (a call to an HTTP endpoint that got no answer after its retries; see
+    # toolkit.llm.health): "wait" (the default): they are not the seat's, the decision waits for the endpoint
+    # and asks again, and an endpoint dead past its deadline stops the game unfinished (``interrupted``, no games
+    # row: a rerun plays it); "fallback" (Kaggle-style): the seat's decision falls back and the error policy
+    # judges it as the model's failure (the games row's ``on_endpoint_failure`` says so). A dead endpoint stops
+    # the game under both.
+    on_endpoint_failure: str = "wait"
+    # The error policy (``fallback``, ``forfeit``, ``eliminate_after:N``; None: the preset's): what a failed
+    # decision of the model (no usable answer: invalid twice, or truncated past its re-asks) costs the seat.
     error_policy: str | None = None
     # An answer cut at the token limit is asked again this many times, with the growing "reason less" nudge
     # (Kaggle's Game Arena behaviour; toolkit.prompting.structured_call), before the error policy applies.
@@ -151,6 +153,7 @@ class GameResult:
     roles: dict[str, str]
     log: CallLog
     critical_path_calls: int = 0
+    degraded: bool = False  # a seat's decisions were mostly not its model's (see GameRunner.degraded_seats)
 
 
 def rules_text(preset: Preset) -> str:
@@ -198,8 +201,10 @@ class GameRunner:
         self._written = 0
         self._reflected: set[tuple] = set()  # (seat, day, phase) or (seat, day) already reflected
         self._started: float | None = None
-        self._streak: dict[str, list] = {}  # spec → [calls in a row without an answer, seats, last kind, error]
-        self._broken: dict[str, tuple[int, tuple[str, ...], str, str]] = {}  # spec → the streak that broke it
+        if config.on_endpoint_failure not in ENDPOINT_MODES:
+            raise ValueError(f"on_endpoint_failure must be one of {', '.join(ENDPOINT_MODES)}, "
+                             f"not {config.on_endpoint_failure!r}")
+        self.interrupted: str | None = None  # why the game stopped unfinished (a dead endpoint)
         self.stop_requested = False
         self.finished = False
         self.winner: str | None = None
@@ -209,6 +214,8 @@ class GameRunner:
         self.critical_path_calls = 0
         self.policy = parse_error_policy(config.error_policy or self.preset.error_policy)
         self.errors: dict[str, int] = {seat: 0 for seat in self.preset.seats}  # failed decisions per seat
+        self.decisions: dict[str, int] = {seat: 0 for seat in self.preset.seats}  # decisions asked per seat
+        self.endpoint_fallbacks = 0  # decisions that fell back for the endpoint's failure (on_endpoint_failure)
         self._to_remove: dict[str, str] = {}  # eliminate_after: seats to disqualify at the next nightfall
         self._night_acted: int | None = None  # the last night whose decisions were applied
 
@@ -243,8 +250,9 @@ class GameRunner:
                                                log=self.log,
                                                output=output_model(ask.action, ask.choices, ask.can_pass, self.roles),
                                                truncation_reasks=self.config.truncation_reasks,
-                                               nudge=self.config.truncation_nudge)
-        self._judge_endpoint(player.config.spec, ask.seat, result)
+                                               nudge=self.config.truncation_nudge,
+                                               endpoint=self.config.on_endpoint_failure)
+        self.endpoint_fallbacks += result.endpoint_failed
         if ask.action == "reflect":
             player.notes = clean_speech(result.value.summary, 800)
             if not result.fallback:
@@ -252,33 +260,22 @@ class GameRunner:
         result.calls += reflected
         return result
 
-    def _judge_endpoint(self, spec: str, seat: str, result: ActionResult) -> None:
-        """Count the calls in a row to ``spec`` that got no answer; at ``failed_seat_streak`` the endpoint is
-        broken (kept, with its evidence, even if it answers later: the game ran on fallbacks meanwhile)."""
-        if result.error_kind == "injected":  # the chaos backend's fault, by design: no evidence either way
-            return
-        if result.error_kind in (None, "truncated"):  # an answer came back (usable or not): the endpoint works
-            self._streak.pop(spec, None)
-            return
-        streak = self._streak.setdefault(spec, [0, (), "", ""])
-        streak[0] += 1
-        streak[1] = tuple(dict.fromkeys([*streak[1], seat]))
-        streak[2], streak[3] = result.error_kind, result.error or ""
-        if streak[0] >= self.config.failed_seat_streak and spec not in self._broken:
-            self._broken[spec] = tuple(streak)
-
     def _apply_error_policy(self, asks: list[Ask], decisions: list[ActionResult]) -> bool:
-        """Count each seat's failed decisions (no usable answer; reflections not counted) and apply the error
-        policy: ``forfeit`` ends the game now (True); ``eliminate_after:N`` marks a seat for the next nightfall."""
+        """Count each seat's decisions and failed ones (no usable answer; reflections not counted) and apply the
+        error policy to the seats that failed in this step, all alike (never by seat order): ``forfeit`` ends
+        the game now (True): the failing seats' side loses, or nobody wins when both sides failed;
+        ``eliminate_after:N`` marks every seat past N for the next nightfall, where they leave together."""
         kind, n = self.policy
+        for a in asks:
+            if a.action != "reflect":
+                self.decisions[a.seat] += 1
         failed = [(a, d) for a, d in zip(asks, decisions) if d.fallback and a.action != "reflect"]
         for a, d in failed:
             self.errors[a.seat] += 1
         if not failed or kind == "fallback":
             return False
         if kind == "forfeit":
-            a, d = min(failed, key=lambda item: self.preset.seats.index(item[0].seat))
-            self.game.forfeit(a.seat, _why(a, d))
+            self.game.forfeit({a.seat: _why(a, d) for a, d in failed})
             self.write_events()
             self.finish(self.game.winner, self.game.win_reason)
             return True
@@ -287,14 +284,12 @@ class GameRunner:
                 self._to_remove.setdefault(a.seat, f"{self.errors[a.seat]} failed decisions, the last: {_why(a, d)}")
         return False
 
-    def failed_seats(self) -> dict[str, str]:
-        """Seats on a broken endpoint (see ``GameConfig.failed_seat_streak``), each with why it was judged so."""
-        out = {}
-        for spec, (n, seats, kind, error) in self._broken.items():
-            for seat in seats:
-                out.setdefault(seat, f"{n} calls in a row to {mask_url_credentials(spec)} got no answer ({kind}: "
-                                     f"{one_line(error, 200)})")
-        return out
+    def degraded_seats(self) -> dict[str, str]:
+        """Seats whose decisions were mostly (more than half) not their model's: fallbacks, for an invalid or
+        truncated answer or (under ``on_endpoint_failure="fallback"``) for the endpoint. A game with one is
+        ``degraded``: its result says little about the models, and ratings leave it out by default."""
+        return {seat: f"{self.errors[seat]} of {self.decisions[seat]} decisions fell back"
+                for seat in self.preset.seats if self.decisions[seat] and 2 * self.errors[seat] > self.decisions[seat]}
 
     async def reflect(self, seat: str) -> int:
         """One reflection of ``seat`` (its notes and beliefs); returns the model calls it took."""
@@ -328,8 +323,7 @@ class GameRunner:
         if g.over:
             return False
         if self._to_remove and g.phase == "night" and self._night_acted != g.day:  # nightfall: eliminate_after
-            for seat, why in sorted(self._to_remove.items(), key=lambda item: self.preset.seats.index(item[0])):
-                g.disqualify(seat, why)
+            g.disqualify(dict(self._to_remove))  # every qualifying seat at once, then the win is checked
             self._to_remove.clear()
             self.write_events()
             if g.over:
@@ -341,6 +335,10 @@ class GameRunner:
         asks = g.pending()
         # Every decision runs to its end (and writes its calls rows) even when another one raises.
         decisions = await asyncio.gather(*(self.decide(a) for a in asks), return_exceptions=True)
+        down = next((d for d in decisions if isinstance(d, EndpointDown)), None)
+        if down is not None:  # no decision of this step is applied: a rerun plays the game again
+            self.interrupt(str(down))
+            return False
         for d in decisions:
             if isinstance(d, BaseException):
                 raise d
@@ -373,6 +371,13 @@ class GameRunner:
         """Halt after the group of decisions in progress (every row written stays complete)."""
         self.stop_requested = True
 
+    def interrupt(self, why: str) -> None:
+        """Stop unfinished because an endpoint is down: ``interrupted (endpoint)``, neither a winner nor an
+        ``error``; no games row is written, so a rerun of the study plays the game again."""
+        self.interrupted = why
+        self.stop_requested = True
+        self.write_events()
+
     async def play(self) -> GameResult:
         """Play to the end (or until ``stop``). A bug inside the game is recorded as an ``error`` game, not
         raised, so a sweep goes on."""
@@ -381,6 +386,8 @@ class GameRunner:
             while not self.stop_requested and await self.step():
                 if self.budget is not None and self.budget.at_cap == "stop" and self.budget.exhausted():
                     self.stop()  # the cap is reached: this game stops unfinished (no games row), replayed later
+        except EndpointDown as exc:  # a reflection's endpoint died (a decision's is caught in step)
+            self.interrupt(str(exc))
         except Exception as exc:
             self.write_events()
             where = self.run.write_log("errors.log", f"game {self.game_id}:\n{traceback.format_exc()}") \
@@ -392,8 +399,11 @@ class GameRunner:
     def result(self) -> GameResult:
         g = self.game
         winner, reason = (self.winner, self.win_reason) if self.finished else (None, None)
+        if self.interrupted is not None:
+            winner, reason = "interrupted", f"interrupted (endpoint): {self.interrupted}"
         return GameResult(self.game_id, self.config.seed, winner or "unfinished", reason or "not finished", g.day,
-                          list(g.events), dict(g.roles), self.log, self.critical_path_calls)
+                          list(g.events), dict(g.roles), self.log, self.critical_path_calls,
+                          degraded=self.finished and bool(self.degraded_seats()))
 
     async def _reflect_all(self) -> None:
         seats = [s for s in self.game.alive if self.players[s].config.reflection]
@@ -412,12 +422,6 @@ class GameRunner:
         """Record the end (once): experience entries, then the players and games rows."""
         if self.finished:
             return
-        failed = self.failed_seats() if (self.config.fail_on_failed_seat and winner != "error"
-                                         and self.policy[0] == "fallback") else {}
-        if failed:  # a game that ran on fallbacks for a seat says so, rather than reporting a winner
-            seat, why = next(iter(failed.items()))
-            winner, reason = "error", (f"{', '.join(failed)} broken: the endpoint failed, the game ran on "
-                                       f"fallbacks ({seat}: {why})")
         self.finished, self.winner, self.win_reason = True, winner, reason
         wall_s = time.perf_counter() - (self._started or time.perf_counter())
         g, log = self.game, self.log
@@ -426,15 +430,19 @@ class GameRunner:
             if pool is not None and p.config.experience and p.notes:
                 outcome = "won" if side_of(p.role) == winner else "lost"
                 pool.add(p.role, p.notes, outcome, self.game_id, preset=self.preset.name)
+        degraded = self.degraded_seats()
         self.recorder.finish(g, self.players, self.preset.name, winner, reason, log, wall_s, self.replay_config(),
-                             errors=self.errors, error_policy=format_policy(*self.policy))
+                             errors=self.errors, error_policy=format_policy(*self.policy),
+                             degraded="; ".join(f"{seat}: {why}" for seat, why in degraded.items()) or None,
+                             on_endpoint_failure=self.config.on_endpoint_failure,
+                             endpoint_fallbacks=self.endpoint_fallbacks)
 
     def replay_config(self) -> dict[str, Any]:
         """What ``toolkit replay`` needs to set the same game up again."""
         return {"preset": self.preset.model_dump(exclude={"models"}), "seed": self.config.seed,
                 "roles": self.game.roles, "draws": dict(self.game.drawn),
                 "recent": self.config.recent, "temperature": self.config.temperature, "reflect": self.config.reflect,
-                "error_policy": format_policy(*self.policy),
+                "error_policy": format_policy(*self.policy), "on_endpoint_failure": self.config.on_endpoint_failure,
                 "seats": {s: {"spec": p.config.spec, "reflection": p.config.reflection,
                               "experience": p.config.experience, "strategy": p.config.strategy}
                           for s, p in self.players.items()}}
@@ -482,11 +490,14 @@ async def play_game(config: GameConfig, run: Run | None = None, **kwargs: Any) -
 
 @dataclass
 class CapReport:
-    """What a spending cap did to one ``play_games``: the seeds of games it kept from starting and of games
-    it stopped unfinished (no games row: a rerun plays them again)."""
+    """What stopped games of one ``play_games`` unfinished (no games row: a rerun plays them again): the seeds
+    of games a spending cap kept from starting and of games it stopped, and of games a dead endpoint
+    interrupted (``endpoint``: the line saying which endpoint and why)."""
 
     skipped: list[int] = field(default_factory=list)
     stopped: list[int] = field(default_factory=list)
+    interrupted: list[int] = field(default_factory=list)
+    endpoint: str | None = None
 
     @property
     def reached(self) -> bool:
@@ -526,8 +537,11 @@ async def play_games(configs: Sequence[GameConfig], run: Run | None = None, conc
     With a ``budget`` (a spending cap, ``toolkit.llm.budget``) no game starts once a cap is reached, and
     games in flight stop unfinished (``at_cap="stop"``) or play to their end (``"finish"``); the games that
     did not play are left out of the returned list and counted in ``cap``. Before the first game a dollar cap
-    checks that every model has a price (``BudgetError`` otherwise)."""
+    checks that every model has a price (``BudgetError`` otherwise). An endpoint that dies
+    (``toolkit.llm.health``) stops every game on it unfinished, and no game starts after it (``cap.interrupted``,
+    ``cap.endpoint``)."""
     models = models if models is not None else {}
+    revive(models.values())  # a new study asks its endpoints afresh
     gate = asyncio.Semaphore(concurrency)
     cap = cap if cap is not None else CapReport()
     if budget is not None:
@@ -538,12 +552,19 @@ async def play_games(configs: Sequence[GameConfig], run: Run | None = None, conc
 
     async def one(config: GameConfig) -> GameResult | None:
         async with gate:
+            if cap.endpoint is not None:  # an endpoint is down: the study stops, no game starts (a rerun plays it)
+                cap.interrupted.append(config.seed)
+                return None
             if budget is not None and budget.exhausted():
                 cap.skipped.append(config.seed)
                 return None
             result = await GameRunner(config, run, models, budget=budget).play()
         if result.winner == "unfinished":
             cap.stopped.append(config.seed)
+            return None
+        if result.winner == "interrupted":
+            cap.interrupted.append(config.seed)
+            cap.endpoint = cap.endpoint or result.win_reason
             return None
         if on_result:
             on_result(result)

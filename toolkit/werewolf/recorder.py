@@ -49,10 +49,13 @@ class GameRecorder:
 
     def finish(self, game: Game, players: dict[str, Any], preset: str, winner: str, reason: str, log: CallLog,
                wall_s: float, config: dict[str, Any], errors: dict[str, int] | None = None,
-               error_policy: str | None = None) -> None:
+               error_policy: str | None = None, degraded: str | None = None, on_endpoint_failure: str | None = None,
+               endpoint_fallbacks: int | None = None) -> None:
         """The players rows (one per seat) and the games row. ``players``: {seat: Player}; ``config``: what a
         replay needs to set the game up again; ``errors``: failed decisions per seat; ``error_policy``: the
-        policy the game was played under."""
+        policy the game was played under; ``degraded``: the seats whose decisions were mostly not their model's,
+        and why (None: none); ``on_endpoint_failure`` and ``endpoint_fallbacks``: what the endpoint's failures
+        did, and how many decisions fell back for them."""
         if self.run is None:
             return
         for seat, p in players.items():
@@ -66,4 +69,6 @@ class GameRecorder:
             game_id=self.game_id, run_id=self.run.run_id, seed=game.seed, preset=preset, winner=winner,
             win_reason=reason, days=game.day, n_calls=log.calls, prompt_tokens=log.prompt_tokens,
             completion_tokens=log.completion_tokens, cost_usd=log.cost_usd, n_fallbacks=log.fallbacks,
-            wall_s=round(wall_s, 4), config=json.dumps(config), n_events=self.n_events, error_policy=error_policy))
+            wall_s=round(wall_s, 4), config=json.dumps(config), n_events=self.n_events, error_policy=error_policy,
+            degraded=degraded is not None, degraded_why=degraded, on_endpoint_failure=on_endpoint_failure,
+            endpoint_fallbacks=endpoint_fallbacks))

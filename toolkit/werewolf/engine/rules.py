@@ -283,25 +283,34 @@ class Game:
         self._react(seat, cause)
 
     # ---------------------------------------------------------------- error policies (the runner decides when)
-    def forfeit(self, seat: str, reason: str) -> None:
-        """Kaggle's forfeit: ``seat`` failed a decision, and its side loses now."""
-        if self.over:
+    def forfeit(self, failed: dict[str, str]) -> None:
+        """Kaggle's forfeit: the seats of ``failed`` ({seat: reason}) failed a decision in the same step, all
+        judged alike: their side loses now; when both sides failed, nobody wins (a ``draw``)."""
+        if self.over or not failed:
             return
-        side = side_of(self.roles[seat])
-        winner = "village" if side == "werewolves" else "werewolves"
-        self._emit("forfeit", None, seat, f"{seat} forfeits: it gave no usable answer ({reason}).", PUBLIC)
-        self._finish(winner, f"forfeit: {seat} ({side}) gave no usable answer")
+        sides = {}
+        for seat, reason in failed.items():
+            sides.setdefault(side_of(self.roles[seat]), []).append(seat)
+            self._emit("forfeit", None, seat, f"{seat} forfeits: it gave no usable answer ({reason}).", PUBLIC)
+        named = ", ".join(f"{seat} ({side})" for side, seats in sides.items() for seat in seats)
+        if len(sides) > 1:
+            self._finish("draw", f"forfeit: {named} gave no usable answer (both sides: no winner)")
+            return
+        side = next(iter(sides))
+        self._finish("village" if side == "werewolves" else "werewolves", f"forfeit: {named} gave no usable answer")
 
-    def disqualify(self, seat: str, reason: str) -> None:
-        """TextArena's elimination: ``seat`` leaves the game for failed decisions (a death with no reaction: a
-        Hunter so removed does not shoot), then the win is checked. Only at nightfall, before any of the
-        night's decisions, where no queue or tally holds the seat."""
-        if self.over or seat not in self.alive:
+    def disqualify(self, seats: dict[str, str]) -> None:
+        """TextArena's elimination: the seats of ``seats`` ({seat: reason}) leave the game together for failed
+        decisions (a death with no reaction: a Hunter so removed does not shoot), then the win is checked once.
+        Only at nightfall, before any of the night's decisions, where no queue or tally holds a seat."""
+        seats = {seat: why for seat, why in seats.items() if seat in self.alive}
+        if self.over or not seats:
             return
         if self.phase != "night":
             raise IllegalMove(f"a seat is disqualified at nightfall, not in phase {self.phase}")
-        self._remove(seat, "disqualified")
-        self._emit("disqualification", None, seat, f"{seat} is removed from the game ({reason}).", PUBLIC)
+        for seat, reason in seats.items():
+            self._remove(seat, "disqualified")
+            self._emit("disqualification", None, seat, f"{seat} is removed from the game ({reason}).", PUBLIC)
         self._check_win()
 
     def _wait(self, then: str, exiled: str | None = None) -> None:

@@ -1,0 +1,52 @@
+"""A dead endpoint stops a whole study (issue 42, point 2): real papermill kernels against the loopback server;
+the sweep starts no other cell, says which endpoint and why in one line on stderr and exits 4. On 51c499d the
+sweep played every cell to its end on fallbacks and exited 1 (each game an ``error``)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from toolkit.cli.sweep import cells_line
+from toolkit.testing.loopback_server import serve_in_subprocess
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_a_dead_endpoint_stops_a_sweep_with_one_line_and_exit_4(tmp_path):
+    proc, url = serve_in_subprocess(seed=3)
+    try:
+        sweep = tmp_path / "dead.yaml"
+        sweep.write_text(f"""name: dead
+notebook: experiments/werewolf.ipynb
+parameters: {{n_games: 3, seed: 100, model: "openai:hang@{url}", concurrency: 3}}
+grid:
+  temperature: [0.0, 0.5, 1.0]
+""")
+        env = {**os.environ, "PYTHONPATH": str(REPO), "TOOLKIT_TIMEOUT_S": "0.3", "TOOLKIT_MAX_ATTEMPTS": "2",
+               "TOOLKIT_ENDPOINT_DEADLINE_S": "2"}
+        done = subprocess.run([sys.executable, "-m", "toolkit", "sweep", str(sweep), "--results",
+                               str(tmp_path / "results"), "--workers", "1"], cwd=REPO, capture_output=True,
+                              text=True, timeout=600, env=env)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert done.returncode == 4, done.stdout[-2000:] + done.stderr[-2000:]
+    stopped = [line for line in done.stderr.splitlines() if line.startswith("stopped: ")]
+    assert len(stopped) == 1 and stopped[0].startswith(f"stopped: endpoint openai:hang@{url} is down: no answer "
+                                                       "for 2 s"), done.stderr[-2000:]
+    assert stopped[0].endswith("; every game on it stopped unfinished (a rerun resumes them) (3 games unfinished)")
+    assert done.stdout.count("not run") == 2  # the other cells never started
+    assert not list((tmp_path / "results" / "dead").glob("*/DONE.json"))
+
+
+def test_the_last_line_of_a_study_an_endpoint_stopped(capsys):
+    import pandas as pd
+
+    summary = pd.DataFrame([{"cell_id": "a", "ok": False, "capped": False, "endpoint": "endpoint X is down: why"},
+                            {"cell_id": "b", "ok": False, "capped": False, "endpoint": None}])
+    assert cells_line(summary) == 4
+    assert capsys.readouterr().err == "stopped: endpoint X is down: why\n"

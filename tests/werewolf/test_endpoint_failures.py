@@ -1,0 +1,233 @@
+"""Issue 42, points 1-4: the endpoint's failures are not the model's; a dead endpoint stops every game on it within
+its deadline; seats failing in the same step are judged alike; degraded games are told apart. Every test plays
+against the loopback server (real HTTP) and fails on 51c499d."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from toolkit.llm import get_model
+from toolkit.record.load import load
+from toolkit.record.run_log import Run
+from toolkit.testing.loopback_server import FakeOpenAIServer
+from toolkit.werewolf.game import CapReport, GameConfig, GameRunner, play_games
+
+ROLES7 = {"Player1": "Werewolf", "Player2": "Werewolf", "Player3": "Villager", "Player4": "Villager",
+          "Player5": "Guard", "Player6": "Witch", "Player7": "Seer"}
+
+
+@pytest.fixture
+def server():
+    with FakeOpenAIServer(seed=1) as s:
+        yield s
+
+
+@pytest.fixture
+def quick(monkeypatch):
+    """A failing endpoint fails fast: 0.3 s timeouts, two attempts, a 1 s deadline for a dead endpoint."""
+    monkeypatch.setenv("TOOLKIT_TIMEOUT_S", "0.3")
+    monkeypatch.setenv("TOOLKIT_MAX_ATTEMPTS", "2")
+    monkeypatch.setenv("TOOLKIT_ENDPOINT_DEADLINE_S", "1")
+
+
+def _play(config, run=None, bound=15.0, **kwargs):
+    """The game played, within ``bound`` seconds (asyncio.TimeoutError past it); ``_play.took``: its seconds."""
+    async def go():
+        runner = GameRunner(config, run, **kwargs)  # the SDK's first import is not the game's time
+        started = time.monotonic()
+        result = await asyncio.wait_for(runner.play(), bound)
+        _play.took = time.monotonic() - started
+        return result
+    return asyncio.run(go())
+
+
+# ------------------------------------------------------------------ finding 1: a dead endpoint stops the game
+@pytest.mark.slow
+@pytest.mark.parametrize("behaviour", ["hang", "429"])
+def test_a_dead_endpoint_stops_the_game_unfinished_within_its_deadline(server, tmp_path, quick, capfd, behaviour):
+    """On 51c499d the game plays on fallbacks to its end (the wait_for bound fails it: a hanging endpoint takes
+    0.6 s a call over ~100 calls); now it stops as interrupted (endpoint) within the deadline, no games row."""
+    with Run(tmp_path) as run:
+        result = _play(GameConfig(seed=1, model=f"openai:{behaviour}@{server.base_url}"), run)
+    assert result.winner == "interrupted" and result.win_reason.startswith("interrupted (endpoint): endpoint openai:")
+    # the deadline (1.5 x the 0.3 s timeout is less: 1 s), and room for a busy machine
+    assert _play.took < 1 + 2, _play.took
+    t = load(tmp_path, complete_games=False)
+    assert t.games.empty  # no winner, no error: a rerun plays the game again
+    assert not t.calls["fallback"].any()  # no decision was made for the endpoint's failure
+    assert set(t.attempts["error_kind"]) <= {"timeout", "rate_limit", "deadline"} and len(t.attempts)
+    err = capfd.readouterr().err.splitlines()
+    # at most one line when it stalls (where a call fails before the deadline: the 429s, when the machine is not
+    # too busy) and one when it is down, whatever the calls
+    assert [line for line in err if "is down" in line] == [result.win_reason.removeprefix("interrupted (endpoint): ")]
+    assert len([line for line in err if "its games wait for it" in line]) <= 1
+
+
+@pytest.mark.slow
+def test_every_game_on_a_dead_endpoint_stops_and_none_starts_after(server, tmp_path, quick):
+    """Eight games on one 429-forever endpoint, four at a time: all stop within one deadline of the endpoint (not
+    per decision), the report names the endpoint and why. On 51c499d CapReport has no endpoint, and the games
+    play on."""
+    cap = CapReport()
+    get_model(f"openai:429@{server.base_url}")  # the SDK imported before the clock starts
+    started = time.monotonic()
+    with Run(tmp_path) as run:
+        results = asyncio.run(asyncio.wait_for(play_games(
+            [GameConfig(seed=s, model=f"openai:429@{server.base_url}") for s in range(8)], run, concurrency=4,
+            cap=cap), 20))
+    assert results == [] and sorted(cap.interrupted) == list(range(8))
+    assert time.monotonic() - started < 8  # one deadline (1 s) for all of them, and room for a busy machine
+    assert cap.endpoint.startswith(f"interrupted (endpoint): endpoint openai:429@{server.base_url} is down: no answer "
+                                   "for 1 s")
+    assert len({r["game_id"] for r in load(tmp_path, complete_games=False).calls.to_dict("records")}) <= 4
+
+
+@pytest.mark.slow
+def test_a_study_cell_on_a_dead_endpoint_raises_its_one_line(server, tmp_path, quick):
+    from toolkit.llm.health import EndpointDown
+    from toolkit.study.experiments import play_werewolf_cell
+
+    with pytest.raises(EndpointDown, match=r"^endpoint openai:hang@http://127\.0\.0\.1:\d+/v1 is down: no answer for "
+                                           r"1 s; every game on it stopped unfinished \(a rerun resumes them\) "
+                                           r"\(3 games unfinished\)$"):
+        play_werewolf_cell(str(tmp_path), n_games=3, model=f"openai:hang@{server.base_url}")
+
+
+def test_a_permanent_refusal_stops_at_once(server, tmp_path, quick, monkeypatch):
+    monkeypatch.setenv("TOOLKIT_ENDPOINT_DEADLINE_S", "30")  # a refusal does not wait for the deadline
+    result = _play(GameConfig(seed=1, model=f"openai:401@{server.base_url}"), bound=5)
+    assert result.winner == "interrupted" and "http_error" in result.win_reason and "401" in result.win_reason
+
+
+# ------------------------------------------------------------------ finding 2: a storm decides nothing
+def _storm_game(server, policy, storm):
+    server.storm(storm, after=5, retry_after=0.2)
+    config = GameConfig(seed=4, model=f"openai:stormy@{server.base_url}", error_policy=policy, max_days=2)
+    result = _play(config, bound=30)
+    return [(e.kind, e.actor, e.target, e.text, e.fallback) for e in result.events], result.winner
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("policy", ["fallback", "forfeit", "eliminate_after:1"])
+def test_a_rate_limit_storm_changes_no_event_under_any_policy(monkeypatch, policy):
+    """A 1.5 s storm of 429s (two attempts a call: each call in it fails after its retries) beside the same seeded
+    game without one: the same events and winner. On 51c499d the storm's calls are fallbacks (forfeit: the game
+    ends at once)."""
+    monkeypatch.setenv("TOOLKIT_MAX_ATTEMPTS", "2")
+    monkeypatch.setenv("TOOLKIT_ENDPOINT_DEADLINE_S", "10")
+    with FakeOpenAIServer(seed=1) as calm, FakeOpenAIServer(seed=1) as stormy:
+        quiet = _storm_game(calm, policy, 0)
+        stormed = _storm_game(stormy, policy, 1.5)
+        assert stormy.stormed > 0
+    assert stormed == quiet
+
+
+# ------------------------------------------------------------------ finding 3: judged alike, never by seat order
+@pytest.mark.slow
+def test_a_forfeit_of_both_sides_in_one_step_is_a_game_without_a_winner(server, tmp_path):
+    """A wolf (Player1) and the Seer (Player7) give empty answers on the first night, asked together: on 51c499d
+    the lowest seat forfeited (werewolves lose); now neither side wins."""
+    seats = {s: "heuristic" for s in ROLES7} | {s: f"openai:say@{server.base_url}" for s in ("Player1", "Player7")}
+    with Run(tmp_path) as run:
+        result = _play(GameConfig(seed=3, seats=seats, roles=ROLES7, error_policy="forfeit"), run)
+    assert result.winner == "draw" and result.win_reason == (
+        "forfeit: Player1 (werewolves), Player7 (village) gave no usable answer (both sides: no winner)")
+    events = load(tmp_path).events
+    assert sorted(events.loc[events["kind"] == "forfeit", "target"]) == ["Player1", "Player7"]
+
+
+@pytest.mark.slow
+def test_eliminate_after_removes_every_qualifying_seat_at_once(server, tmp_path):
+    """Both Villagers and a wolf (Player3) fail under eliminate_after:1 and all three are alive at the next
+    nightfall: all three leave together, then the win is checked (on 51c499d the Villagers left one at a time in
+    seat order, the werewolves won, and the wolf stayed)."""
+    roles = {"Player1": "Villager", "Player2": "Villager", "Player3": "Werewolf", "Player4": "Werewolf",
+             "Player5": "Guard", "Player6": "Witch", "Player7": "Seer"}
+    seats = {s: "heuristic" for s in roles} | {s: f"openai:say@{server.base_url}"
+                                               for s in ("Player1", "Player2", "Player3")}
+    with Run(tmp_path) as run:
+        result = _play(GameConfig(seed=1, seats=seats, roles=roles, error_policy="eliminate_after:1"), run)
+    events = load(tmp_path).events
+    out = events[events["kind"] == "disqualification"]
+    assert sorted(out["target"]) == ["Player1", "Player2", "Player3"] and set(out["day"]) == {2}
+    assert result.winner == "werewolves" and result.win_reason == "all villagers are dead"
+
+
+# ------------------------------------------------------------------ finding 4: every answer truncated
+@pytest.mark.slow
+def test_a_model_whose_every_answer_is_truncated_yields_no_normal_result(server, tmp_path, capsys):
+    """All seats on a model whose every answer is cut at the token limit: on 51c499d a winner and exit 0; now the
+    game is degraded (its games row says so and why), play says so on stderr and exits 1."""
+    from toolkit.cli import main
+
+    code = main(["play", "--model", f"openai:reason:1@{server.base_url}", "--seed", "2", "--quiet", "--max-days",
+                 "1", "--out", str(tmp_path)])
+    out = capsys.readouterr()
+    assert code == 1 and "degraded: Player1: " in out.err and "decisions fell back" in out.err
+    games = load(next(tmp_path.glob("play-*"))).games
+    assert bool(games["degraded"].iloc[0]) and games["degraded_why"].iloc[0].count("decisions fell back") >= 5
+
+
+@pytest.mark.slow
+def test_keep_going_plays_on_with_fallbacks_and_the_games_row_says_so(server, tmp_path, quick, monkeypatch):
+    monkeypatch.setenv("TOOLKIT_ENDPOINT_DEADLINE_S", "10")
+    server.queue("500", "500")  # the first call fails (two attempts), then the endpoint answers
+    seats = {s: "heuristic" for s in ROLES7} | {"Player4": f"openai:queue@{server.base_url}"}
+    config = GameConfig(seed=3, seats=seats, roles=ROLES7, on_endpoint_failure="fallback", max_days=1)
+    with Run(tmp_path) as run:
+        result = _play(config, run)
+    game = load(tmp_path).games.iloc[0]
+    assert result.winner in ("village", "werewolves", "draw")
+    assert game["on_endpoint_failure"] == "fallback" and game["endpoint_fallbacks"] >= 1
+
+
+@pytest.mark.slow
+def test_a_recorded_game_that_waited_for_its_endpoint_replays_exactly(server, tmp_path, monkeypatch):
+    """The calls the endpoint failed while the game waited are no decisions: replay skips them."""
+    monkeypatch.setenv("TOOLKIT_MAX_ATTEMPTS", "1")
+    server.storm(0.5, after=3, retry_after=0.1)
+    with Run(tmp_path) as run:
+        played = _play(GameConfig(seed=2, model=f"openai:stormy@{server.base_url}", max_days=1), run, bound=30)
+    calls = load(tmp_path).calls
+    assert (calls["response_text"].isna() & ~calls["fallback"]).any()  # waited-out failures were recorded
+    replayed = _play(GameConfig(seed=2, model=f"replay:{tmp_path}", max_days=1))
+    assert [(e.kind, e.actor, e.target, e.text) for e in replayed.events] == \
+        [(e.kind, e.actor, e.target, e.text) for e in played.events]
+
+
+def test_the_default_deadline_is_90_s_and_never_below_one_and_a_half_timeouts(monkeypatch):
+    from toolkit.llm.health import deadline_s, health_of
+
+    monkeypatch.delenv("TOOLKIT_ENDPOINT_DEADLINE_S", raising=False)
+    assert deadline_s(60) == 90 and deadline_s(600) == 900 and deadline_s(5) == 90
+    model = get_model("openai:ok@http://127.0.0.1:9/v1")
+    assert health_of(model) is health_of(model) and health_of(model).deadline == 90
+
+
+def test_a_study_chooses_kaggle_style_fallbacks_explicitly_and_a_bad_choice_is_one_line(tmp_path):
+    from toolkit.study.experiments import check_werewolf_parameters
+    from toolkit.study.tournament import load_tournament, write_plan
+
+    with pytest.raises(ValueError, match="^on_endpoint_failure must be one of wait, fallback, not 'skip'$"):
+        check_werewolf_parameters({"on_endpoint_failure": "skip"})
+    path = tmp_path / "t.yaml"
+    path.write_text("name: t\nmodels: [heuristic, random]\npresets: [classic7]\ngames: 2\n"
+                    "on_endpoint_failure: fallback\n")
+    assert load_tournament(path)["on_endpoint_failure"] == "fallback"
+    sweep, _ = write_plan(path, tmp_path / "results")
+    assert "on_endpoint_failure: fallback" in sweep.read_text()  # every cell's notebook gets it
+
+
+@pytest.mark.slow
+def test_a_cell_played_kaggle_style_says_so_in_its_games_rows(server, tmp_path, quick, monkeypatch):
+    from toolkit.study.experiments import play_werewolf_cell
+
+    monkeypatch.setenv("TOOLKIT_ENDPOINT_DEADLINE_S", "10")
+    server.queue("500", "500")  # the first call fails (two attempts), then the endpoint answers
+    play_werewolf_cell(str(tmp_path), n_games=1, seed=3, model="heuristic", on_endpoint_failure="fallback",
+                       seats={"Player4": f"openai:queue@{server.base_url}"})
+    game = load(tmp_path).games.iloc[0]
+    assert game["on_endpoint_failure"] == "fallback" and game["endpoint_fallbacks"] == 1

@@ -1,0 +1,158 @@
+"""An endpoint's health, shared by every game and decision that asks one model: the endpoint's failures are
+not the model's.
+
+A call that got no answer from an HTTP endpoint (a timeout, a 429 or a 5xx after its retries, a dropped
+connection, a malformed body: ``endpoint_fault``) is the endpoint's, never a decision of the seat. The decision
+waits for the endpoint and asks again (``EndpointHealth.wait``: ``Retry-After`` honoured, one line on stderr per
+stall) while the endpoint has answered something within its deadline; past it the endpoint is dead and
+``EndpointDown`` stops every decision on it at once, in flight or not (``EndpointHealth.generate``).
+
+The deadline counts the time since the endpoint last answered (any answer, a truncated one too) while it was
+asked: ``TOOLKIT_ENDPOINT_DEADLINE_S`` seconds (90 by default), never less than 1.5 times the request timeout
+(``TOOLKIT_TIMEOUT_S``), so that a slow model that answers within its timeout is never taken for dead. A game on
+a dead endpoint therefore stops within the deadline of the endpoint's last answer, whatever its length and
+however many games share the endpoint. A permanent refusal (an HTTP 4xx other than 429: a bad key, an unknown
+model) kills the endpoint at once. An offline backend (no ``base_url``: scripted, replay, chaos) has no
+endpoint: its failures stay the model's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+import weakref
+from typing import Any
+
+from toolkit.core.secrets import mask_url_credentials
+from toolkit.llm.model import Attempt, Call, Model, now
+
+DEFAULT_DEADLINE_S = 90.0
+PERMANENT = ("http_error",)  # a refusal that waiting cannot cure
+MODEL_KINDS = ("injected",)  # faults a test backend injects as the model's, by design
+
+
+class EndpointDown(Exception):
+    """An endpoint gave no answer within its deadline (or refused for good): every game on it stops
+    unfinished (a rerun resumes it). The message is the one line saying which endpoint and why."""
+
+
+def deadline_s(timeout_s: float) -> float:
+    """The endpoint's deadline: ``TOOLKIT_ENDPOINT_DEADLINE_S`` (90 s by default), at least 1.5 × the timeout."""
+    raw = os.environ.get("TOOLKIT_ENDPOINT_DEADLINE_S")
+    try:
+        chosen = float(raw) if raw else DEFAULT_DEADLINE_S
+    except ValueError:
+        raise ValueError(f"TOOLKIT_ENDPOINT_DEADLINE_S={raw!r} is not a number of seconds") from None
+    if not chosen > 0:
+        raise ValueError(f"TOOLKIT_ENDPOINT_DEADLINE_S={raw!r} must be above 0")
+    return max(chosen, 1.5 * timeout_s)
+
+
+def endpoint_fault(model: Model, call: Call) -> bool:
+    """The call got no answer, and the endpoint (not the model) is to blame: an HTTP endpoint gave none."""
+    if call.completion is not None or model.base_url is None:
+        return False
+    return not call.attempts or call.attempts[-1].error_kind not in MODEL_KINDS
+
+
+class EndpointHealth:
+    """One model's endpoint as every game of the process sees it (``health_of``)."""
+
+    def __init__(self, name: str, deadline: float):
+        self.name, self.deadline = name, deadline
+        self.asking = 0  # decisions in progress on the endpoint (their waits included)
+        self.heard = time.monotonic()  # the last answer, or when the endpoint was asked after being idle
+        self.dead: str | None = None
+        self.stalls = 0  # stalls seen (a stall: failures with no answer in between)
+        self._stalled = False
+
+    def begin(self) -> None:
+        if self.dead is not None:
+            raise EndpointDown(self.dead)
+        if self.asking == 0:
+            self.heard = max(self.heard, time.monotonic())
+        self.asking += 1
+
+    def end(self) -> None:
+        self.asking -= 1
+
+    def answered(self) -> None:
+        self.heard, self._stalled = time.monotonic(), False
+
+    def left(self) -> float:
+        return self.heard + self.deadline - time.monotonic()
+
+    def kill(self, why: str) -> str:
+        """Declare the endpoint dead (once; its line on stderr): every decision on it raises ``EndpointDown``."""
+        if self.dead is None:
+            self.dead = (f"endpoint {self.name} is down: {why}; every game on it stopped unfinished "
+                         "(a rerun resumes them)")
+            print(self.dead, file=sys.stderr, flush=True)
+        return self.dead
+
+    async def generate(self, model: Model, request: Any) -> Call:
+        """``model.generate(request)``, cut short when the endpoint's deadline passes meanwhile (then a call
+        that got no answer, its one attempt of kind ``deadline``)."""
+        if self.dead is not None:
+            raise EndpointDown(self.dead)
+        started, t0 = now(), time.perf_counter()
+        task = asyncio.ensure_future(model.generate(request))
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=max(self.left(), 0.0))
+            if done:
+                call = task.result()
+                if call.completion is not None:
+                    self.answered()
+                return call
+            if self.left() <= 0 or self.dead is not None:
+                task.cancel()
+                why = self.dead or self.kill(f"no answer for {self.deadline:g} s")
+                ms = (time.perf_counter() - t0) * 1000
+                return Call(request, model.spec, model.name, model.base_url, started, error=why,
+                            attempts=[Attempt(1, "deadline", None, why, ms)], latency_ms=ms)
+
+    def judge(self, call: Call) -> str:
+        """The endpoint's failure in a few words; ``EndpointDown`` when the endpoint is dead or the failure is a
+        permanent refusal (which kills it)."""
+        last = call.attempts[-1] if call.attempts else None
+        kind = last.error_kind if last else "error"
+        why = f"{kind}: {(call.error or '').splitlines()[0][:200] if call.error else 'no answer'}"
+        if kind in PERMANENT:
+            raise EndpointDown(self.kill(why))
+        if self.dead is not None:
+            raise EndpointDown(self.dead)
+        return why
+
+    async def wait(self, call: Call) -> None:
+        """After the endpoint's failure: wait before asking again (its ``Retry-After`` is honoured by the gate),
+        or raise ``EndpointDown`` when the endpoint is dead."""
+        why = self.judge(call)
+        if not self._stalled:
+            self._stalled, self.stalls = True, self.stalls + 1
+            print(f"endpoint {self.name}: no answer ({why}); its games wait for it, at most "
+                  f"{self.deadline:g} s from its last answer (TOOLKIT_ENDPOINT_DEADLINE_S)", file=sys.stderr,
+                  flush=True)
+        # the endpoint's Retry-After is honoured by its gate (toolkit.llm.gate), which holds the re-ask until then
+        pause = min(2.0, max(self.left(), 0.0))
+        await asyncio.sleep(pause)
+        if self.left() <= 0:
+            raise EndpointDown(self.kill(f"no answer for {self.deadline:g} s (the last failure: {why[:120]})"))
+
+
+_HEALTH: "weakref.WeakKeyDictionary[Model, EndpointHealth]" = weakref.WeakKeyDictionary()
+
+
+def health_of(model: Model) -> EndpointHealth:
+    """The health of ``model``'s endpoint, shared by every game holding the same model object."""
+    health = _HEALTH.get(model)
+    if health is None:
+        health = _HEALTH[model] = EndpointHealth(mask_url_credentials(model.spec), deadline_s(model.config.timeout_s))
+    return health
+
+
+def revive(models: Any) -> None:
+    """Forget what was learnt about these models' endpoints (a new study asks them afresh)."""
+    for model in models:
+        _HEALTH.pop(model, None)
