@@ -3,8 +3,8 @@ not the model's.
 
 A call that got no answer from an HTTP endpoint (a timeout, a 429 or a 5xx after its retries, a dropped
 connection, a malformed body: ``endpoint_fault``) is the endpoint's, never a decision of the seat. The decision
-waits for the endpoint and asks again (``EndpointHealth.wait``: ``Retry-After`` honoured, one line on stderr per
-stall) while the endpoint has answered something within its deadline; past it the endpoint is dead and
+waits for the endpoint and asks again (``EndpointHealth.wait``: ``Retry-After`` honoured, one warning per stall:
+a line on stderr) while the endpoint has answered something within its deadline; past it the endpoint is dead and
 ``EndpointDown`` stops every decision on it at once, in flight or not (``EndpointHealth.generate``).
 
 The deadline counts the time since the endpoint last answered (any answer, a truncated one too) while it was
@@ -19,8 +19,8 @@ endpoint: its failures stay the model's.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
-import sys
 import time
 import weakref
 from typing import Any
@@ -28,6 +28,7 @@ from typing import Any
 from toolkit.core.secrets import mask_url_credentials
 from toolkit.llm.model import Attempt, Call, Model, now
 
+log = logging.getLogger(__name__)  # a warning: on stderr whatever --quiet says (the CLI's last-resort handler)
 DEFAULT_DEADLINE_S = 90.0
 PERMANENT = ("http_error",)  # a refusal that waiting cannot cure
 MODEL_KINDS = ("injected",)  # faults a test backend injects as the model's, by design
@@ -89,7 +90,7 @@ class EndpointHealth:
         if self.dead is None:
             self.dead = (f"endpoint {self.name} is down: {why}; every game on it stopped unfinished "
                          "(a rerun resumes them)")
-            print(self.dead, file=sys.stderr, flush=True)
+            log.warning(self.dead)
         return self.dead
 
     async def generate(self, model: Model, request: Any) -> Call:
@@ -131,9 +132,8 @@ class EndpointHealth:
         why = self.judge(call)
         if not self._stalled:
             self._stalled, self.stalls = True, self.stalls + 1
-            print(f"endpoint {self.name}: no answer ({why}); its games wait for it, at most "
-                  f"{self.deadline:g} s from its last answer (TOOLKIT_ENDPOINT_DEADLINE_S)", file=sys.stderr,
-                  flush=True)
+            log.warning(f"endpoint {self.name}: no answer ({why}); its games wait for it, at most "
+                        f"{self.deadline:g} s from its last answer (TOOLKIT_ENDPOINT_DEADLINE_S)")
         # the endpoint's Retry-After is honoured by its gate (toolkit.llm.gate), which holds the re-ask until then
         pause = min(2.0, max(self.left(), 0.0))
         await asyncio.sleep(pause)
