@@ -79,14 +79,16 @@ FIRST = ("tournament", "cell", "reflection", "experience", "model", "village_mod
          "temperature", "preset")
 
 
-def conditions(runs: list[dict], mask: Redactor) -> dict[str, Any]:
+def conditions(runs: list[dict], mask: Redactor, varying: set[str] | frozenset = frozenset()) -> dict[str, Any]:
     """The study's conditions of a log's run (its ``config``: a sweep cell's parameters, a tournament cell's
-    name and settings, ``play``'s options): what tells two runs of one study apart (Inspect's task arguments)."""
+    name and settings, ``play``'s options): what tells two runs of one study apart (Inspect's task arguments).
+    The ``varying`` ones (the grid's variables: ``varying_keys``) come first, so that a viewer that shows the
+    first few shows them."""
     out: dict[str, Any] = {}
     for run in runs:
         config = parse_json(run.get("config"), {}) or {}
         out.update((k, v) for k, v in config.items() if k not in NOT_CONDITIONS and v is not None)
-    order = sorted(out, key=lambda k: (FIRST.index(k) if k in FIRST else len(FIRST), k))
+    order = sorted(out, key=lambda k: (k not in varying, FIRST.index(k) if k in FIRST else len(FIRST), k))
     return json.loads(mask(json.dumps(finite({k: out[k] for k in order}), default=str)))
 
 
@@ -103,10 +105,19 @@ def finite(value: Any) -> Any:
     return value
 
 
+def varying_keys(runs: list[dict]) -> set[str]:
+    """The conditions whose value differs between the runs (a sweep's or a tournament's grid variables)."""
+    configs = [parse_json(r.get("config"), {}) or {} for r in runs]
+    keys = {k for c in configs for k in c} - set(NOT_CONDITIONS)
+    return {k for k in keys if len({json.dumps(c.get(k), sort_keys=True, default=str) for c in configs}) > 1}
+
+
 def conditions_by_run(results, mask: Redactor) -> dict[str, dict[str, Any]]:
-    """Each run's conditions (``conditions``), by run id: what every exporter attaches to a run's games and
-    sessions, so that the cells of a sweep or a tournament stay apart in every format."""
-    return {str(r.get("run_id")): conditions([r], mask) for r in records(results.runs)}
+    """Each run's conditions (``conditions``, the grid's variables first), by run id: what every exporter attaches
+    to a run's games and sessions, so that the cells of a sweep or a tournament stay apart in every format."""
+    runs = records(results.runs)
+    varying = varying_keys(runs)
+    return {str(r.get("run_id")): conditions([r], mask, varying) for r in runs}
 
 
 def tokens(calls: list[dict]) -> dict[str, Any]:

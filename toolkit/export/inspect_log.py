@@ -25,7 +25,7 @@ from typing import Any, Iterator
 
 from toolkit.core.files import file_name, inside
 from toolkit.core.secrets import Redactor
-from toolkit.export.common import OMITTED, by_key, conditions, parse_json, records
+from toolkit.export.common import OMITTED, by_key, conditions, parse_json, records, varying_keys
 from toolkit.export.study import Study
 
 EPOCH = "1970-01-01T00:00:00+00:00"
@@ -236,15 +236,17 @@ def headline(task: str, samples: list):
                      params={"interval": f"95% {r['method']}", "n": r["n"]}, metrics=metrics)
 
 
-def eval_log(task: str, samples: list, spec: str, runs: list[dict], mask: Redactor | None = None):
-    """An ``EvalLog`` of one run's samples: the run's conditions as task arguments (and in the metadata), the
-    headline score with its interval, and the tokens and costs of every call summed per model."""
+def eval_log(task: str, samples: list, spec: str, runs: list[dict], mask: Redactor | None = None,
+             varying: set[str] | frozenset = frozenset()):
+    """An ``EvalLog`` of one run's samples: the run's conditions as task arguments (the study's ``varying`` ones
+    first) and in the metadata, the headline score with its interval, and the tokens and costs of every call
+    summed per model."""
     from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalResults, EvalSpec, EvalStats
 
     mask = mask or Redactor()
     started = min((r.get("started_at") or EPOCH for r in runs), default=EPOCH)
     created = _time(started).astimezone(timezone.utc).isoformat()
-    args = conditions(runs, mask)
+    args = conditions(runs, mask, varying)
     usage = _total_usage(samples)
     run_meta = {k: runs[0].get(k) for k in ("experiment", "git_sha", "toolkit_version") if runs and runs[0].get(k)}
     return EvalLog(
@@ -276,8 +278,9 @@ def _total_usage(samples: list) -> dict:
 
 
 def _spec(specs: list[str], mask: Redactor) -> str:
-    distinct = sorted({str(s) for s in specs if s})
-    return "toolkit/" + (mask(distinct[0]) if len(distinct) == 1 else "mixed")
+    """A log's model: its seats' specs, e.g. ``toolkit/heuristic+random`` (never a name of its own: ``mixed`` is
+    a real spec)."""
+    return "toolkit/" + "+".join(mask(s) for s in sorted({str(s) for s in specs if s}))
 
 
 MAX_SAMPLES = 500
@@ -347,6 +350,7 @@ def _write(results, out: Path, content: bool, game_ids: list[str] | None, trajec
 
     mask = Redactor()
     runs = {str(r["run_id"]): r for r in records(results.runs)}
+    varying = varying_keys(list(runs.values()))
     written = []
     games = results.games if game_ids is None else results.games[results.games["game_id"].isin(game_ids)]
     logs = list(_logs("werewolf", records(games), max_samples, suffix))
@@ -356,7 +360,7 @@ def _write(results, out: Path, content: bool, game_ids: list[str] | None, trajec
                                calls.get(g["game_id"], []), content, mask) for g in part]
         specs = [p["spec"] for g in part for p in players.get(g["game_id"], [])]
         write_eval_log(eval_log("werewolf", samples, _spec(specs, mask), [runs.get(run_id, {"run_id": run_id})],
-                                mask), str(inside(out, name)))
+                                mask, varying), str(inside(out, name)))
         written.append(out / name)
         del samples, players, events, calls  # before the next batch is read
     if len(results.sessions) and game_ids is None:
@@ -367,7 +371,7 @@ def _write(results, out: Path, content: bool, game_ids: list[str] | None, trajec
             samples = [session_sample(s, calls.get(s["session_id"], []), tools.get(s["session_id"], []),
                                       (trajectories or {}).get(s["session_id"]), content, mask) for s in part]
             write_eval_log(eval_log("engineer", samples, _spec([s.get("spec") for s in part], mask),
-                                    [runs.get(run_id, {"run_id": run_id})], mask), str(inside(out, name)))
+                                    [runs.get(run_id, {"run_id": run_id})], mask, varying), str(inside(out, name)))
             written.append(out / name)
     return written
 
