@@ -1,7 +1,8 @@
-"""The failed-seat rule on N seeded ``chaos:0.3`` games (default 300, seeds 0..N-1): how many end as an error
-under the rule (a broken endpoint: ``GameConfig.failed_seat_streak`` calls in a row without an answer, faults
-the chaos backend injects by design not counted) and how many the old rule would have ended so (a seat asked
-at least twice whose every call got no answer), recomputed from the same games' calls table, side by side.
+"""N seeded ``chaos:0.3`` games (default 300, seeds 0..N-1): how many end as an error now and how many the first
+failed-seat rule would have ended so (a seat asked at least twice whose every call got no answer), recomputed from
+the same games' calls table, side by side. (Issue 42 replaced the failed-seat streak rule: an endpoint's failures
+are no seat's decisions and a dead endpoint stops the game, toolkit/llm/health.py; the faults the chaos backend
+injects by design stay the model's.)
 
     python benchmarks/chaos_failed_seat.py [N]
 """
