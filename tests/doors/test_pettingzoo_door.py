@@ -148,3 +148,29 @@ def test_only_the_door_seats_and_decisions_reach_the_agents(door):
     won = env.game.winner == "werewolves"
     assert rewards == {w: (1.0 if won else -1.0) for w in wolves}
     env.close()
+
+
+def test_the_seers_checks_land_in_the_vector_blocks_of_their_true_side(door):
+    """Only the Seer's checks go through the door, and it checks a wolf when it can. At every later
+    check, the ``checked_wolf`` block holds exactly the checked wolves (by the deal) and ``checked_good`` the rest
+    (the old code compared the Seer's "werewolf" with "werewolves": a checked wolf landed in checked_good)."""
+    from toolkit.doors import features
+
+    env = door.WerewolfAEC(GameConfig(preset="classic7", model="door"), actions_through=("verify",))
+    where = features.layout(env.seats, env.role_names)
+    env.reset(seed=0)
+    wolves = {s for s, r in env.game.roles.items() if r == "Werewolf"}
+    seen = []
+    for agent in env.agent_iter():
+        obs, _, terminated, _, info = env.last()
+        if terminated:
+            env.step(None)
+            continue
+        checks = info["view"]["checks"]
+        block = {name: {env.seats[i] for i in np.flatnonzero(obs["observation"][start:start + n])}
+                 for name, (start, n) in where.items() if name in ("checked_wolf", "checked_good")}
+        assert block == {"checked_wolf": set(checks) & wolves, "checked_good": set(checks) - wolves}
+        seen.append(block)
+        env.step({"target": min(set(info["view"]["choices"]) & wolves or info["view"]["choices"])})
+    env.close()
+    assert any(b["checked_wolf"] for b in seen), seen

@@ -59,8 +59,8 @@ def vector(view: dict[str, Any], seats: list[str], roles: list[str], max_days: i
     mark("alive", view["alive"])
     mark("teammates", view.get("teammates", []))
     checks = view.get("checks", {})
-    mark("checked_wolf", [s for s, side in checks.items() if side == "werewolves"])
-    mark("checked_good", [s for s, side in checks.items() if side != "werewolves"])
+    mark("checked_wolf", [s for s, side in checks.items() if side == "werewolf"])  # the Seer's "werewolf" | "good"
+    mark("checked_good", [s for s, side in checks.items() if side == "good"])
     claims = [tuple(c) for c in view.get("claims", [])]
     mark("claimed_seer", {speaker for speaker, kind, value in claims if kind == "role" and value == "Seer"})
     mark("accused", [value for _, kind, value in claims if kind == "accuse"], 1 / n)
