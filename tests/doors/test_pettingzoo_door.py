@@ -43,6 +43,36 @@ def test_pettingzoo_api_test_passes(door):
     env.close()
 
 
+def test_pettingzoo_seed_test_passes(door):
+    """Two environments reset with the same seed give the same observations, rewards and infos (the old code's
+    game id had a random suffix, in ``infos[agent]["request"]``: "Incorrect info.")."""
+    from pettingzoo.test import seed_test
+
+    seed_test(lambda: door.WerewolfAEC("classic7"), num_cycles=300)
+
+
+def test_the_same_seed_twice_into_one_run_gives_two_games(door, tmp_path):
+    """A seeded game's id is deterministic (``g5-door``), and a second game of the same seed in the same Run gets
+    its own (``g5-door2``): load() reads both games, none of their rows dropped as duplicates."""
+    with Run(tmp_path, "door") as run:
+        env = door.WerewolfAEC(GameConfig(side_models={"werewolves": "door"}), run=run, actions_through=("hunt",))
+        ids = []
+        for _ in range(2):
+            env.reset(seed=5)
+            for agent in env.agent_iter():
+                obs, _, terminated, _, info = env.last()
+                ids.append(info.get("game_id") or info["request"].game_id)
+                env.step(None if terminated else int(np.flatnonzero(obs["action_mask"])[0]))
+        env.close()
+    assert dict.fromkeys(ids) == dict.fromkeys(["g5-door", "g5-door2"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tables = load(run.folder)
+    assert sorted(tables.games["game_id"]) == ["g5-door", "g5-door2"]
+    per_game = tables.events.groupby("game_id").size()
+    assert per_game["g5-door"] == per_game["g5-door2"] > 0
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("preset", available_presets())
 def test_a_door_game_has_the_events_of_play_games_seed_for_seed(door, preset):

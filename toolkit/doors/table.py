@@ -20,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
+import weakref
+from collections import Counter
 from dataclasses import replace
 from typing import Any
 
@@ -31,6 +33,7 @@ from toolkit.werewolf.seat.decisions import output_model
 
 DOOR = "door"  # the spec of a seat played through a door
 _END = object()
+_IDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Run → Counter of the door games' seeds in it
 
 
 class DoorClosed(RuntimeError):
@@ -81,7 +84,7 @@ class Table:
     def reset(self, seed: int) -> None:
         """Stop the game in play (it stays unfinished: no games row) and start a new one with ``seed``."""
         self.stop()
-        self.runner = GameRunner(replace(self.config, seed=seed), self.run, self.models)
+        self.runner = GameRunner(replace(self.config, seed=seed), self.run, self.models, game_id=self._game_id(seed))
         self.roles = self.runner.roles
         self.result, self.waiting, self._failure = None, [], None
         self._requests = queue.Queue()
@@ -89,6 +92,17 @@ class Table:
                                         name=f"werewolf-door-{self.runner.game_id}")
         self._thread.start()
         self._wait()
+
+    def _game_id(self, seed: int) -> str:
+        """``g<seed>-door``: the same for the same seed (PettingZoo's seed test compares infos), never one of
+        ``play_games``' ``g<seed>-<hex>``; the seed's k-th door game in the same ``Run`` object is ``g<seed>-doork``
+        (k ≥ 2), so the rows of two games never share a key there. (Another ``Run`` object opened on the same
+        folder does not know this one's games.)"""
+        if self.run is None:
+            return f"g{seed}-door"
+        counts = _IDS.setdefault(self.run, Counter())
+        counts[seed] += 1
+        return f"g{seed}-door" + (str(counts[seed]) if counts[seed] > 1 else "")
 
     def _play(self, runner: GameRunner) -> None:
         async def play() -> GameResult:
