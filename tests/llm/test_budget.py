@@ -2,7 +2,6 @@
 against the loopback server (real HTTP, a priced model), and the refusal of a dollar cap on an unpriced model."""
 
 import asyncio
-import json
 import multiprocessing
 
 import pytest
@@ -99,8 +98,7 @@ def test_the_cap_stops_new_games_and_a_rerun_with_a_higher_cap_continues(server,
         assert not cap.stopped and len(results) == 2  # the two in flight finished
     # The ledger holds every call that was paid for, games rows or not.
     calls = load(tmp_path, complete_games=False).calls
-    assert sum(json.loads(line)["usd"] for line in (tmp_path / "spend.jsonl").read_text().splitlines() if line) \
-        == pytest.approx(calls["cost_usd"].sum())
+    assert Budget(tmp_path / "spend.jsonl").spent()[0] == pytest.approx(calls["cost_usd"].sum())
     done = {r.seed for r in results}
 
     higher = Budget.at(tmp_path, max_usd=10.0, at_cap=at_cap)

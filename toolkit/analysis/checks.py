@@ -8,10 +8,15 @@ import itertools
 import numpy as np
 import pandas as pd
 
-# Run parameters that never make a condition: where results go, how many games, how fast, which slice of
+# Run settings: how a run was run, never what it studied (spending caps and what a game does at one, where the
+# ledger is, workers, concurrency, resuming). A study stopped at ``--max-usd 0.03`` and resumed with ``0.1`` is
+# one study, not two conditions.
+RUN_SETTINGS = {"max_usd", "max_tokens", "at_cap", "spend_dir", "workers", "concurrency", "executor", "scheduler",
+                "resume", "progress", "quiet"}
+# Run parameters that never make a condition: where results go, how many games, the run settings, which slice of
 # a schedule. Everything else in a run's config that differs between runs is a condition.
-NOT_CONDITIONS = {"results_dir", "seed", "n_games", "concurrency", "progress", "experiment", "schedule", "cell",
-                  "tournament", "tasks", "max_steps"}
+NOT_CONDITIONS = {"results_dir", "seed", "n_games", "experiment", "schedule", "cell", "tournament", "tasks",
+                  "max_steps"} | RUN_SETTINGS
 
 
 def conditions(games: pd.DataFrame, base: tuple[str, ...] = ("preset",)) -> list[str]:

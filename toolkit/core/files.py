@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import json
 import re
 import typing
 from pathlib import Path
@@ -185,15 +186,24 @@ def load_file(path: str | Path, model: type[BaseModel], what: str) -> Any:
 def model_spec(entry: Any) -> Any:
     """A model as a file gives it: a spec string as it is, or ``{spec: SPEC, NAME: VALUE, ...}``, the spec with
     provider parameters (``{spec: "openai:o4-mini@URL", reasoning_effort: high}`` is
-    ``openai:o4-mini@URL?reasoning_effort=high``; the model layer checks them)."""
+    ``openai:o4-mini@URL?reasoning_effort=high``; an object or a list is its JSON: ``reasoning: {effort: high}``
+    is ``?reasoning={"effort":"high"}``; the model layer checks them)."""
     if not isinstance(entry, dict):
         return entry
     if not isinstance(entry.get("spec"), str):
         raise ValueError(f"a model given as a mapping needs spec: SPEC, got {one_line(entry, 80)}")
-    text = {True: "true", False: "false", None: "null"}
-    query = "&".join(f"{k}={text[v] if isinstance(v, bool) or v is None else v}"
-                     for k, v in entry.items() if k != "spec")
+    query = "&".join(f"{k}={_param_text(v)}" for k, v in entry.items() if k != "spec")
     return entry["spec"] + (("&" if "?" in entry["spec"] else "?") + query if query else "")
+
+
+def _param_text(value: Any) -> str:
+    """A parameter's value as a spec writes it: true/false/null, an object or a list as compact JSON, else its
+    text; ``%`` and ``&`` escaped (the spec's separator), which the model layer unescapes."""
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False) if isinstance(value, (dict, list)) \
+        else str(value)
+    return text.replace("%", "%25").replace("&", "%26")
 
 
 def models_block(value: Any) -> dict[str, Any]:

@@ -1,11 +1,16 @@
 """Spending caps for a study: US dollars and tokens, shared by every process of the study, kept across reruns.
 
-A ``Budget`` is a cap (``max_usd``, ``max_tokens``, either or both) and a ledger: ``spend.jsonl`` in the study's
-folder, one line per model call that cost something (``{"usd": ..., "tokens": ...}``), appended by every process
-that plays a game of the study (the cells of a sweep or a tournament run in processes of their own) and never
-rewritten. What has been spent is the sum of the ledger, read incrementally; so a rerun with a higher cap
-continues from what the earlier runs spent (games that finished are skipped by their callers, a game killed
-mid-way is played again from its start and what it had spent stays counted: that money was spent).
+A ``Budget`` is a cap (``max_usd``, ``max_tokens``, either, both or neither: a study cell keeps its ledger without
+a cap too) and a ledger: ``spend.jsonl`` in the study's folder, appended by every process that plays a game of the
+study (the cells of a sweep or a tournament run in processes of their own) and never rewritten. A paid call is in
+it before it is sent: ``{"pending": ID, "usd": ..., "tokens": ...}`` at an estimate (the prompt's tokens and the
+answer's limit where one is set), then ``{"settles": ID, "usd": ..., "tokens": ...}`` when its answer (or its
+failure) comes back, at what it cost. A call in flight when its process is killed stays pending, counted at its
+estimate: the provider bills it, and the ledger says so. (A plain ``{"usd": ..., "tokens": ...}`` line, what
+callers outside a game and older versions write, is one call's spending.) What has been spent is the sum of the
+ledger, read incrementally; so a rerun with a higher cap continues from what the earlier runs spent (games that
+finished are skipped by their callers; a game stopped or killed mid-way is played again from its start with its
+recorded calls replayed, not paid again: ``toolkit.llm.cache.Record``).
 
 The API (used by ``toolkit.werewolf.game.play_games`` and by any runner above it):
 
@@ -13,20 +18,28 @@ The API (used by ``toolkit.werewolf.game.play_games`` and by any runner above it
 - ``spent()`` → (usd, tokens) so far, all processes and earlier runs included; ``left()`` → what remains;
 - ``would_exceed(usd=0, tokens=0)``: True when spending that much more would pass a cap;
 - ``exhausted()``: a cap is reached: no new game may start (``at_cap="stop"``: games in flight stop too);
-- ``charge(usd, tokens)``: one call's spending (``CallLog`` does it for every call of a game);
+- ``charge(usd, tokens)``: one call's spending (``CallLog`` does it for a call the model did not settle);
+- ``reserve(usd, tokens, what)`` → a ticket whose ``settle(usd, tokens)`` says what the call cost; the model
+  wrapper does both around every paid request made while the budget is ``spending`` (``active_budget``);
 - ``check_prices(models)``: a dollar cap with a model whose price is unknown is refused up front (one line),
   rather than never firing; ``line()``: the one line a run ends with (spent, left, the caps).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
 import threading
+import uuid
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
+
+from toolkit.llm.prices import price_of
 
 LEDGER = "spend.jsonl"
 AT_CAP = ("stop", "finish")  # what games in flight do when a cap is reached
@@ -62,6 +75,7 @@ class Budget:
     _usd: float = 0.0
     _tokens: int = 0
     _offset: int = 0
+    _pending: dict = field(default_factory=dict, repr=False)  # tickets read, not settled yet: their estimates
     _lock: Any = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
@@ -86,9 +100,20 @@ class Budget:
         usd = float(usd or 0.0)
         if usd <= 0 and tokens <= 0:
             return
+        self._append({"usd": round(usd, 9), "tokens": int(tokens)})
+
+    def reserve(self, usd: float | None, tokens: int, what: str = "") -> "Ticket":
+        """A call about to be sent, in the ledger at an estimate (``usd`` None: an unknown price, its tokens only)
+        before it leaves: killed in flight, it stays there, as it stays on the provider's bill."""
+        ticket = Ticket(self, f"{_PROCESS}-{next(_TICKETS)}")
+        self._append({"pending": ticket.id, "usd": round(float(usd or 0.0), 9), "tokens": int(tokens),
+                      **({"model": what} if what else {})})
+        return ticket
+
+    def _append(self, entry: dict[str, Any]) -> None:
         # A leading newline ends whatever a process that died mid-write left (that torn line is skipped, this
         # one is whole); empty lines are skipped.
-        line = "\n" + json.dumps({"usd": round(usd, 9), "tokens": int(tokens)}) + "\n"
+        line = "\n" + json.dumps(entry) + "\n"
         self.ledger.parent.mkdir(parents=True, exist_ok=True)
         # One write of one short line to a file opened O_APPEND: processes appending at once never interleave.
         fd = os.open(self.ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -112,10 +137,16 @@ class Budget:
                     continue
                 try:
                     entry = json.loads(raw)
-                    self._usd += float(entry.get("usd", 0.0))
-                    self._tokens += int(entry.get("tokens", 0))
+                    usd, tokens = float(entry.get("usd", 0.0)), int(entry.get("tokens", 0))
                 except (ValueError, TypeError, AttributeError):
                     continue  # a damaged line (a disk that filled up): it says nothing it could be trusted for
+                if "pending" in entry:  # counted at its estimate until it settles
+                    self._pending[str(entry["pending"])] = (usd, tokens)
+                elif "settles" in entry:  # the estimate replaced by what the call cost
+                    before = self._pending.pop(str(entry["settles"]), (0.0, 0))
+                    usd, tokens = usd - before[0], tokens - before[1]
+                self._usd += usd
+                self._tokens += tokens
             self._offset += end
             return self._usd, self._tokens
 
@@ -143,10 +174,7 @@ class Budget:
         would never fire). ``models`` are ``toolkit.llm.Model``s; offline backends cost nothing."""
         if self.max_usd is None:
             return
-        from toolkit.llm.model import load_prices
-
-        prices = load_prices()
-        unknown = sorted({m.spec for m in models if not m.backend.free and m.name not in prices})
+        unknown = sorted({m.spec for m in models if not m.backend.free and price_of(m.name) is None})
         if unknown:
             raise BudgetError(f"a dollar cap (--max-usd, max_usd) needs a price for every model, and "
                               f"{', '.join(unknown)} has none: add it to a TOOLKIT_PRICES file (USD per million "
@@ -175,3 +203,40 @@ class Budget:
         """The caps as a run's config keeps them."""
         return {"max_usd": self.max_usd, "max_tokens": self.max_tokens, "at_cap": self.at_cap,
                 "ledger": str(self.ledger)}
+
+
+_PROCESS = uuid.uuid4().hex[:8]  # tickets of different processes (and reruns) never share an id
+_TICKETS = itertools.count(1)
+
+
+@dataclass
+class Ticket:
+    """A call in the ledger before it was sent; ``settle`` once, when it is answered or has failed."""
+
+    budget: Budget
+    id: str
+    settled: bool = False
+
+    def settle(self, usd: float | None, tokens: int) -> None:
+        if not self.settled:
+            self.settled = True
+            self.budget._append({"settles": self.id, "usd": round(float(usd or 0.0), 9), "tokens": int(tokens)})
+
+
+_SPENDING: ContextVar[Budget | None] = ContextVar("toolkit_budget", default=None)
+
+
+@contextmanager
+def spending(budget: Budget | None) -> Iterator[None]:
+    """Every paid model call made inside (this task and the tasks it starts) is reserved in ``budget``'s ledger
+    before it is sent and settled when it comes back (``toolkit.llm.model.Model.generate``)."""
+    token = _SPENDING.set(budget)
+    try:
+        yield
+    finally:
+        _SPENDING.reset(token)
+
+
+def active_budget() -> Budget | None:
+    """The budget the calls made here are reserved in, or None."""
+    return _SPENDING.get()

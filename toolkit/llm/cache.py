@@ -1,8 +1,16 @@
-"""An optional on-disk response cache, so that re-running a notebook costs no calls.
+"""Answers a call need not pay for again: an optional on-disk response cache, so that re-running a notebook costs
+no calls, and a study's record, so that a game played again after a stop pays only its new calls.
 
-Keyed by model, endpoint, messages, schema and sampling settings. SQLite, so several processes of a
-sweep can share one cache file safely. What is stored is masked (``toolkit.core.secrets``): an endpoint that
+``ResponseCache``: keyed by model, endpoint, messages, schema and sampling settings. SQLite, so several processes
+of a sweep can share one cache file safely. What is stored is masked (``toolkit.core.secrets``): an endpoint that
 echoes a key or a URL's password back does not put it on disk.
+
+``Record``: the answers a study's ``calls`` rows hold for its games that did not finish (stopped at a spending cap,
+killed, interrupted), keyed by ``request_key`` (the spec, the decision's replay key, the sampling and the
+messages as sent: the same question of the same game) and taken in the order they were asked. While a record
+is ``replaying``, a model call whose question is in it is answered from it (``cache_hit``, no request, cost 0):
+the game played again asks the endpoint only what it had not asked before. Only the same question of the same
+seat in the same game matches, so no two games ever share an answer.
 """
 
 from __future__ import annotations
@@ -11,8 +19,12 @@ import hashlib
 import json
 import sqlite3
 import threading
+from collections import deque
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, fields
 from pathlib import Path
+from typing import Any, Iterable, Iterator
 
 from toolkit.core.secrets import Redactor
 from toolkit.llm.request import Completion, Request
@@ -57,3 +69,100 @@ class ResponseCache:
             self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?)",
                              (key, self._mask(json.dumps(asdict(completion), ensure_ascii=False))))
             self._db.commit()
+
+
+# ------------------------------------------------------------------ a study's record
+def request_key(spec: str, request: Request, messages: str | None = None) -> str:
+    """The question a call asks, as a resumed study matches it: the spec (model, endpoint, parameters), the
+    decision's ``replay_key`` (preset, seed, seat, day, phase, action), the sampling, the schema's name and the
+    messages (``messages``: their JSON as the calls row keeps it, when the caller has it)."""
+    s = request.sampling
+    head = json.dumps([spec, request.replay_key, s.temperature, s.max_tokens, s.seed, request.schema_name],
+                      default=str)
+    text = messages if messages is not None else json.dumps(request.messages, ensure_ascii=False)
+    return hashlib.sha256(f"{head}\n{text}".encode()).hexdigest()[:32]
+
+
+# The calls columns a record is built from.
+RECORD_COLUMNS = ["call_id", "game_id", "seq", "replay_key", "request_key", "response_text", "model",
+                  "prompt_tokens", "completion_tokens", "cached_tokens", "usage_estimated", "finish_reason",
+                  "reasoning_tokens", "reasoning"]
+
+
+class Record:
+    """Recorded answers by ``request_key``, each key's in the order they were asked (see the module's docstring).
+    ``rows``: calls rows (dicts with ``RECORD_COLUMNS``) of the games to replay; a row without an answer (a
+    transport failure) or without a ``request_key`` (written before there was one) is not replayed. A game
+    played several times (stopped, resumed, stopped again) leaves several copies of its early answers: per key,
+    the longest sequence of any one of its plays is kept."""
+
+    def __init__(self, rows: Iterable[dict[str, Any]]):
+        plays: dict[Any, dict[str, list[dict]]] = {}
+        for row in sorted(rows, key=lambda r: (str(r.get("game_id")), int(r.get("seq") or 0))):
+            if not row.get("request_key") or _missing(row.get("completion_tokens")):
+                continue
+            plays.setdefault(row.get("game_id"), {}).setdefault(row["request_key"], []).append(row)
+        best: dict[str, list[dict]] = {}
+        for keys in plays.values():
+            for key, answers in keys.items():
+                if len(answers) > len(best.get(key, ())):
+                    best[key] = answers
+        self._answers = {key: deque(answers) for key, answers in best.items()}
+        self._replay_keys = {a[0].get("replay_key") for a in best.values()}
+        self.size = sum(len(a) for a in best.values())
+        self.replayed = 0
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return self.size
+
+    def take(self, spec: str, request: Request) -> Completion | None:
+        """The recorded answer to this question (removed: a question asked twice gets the second answer the
+        second time), or None when there is none left."""
+        if request.replay_key not in self._replay_keys:
+            return None
+        key = request_key(spec, request)
+        with self._lock:
+            answers = self._answers.get(key)
+            if not answers:
+                return None
+            row = answers.popleft()
+            self.replayed += 1
+        return _completion(row)
+
+
+def _missing(value: Any) -> bool:
+    return value is None or value != value  # None or NaN (pandas' missing number)
+
+
+def _completion(row: dict[str, Any]) -> Completion:
+    """A recorded answer as a ``Completion`` answered from the record: no request made, nothing paid."""
+    def whole(name: str) -> int | None:
+        return None if _missing(row.get(name)) else int(row[name])
+
+    def text(name: str) -> str | None:
+        return None if _missing(row.get(name)) else str(row[name])
+
+    return Completion(text=text("response_text") or "", model=text("model") or "", prompt_tokens=whole("prompt_tokens"),
+                      completion_tokens=whole("completion_tokens"), cached_tokens=whole("cached_tokens") or 0,
+                      usage_estimated=bool(row.get("usage_estimated")) if not _missing(row.get("usage_estimated"))
+                      else False, cost_usd=0.0, cache_hit=True, finish_reason=text("finish_reason"),
+                      reasoning_tokens=whole("reasoning_tokens"), reasoning=text("reasoning"))
+
+
+_REPLAYING: ContextVar[Record | None] = ContextVar("toolkit_record", default=None)
+
+
+@contextmanager
+def replaying(record: Record | None) -> Iterator[None]:
+    """Answer the model calls made inside (this task and the tasks it starts) from ``record`` where it has them."""
+    token = _REPLAYING.set(record)
+    try:
+        yield
+    finally:
+        _REPLAYING.reset(token)
+
+
+def active_record() -> Record | None:
+    """The record being replayed here, or None."""
+    return _REPLAYING.get()

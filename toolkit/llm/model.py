@@ -16,12 +16,9 @@ import math
 import os
 import time
 from dataclasses import dataclass, field, fields
-from functools import lru_cache
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import yaml
 from tenacity import (
     AsyncRetrying,
     retry_if_exception_type,
@@ -30,78 +27,17 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from toolkit.llm.cache import ResponseCache, cache_key
+from toolkit.llm.budget import Ticket, active_budget
+from toolkit.llm.cache import ResponseCache, active_record, cache_key, request_key
+from toolkit.llm.prices import DEFAULT_PRICES, cost_usd, load_prices, output_tokens, price_of, read_prices  # noqa: F401
 from toolkit.llm.gate import gate as endpoint_gate
 from toolkit.llm.backend import Backend
 from toolkit.llm.request import Completion, LLMError, Request, TransientError, estimate_tokens, messages_text
 from toolkit.core.secrets import mask_url
 
-DEFAULT_PRICES = Path(__file__).with_name("prices.yaml")
-
 
 def now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
-
-
-# ------------------------------------------------------------------ cost
-@lru_cache(maxsize=8)
-def load_prices(path: str | None = None) -> dict[str, dict[str, float]]:
-    """USD per million tokens by model name; ``TOOLKIT_PRICES`` (a YAML file) adds or overrides entries."""
-    prices = yaml.safe_load(DEFAULT_PRICES.read_text()) or {}
-    extra = path or os.environ.get("TOOLKIT_PRICES")
-    if extra:
-        prices.update(read_prices(extra))
-    return prices
-
-
-def read_prices(path: str | os.PathLike) -> dict[str, dict[str, float]]:
-    """A price file: ``MODEL: {input: USD, output: USD[, cached_input: USD]}`` per million tokens, every
-    price a non-negative number. Anything else is a ValueError naming the file and the entry."""
-    where = f"TOOLKIT_PRICES {path}"
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise ValueError(f"{where}: cannot read it ({exc.strerror or exc})") from None
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{where}: not valid YAML ({str(exc).splitlines()[0]})") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ValueError(f"{where}: must map model names to prices, e.g. gpt-4o-mini: {{input: 0.15, output: 0.6}}")
-    for model, price in data.items():
-        if not isinstance(price, dict) or not {"input", "output"} <= set(price):
-            raise ValueError(f"{where}: {model}: needs input and output (USD per million tokens)")
-        unknown = sorted(set(price) - {"input", "output", "cached_input"})
-        if unknown:
-            raise ValueError(f"{where}: {model}: unknown field(s) {', '.join(map(str, unknown))}; "
-                             "fields are input, output, cached_input")
-        for name, value in price.items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                    or value < 0:
-                raise ValueError(f"{where}: {model}.{name} must be a non-negative number, got {value!r}")
-    return data
-
-
-def output_tokens(completion_tokens: int, reasoning_tokens: int | None) -> int:
-    """The tokens billed at the output price: reasoning tokens are output. OpenAI counts them inside
-    ``completion_tokens``; an endpoint reporting more reasoning than completion tokens counted them apart, and
-    they are added."""
-    reasoning = reasoning_tokens or 0
-    return completion_tokens + reasoning if reasoning > completion_tokens else completion_tokens
-
-
-def cost_usd(model: str, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0,
-             prices: dict[str, dict[str, float]] | None = None, reasoning_tokens: int | None = None) -> float | None:
-    """The call's cost, or None for a model with no price (unknown, never 0). Reasoning tokens are billed at
-    the output price (``output_tokens``)."""
-    price = (prices if prices is not None else load_prices()).get(model)
-    if price is None:
-        return None
-    completion_tokens = output_tokens(completion_tokens, reasoning_tokens)
-    cached = min(cached_tokens, prompt_tokens)
-    cached_rate = price.get("cached_input", price["input"])
-    return ((prompt_tokens - cached) * price["input"] + cached * cached_rate
-            + completion_tokens * price["output"]) / 1e6
 
 
 # ------------------------------------------------------------------ configuration
@@ -198,6 +134,7 @@ class Call:
     fallback: bool = False
     seq: int = 0
     free: bool = False  # an offline backend answered: nothing was spent (a spending cap does not count it)
+    charged: bool = False  # the model wrapper settled it in the active budget's ledger (``CallLog`` does not)
 
     @property
     def text(self) -> str | None:
@@ -209,19 +146,22 @@ class Call:
 
     @property
     def n_attempts(self) -> int:
-        """Requests made: failed ones plus the one that answered (0 for a cache hit)."""
+        """Requests made: failed ones plus the one that answered (0 for a cache hit). A truncated answer is in
+        ``attempts`` (its ``error_kind`` says so) and is the request that answered, counted once."""
         c = self.completion
-        return len(self.attempts) + (1 if c is not None and not c.cache_hit else 0)
+        failed = sum(a.error_kind != "truncated" for a in self.attempts)
+        return failed + (1 if c is not None and not c.cache_hit else 0)
 
     def row(self, run_id: str | None) -> dict[str, Any]:
         """The ``calls`` row: built here and nowhere else."""
         r, c = self.request, self.completion
+        messages = json.dumps(r.messages, ensure_ascii=False)
         return {
             "call_id": self.call_id, "run_id": run_id, "game_id": r.game_id, "session_id": r.session_id,
             "seq": self.seq, "seat": r.seat, "role": r.role, "day": r.day, "phase": r.phase, "action": r.action,
             "spec": self.spec, "model": c.model if c else self.model,
             "base_url": mask_url(c.base_url if c else self.base_url), "temperature": r.sampling.temperature,
-            "messages": json.dumps(r.messages, ensure_ascii=False), "response_text": self.response_text(),
+            "messages": messages, "response_text": self.response_text(),
             "parsed": self.parsed, "ok": self.ok, "error": self.error, "attempts": self.n_attempts,
             "fallback": self.fallback, "latency_ms": self.latency_ms,
             "prompt_tokens": c.prompt_tokens if c else None, "completion_tokens": c.completion_tokens if c else None,
@@ -230,6 +170,7 @@ class Call:
             "started_at": self.started_at, "replay_key": r.replay_key,
             "finish_reason": c.finish_reason if c else None, "reasoning_tokens": c.reasoning_tokens if c else None,
             "reasoning": c.reasoning if c else None, "params": self.params_json(),
+            "request_key": request_key(self.spec, r, messages),
         }
 
     def params_json(self) -> str | None:
@@ -281,10 +222,16 @@ class Model:
     async def generate(self, request: Request) -> Call:
         call = Call(request, self.spec, self.backend.model, self.base_url, now(), free=self.backend.free)
         started = time.perf_counter()
+        record = active_record() if not self.backend.free else None  # a resumed study's answers (cache.Record)
+        if record is not None and (hit := record.take(self.spec, request)) is not None:
+            hit.base_url = self.base_url
+            call.completion = hit
+            return call
         key = cache_key(self.backend.model, self.base_url, request, self.backend.params) if self.cache else None
         if key and (hit := self.cache.get(key)) is not None:
             call.completion = hit
             return call
+        ticket = self._reserve(request)  # in the study's ledger before it is sent (budget.Budget.reserve)
         try:
             completion = await self._attempt(request, call)  # the common case: no retry machinery at all
         except TransientError as exc:
@@ -293,10 +240,31 @@ class Model:
             completion, call.error = None, str(exc)
         call.latency_ms = (time.perf_counter() - started) * 1000
         if completion is not None:
-            call.completion = self._accounted(completion, request)
+            call.completion = c = self._accounted(completion, request)
             if key:
-                self.cache.put(key, call.completion)
+                self.cache.put(key, c)
+            if c.truncated:  # an answer, but cut at the limit: the attempts table says so (error_kind truncated)
+                call.attempts.append(Attempt(len(call.attempts) + 1, "truncated", 200 if self.base_url else None,
+                                             f"the answer was cut at the output token limit (finish_reason length, "
+                                             f"{c.completion_tokens} output tokens)", call.latency_ms))
+        if ticket is not None:
+            c = call.completion  # a failure settles at 0: a refused or unanswered request is not billed
+            tokens = (c.prompt_tokens or 0) + output_tokens(c.completion_tokens or 0, c.reasoning_tokens) if c else 0
+            ticket.settle(c.cost_usd if c else 0.0, tokens)
+            call.charged = True
         return call
+
+    def _reserve(self, request: Request) -> Ticket | None:
+        """A paid call in the active budget's ledger at an estimate: the prompt's tokens and the answer's limit
+        where one is set (``Budget.reserve``); None for an offline backend or without a budget."""
+        budget = active_budget()
+        if budget is None or self.backend.free:
+            return None
+        prompt = estimate_tokens(messages_text(request.messages))
+        params = self.backend.params
+        limit = int(request.sampling.max_tokens or self.config.max_tokens or params.get("max_completion_tokens")
+                    or params.get("max_tokens") or 0)
+        return budget.reserve(cost_usd(self.backend.model, prompt, limit), prompt + limit, self.backend.model)
 
     async def _attempt(self, request: Request, call: Call) -> Completion:
         t0 = time.perf_counter()

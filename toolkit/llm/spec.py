@@ -7,6 +7,7 @@ entry points of the ``toolkit.models`` group (an entry point's name is the prefi
 from __future__ import annotations
 
 import difflib
+import json
 import math
 import os
 import re
@@ -88,7 +89,8 @@ def parse_spec(spec: str) -> tuple[str, str]:
 
 # ------------------------------------------------------------------ provider parameters
 # ``openai:o4-mini@URL?reasoning_effort=high&max_completion_tokens=4000``: what follows the first ``?`` is sent in
-# the request body unchanged (values typed: whole numbers, numbers, true/false, null, else text). The spec string,
+# the request body unchanged (values typed: whole numbers, numbers, true/false, null, a JSON object or list such
+# as OpenRouter's ``reasoning={"effort":"high"}``, else text; ``%26`` is an ``&`` inside a value). The spec string,
 # parameters included, names the model in every table, so two cells that differ only by effort are two models.
 # The names below are checked; any other name passes through as it is (a provider's own field).
 CHECKED_PARAMS: dict[str, Any] = {
@@ -111,10 +113,22 @@ KNOWN_FIELDS = ("stop", "logit_bias", "top_logprobs", "user", "metadata", "modal
                 "web_search_options", "stream_options", "safety_identifier", "prompt_cache_key", "reasoning",
                 "include_reasoning", "min_p", "repetition_penalty", "thinking", "chat_template_kwargs",
                 "num_ctx", "keep_alive", "top_a")
+# Arguments of the OpenAI Python SDK's ``create()``, not fields of the request body: sent as given they would be
+# literal fields (``"extra_body": {...}``) the endpoint ignores. ``extra_body``'s fields are what the SDK merges into
+# the body, so they are sent at the top level (with a warning saying so); the others cannot come from a spec.
+SDK_ARGUMENTS = {"extra_headers": "headers are not set by a spec (keys go in the environment)",
+                 "extra_query": "query parameters are not set by a spec",
+                 "timeout": "the deadline of a request is TOOLKIT_TIMEOUT_S"}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,63}")
 
 
-def _typed(text: str) -> Any:
+def _typed(text: str, where: str = "", name: str = "") -> Any:
+    if text[:1] in ("{", "["):  # an object or a list: JSON, as the request body carries it
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {name}={text[:60]!r} is not valid JSON ({exc.msg} at character "
+                             f"{exc.pos}); write an object as {name}={{\"effort\":\"high\"}}") from None
     if text in ("true", "false"):
         return text == "true"
     if text == "null":
@@ -165,10 +179,14 @@ def spec_params(spec: str) -> dict[str, Any]:
             raise ValueError(f"{where}: {name} is given twice")
         if name in TOOLKIT_FIELDS:
             raise ValueError(f"{where}: {name} is set by the toolkit itself, not by a spec")
-        if any(word in name.lower() for word in ("key", "secret", "token_id", "password", "authorization")):
-            raise ValueError(f"{where}: {name} looks like a credential; keys go in the environment "
-                             "(OPENAI_API_KEY or TOOLKIT_KEY_<HOST>), never in a spec that every table records")
-        value = _typed(unquote(raw.strip()))
+        _not_a_credential(where, name)
+        if name in SDK_ARGUMENTS:
+            raise ValueError(f"{where}: {name} is an argument of the OpenAI Python SDK, not a request field; "
+                             f"{SDK_ARGUMENTS[name]}")
+        value = _typed(unquote(raw.strip()), where, name)
+        if name == "extra_body":
+            _extra_body(where, value, out)
+            continue
         rule = CHECKED_PARAMS.get(name) or WRAPPER_PARAMS.get(name)
         out[name] = _check(where, name, value, rule) if rule else value
         if not rule:
@@ -179,6 +197,35 @@ def spec_params(spec: str) -> dict[str, Any]:
 
 
 _WARNED: set[tuple[str, str]] = set()
+
+
+def _not_a_credential(where: str, name: str) -> None:
+    if any(word in name.lower() for word in ("key", "secret", "token_id", "password", "authorization")):
+        raise ValueError(f"{where}: {name} looks like a credential; keys go in the environment "
+                         "(OPENAI_API_KEY or TOOLKIT_KEY_<HOST>), never in a spec that every table records")
+
+
+def _extra_body(where: str, value: Any, out: dict[str, Any]) -> None:
+    """``extra_body={...}``: the OpenAI SDK's way to add fields to the body; its fields go in the body, as the SDK
+    would send them, and a warning says to write them as parameters."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{where}: extra_body must be a JSON object of request fields, e.g. "
+                         'extra_body={"reasoning":{"effort":"high"}}')
+    twice = sorted(set(value) & set(out))
+    if twice:
+        raise ValueError(f"{where}: {', '.join(twice)} is given twice (in extra_body and as a parameter)")
+    if (where, "extra_body") not in _WARNED:
+        _WARNED.add((where, "extra_body"))
+        fields = "&".join(f"{k}=..." for k in value)
+        warnings.warn(f"{redact(where)}: extra_body is an argument of the OpenAI Python SDK, not a request field; "
+                      f"its fields are sent in the body as the SDK would send them (write them as parameters: "
+                      f"?{fields})", UserWarning, stacklevel=4)
+    for name, field_value in value.items():
+        _not_a_credential(where, f"extra_body.{name}")
+        if name in TOOLKIT_FIELDS:
+            raise ValueError(f"{where}: extra_body.{name} is set by the toolkit itself, not by a spec")
+        rule = CHECKED_PARAMS.get(name) or WRAPPER_PARAMS.get(name)
+        out[name] = _check(where, name, field_value, rule) if rule else field_value
 
 
 def _typo(where: str, name: str) -> None:

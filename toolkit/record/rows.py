@@ -169,7 +169,8 @@ class CallRow(Row):
     cached_tokens: int | None = column("prompt tokens the server served from its prompt cache, where it says")
     usage_estimated: bool | None = column("the token counts are estimated, not reported by the server")
     cost_usd: float | None = column("the call's price in US dollars, null when unknown")
-    cache_hit: bool = column("answered from the toolkit's response cache (no request made)", False)
+    cache_hit: bool = column("answered without a request: from the toolkit's response cache, or replayed from the "
+                             "record of the same game left unfinished by an earlier run (cost 0)", False)
     started_at: str = column("when the call was asked (ISO 8601, UTC)")
     replay_key: str | None = column("``<preset>/<seed>/<seat>/d<day>/<phase>/<action>``: what a replay matches on")
     finish_reason: str | None = column("why the answer ended, as the endpoint said: ``stop``, ``length`` (cut at "
@@ -180,6 +181,8 @@ class CallRow(Row):
     reasoning: str | None = column("the reasoning text, where the endpoint sends it (``reasoning_content``)")
     params: str | None = column("the spec's provider parameters as JSON (``{\"reasoning_effort\": \"high\"}``), "
                                 "null for none")
+    request_key: str | None = column("a hash of the question (spec, replay_key, sampling, messages): what a "
+                                     "resumed study replays an unfinished game's answers by")
 
 
 @dataclass(slots=True, kw_only=True)

@@ -156,7 +156,8 @@ class CallLog:
                 self.cost_usd = None  # one call of unknown price makes the total unknown, not smaller
             else:
                 self.cost_usd += c.cost_usd
-            if self.budget is not None and not c.cache_hit and not call.free:  # a cached answer was paid for once
+            # a cached or replayed answer was paid for once; a call the model wrapper settled is in the ledger
+            if self.budget is not None and not c.cache_hit and not call.free and not call.charged:
                 self.budget.charge(c.cost_usd, (c.prompt_tokens or 0)
                                    + output_tokens(c.completion_tokens or 0, c.reasoning_tokens))
         if self.run is not None:

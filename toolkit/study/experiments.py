@@ -1,8 +1,11 @@
 """What one experiment cell runs (called from the parameterised notebooks in ``experiments/``).
 
 A cell's games are seeded ``seed .. seed + n_games - 1``; seeds whose game already finished in the cell's
-folder are skipped, so a cell that was killed resumes where it stopped. A lock on the folder keeps two
-processes from ever playing the same cell at once.
+folder are skipped, so a cell that was killed resumes where it stopped, and a game that did not finish (stopped at
+a spending cap, killed, interrupted) is played again from its start with the calls it recorded replayed from its
+record (``toolkit.llm.cache.Record``): only its new calls are paid. A cell keeps a ledger of what it paid
+(``spend.jsonl``, with or without a cap: ``toolkit.llm.budget``). A lock on the folder keeps two processes from
+ever playing the same cell at once.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from toolkit.record.tables import TABLES
 from toolkit.core.sync import run_sync
 from toolkit.werewolf.experience import ExperiencePool
 from toolkit.llm import get_model
-from toolkit.llm.budget import Budget, BudgetReached
+from toolkit.llm.budget import LEDGER, Budget, BudgetReached
+from toolkit.llm.cache import RECORD_COLUMNS, Record, replaying
 from toolkit.llm.health import EndpointDown
 from toolkit.werewolf.game import ENDPOINT_MODES, CapReport, GameConfig, SeededConfigs, play_games
 from toolkit.werewolf.engine.preset import load_preset, parse_error_policy
@@ -48,11 +52,34 @@ def cell_lock(folder: str | Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def finished_seeds(results_dir: str | Path) -> set[int]:
+def finished_games(results_dir: str | Path) -> pd.DataFrame:
+    """The games of a cell's folder that count as played (``game_id``, ``seed``): an ``error`` game is played
+    again."""
     if not Path(results_dir).exists():
-        return set()
-    games = load(results_dir, complete_games=False, columns={"games": ["seed", "winner"]}).games
-    return set(int(s) for s in games[games["winner"] != "error"]["seed"].dropna())
+        return pd.DataFrame({"game_id": pd.Series(dtype=object), "seed": pd.Series(dtype="int64")})
+    games = load(results_dir, complete_games=False, columns={"games": ["game_id", "seed", "winner"]}).games
+    return games.loc[(games["winner"] != "error") & games["seed"].notna(), ["game_id", "seed"]]
+
+
+def finished_seeds(results_dir: str | Path) -> set[int]:
+    return set(int(s) for s in finished_games(results_dir)["seed"])
+
+
+def unfinished_record(results_dir: str | Path) -> Record | None:
+    """The record of the games a cell's folder holds calls of but that did not finish (no games row, or an
+    ``error`` one): their answers, replayed when those games are played again (None when there are none). Read a
+    batch at a time: only the unfinished games' rows are kept, without their prompts."""
+    if not Path(results_dir).exists():
+        return None
+    finished = set(finished_games(results_dir)["game_id"])
+    ids: set[str] = set()
+    for part in scan(results_dir, "calls", ["game_id"], rows=200_000):
+        ids.update(g for g in part["game_id"].dropna().unique() if g not in finished)
+    if not ids:
+        return None
+    rows = [row for part in scan(results_dir, "calls", RECORD_COLUMNS, games=ids) for row in part.to_dict("records")]
+    record = Record(rows)
+    return record if len(record) else None
 
 
 # A cell holds its seeds to play (a list; each game's config is made when a worker takes it) and the seeds it
@@ -123,18 +150,27 @@ def check_werewolf_parameters(params: dict[str, object]) -> None:
 
 
 def cell_budget(results_dir: str | Path, max_usd: float | None, max_tokens: int | None, at_cap: str = "stop",
-                spend_dir: str | None = None) -> Budget | None:
-    """A cell's spending cap: the ledger of ``spend_dir`` (a sweep's or tournament's folder, shared by all its
-    cells) or of the cell's own folder; None without a cap."""
-    return Budget.at(spend_dir or results_dir, max_usd, max_tokens, at_cap)
+                spend_dir: str | None = None) -> Budget:
+    """A cell's spending cap and ledger: the ledger of ``spend_dir`` (a sweep's or tournament's folder, shared by
+    all its cells) or of the cell's own folder. Without a cap the ledger is kept all the same: what the study
+    paid, calls in flight at a kill included."""
+    folder = spend_dir or results_dir
+    return Budget.at(folder, max_usd, max_tokens, at_cap) or Budget(Path(folder) / LEDGER, at_cap=at_cap)
 
 
-def play_capped(configs: Sequence[GameConfig], run: Run, budget: Budget | None, **kwargs) -> None:
-    """Play the games under the cap; raise ``BudgetReached`` (its line: spent and left) when the cap kept some
-    from being played, and ``EndpointDown`` (which endpoint and why) when a dead endpoint stopped them, so the
-    cell is not taken for finished (a rerun plays what is missing)."""
+def play_capped(configs: Sequence[GameConfig], run: Run, budget: Budget | None, record: Record | None = None,
+                **kwargs) -> None:
+    """Play the games under the cap, the calls ``record`` holds answered from it (``unfinished_record``); raise
+    ``BudgetReached`` (its line: spent and left) when the cap kept some from being played, and ``EndpointDown``
+    (which endpoint and why) when a dead endpoint stopped them, so the cell is not taken for finished (a rerun
+    plays what is missing, its recorded calls replayed)."""
     cap = CapReport()
-    run_sync(play_games(configs, run, budget=budget, cap=cap, keep_results=False, **kwargs))
+
+    async def play() -> None:
+        with replaying(record):
+            await play_games(configs, run, budget=budget, cap=cap, keep_results=False, **kwargs)
+
+    run_sync(play())
     if cap.endpoint is not None:
         raise EndpointDown(f"{cap.endpoint.removeprefix('interrupted (endpoint): ')} "
                            f"({len(cap.interrupted)} game{'s' * (len(cap.interrupted) != 1)} unfinished)")
@@ -344,8 +380,9 @@ def play_werewolf_cell(results_dir: str, preset: str = "classic7", n_games: int 
                 bar = tqdm(total=len(todo), desc="games")
             try:
                 specs = [m for m in (model, wolf_model, village_model, *(seats or {}).values()) if m]
+                record = unfinished_record(results_dir)
                 with Run(results_dir, experiment, config=params, seed=seed, specs=specs) as run:
-                    play_capped(configs, run, budget, concurrency=concurrency,
+                    play_capped(configs, run, budget, record=record, concurrency=concurrency,
                                 on_result=(lambda _: bar.update()) if bar else None)
             finally:
                 if bar:
@@ -376,7 +413,7 @@ def run_engineer_cell(results_dir: str, tasks: list[str] | None = None, model: s
     problem = kinds.refusal(environment) if environment is not None else None
     if problem:
         raise EnvironmentUnavailable(problem)
-    budget = cell_budget(results_dir, max_usd, max_tokens, at_cap, spend_dir)
+    budget = Budget.at(spend_dir or results_dir, max_usd, max_tokens, at_cap)
     with cell_lock(results_dir):
         existing = load(results_dir, complete_games=False).sessions if Path(results_dir).exists() else None
         done = tasks_done(existing)

@@ -38,7 +38,7 @@ import yaml
 
 from toolkit.analysis import sample_size
 from toolkit.analysis.ratings import fit_ratings
-from toolkit.study.experiments import cell_budget, cell_lock, finished_seeds, play_capped
+from toolkit.study.experiments import cell_budget, cell_lock, finished_seeds, play_capped, unfinished_record
 from toolkit.record.run_log import Run
 from toolkit.llm import get_model, parse_spec
 from toolkit.core import data
@@ -398,9 +398,10 @@ def run_cell(results_dir: str, schedule: str, cell: str, reflection: bool = Fals
             params = {"tournament": name, "cell": cell, "preset": str(mine["preset"].iloc[0]),
                       "reflection": reflection, "error_policy": error_policy,
                       "on_endpoint_failure": on_endpoint_failure}
+            record = unfinished_record(done_in or results_dir)  # games a stop or a kill left unfinished: replayed
             with Run(results_dir, name, config=params, seed=int(mine["seed"].min()),
                      specs=sorted(set(mine["spec"]))) as run:
-                play_capped(configs, run, budget, concurrency=concurrency, on_result=on_result)
+                play_capped(configs, run, budget, record=record, concurrency=concurrency, on_result=on_result)
     return load(results_dir, complete_games=True) if tables else len(configs)
 
 

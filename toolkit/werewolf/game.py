@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from toolkit.core.files import one_line, without_paths
 from toolkit.prompting.structured_call import ActionResult, render
 from toolkit.llm import Model, Request, Sampling, get_model
-from toolkit.llm.budget import Budget
+from toolkit.llm.budget import Budget, spending
 from toolkit.llm.health import EndpointDown, revive
 from toolkit.record.run_log import CallLog, Run
 from toolkit.werewolf.recorder import GameRecorder
@@ -558,7 +558,8 @@ async def play_games(configs: Sequence[GameConfig], run: Run | None = None, conc
             if budget is not None and budget.exhausted():
                 cap.skipped.append(config.seed)
                 return None
-            result = await GameRunner(config, run, models, budget=budget).play()
+            with spending(budget):  # every paid call in the ledger before it is sent (toolkit.llm.budget)
+                result = await GameRunner(config, run, models, budget=budget).play()
         if result.winner == "unfinished":
             cap.stopped.append(config.seed)
             return None
