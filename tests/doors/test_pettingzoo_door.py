@@ -204,3 +204,38 @@ def test_the_seers_checks_land_in_the_vector_blocks_of_their_true_side(door):
         env.step({"target": min(set(info["view"]["choices"]) & wolves or info["view"]["choices"])})
     env.close()
     assert any(b["checked_wolf"] for b in seen), seen
+
+
+def test_a_dropped_environment_ends_its_game_thread(door):
+    """An environment dropped mid-game without close() stops its game: the thread is gone after a collection (the
+    old code left it waiting on the next answer for as long as the process lived)."""
+    import gc
+    import threading
+
+    env = door.WerewolfAEC("classic7")
+    env.reset(seed=4321)
+    name = "werewolf-door-g4321-door"
+    assert name in [t.name for t in threading.enumerate()]
+    del env
+    gc.collect()
+    assert name not in [t.name for t in threading.enumerate()]
+
+
+def test_odd_actions_get_short_clear_answers(door):
+    """A one-element integer array is an index (a policy's predict() on one observation); a 2 MB answer is refused
+    with a message of a few hundred characters, not the answer echoed whole; a step after close() says to reset
+    (the old code refused the array, echoed 2 MB, and failed on None.observation)."""
+    from toolkit.doors.actions import IllegalAction
+    from toolkit.doors.table import DoorClosed
+
+    env = door.WerewolfAEC("classic7")
+    env.reset(seed=6)
+    agent = env.agent_selection
+    with pytest.raises(IllegalAction) as refused:
+        env.step({"target": "A" * 2_000_000})
+    assert len(str(refused.value)) < 1000 and "2000014 characters" in str(refused.value)
+    env.step(np.array(int(np.flatnonzero(env.observe(agent)["action_mask"])[0])))
+    assert env.agent_selection != agent  # taken: the night goes on to another seat
+    env.close()
+    with pytest.raises(DoorClosed, match="reset"):
+        env.step(0)

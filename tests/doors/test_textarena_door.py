@@ -68,13 +68,14 @@ def test_a_textarena_game_has_the_events_of_play_games_seed_for_seed(ta, env_id,
 
 
 def test_textarenas_own_move_forms_are_taken(ta):
-    """``[Player3]``/``[2]`` for a target, plain text for a speech: the game goes on without a fallback."""
+    """``[Player3]``/``[3]`` (both Player3, the name in the prompts) for a target, plain text for a speech."""
     from toolkit.doors.actions import from_text
 
     view = {"action": "vote", "choices": ["Player2", "Player3"], "can_pass": False}
     seats = [f"Player{i}" for i in range(1, 8)]
     assert from_text("I vote [Player3].", view, seats) == {"target": "Player3"}
-    assert from_text("[1]", view, seats) == {"target": "Player2"}
+    assert from_text("[3]", view, seats) == from_text("[player 3]", view, seats) == {"target": "Player3"}
+    assert from_text("[0]", view, seats) == {"target": "Player0"}  # no seat: check() and the game refuse it
     assert from_text("Player3 is a wolf", {"action": "speak"}, seats) == {"speech": "Player3 is a wolf"}
     assert from_text('{"target": "Player2"}', view, seats) == '{"target": "Player2"}'
 
@@ -129,3 +130,48 @@ def test_a_textarena_game_is_recorded_like_any_other(ta, tmp_path):
         return load(folder).events.drop(columns=["game_id"]).sort_values("seq").reset_index(drop=True)
 
     assert rows(run.folder).equals(rows(own.folder))
+
+
+def test_a_bracketed_number_that_names_no_seat_is_an_invalid_move(ta):
+    """``[99]`` where the decision allows passing is refused and asked again with the error, never taken as a pass
+    (the old code turned it into "no target" and went on)."""
+    env = ta.make("Werewolf-v0-raw")
+    env.reset(num_players=7, seed=3)
+    pid, _ = env.get_observation()
+    request = env.table.current
+    assert request.observation["can_pass"] and request.observation["action"] != "vote"
+    env.step("[99]")
+    again, observation = env.get_observation()
+    assert again == pid and env.table.current.seat == request.seat and "Player99" in observation[0][1]
+    assert any(m["role"] == "assistant" for m in env.table.current.messages)  # the re-ask, with the bad answer
+    env.close()
+
+
+def test_a_dropped_textarena_environment_ends_its_game_thread(ta):
+    import gc
+    import threading
+
+    env = ta.make("Werewolf-v0-raw")
+    env.reset(num_players=7, seed=4322)
+    name = "werewolf-door-g4322-door"
+    assert name in [t.name for t in threading.enumerate()]
+    del env
+    gc.collect()
+    assert name not in [t.name for t in threading.enumerate()]
+
+
+def test_a_huge_bad_answer_is_echoed_clipped_and_the_end_reads_through_the_wrapper(ta):
+    """A 1 MB bad answer comes back in the re-ask clipped to its first 200 characters and its length; after the end,
+    get_observation through the default wrapper gives one closing message (the old code: the whole megabyte in
+    the observation; an IndexError in SingleTurnObservationWrapper)."""
+    env = ta.make("Werewolf-v0")
+    env.reset(num_players=7, seed=3)
+    _, before = env.get_observation()
+    env.step("x" * 1_000_000)
+    _, again = env.get_observation()
+    assert "(1000000 characters)" in again and len(again) < len(before) + 2000
+    done = False
+    while not done:
+        done, _ = env.step(heuristic(env.table.current))
+    assert "over" in str(env.get_observation()[1])
+    env.close()

@@ -6,7 +6,7 @@ decision's schema: ``{"target": "Player3"}``, ``{"speech": "..."}``, ``{"bid": 2
   (pass, abstain; for a speech "I have nothing to add."), ``n+1..n+5`` a bid of 0 to 4. The mask says which are
   legal for the decision asked now;
 - a **dict** of the answer's fields, or for a speech its **text**;
-- in TextArena's form, text such as ``[Player3]`` or ``[3]`` for a targeted decision.
+- in TextArena's form, text such as ``[Player3]`` or ``[3]`` (both Player3) for a targeted decision.
 
 ``check`` refuses an answer the rules would not take, naming the legal ones (the game is unchanged).
 """
@@ -29,6 +29,11 @@ _BRACKETED = re.compile(r"\[(?:player\s*)?(\d+)\]", re.I)
 
 class IllegalAction(ValueError):
     """An action the decision asked now does not allow (masked out, or not an answer of its schema)."""
+
+
+def clipped(text: str, limit: int = 200) -> str:
+    """``text`` as an error message or a re-ask echoes it: its first ``limit`` characters and its length."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
 
 
 def n_actions(seats: list[str]) -> int:
@@ -77,8 +82,9 @@ def index_of(answer: dict[str, Any], view: dict[str, Any], seats: list[str]) -> 
 
 
 def from_text(text: str, view: dict[str, Any], seats: list[str]) -> dict[str, Any] | str:
-    """A TextArena answer: JSON as a model writes it is passed on as it is; ``[Player3]``/``[3]`` names a target
-    (TextArena's 0-based player ids: ``[0]`` is the first seat); a speech is its text; a bid its first digit."""
+    """A TextArena answer: JSON as a model writes it is passed on as it is; ``[Player3]`` or ``[3]`` names the target
+    Player3 (the seat's name in every prompt, not TextArena's 0-based player id: ``[0]`` and ``[99]`` name no seat,
+    an invalid move, asked again); a speech is its text; a bid its first digit."""
     stripped = text.strip()
     if stripped.startswith("{"):
         return text
@@ -89,10 +95,8 @@ def from_text(text: str, view: dict[str, Any], seats: list[str]) -> dict[str, An
         digits = re.findall(r"\d", stripped)
         return {"bid": int(digits[0])} if digits else text
     found = _BRACKETED.search(stripped)
-    if found:
-        number, named = int(found.group(1)), found.group(0).lower().startswith("[player")
-        seat = f"Player{number}" if named else (seats[number] if number < len(seats) else None)
-        return {"target": seat}
+    if found:  # [3] is [Player3], the name every prompt uses; a number that names no seat is refused by ``check``
+        return {"target": f"Player{int(found.group(1))}"}
     if stripped.lower() in ("pass", "[pass]", "none", "[none]", "abstain", "[abstain]"):
         return {"target": None}
     return text
@@ -107,6 +111,7 @@ def check(answer: dict[str, Any], view: dict[str, Any], roles: tuple[str, ...]) 
     except ValidationError as exc:
         legal = ", ".join([*view["choices"], *(["null (pass)"] if view["can_pass"] else [])])
         detail = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}" for e in exc.errors())
-        raise IllegalAction(f"{view['seat']} cannot answer {json.dumps(answer)} to {view['action']}: {detail}"
+        raise IllegalAction(f"{view['seat']} cannot answer {clipped(json.dumps(answer))} to {view['action']}: "
+                            f"{clipped(detail, 400)}"
                             + (f" (legal targets: {legal})" if view["action"] not in ("speak", "bid") else "")) \
             from None

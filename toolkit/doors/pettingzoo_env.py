@@ -36,7 +36,7 @@ from gymnasium import spaces
 from pettingzoo import AECEnv
 
 from toolkit.doors import actions, features
-from toolkit.doors.table import DOOR, Table
+from toolkit.doors.table import DOOR, DoorClosed, Table
 from toolkit.record.run_log import Run
 from toolkit.werewolf.game import GameConfig
 
@@ -54,6 +54,7 @@ class WerewolfAEC(AECEnv):
             raise ValueError(f"invalid must be one of {', '.join(INVALID)}, not {invalid!r}")
         config = GameConfig(preset=config, model=DOOR) if isinstance(config, str) else config
         self.table = Table(config, run, actions_through, others)
+        self.table.release_with(self)
         self.invalid, self.render_mode = invalid, render_mode
         preset = config.resolved_preset()
         self.preset = preset
@@ -130,6 +131,8 @@ class WerewolfAEC(AECEnv):
         if self.terminations.get(agent) or self.truncations.get(agent):
             self._was_dead_step(action)
             return
+        if self.table.current is None:
+            raise DoorClosed("no decision is waiting: the environment was closed or its game ended; call reset()")
         text = self._answer(action, self.table.current)
         self._cumulative_rewards[agent] = 0.0
         self._clear_rewards()
@@ -139,6 +142,8 @@ class WerewolfAEC(AECEnv):
     def _answer(self, action: Any, request: Any) -> str:
         """The answer text an action stands for; under ``invalid="raise"`` an illegal one is refused here."""
         view = request.observation
+        if isinstance(action, np.ndarray) and action.size == 1 and np.issubdtype(action.dtype, np.integer):
+            action = action.item()  # a policy's predict() on one observation: a 0-d or one-element array
         if isinstance(action, (int, np.integer)):
             answer = actions.from_index(int(action), view, self.seats)
             if self.invalid == "raise" and not self._obs[request.seat]["action_mask"][int(action)]:

@@ -120,10 +120,17 @@ class Table:
             return
         if self._thread.is_alive() and self._loop is not None and self._task is not None:
             self._loop.call_soon_threadsafe(self._task.cancel)
+        if self._thread is threading.current_thread():  # a finalizer run by a collection inside the game's thread
+            return
         self._thread.join()
         self._thread, self._loop, self._task, self.waiting = None, None, None, []
 
     close = stop
+
+    def release_with(self, owner: Any) -> None:
+        """Stop this table's game when ``owner`` (the door's environment) is collected without ``close()``: the
+        game's thread holds the table, not the environment, so a dropped environment would leave it waiting."""
+        weakref.finalize(owner, self.stop)
 
     # ------------------------------------------------------------------ the decisions
     @property

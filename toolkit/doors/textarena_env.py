@@ -64,6 +64,7 @@ class WerewolfEnv(ta.Env):
         config = config if config is not None else GameConfig(preset=preset, model=DOOR)
         self.config = replace(config, error_policy=error_policy) if error_policy else config
         self.table = Table(self.config, run)
+        self.table.release_with(self)
         self.preset = self.config.resolved_preset()
         self.seats = list(self.preset.seats)
         self.roles = tuple(sorted(self.preset.roles))
@@ -99,9 +100,12 @@ class WerewolfEnv(ta.Env):
 
     def get_observation(self) -> tuple[int, list[tuple[int, str, ta.ObservationType]]]:
         request = self.table.current
-        if request is None:
-            return self.state.current_player_id, []
-        prompt = "\n\n".join(m["content"] for m in request.messages)
+        if request is None:  # over (or closed): one message saying so, for the wrappers that read the first
+            reason = self.table.result.win_reason if self.table.result else "the game is not being played"
+            return self.state.current_player_id, [(ta.GAME_ID, f"The game is over ({reason}).",
+                                                   ta.ObservationType.GAME_MESSAGE)]
+        prompt = "\n\n".join(m["content"] if m["role"] != "assistant" else actions.clipped(m["content"])
+                               for m in request.messages)  # a re-ask's echo of the bad answer, clipped
         return self.state.current_player_id, [(ta.GAME_ID, prompt, ta.ObservationType.PROMPT)]
 
     def step(self, action: str) -> tuple[bool, dict[str, Any]]:
