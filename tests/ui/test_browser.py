@@ -108,6 +108,7 @@ def test_werewolf_session_human_seat_stop_and_transcript(lab):
     page = lab.page
     # seed 0 of classic7 makes Player7 the Seer: the human plays it and its panel shows what it learns
     start_with_a_human(lab, "Player7")
+    assert lab.button("god view").is_hidden()  # a study's default: no god view while a human seat plays
     status = page.locator(STATUS).first
     speech = "I am Player7 and I watched Player3 closely."
     panels = answer_until(lab, r"day 2|winner", speech, shot_at=1)
@@ -294,12 +295,16 @@ def every_text_on_the_page(lab: Lab) -> str:
 
 def the_games_events(served: Path, root: str, game_id: str) -> list:
     """The game's events as the run log wrote them (results/sessions/<run>/events.jsonl of the test's folder,
-    compacted to events.parquet when the game ended)."""
+    compacted to events.parquet when the game ended; a human seat's game writes them in the kernel's private
+    temporary folder until it ends, out of the file browser's reach)."""
+    import tempfile
+
     import pandas as pd
 
     from tests.ui.private_record import as_event
 
-    for path in (served / root / "results" / "sessions").glob("*/events.*"):
+    private = Path(tempfile.gettempdir()).glob("toolkit-session-*/*/events.*")
+    for path in [*(served / root / "results" / "sessions").glob("*/events.*"), *private]:
         if path.suffix == ".jsonl":
             rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
         else:
@@ -344,7 +349,12 @@ def test_a_human_seat_of_every_role_of_every_preset_sees_no_other_seats_private_
     from tests.ui.private_record import secrets, shown_in_god_view
 
     page, served = lab.page, server[2]
-    lab.open("01_werewolf_session.ipynb")
+    # the notebook as a demo would set it: god view allowed with a human seat (a study's default locks it)
+    shipped = served / lab.root / "notebooks" / "01_werewolf_session.ipynb"
+    allowed = shipped.read_text().replace('seed=0)', 'seed=0, god_view=\\"allowed\\")')
+    assert 'god_view=\\"allowed\\"' in allowed
+    (shipped.parent / "01_god_view_allowed.ipynb").write_text(allowed)
+    lab.open("01_god_view_allowed.ipynb")
     lab.run_all()
     lab.button("Step").wait_for(timeout=120_000)
     lab.wait_idle()

@@ -28,7 +28,7 @@ def text(html: str) -> str:
 async def play_as(tmp_path, preset: str, seed: int, role: str, last: bool = False):
     """A whole game with the seat of ``role`` (the last such seat if ``last``) played through the widgets,
     keeping the first legal choice; returns the session, the seat and the panel's text at every question."""
-    s = WerewolfSession(results_dir=str(tmp_path), preset=preset, seed=seed)
+    s = WerewolfSession(results_dir=str(tmp_path), preset=preset, seed=seed, god_view="allowed")
     s.buttons["Start"].click()
     seats = [x for x, r in s.runner.game.roles.items() if r == role]
     seat = seats[-1] if last else seats[0]

@@ -83,7 +83,7 @@ CASES = [(p, r) for p in available_presets() for r, n in load_preset(p).roles.it
 @pytest.mark.parametrize("preset, role", CASES)
 async def test_no_part_of_the_widget_shows_another_seats_private_record(tmp_path, preset, role):
     seat = seat_of(preset, 1, role)
-    s = WerewolfSession(results_dir=str(tmp_path), preset=preset, seed=1)
+    s = WerewolfSession(results_dir=str(tmp_path), preset=preset, seed=1, god_view="allowed")
     s.seat_models[seat].value = "human"
     s.buttons["Start"].click()
     assert await play_until(s, 3) >= 1

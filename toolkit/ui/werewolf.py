@@ -5,13 +5,27 @@ the legal choices, beside a panel of what that seat knows (``seat_panel``: its r
 observation a model seat would get). Every other part (transcript, call inspector, status line, alive chart)
 shows what ``viewer.Viewer`` lets the person see: outside god view, what the human seats' own observations hold
 (their private events as they happen, their own calls, the roles and sides they know); god view shows
-everything."""
+everything.
+
+A human-vs-model study: ``god_view`` is ``"auto"`` (the default: locked, the toggle hidden, for a game with a human
+seat; a person at the screen who plays a seat is a participant, and one click must not show them every role),
+``"locked"`` (never) or ``"allowed"`` (a demo: the toggle stays, and every use during a game with a human seat is
+written to the run's ``god_view.jsonl``: when, the game, the day and phase). A game with a human seat writes its
+run's tables in a private temporary folder and moves them to ``results_dir`` when the game ends (or is Stopped and
+Reset): the live ``calls.jsonl``/``events.jsonl`` hold every seat's prompts and roles, and must not be in reach of
+JupyterLab's file browser mid-game. ``seed=None``: each Start draws a random seed, recorded in the run and the
+games table, neither the field nor the game id shows it (the seed fixes the deal)."""
 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import html
 import json
+import random
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import ipywidgets as W
@@ -35,6 +49,9 @@ def model_choices() -> list[str]:
     return [*(p.example for p in providers() if p.example), "human"]
 
 
+GOD_VIEW = ("auto", "locked", "allowed")  # WerewolfSession's god_view: see the module's docstring
+
+
 class HumanBackend(Backend):
     """A seat played by the person at the notebook: each decision waits for the widget's answer."""
 
@@ -49,12 +66,18 @@ class HumanBackend(Backend):
 
 
 class WerewolfSession(W.VBox):
-    def __init__(self, results_dir: str = "results/sessions", preset: str = "classic7", seed: int = 0,
-                 model: str = "heuristic"):
+    def __init__(self, results_dir: str = "results/sessions", preset: str = "classic7", seed: int | None = 0,
+                 model: str = "heuristic", god_view: str = "auto"):
+        if god_view not in GOD_VIEW:
+            raise ValueError(f"god_view={god_view!r}: one of {', '.join(map(repr, GOD_VIEW))}")
         self.results_dir = results_dir
+        self.god_view_mode = god_view
+        self.god_view_uses: list[dict[str, Any]] = []  # the rows of god_view.jsonl, this session's
+        self.hidden_seed = seed is None  # a study's: drawn at each Start, shown nowhere
         self.kernel = KernelLoop()  # clicks may arrive on another thread: run them on this loop
         self.preset = W.Dropdown(options=available_presets(), value=preset, description="preset")
-        self.seed = W.IntText(value=seed, description="seed", layout=W.Layout(width="160px"))
+        self.seed = W.IntText(value=seed or 0, description="seed",
+                              layout=W.Layout(width="160px", display="none" if seed is None else None))
         # the day's talk: the preset's, or any registered protocol (toolkit.werewolf.engine.discussions)
         self.discussion = W.Dropdown(options=[("the preset's", None), *((n, n) for n in DISCUSSIONS)], value=None,
                                      description="discussion")
@@ -86,7 +109,7 @@ class WerewolfSession(W.VBox):
         self.running = False  # a step or run is in progress
         on = self.kernel.handler
         self.preset.observe(on(self._build_seats), names="value")
-        self.god_view.observe(on(self._render), names="value")
+        self.god_view.observe(on(self._god_view_changed), names="value")
         self.call_picker.observe(on(self._show_call), names="value")
         self.buttons["Start"].on_click(on(self.start))
         self.buttons["Step"].on_click(on(self.step))
@@ -101,6 +124,7 @@ class WerewolfSession(W.VBox):
             W.HBox([self.transcript, self.chart], layout=W.Layout(align_items="flex-start")),
             W.HBox([self.human_box, self.seat_view]),
             W.HTML("<b>Call inspector</b>"), self.call_picker, self.call_view])
+        self._lock_god_view()
         self._render()
 
     # ------------------------------------------------------------------ set-up
@@ -119,10 +143,14 @@ class WerewolfSession(W.VBox):
                  for s, spec in specs.items()}
         humans = {s: Model("human", HumanBackend(self)) for s, spec in specs.items() if spec == "human"}
         self.humans = tuple(humans)
-        config = GameConfig(preset=self.preset.value, seed=self.seed.value, seats=seats,
-                            discussion=self.discussion.value)
-        self.run = Run(self.results_dir, "session", config={"preset": self.preset.value, "seed": self.seed.value,
-                                                            "discussion": self.discussion.value, "seats": specs})
+        seed = random.SystemRandom().randrange(2**31) if self.hidden_seed else self.seed.value
+        config = GameConfig(preset=self.preset.value, seed=seed, seats=seats, discussion=self.discussion.value)
+        # a human seat's game writes where JupyterLab's file browser cannot reach until it ends (_close_run)
+        where = tempfile.mkdtemp(prefix="toolkit-session-") if humans else self.results_dir
+        self.run = Run(where, "session", seed=seed,
+                       config={"preset": self.preset.value, "seed": seed, "discussion": self.discussion.value,
+                               "seats": specs, "god_view": self.god_view_mode, "hidden_seed": self.hidden_seed})
+        self._lock_god_view()
         self.run.subscribe(self._on_row)
         try:
             self.runner = GameRunner(config, self.run, on_event=self._on_event, seat_models=humans)
@@ -130,6 +158,8 @@ class WerewolfSession(W.VBox):
             self.status.value = f"<span style='color:#c0392b'>error: {html.escape(str(exc))}</span>"
             return
         self.runner.start()
+        if self.god_view.value:
+            self._record_god_view("on")  # on before Start: the game starts in god view
         self._render()
 
     def reset(self) -> None:
@@ -138,15 +168,60 @@ class WerewolfSession(W.VBox):
             self.task.cancel()
         if self._pending_human is not None and not self._pending_human.done():
             self._pending_human.cancel()
-        if self.run is not None and not self.run.closed:
-            self.run.close()
+        self._close_run()
         self.runner, self.run, self.task, self.running, self.stopped = None, None, None, False, False
         self.events, self.calls, self.shown_calls = [], [], []
         self.human_box.children = []
         self.seat_view.value = ""
         self.humans = ()
         self.call_picker.options = []
+        self._lock_god_view()
         self._render()
+
+    def _close_run(self) -> None:
+        """Close the run; a human seat's game moves its folder from the private temporary one to results_dir."""
+        run = self.run
+        if run is None or run.closed:
+            return
+        run.close()
+        if self.humans:
+            final = Path(self.results_dir) / run.run_id
+            final.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(run.folder), str(final))
+            shutil.rmtree(run.folder.parent, ignore_errors=True)
+            run.folder = final
+
+    # ------------------------------------------------------------------ god view: a study's lock and its record
+    @property
+    def god_view_locked(self) -> bool:
+        return self.god_view_mode == "locked" or (self.god_view_mode == "auto" and bool(self.humans))
+
+    def _lock_god_view(self) -> None:
+        locked = self.god_view_locked
+        if locked:
+            self.god_view.value = False
+        self.god_view.disabled = locked
+        self.god_view.layout.display = "none" if locked else None
+
+    def _god_view_changed(self) -> None:
+        if self.god_view_locked:
+            if self.god_view.value:
+                self._record_god_view("refused")  # only code can get here (the toggle is hidden): noted, and off
+                self.god_view.value = False
+            return
+        self._record_god_view("on" if self.god_view.value else "off")
+        self._render()
+
+    def _record_god_view(self, what: str) -> None:
+        """A god-view switch during a game with a human seat: a row of the run's god_view.jsonl (and of
+        ``god_view_uses``), so a researcher can tell afterwards whether, and when, the participant looked."""
+        if not self.humans or self.runner is None or self.run is None or self.run.closed:
+            return
+        g = self.runner.game
+        row = {"at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "game_id": self.runner.game_id,
+               "day": g.day, "phase": g.phase, "god_view": what, "human_seats": list(self.humans)}
+        self.god_view_uses.append(row)
+        self.run.write_log("god_view.jsonl", json.dumps(row))
 
     # ------------------------------------------------------------------ running: the runner's own hooks
     def _launch(self, work) -> asyncio.Task | None:
@@ -166,8 +241,8 @@ class WerewolfSession(W.VBox):
         finally:
             if self.runner is runner:  # not a game that Reset already replaced
                 self.stopped, self.running = runner.stop_requested and not runner.finished, False
-                if runner.finished and self.run is not None and not self.run.closed:
-                    self.run.close()
+                if runner.finished:
+                    self._close_run()
                 self._render()
 
     def step(self) -> asyncio.Task | None:
@@ -231,12 +306,17 @@ class WerewolfSession(W.VBox):
     @property
     def viewer(self) -> Viewer:
         """Who is watching: the human seats (none: a spectator), or everything in god view."""
-        return Viewer(self.runner.game if self.runner else None, self.humans, self.god_view.value)
+        return Viewer(self.runner.game if self.runner else None, self.humans, self.god)
+
+    @property
+    def god(self) -> bool:
+        """God view applies: on, and not locked (a locked session never shows it, whatever the toggle says)."""
+        return self.god_view.value and not self.god_view_locked
 
     def _list_calls(self) -> None:
         """The picker lists the calls the viewer may open. Outside god view they are numbered among themselves
         (a call's place in the game's sequence would tell how many calls of others came before it)."""
-        god = self.god_view.value
+        god = self.god
         shown = self.viewer.calls(self.calls)
         labels = [f"#{c['seq'] if god else n + 1} {c['seat']} {c['action']} d{c['day']}"
                   + (" [fallback]" if c["fallback"] else "") for n, c in enumerate(shown)]
@@ -248,7 +328,7 @@ class WerewolfSession(W.VBox):
     def _show_call(self) -> None:
         i = self.call_picker.value
         if i is None or i >= len(self.shown_calls):
-            self.call_view.value = "" if self.god_view.value or self.shown_calls else (
+            self.call_view.value = "" if self.god or self.shown_calls else (
                 "<i>your seats' calls show here; god view shows every call</i>")
             return
         c = self.shown_calls[i]
@@ -295,8 +375,9 @@ class WerewolfSession(W.VBox):
         else:
             state = f"day {g.day}, phase {g.phase}"
         calls = self.shown_calls  # the viewer's: how many calls others made would tell who acts at night
-        whose = "" if self.god_view.value else "your "
-        self.status.value = (f"game <code>{r.game_id}</code>: {state}; {whose}{len(calls)} calls, "
+        whose = "" if self.god else "your "
+        game = "game" if self.hidden_seed else f"game <code>{r.game_id}</code>"  # g<seed>-...: the seed tells the deal
+        self.status.value = (f"{game}: {state}; {whose}{len(calls)} calls, "
                              f"{sum(bool(c['fallback']) for c in calls)} fallbacks")
         self.chart.value = chart(self.viewer.alive())
 
