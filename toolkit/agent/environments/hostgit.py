@@ -9,6 +9,7 @@ pack windows; the commands used here run no filter (``cat-file``, ``diff --raw``
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import subprocess
 from dataclasses import dataclass
@@ -51,8 +52,17 @@ class Bounds:
     def prlimit(self) -> list[str]:
         """util-linux's ``prlimit`` setting them for git (and the children it starts, which inherit them): no
         Python code runs between fork and exec in the toolkit's process, which has threads."""
-        return ["prlimit", f"--data={self.memory}", f"--as={self.memory + 1024 * MiB}", f"--cpu={self.cpu_s}",
-                f"--fsize={self.file_bytes}", "--core=0", "--"]
+        return ["prlimit", f"--data={under(resource.RLIMIT_DATA, self.memory)}",
+                f"--as={under(resource.RLIMIT_AS, self.memory + 1024 * MiB)}",
+                f"--cpu={under(resource.RLIMIT_CPU, self.cpu_s)}",
+                f"--fsize={under(resource.RLIMIT_FSIZE, self.file_bytes)}", "--core=0", "--"]
+
+
+def under(kind: int, want: int) -> int:
+    """``want``, or the process's own hard limit of ``kind`` when that is lower (a limit is only lowered: an
+    inherited ``ulimit -v`` would otherwise make every git of the intake fail to start)."""
+    hard = resource.getrlimit(kind)[1]
+    return want if hard == resource.RLIM_INFINITY else min(want, hard)
 
 
 def env() -> dict[str, str]:
@@ -64,9 +74,9 @@ def env() -> dict[str, str]:
 
 
 def git(repo: Path, *args: str, input: bytes | None = None, check: bool = True, bounds: Bounds = Bounds(),
-        stdout=subprocess.PIPE) -> subprocess.CompletedProcess:
+        stdout=subprocess.PIPE, stdin=subprocess.PIPE) -> subprocess.CompletedProcess:
     """git ``args`` in ``repo`` within ``bounds``; ``ResultError`` (one line) when it fails and ``check``."""
-    with subprocess.Popen([*bounds.prlimit(), "git", *SAFE, "-C", str(repo), *args], stdin=subprocess.PIPE,
+    with subprocess.Popen([*bounds.prlimit(), "git", *SAFE, "-C", str(repo), *args], stdin=stdin,
                           stdout=stdout, stderr=subprocess.PIPE, env=env(), start_new_session=True) as proc:
         try:
             out, err = proc.communicate(input, timeout=bounds.wall_s)

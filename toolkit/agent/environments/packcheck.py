@@ -103,23 +103,30 @@ def inflate(r: Reader, size: int, first: int) -> bytes:
     return kept
 
 
-def check(path: str, max_object: int, max_objects: int, deadline_s: float = 300) -> int:
+def check(path: str, max_object: int, max_objects: int, deadline_s: float = 300, max_refs: int = 10_000) -> int:
     """Raise ``PackRefused`` when an object of the bundle at ``path`` is, or makes, more than ``max_object``
-    bytes, or it has more than ``max_objects`` objects; else return how many it has."""
+    bytes, or it has more than ``max_objects`` objects or names more than ``max_refs`` refs; else return how
+    many objects it has."""
     deadline = time.monotonic() + deadline_s
     with open(path, "rb") as f:
         r = Reader(f)
         first = r.f.readline(100)
         if first not in (b"# v2 git bundle\n", b"# v3 git bundle\n"):
             raise PackRefused("not a git bundle")
-        for _ in range(max_objects + 64):  # capabilities, prerequisites and refs, up to the empty line
+        refs = 0
+        for _ in range(max_refs + 64):  # capabilities, prerequisites and refs, up to the empty line
             line = r.f.readline(4096)
             if line == b"\n":
                 break
             if not line.endswith(b"\n"):
                 raise PackRefused("the bundle's list of refs is cut short or has an overlong line")
+            refs += not line.startswith((b"@", b"-"))
+            if refs > max_refs:
+                break
         else:
-            raise PackRefused("the bundle names too many refs")
+            refs = max_refs + 1
+        if refs > max_refs:
+            raise PackRefused(f"the bundle names more than {max_refs} refs")
         head = r.take(12)
         if head[:4] != b"PACK" or int.from_bytes(head[4:8], "big") not in (2, 3):
             raise PackRefused("the bundle holds no pack")

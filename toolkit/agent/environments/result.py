@@ -8,7 +8,9 @@ The environment makes the result inside the sandbox (``collect.py``) and writes 
   be, or make, more than ``min(disk_mb, file_size_mb)``), then fetched, every object checked
   (``transfer.fsckObjects``), into a scratch repository beside it by a bounded git (``hostgit``: memory, CPU,
   file size, wall clock), and only then into the user's repository as ``refs/agent/<session>/…``
-  (``result``, ``start``, ``heads/<branch>``). A refused bundle leaves nothing in the user's repository.
+  (``result``, ``start``, and ``heads/<branch>`` for at most 100 branches the session made or moved), once
+  the objects that would be new there are measured in the scratch one (together no more than ``disk_mb``;
+  no tree listing more files than ``inodes``). A refused bundle leaves nothing in the user's repository.
 - a **tar archive** (a plain folder): its entries checked against the rules of ``staging`` and the session's
   limits, then kept as ``.agent/results/<session>.tar`` (written under another name, then renamed), beside
   ``<session>.start.json`` (the host's listing of the folder when the session began, ``manifest``).
@@ -28,6 +30,7 @@ import os
 import re
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from toolkit.agent.environments import packcheck, staging
@@ -38,6 +41,8 @@ from toolkit.agent.environments.manifest import manifest  # noqa: F401  (environ
 
 __all__ = ["ResultError", "apply", "git", "is_git", "manifest", "push", "take"]
 MAX_OBJECTS = 5_000_000
+MAX_REFS, MAX_BRANCHES = 10_000, 100  # refs a bundle may name; branches a session may make or move
+MiB = 2**20
 FETCH = ("fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--no-write-fetch-head", "--force")
 
 
@@ -65,7 +70,7 @@ def take(folder: Path, session: str, made: Path, start: str = "", files: dict | 
 def take_bundle(folder: Path, session: str, made: Path, start: str, limits: Limits) -> str:
     bounds = Bounds.of(limits, made.stat().st_size)
     try:
-        packcheck.check(str(made), bounds.objects, MAX_OBJECTS, bounds.wall_s)
+        packcheck.check(str(made), bounds.objects, MAX_OBJECTS, bounds.wall_s, MAX_REFS)
     except packcheck.PackRefused as exc:
         raise ResultError(f"the session's result is refused: {exc}; nothing of it was kept") from None
     common = git(folder, "rev-parse", "--git-common-dir").stdout.decode().strip()
@@ -78,11 +83,53 @@ def take_bundle(folder: Path, session: str, made: Path, start: str, limits: Limi
             bounds=bounds)
         if start and git(Path(scratch), "rev-parse", "refs/toolkit/start").stdout.decode().strip() != start:
             raise ResultError("the result's start is not the working tree the session began with; not taken")
+        branches = new_branches(folder, Path(scratch), bounds)
+        measure(Path(scratch), ["refs/toolkit/result", "refs/toolkit/start", *branches], limits, bounds)
         git(folder, *FETCH, scratch, f"refs/toolkit/result:{prefix}/result", f"refs/toolkit/start:{prefix}/start",
-            f"refs/heads/*:{prefix}/heads/*", bounds=bounds)
+            *(f"{b}:{prefix}/heads/{b.removeprefix('refs/heads/')}" for b in branches), bounds=bounds)
     n = git(folder, "diff", "--name-only", "-z", "--no-renames", f"{prefix}/start", f"{prefix}/result",
             bounds=bounds).stdout.count(b"\0")
     return f"{prefix}/result ({n} file{'s' if n != 1 else ''} changed; apply with engineer --apply {session})"
+
+
+def new_branches(folder: Path, scratch: Path, bounds: Bounds) -> list[str]:
+    """The copy's branches that are new or moved (the user's own, as they are, are not taken again); refused
+    when more than ``MAX_BRANCHES``."""
+    def listed(repo: Path) -> set[bytes]:
+        return set(git(repo, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/",
+                       bounds=bounds).stdout.splitlines())
+    moved = sorted(listed(scratch) - listed(folder))
+    if len(moved) > MAX_BRANCHES:
+        raise ResultError(f"the session's result is refused: {len(moved)} new or moved branches, more than "
+                          f"{MAX_BRANCHES}; nothing of it was kept")
+    return [os.fsdecode(line.split(b" ", 1)[1]) for line in moved]
+
+
+def measure(scratch: Path, tips: list[str], limits: Limits, bounds: Bounds) -> None:
+    """Refuse (one line) when the objects ``tips`` would add to the user's repository (those it does not hold
+    yet) are together larger than ``disk_mb``, or a tip's tree lists more files than ``inodes``: the session
+    could not have made them (a pack of deltas claims any size; a tree listing one subtree many times, any
+    number of files). Listings go to files of ``scratch`` under ``RLIMIT_FSIZE``, never whole into memory."""
+    listing, sizes = scratch / "new-objects", scratch / "sizes"
+    with open(listing, "wb") as out:
+        git(scratch, "rev-list", "--objects", "--no-object-names", *tips, "--not", "--alternate-refs",
+            stdout=out, bounds=bounds)
+    with open(listing, "rb") as inp, open(sizes, "wb") as out:
+        git(scratch, "cat-file", "--batch-check=%(objectsize)", stdin=inp, stdout=out, bounds=bounds)
+    with open(sizes, "rb") as f:
+        total = sum(int(line) for line in f)
+    if total > limits.disk_mb * MiB:
+        raise ResultError(f"the session's result is refused: its new objects hold {total} bytes, more than the "
+                          f"session could make (disk_mb: {limits.disk_mb * MiB} bytes); nothing of it was kept")
+    capped = replace(bounds, file_bytes=limits.inodes * 1024)
+    for tip in dict.fromkeys(tips):
+        with open(listing, "wb") as out:
+            done = git(scratch, "ls-tree", "-r", "-z", "--name-only", tip, stdout=out, bounds=capped, check=False)
+        with open(listing, "rb") as f:
+            files = sum(piece.count(b"\0") for piece in iter(lambda: f.read(MiB), b""))
+        if done.returncode or files > limits.inodes:  # failed: past the cap
+            raise ResultError(f"the session's result is refused: {tip.removeprefix('refs/')} lists more files "
+                              f"than the session could make (inodes: {limits.inodes}); nothing of it was kept")
 
 
 def take_archive(folder: Path, session: str, made: Path, files: dict | None, limits: Limits) -> str:
