@@ -77,7 +77,11 @@ def check_link(what: str, path: str, target: str) -> None:
 
 def check_entries(what: str, plan: Plan, limits) -> None:
     """The plan's names, links, kinds and sizes against the rules above; ``ResultError`` (one line)."""
-    kinds = {e.path: e.kind for e in plan.entries}
+    kinds: dict[str, str] = {}
+    for e in plan.entries:  # two entries on one name: the move would write the first, then fail on the second
+        if e.path in kinds:
+            raise refuse(what, e.path, "is in the result more than once")
+        kinds[e.path] = e.kind
     if len(plan.entries) > limits.inodes:
         raise ResultError(f"{what}: {len(plan.entries)} entries, more than the session's inodes "
                           f"({limits.inodes}); not applied, nothing changed")
@@ -114,6 +118,8 @@ def check(what: str, plan: Plan, folder: Path, limits) -> None:
                 st = os.lstat(folder / here)
             except FileNotFoundError:
                 break
+            except OSError as exc:  # e.g. a name longer than the folder's file system allows
+                raise refuse(what, e.path, f"cannot be written in your folder ({exc.strerror})") from None
             mine = stat.S_ISDIR(st.st_mode)
             if (i < len(parts) or e.kind == "d") and not mine:
                 raise refuse(what, e.path, f"needs '{name(here)}' to be a folder, and in your folder it is not")
