@@ -111,6 +111,29 @@ def check_environment(kind: str, option: str = "--env") -> None:
         raise FileError(f"{option} {kind}: {problem}")
 
 
+def check_named_specs(parameters: dict, source: str) -> None:
+    """A first, cheap pass over a study file's raw ``parameters`` and ``grid`` (each a mapping; a grid's values
+    are lists): every value that parses as a model spec (keys ``*model`` and ``spec``, and ``seats``' specs) is
+    checked without probing, so a spec that cannot work (an extra not installed, no key) is refused in one line
+    before the notebook machinery (papermill, nbformat: seconds) is imported. Names of a ``models:`` block do not
+    parse as specs and wait for the full check."""
+    for key, value in parameters.items():
+        values = value if isinstance(value, list) else [value]
+        if str(key) == "seats":
+            values = [v.get("spec") if isinstance(v, dict) else v for seats in values if isinstance(seats, dict)
+                      for v in seats.values()]
+        elif not (str(key).endswith("model") or key == "spec"):
+            continue
+        for spec in values:
+            if not isinstance(spec, str):
+                continue
+            try:
+                parse_spec(spec)
+            except ValueError:
+                continue
+            check_spec(spec, option=f"{source}: {key}", probe=False)
+
+
 def check_extra(module: str, extra: str, what: str) -> None:
     """``module``: a module name, or several separated by commas (each must be installed)."""
     if any(importlib.util.find_spec(m.strip().split(".")[0]) is None for m in module.split(",")):

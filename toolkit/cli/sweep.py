@@ -28,9 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from toolkit.cli.preflight import check_extra, check_spec, out_folder
-    from toolkit.core.files import FileError
-    from toolkit.study.sweep import cell_spec_keys, load_sweep, run_sweep
+    from toolkit.cli.preflight import check_extra, check_named_specs, check_spec, out_folder
+    from toolkit.core.files import FileError, SweepFile, load_file
 
     if args.workers < 1:
         raise FileError(f"--workers must be at least 1, got {args.workers}")
@@ -42,6 +41,10 @@ def run(args: argparse.Namespace) -> int:
     if args.executor == "dask":
         check_extra("dask.distributed", "dask", "--executor dask")
     out_folder(args.out, "--out")
+    raw = load_file(args.file, SweepFile, "sweep")
+    check_named_specs({**raw.parameters, **raw.grid}, args.file)  # before the notebook machinery is imported
+    from toolkit.study.sweep import cell_spec_keys, load_sweep, run_sweep
+
     sweep, cells = load_sweep(args.file, args.out)  # the whole file is checked before any cell runs
     specs: dict[str, str] = {}
     for cell in cells:  # every model spec a cell would use (a dead endpoint fails here, not in each game)
