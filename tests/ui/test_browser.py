@@ -54,6 +54,9 @@ def answer_human(lab: Lab, speech: str) -> str:
     page = lab.page
     head = page.locator(".widget-html-content:has-text('day ') b").first
     say = lab.button("Say")
+    # the status says "your turn" before the question's widgets reach the page: wait for its button
+    page.locator(".jupyter-widgets button:text-is('Say'), .jupyter-widgets button:text-is('Submit')").first.wait_for(
+        timeout=60_000)
     if say.count():
         page.locator(".jupyter-widgets textarea[placeholder='what you say']").fill(speech)
         say.click()
