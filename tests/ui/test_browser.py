@@ -111,7 +111,8 @@ def test_werewolf_session_human_seat_stop_and_transcript(lab):
     page = lab.page
     # seed 0 of classic7 makes Player7 the Seer: the human plays it and its panel shows what it learns
     start_with_a_human(lab, "Player7")
-    assert lab.button("god view").is_hidden()  # a study's default: no god view while a human seat plays
+    # a study's default: no god view while a human seat plays (the toggle hides once the human's game starts)
+    lab.button("god view").wait_for(state="hidden", timeout=30_000)
     status = page.locator(STATUS).first
     speech = "I am Player7 and I watched Player3 closely."
     panels = answer_until(lab, r"day 2|winner", speech, shot_at=1)
