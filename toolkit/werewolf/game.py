@@ -215,6 +215,7 @@ class GameRunner:
         self.policy = parse_error_policy(config.error_policy or self.preset.error_policy)
         self.errors: dict[str, int] = {seat: 0 for seat in self.preset.seats}  # failed decisions per seat
         self.decisions: dict[str, int] = {seat: 0 for seat in self.preset.seats}  # decisions asked per seat
+        self.unplayed: dict[str, int] = {seat: 0 for seat in self.preset.seats}  # failed ones a forfeit judged
         self.endpoint_fallbacks = 0  # decisions that fell back for the endpoint's failure (on_endpoint_failure)
         self._to_remove: dict[str, str] = {}  # eliminate_after: seats to disqualify at the next nightfall
         self._night_acted: int | None = None  # the last night whose decisions were applied
@@ -274,7 +275,9 @@ class GameRunner:
             self.errors[a.seat] += 1
         if not failed or kind == "fallback":
             return False
-        if kind == "forfeit":
+        if kind == "forfeit":  # the failing decisions end the game: judged by the policy, never played
+            for a, d in failed:
+                self.unplayed[a.seat] += 1
             self.game.forfeit({a.seat: _why(a, d) for a, d in failed})
             self.write_events()
             self.finish(self.game.winner, self.game.win_reason)
@@ -287,9 +290,12 @@ class GameRunner:
     def degraded_seats(self) -> dict[str, str]:
         """Seats whose decisions were mostly (more than half) not their model's: fallbacks, for an invalid or
         truncated answer or (under ``on_endpoint_failure="fallback"``) for the endpoint. A game with one is
-        ``degraded``: its result says little about the models, and ratings leave it out by default."""
-        return {seat: f"{self.errors[seat]} of {self.decisions[seat]} decisions fell back"
-                for seat in self.preset.seats if self.decisions[seat] and 2 * self.errors[seat] > self.decisions[seat]}
+        ``degraded``: its result says little about the models, and ratings leave it out by default. A failed
+        decision that ended the game by forfeit was not played by a fallback: the policy's verdict is the
+        measurement (a model that fails its first decision loses, and is rated so), so it is not counted."""
+        played = {s: (self.errors[s] - self.unplayed[s], self.decisions[s] - self.unplayed[s]) for s in self.errors}
+        return {seat: f"{errors} of {asked} decisions fell back" for seat, (errors, asked) in played.items()
+                if asked and 2 * errors > asked}
 
     async def reflect(self, seat: str) -> int:
         """One reflection of ``seat`` (its notes and beliefs); returns the model calls it took."""

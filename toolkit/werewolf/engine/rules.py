@@ -308,9 +308,13 @@ class Game:
             return
         if self.phase != "night":
             raise IllegalMove(f"a seat is disqualified at nightfall, not in phase {self.phase}")
+        sides = {side_of(self.roles[seat]) for seat in seats}
         for seat, reason in seats.items():
             self._remove(seat, "disqualified")
             self._emit("disqualification", None, seat, f"{seat} is removed from the game ({reason}).", PUBLIC)
+        if len(sides) > 1 and self._winner():  # both sides failed at once and that decides it: judged alike
+            self._finish("draw", f"disqualified: {', '.join(seats)} (both sides at once: no winner)")
+            return
         self._check_win()
 
     def _wait(self, then: str, exiled: str | None = None) -> None:
@@ -387,22 +391,27 @@ class Game:
         self.votes = {}
         self._emit("announcement", None, None, f"Night {self.day} falls.", PUBLIC)
 
-    def _check_win(self) -> bool:
+    def _winner(self) -> tuple[str, str] | None:
+        """The side that has won now and why, or None (nothing changes)."""
         wolves = [s for s in self.alive if side_of(self.roles[s]) == "werewolves"]
         rest = [s for s in self.alive if s not in wolves]
         if not wolves:
-            return self._finish("village", "all werewolves are dead")
+            return "village", "all werewolves are dead"
         if self.preset.win_rule == "parity":
             if len(wolves) >= len(rest):
-                return self._finish("werewolves", "werewolves are as many as the rest")
+                return "werewolves", "werewolves are as many as the rest"
         else:
             village = [r for r in self._in_play if r.side == "village"]
             plain, special = [r.name for r in village if not r.special], [r.name for r in village if r.special]
             if plain and not any(self.roles[s] in plain for s in rest):
-                return self._finish("werewolves", "all villagers are dead")
+                return "werewolves", "all villagers are dead"
             if special and not any(self.roles[s] in special for s in rest):
-                return self._finish("werewolves", "all special roles are dead")
-        return False
+                return "werewolves", "all special roles are dead"
+        return None
+
+    def _check_win(self) -> bool:
+        won = self._winner()
+        return self._finish(*won) if won else False
 
     def _finish(self, winner: str, reason: str) -> bool:
         self.winner, self.win_reason = winner, reason
