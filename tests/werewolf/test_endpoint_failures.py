@@ -142,8 +142,9 @@ def test_a_forfeit_of_both_sides_in_one_step_is_a_game_without_a_winner(server, 
 @pytest.mark.slow
 def test_eliminate_after_removes_every_qualifying_seat_at_once(server, tmp_path):
     """Both Villagers and a wolf (Player3) fail under eliminate_after:1 and all three are alive at the next
-    nightfall: all three leave together, then the win is checked (on 51c499d the Villagers left one at a time in
-    seat order, the werewolves won, and the wolf stayed)."""
+    nightfall: all three leave together (on 51c499d the Villagers left one at a time in seat order, the werewolves
+    won, and the wolf stayed). Their removal decides the game and both sides failed at once: no winner, as a
+    forfeit of both sides."""
     roles = {"Player1": "Villager", "Player2": "Villager", "Player3": "Werewolf", "Player4": "Werewolf",
              "Player5": "Guard", "Player6": "Witch", "Player7": "Seer"}
     seats = {s: "heuristic" for s in roles} | {s: f"openai:say@{server.base_url}"
@@ -153,7 +154,7 @@ def test_eliminate_after_removes_every_qualifying_seat_at_once(server, tmp_path)
     events = load(tmp_path).events
     out = events[events["kind"] == "disqualification"]
     assert sorted(out["target"]) == ["Player1", "Player2", "Player3"] and set(out["day"]) == {2}
-    assert result.winner == "werewolves" and result.win_reason == "all villagers are dead"
+    assert result.winner == "draw" and "both sides at once: no winner" in result.win_reason
 
 
 # ------------------------------------------------------------------ finding 4: every answer truncated
