@@ -117,7 +117,7 @@ async def test_engineer_session_with_ask_human(tmp_path):
     await e.task
     assert e.ended_by == "end" and not (tmp_path / "ws" / "notes.txt").exists()  # until applied
     e.buttons["Apply"].click()
-    assert (tmp_path / "ws" / "notes.txt").read_text() == "hi" and "unpacked 1 entries" in e.status.value
+    assert (tmp_path / "ws" / "notes.txt").read_text() == "hi" and "unpacked 1 new or changed entries" in e.status.value
     assert "Human.ask_human" in e.tool_table.value and "Human: notes.txt" in e.tool_table.value
     assert "notes.txt" in e.open_file.value
     # the widget runs the same Session as the CLI: the sessions row is written and the run closed
