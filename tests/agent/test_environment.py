@@ -285,7 +285,8 @@ async def test_a_bound_or_filter_that_cannot_be_had_is_said_in_one_line(tmp_path
     if bwrap_problem():
         pytest.skip(bwrap_problem())
     monkeypatch.setattr(envmod.Cgroup, "make", classmethod(lambda cls, name, n, c: f"no {c} cgroup here"))
-    monkeypatch.setattr(syscall_filter, "program", lambda: "no seccomp filter: libseccomp not found")
+    monkeypatch.setattr(syscall_filter, "program",
+                        lambda unbounded_memory=False: "no seccomp filter: libseccomp not found")
     envmod.warn_once.cache_clear()
     env = make_environment("bubblewrap", tmp_path / "ws")
     try:
