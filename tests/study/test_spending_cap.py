@@ -33,6 +33,11 @@ def toolkit(*args, **kwargs):
                           text=True, timeout=600, **kwargs)
 
 
+def cells(folder):
+    """A sweep's cell folders (not its hidden ``.limits``, the endpoints' limits its workers share)."""
+    return [c for c in folder.iterdir() if c.is_dir() and not c.name.startswith(".")]
+
+
 def spent(folder):
     return Budget(Path(folder) / "spend.jsonl").spent()
 
@@ -54,7 +59,7 @@ max_usd: 0.03
     assert last.startswith("budget: spent $") and "of $0.03 ($0.0000 left)" in last, last
     folder = results / "capped"
     assert spent(folder)[0] >= 0.03
-    assert not all((c / "DONE.json").exists() for c in folder.iterdir() if c.is_dir())
+    assert not all((c / "DONE.json").exists() for c in cells(folder))
     before = load(folder, complete_games=True).games
     assert len(before) < 8
 
@@ -84,7 +89,7 @@ max_usd: 0.03
     rerun = toolkit("sweep", sweep, "--results", results, "--max-usd", "5")
     assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-2000:]
     assert rerun.stdout.strip().splitlines()[-1].startswith("budget: spent $")
-    for cell in (c for c in folder.iterdir() if c.is_dir()):
+    for cell in cells(folder):
         games = load(cell, complete_games=True).games
         assert sorted(games["seed"]) == [100, 101, 102, 103], cell.name  # every game once
     calls = load(folder, complete_games=False).calls

@@ -55,7 +55,10 @@ def serve(tmp: Path):
     log = open(tmp / "jupyterlab.log", "wb")
     proc = subprocess.Popen([sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
                              f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={served}", "--allow-root",
-                             "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+                             "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                             # the save hook `make install` names in the venv's Jupyter config, named here so the
+                             # tests do not depend on whether this venv was made by `make install`
+                             "--ContentsManager.pre_save_hook=toolkit.ui.notebook_saves.strip_before_save"],
                             cwd=served, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
