@@ -211,16 +211,17 @@ def peak_kb(argv: list[str], batch: int = 2, rows: int = 100) -> int:
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["kaggle", "otel"])
 def test_an_export_does_not_grow_with_the_games(fmt, game_folder, tmp_path):
-    """Five times the games, about the same peak: an export holds a batch of games (here 2), not the study. Before
+    """Ten times the games, about the same peak: an export holds a batch of games (here 2), not the study. Before
     batches, ``export`` loaded every table with its prompts: from 40 games to 200 its peak grew by more than the
     160 more games' prompts (kaggle: +67 MB for 25 MB of prompts); batched, by a few MB (the games table without
-    its configs, the paths written). Inspect holds a log's games (up to ``MAX_SAMPLES``, 500) and hf a piece of
+    its configs, the paths written: 4-9 MB from 40 to 200 games, 7 MB from 40 to 440, allocator noise included;
+    at 40 -> 200 the noise once crossed a third of the prompts in CI, hence 400 games). Inspect holds a log's games (up to ``MAX_SAMPLES``, 500) and hf a piece of
     each table (``ROWS`` rows): the test that they write what they wrote is above."""
     prompts = load(game_folder).calls["messages"].str.len().sum() // 1024  # one game's prompts, kB
     peaks = {}
-    for n in (40, 200):
+    for n in (40, 400):
         folder = one_run(tmp_path / f"study-{n}", game_folder, n)
         peaks[n] = peak_kb(["export", fmt, str(folder), "--out", str(tmp_path / f"out-{n}")])
-    grew = peaks[200] - peaks[40]
-    assert grew < 160 * prompts / 3, f"{fmt}: the peak grew by {grew:,} kB from 40 games to 200 ({peaks} kB); " \
+    grew = peaks[400] - peaks[40]
+    assert grew < 360 * prompts / 3, f"{fmt}: the peak grew by {grew:,} kB from 40 games to 400 ({peaks} kB); " \
                                      f"a game's prompts are {prompts:,} kB"
