@@ -215,8 +215,9 @@ def test_an_export_does_not_grow_with_the_games(fmt, game_folder, tmp_path):
     batches, ``export`` loaded every table with its prompts: from 40 games to 200 its peak grew by more than the
     160 more games' prompts (kaggle: +67 MB for 25 MB of prompts); batched, by a few MB (the games table without
     its configs, the paths written: 4-9 MB from 40 to 200 games, 7 MB from 40 to 440, allocator noise included;
-    at 40 -> 200 the noise once crossed a third of the prompts in CI, hence 400 games). Inspect holds a log's games (up to ``MAX_SAMPLES``, 500) and hf a piece of
-    each table (``ROWS`` rows): the test that they write what they wrote is above."""
+    at 40 -> 200 the noise once crossed a third of the prompts in CI, hence 400 games). Inspect holds a log's
+    games (up to ``MAX_SAMPLES``, 500) and hf a piece of each table (``ROWS`` rows): the test that they write what
+    they wrote is above."""
     prompts = load(game_folder).calls["messages"].str.len().sum() // 1024  # one game's prompts, kB
     peaks = {}
     for n in (40, 400):
