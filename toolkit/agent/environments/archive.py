@@ -12,7 +12,7 @@ import tarfile
 from pathlib import Path
 
 from toolkit.agent.environments import staging
-from toolkit.agent.environments.hostgit import ResultError
+from toolkit.agent.environments.hostgit import INTAKE_S, Bounds, ResultError
 from toolkit.agent.environments.manifest import deletions, refuse_repositories
 
 
@@ -67,14 +67,17 @@ def changed(e: staging.Entry, start: dict | None, folder: Path, archive: Path) -
     return (st.st_size, st.st_mtime_ns) == (entry[1], entry[2])
 
 
-def archive_plan(archive: Path, folder: Path, limits, start: dict | None, dry: bool = False) -> staging.Plan:
+def archive_plan(archive: Path, folder: Path, limits, start: dict | None, dry: bool = False,
+                 bounds: Bounds | None = None) -> staging.Plan:
     """The archive's entries as a plan (``dry``: only checked, at the session's end)."""
-    what, plan, names, files = archive.name, staging.Plan(), set(), {}
+    what, plan, names, files, bounds = archive.name, staging.Plan(), set(), {}, bounds or Bounds.of(limits)
     try:
         with tarfile.open(archive, mode="r:") as tar:
             for m in tar:
                 if len(names) >= limits.inodes:
                     raise ResultError(f"{what}: more entries than the session's inodes ({limits.inodes}); refused")
+                if bounds.left() <= 0:
+                    raise ResultError(f"{what}: reading it ran past the intake's wall clock ({INTAKE_S} s); refused")
                 rel = m.name.rstrip("/")
                 staging.check_name(what, rel)
                 names.add(rel)
@@ -103,6 +106,6 @@ def archive_plan(archive: Path, folder: Path, limits, start: dict | None, dry: b
             e.write = copier(archive, e.offset, e.size)
     written = [e.path for e in plan.entries if e.kind != "d"]
     refuse_repositories(folder, written, list(names), top=True, what=what)
-    plan.changed = len(written)
+    plan.changed, plan.gone = len(written), sorted(set(start or ()) - names)
     plan.delete = lambda at: deletions(at, start, names)
     return plan

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 from pathlib import Path
 
 from toolkit.agent.environments import staging
@@ -73,8 +74,10 @@ def git_plan(folder: Path, prefix: str, limits) -> staging.Plan:
             raise staging.refuse(what, path, "changed in your folder since the session began (or is not a file "
                                  "there)" if status != "A" else "is in your folder and was not at the session's start")
         (gone if status == "D" else changes).append((path, new_mode, new))
-    sizes = git(folder, "cat-file", "--batch-check=%(objectsize)", input="".join(
-        f"{sha}\n" for _, _, sha in changes).encode(), bounds=bounds).stdout.split() if changes else []
+    with tempfile.TemporaryFile() as shas:
+        shas.write("".join(f"{sha}\n" for _, _, sha in changes).encode())
+        shas.seek(0)
+        sizes = git(folder, "cat-file", "--batch-check=%(objectsize)", stdin=shas, bounds=bounds).stdout.split()
     for (path, mode, sha), size in zip(changes, sizes):
         if mode == "120000":
             if int(size) > 4096:
@@ -83,9 +86,9 @@ def git_plan(folder: Path, prefix: str, limits) -> staging.Plan:
             plan.entries.append(staging.Entry(path, "l", target=target))
         else:
             plan.entries.append(staging.Entry(path, "f", int(size), FILES[mode], write=writer(folder, sha, bounds)))
-    tree = git(folder, "ls-tree", "-r", "-z", "--name-only", what, bounds=bounds).stdout
+    tree = git(folder, "ls-tree", "-r", "-z", "--name-only", what, bounds=bounds).stdout  # at most bounds.output
     refuse_repositories(folder, [p for p, _, _ in changes], os.fsdecode(tree).split("\0"), top=False, what=what)
-    plan.changed = len(changes) + len(gone)
+    plan.changed, plan.gone = len(changes) + len(gone), [p for p, _, _ in gone]
     if gone:
         plan.delete = lambda at: delete(at, [p for p, _, _ in gone])
     return plan

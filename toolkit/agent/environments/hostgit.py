@@ -1,7 +1,9 @@
 """The host's git on the sandbox's result, in the user's repository (or a scratch one beside it), under bounds
 of its own: every git here is a child with ``RLIMIT_AS``/``RLIMIT_DATA`` (memory), ``RLIMIT_CPU``,
 ``RLIMIT_FSIZE`` (the largest file it may write) and a wall clock (its whole process group killed past it),
-so whatever size the result claims, no git of the host holds more than ``Bounds`` allow. It runs with no
+so whatever size the result claims, no git of the host holds more than ``Bounds`` allow. What a git prints is
+read piece by piece, at most ``Bounds.output`` bytes (past it, or past the intake's one deadline, its process
+group is killed and the step refused in one line). It runs with no
 system or global configuration, hooks, fsmonitor, external diff or external protocols, one thread and small
 pack windows; the commands used here run no filter (``cat-file``, ``diff --raw``, ``hash-object --no-filters``).
 """
@@ -10,8 +12,10 @@ from __future__ import annotations
 
 import os
 import resource
+import selectors
 import signal
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +27,7 @@ SAFE = flags({**GIT_SAFETY, "transfer.fsckObjects": "true", "fetch.fsckObjects":
               "core.deltaBaseCacheLimit": "16m", "core.bigFileThreshold": "16m", "core.autocrlf": "false",
               "diff.external": "", "core.attributesFile": "/dev/null"})
 MiB = 2**20
+INTAKE_S = 600  # the host's handling of one result (take, or apply), end to end
 
 
 class ResultError(ValueError):
@@ -32,22 +37,37 @@ class ResultError(ValueError):
 @dataclass(frozen=True)
 class Bounds:
     """What one git of the intake may use: ``objects`` is the largest object (a file) the session could have
-    made (``min(disk_mb, file_size_mb)``), from which its memory follows (a delta's base and result at once)."""
+    made (``min(disk_mb, file_size_mb)``); ``held`` what a delta's base and result may hold at once (the
+    session's ``memory_mb``: the session could not have used more itself); ``output`` what it may print to the
+    toolkit; ``deadline`` the intake's end (``time.monotonic``), shared by every step of one intake."""
 
     objects: int = 2048 * MiB
+    held: int = 4096 * MiB
     cpu_s: int = 300
-    wall_s: float = 600
     file_bytes: int = 4096 * MiB
+    output: int = 64 * MiB
+    deadline: float | None = None  # None: ``INTAKE_S`` from each git's start
 
     @classmethod
     def of(cls, limits, file_bytes: int = 0) -> "Bounds":
-        """From a session's ``Limits``; ``file_bytes``: the most one file git writes (e.g. the pack it keeps)."""
+        """From a session's ``Limits``, the deadline ``INTAKE_S`` from now; ``file_bytes``: the most one file
+        git writes (e.g. the pack it keeps)."""
         objects = min(limits.disk_mb, limits.file_size_mb) * MiB
-        return cls(objects, file_bytes=max(file_bytes, 0) + objects + 64 * MiB)
+        return cls(objects, limits.memory_mb * MiB, file_bytes=max(file_bytes, 0) + objects + 64 * MiB,
+                   output=limits.inodes * 1024, deadline=time.monotonic() + INTAKE_S)
 
     @property
     def memory(self) -> int:
-        return 2 * self.objects + 256 * MiB
+        return min(2 * self.objects, self.held) + 256 * MiB
+
+    @property
+    def delta(self) -> int:
+        """The largest object a delta may make: its base and it are held at once."""
+        return min(self.objects, self.held // 2)
+
+    def left(self) -> float:
+        """Seconds left before the intake's deadline."""
+        return INTAKE_S if self.deadline is None else self.deadline - time.monotonic()
 
     def prlimit(self) -> list[str]:
         """util-linux's ``prlimit`` setting them for git (and the children it starts, which inherit them): no
@@ -73,28 +93,56 @@ def env() -> dict[str, str]:
             "GIT_COMMITTER_NAME": "toolkit", "GIT_COMMITTER_EMAIL": "toolkit@example.invalid"}
 
 
-def git(repo: Path, *args: str, input: bytes | None = None, check: bool = True, bounds: Bounds = Bounds(),
-        stdout=subprocess.PIPE, stdin=subprocess.PIPE) -> subprocess.CompletedProcess:
-    """git ``args`` in ``repo`` within ``bounds``; ``ResultError`` (one line) when it fails and ``check``."""
+def git(repo: Path, *args: str, check: bool = True, bounds: Bounds = Bounds(), stdout=subprocess.PIPE,
+        stdin=subprocess.DEVNULL) -> subprocess.CompletedProcess:
+    """git ``args`` in ``repo`` within ``bounds``; ``ResultError`` (one line) when it fails and ``check``, and
+    always when it runs past the deadline or prints more than ``bounds.output``."""
+    left = bounds.left()
+    if left <= 0:
+        raise ResultError(f"git {args[0]}: not started, past the intake's wall clock ({INTAKE_S} s); refused")
     with subprocess.Popen([*bounds.prlimit(), "git", *SAFE, "-C", str(repo), *args], stdin=stdin,
                           stdout=stdout, stderr=subprocess.PIPE, env=env(), start_new_session=True) as proc:
         try:
-            out, err = proc.communicate(input, timeout=bounds.wall_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            raise ResultError(f"git {args[0]}: still running after {bounds.wall_s:g} s (the intake's wall clock); "
-                              "refused") from None
+            out, err, over = drain(proc, left, bounds.output)
         finally:
             try:  # nothing it started outlives it
                 os.killpg(proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-    done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+            proc.wait()
+    if over:
+        raise ResultError(f"git {args[0]}: {over}; refused")
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, bytes(out), bytes(err))
     if check and done.returncode != 0:
-        why = " ".join(err.decode(errors="replace").split())[-300:]  # one line
+        why = " ".join(done.stderr.decode(errors="replace").split())[-300:]  # one line
         if done.returncode < 0:
             why = f"killed by signal {-done.returncode} (past the intake's bounds: {bounds.memory // MiB} MiB " \
                   f"of memory, {bounds.cpu_s} s of CPU, files of {bounds.file_bytes // MiB} MiB); {why}"
         raise ResultError(f"git {args[0]}: {redact(why)}")
     return done
+
+
+def drain(proc: subprocess.Popen, seconds: float, most: int) -> tuple[bytearray, bytearray, str]:
+    """``proc``'s output (at most ``most`` bytes kept) and the end of its errors, read as they come until it
+    exits; the third item says why it was cut short (the wall clock, the output bound), else ``""``."""
+    end, out, err = time.monotonic() + seconds, bytearray(), bytearray()
+    with selectors.DefaultSelector() as sel:
+        for pipe, buf in ((proc.stdout, out), (proc.stderr, err)):
+            if pipe is not None:
+                sel.register(pipe, selectors.EVENT_READ, buf)
+        while sel.get_map():
+            if time.monotonic() >= end:
+                return out, err, f"still running past the intake's wall clock ({INTAKE_S} s)"
+            for key, _ in sel.select(end - time.monotonic()):
+                piece = os.read(key.fd, 2**16)
+                if not piece:
+                    sel.unregister(key.fileobj)
+                key.data.extend(piece)
+                if len(out) > most:
+                    return out, err, f"printed more than {most} bytes (the intake's bound on what it reads)"
+                del err[:-4096]
+    try:
+        proc.wait(max(end - time.monotonic(), 0))
+    except subprocess.TimeoutExpired:
+        return out, err, f"still running past the intake's wall clock ({INTAKE_S} s)"
+    return out, err, ""

@@ -103,11 +103,13 @@ def inflate(r: Reader, size: int, first: int) -> bytes:
     return kept
 
 
-def check(path: str, max_object: int, max_objects: int, deadline_s: float = 300, max_refs: int = 10_000) -> int:
-    """Raise ``PackRefused`` when an object of the bundle at ``path`` is, or makes, more than ``max_object``
-    bytes, or it has more than ``max_objects`` objects or names more than ``max_refs`` refs; else return how
-    many objects it has."""
-    deadline = time.monotonic() + deadline_s
+def check(path: str, max_object: int, max_objects: int, deadline_s: float = 600, max_refs: int = 10_000,
+          max_delta: int | None = None) -> int:
+    """Raise ``PackRefused`` when an object of the bundle at ``path`` is more than ``max_object`` bytes, a
+    delta makes more than ``max_delta`` (``max_object`` when None: git holds its base and result in memory at
+    once), it has more than ``max_objects`` objects or names more than ``max_refs`` refs, or reading it takes
+    more than ``deadline_s``; else return how many objects it has."""
+    deadline, max_delta = time.monotonic() + deadline_s, max_object if max_delta is None else max_delta
     with open(path, "rb") as f:
         r = Reader(f)
         first = r.f.readline(100)
@@ -141,11 +143,12 @@ def check(path: str, max_object: int, max_objects: int, deadline_s: float = 300,
             if kind in (OFS_DELTA, REF_DELTA):
                 data = inflate(r, size, 20)
                 made = varint(data, varint(data, 0)[1])[0]
-                if made > max_object:
-                    raise PackRefused(f"a delta that makes an object of {made} bytes, larger than the session "
-                                      f"could make ({max_object} bytes)")
+                if made > min(max_object, max_delta):
+                    bound = f"the session could make ({max_object} bytes)" if made > max_object else \
+                        f"the intake may hold in memory with its base ({max_delta} bytes: half of memory_mb)"
+                    raise PackRefused(f"a delta that makes an object of {made} bytes, larger than {bound}")
             else:
                 inflate(r, size, 0)
             if time.monotonic() > deadline:
-                raise PackRefused(f"reading its objects took more than {deadline_s:g} s")
+                raise PackRefused(f"reading its objects ran past the intake's wall clock ({deadline_s:.0f} s left)")
     return count

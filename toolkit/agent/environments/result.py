@@ -55,22 +55,26 @@ def take(folder: Path, session: str, made: Path, start: str = "", files: dict | 
     """Take a result file in; returns one line saying where it is, or raises ``ResultError`` (one line) with
     nothing of it kept. ``files``: a plain folder's ``manifest`` at the session's start."""
     folder, made, limits = Path(folder), Path(made).resolve(), limits or Limits()
+    bounds = Bounds.of(limits, made.stat().st_size)  # one deadline for the whole intake
     try:
         if made.suffix == ".bundle":
-            line = take_bundle(folder, session, made, start, limits)
+            line = take_bundle(folder, session, made, start, limits, bounds)
         else:
-            line = take_archive(folder, session, made, files, limits)
+            line = take_archive(folder, session, made, files, limits, bounds)
         keep(folder / ".agent" / "results" / f"{session}.limits.json", json.dumps(limits.model_dump()).encode())
         return line
+    except ResultError as exc:  # a git of the intake failed, e.g. past its bounds
+        if made.suffix != ".bundle" or str(exc).endswith("nothing of it was kept"):
+            raise
+        raise ResultError(f"the session's result is refused: {exc}; nothing of it was kept") from None
     except OSError as exc:
         raise ResultError(f"the session's result could not be kept: {exc.strerror or exc}; nothing of it was "
                           "kept") from None
 
 
-def take_bundle(folder: Path, session: str, made: Path, start: str, limits: Limits) -> str:
-    bounds = Bounds.of(limits, made.stat().st_size)
+def take_bundle(folder: Path, session: str, made: Path, start: str, limits: Limits, bounds: Bounds) -> str:
     try:
-        packcheck.check(str(made), bounds.objects, MAX_OBJECTS, bounds.wall_s, MAX_REFS)
+        packcheck.check(str(made), bounds.objects, MAX_OBJECTS, bounds.left(), MAX_REFS, bounds.delta)
     except packcheck.PackRefused as exc:
         raise ResultError(f"the session's result is refused: {exc}; nothing of it was kept") from None
     common = git(folder, "rev-parse", "--git-common-dir").stdout.decode().strip()
@@ -85,6 +89,7 @@ def take_bundle(folder: Path, session: str, made: Path, start: str, limits: Limi
             raise ResultError("the result's start is not the working tree the session began with; not taken")
         branches = new_branches(folder, Path(scratch), bounds)
         measure(Path(scratch), ["refs/toolkit/result", "refs/toolkit/start", *branches], limits, bounds)
+        staging.room("the session's result", made.stat().st_size, objects, "nothing of it was kept")
         git(folder, *FETCH, scratch, f"refs/toolkit/result:{prefix}/result", f"refs/toolkit/start:{prefix}/start",
             *(f"{b}:{prefix}/heads/{b.removeprefix('refs/heads/')}" for b in branches), bounds=bounds)
     n = git(folder, "diff", "--name-only", "-z", "--no-renames", f"{prefix}/start", f"{prefix}/result",
@@ -132,10 +137,11 @@ def measure(scratch: Path, tips: list[str], limits: Limits, bounds: Bounds) -> N
                               f"than the session could make (inodes: {limits.inodes}); nothing of it was kept")
 
 
-def take_archive(folder: Path, session: str, made: Path, files: dict | None, limits: Limits) -> str:
+def take_archive(folder: Path, session: str, made: Path, files: dict | None, limits: Limits, bounds: Bounds) -> str:
     target = folder / ".agent" / "results" / f"{session}.tar"
-    archive_plan(made, folder, limits, None, dry=True)  # the same checks as apply's, nothing written
+    archive_plan(made, folder, limits, None, dry=True, bounds=bounds)  # the same checks as apply's, nothing written
     target.parent.mkdir(parents=True, exist_ok=True)
+    staging.room("the session's result", made.stat().st_size, target.parent, "nothing of it was kept")
     keep(target, made)
     if files is not None:
         keep(target.with_suffix(".start.json"), json.dumps(files).encode())

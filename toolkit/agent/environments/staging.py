@@ -13,7 +13,12 @@ The rules, one set for a git result and an archive:
 - links: relative, and any ``..`` first, never above the folder (``link -> ../../x`` from ``a/b/`` is refused,
   ``-> /elsewhere`` too): followed from where they are, they stay in the folder;
 - sizes, in bytes (a sparse file counts its length): each file at most ``file_size_mb``, all of them at most
-  ``disk_mb``, at most ``inodes`` entries, and no more than the folder's file system has free.
+  ``disk_mb``, at most ``inodes`` entries, and no more than the folder's file system has free (``RESERVE``
+  left over: ``room``, also before a result is kept at a session's end);
+- names that fold together (``README`` and ``readme``, or one Unicode form and another): a file system that
+  folds case (macOS, Windows, exFAT) holds one of them, so two such names written, or one written and the
+  other deleted (a change of case, on such a system the file just written), or a name below one that folds
+  onto a file or link, refuse the whole.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import unicodedata
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +34,8 @@ from typing import Callable
 
 from toolkit.agent.environments.hostgit import MiB, ResultError
 from toolkit.core.printable import printable
+
+RESERVE = MiB  # left free on the user's file system after the toolkit writes a result there
 
 
 @dataclass
@@ -47,6 +55,7 @@ class Plan:
     entries: list[Entry] = field(default_factory=list)
     delete: Callable[[Path], str] | None = None  # after the move: deletes what the session deleted; the line's end
     changed: int = 0  # how many files it changes (the line says so)
+    gone: list[str] = field(default_factory=list)  # what ``delete`` may delete
 
 
 def name(path: str) -> str:
@@ -107,9 +116,44 @@ def check_entries(what: str, plan: Plan, limits) -> None:
                           "counted in bytes: a sparse file counts its length); not applied, nothing changed")
 
 
+def fold(path: str) -> str:
+    return unicodedata.normalize("NFC", path.casefold())
+
+
+def check_folding(what: str, plan: Plan) -> None:
+    """Names written (or written and deleted) that a case-folding file system takes for one; ``ResultError``."""
+    kinds: dict[str, tuple[str, str]] = {}
+    for e in plan.entries:
+        other, _ = kinds.setdefault(fold(e.path), (e.path, e.kind))
+        if other != e.path:
+            raise refuse(what, e.path, f"and '{name(other)}' differ only in case or Unicode form (one file where "
+                         "case folds, as on macOS, Windows or exFAT)")
+    for e in plan.entries:
+        parts = fold(e.path).split("/")
+        for i in range(1, len(parts)):
+            above, kind = kinds.get("/".join(parts[:i]), ("", "d"))
+            if kind != "d":
+                raise refuse(what, e.path, f"is below a name that folds onto '{name(above)}', which is not a "
+                             "folder in the result")
+    for path in plan.gone:
+        other, _ = kinds.get(fold(path), (path, ""))
+        if other != path:
+            raise refuse(what, other, f"is written and '{name(path)}' deleted: they differ only in case or "
+                         "Unicode form (where case folds, the delete would take the file just written)")
+
+
+def room(what: str, need: int, where: Path, end: str = "not applied, nothing changed") -> None:
+    """Refuse (one line) writing ``need`` bytes on ``where``'s file system unless ``RESERVE`` is left free."""
+    free = shutil.disk_usage(where).free
+    if need + RESERVE > free:
+        raise ResultError(f"{what}: {need} bytes to write and {free} bytes free on {where}'s file system (the "
+                          f"toolkit leaves {RESERVE} free); {end}")
+
+
 def check(what: str, plan: Plan, folder: Path, limits) -> None:
     """The whole plan against the rules above and the user's folder as it is now; ``ResultError`` (one line)."""
     check_entries(what, plan, limits)
+    check_folding(what, plan)
     for e in plan.entries:
         parts = e.path.split("/")
         for i in range(1, len(parts) + 1):
@@ -130,11 +174,8 @@ def check(what: str, plan: Plan, folder: Path, limits) -> None:
             parent = parent.parent
         if not os.access(parent, os.W_OK | os.X_OK):  # a rename there would fail half-way through the move
             raise refuse(what, e.path, f"is in '{name(str(parent))}', which you cannot write")
-    total = sum(e.size for e in plan.entries if e.kind == "f")
-    free = shutil.disk_usage(folder).free
-    if total + 4096 * len(plan.entries) + 2**16 > free:  # a block per entry at most, rounded up
-        raise ResultError(f"{what}: {total} bytes of files and {free} bytes free on {folder}'s file system; "
-                          "not applied, nothing changed")
+    files = sum(e.size for e in plan.entries if e.kind == "f")
+    room(what, files + 4096 * len(plan.entries), folder)  # a block per entry at most, rounded up
 
 
 def walk(folder: Path, parts: list[str], make: bool) -> int:
