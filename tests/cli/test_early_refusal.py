@@ -29,3 +29,15 @@ def test_a_sweep_with_a_missing_extra_is_refused_before_the_notebook_machinery(t
     assert "needs the local extra" in done.stderr and done.stderr.count("\n") == 1, done.stderr
     assert done.stdout.split()[-4:] == ["RESULT", "2", "False", "False"], done.stdout
     assert not (tmp_path / "out").exists()
+
+
+def test_the_first_pass_leaves_a_spec_naming_each_task_s_folder_to_the_suite():
+    """``scripted:{task}/good.yaml`` (experiments/sweeps/engineer.yaml, run by `make example`) names a file only
+    once the engineer suite puts each task's folder in; the first pass refused it as a missing file, so `make
+    example` stopped after the tournament."""
+    from toolkit.cli.preflight import check_named_specs
+    from toolkit.core.files import FileError
+
+    check_named_specs({"model": ["scripted:{task}/good.yaml", "scripted:{task}/bad.yaml"]}, "engineer.yaml")
+    with pytest.raises(FileError, match="no such scripted file"):
+        check_named_specs({"model": ["scripted:nowhere/good.yaml"]}, "engineer.yaml")
