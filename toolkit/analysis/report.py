@@ -17,6 +17,7 @@ import pandas as pd
 
 from toolkit import analysis as A
 from toolkit.analysis import plots as P
+from toolkit.analysis import progress
 from toolkit.analysis.conclusions import conclusions, design_matrix, effects, matrix_text, side_models
 from toolkit.llm import parse_spec
 from toolkit.llm.registry import find
@@ -227,7 +228,9 @@ def per_condition(func: Callable[[Results], pd.DataFrame], games: pd.DataFrame, 
                   by: list[str]) -> pd.DataFrame:
     """``func`` on each condition's games alone, the condition's values as leading columns."""
     parts = []
-    for key, sub in conditions_of(games, tables, by):
+    conditions = conditions_of(games, tables, by)
+    for i, (key, sub) in enumerate(conditions, 1):
+        progress.step(f"{', '.join(f'{k}={v}' for k, v in key.items()) or 'all games'} ({i} of {len(conditions)})")
         out = func(sub)
         if out is not None and len(out):
             parts.append(out.assign(**key)[list(key) + list(out.columns)])
@@ -369,6 +372,7 @@ def _werewolf_parts(tables: Results, out: Path, written: list[Path], folder: Pat
         vote_by = ["spec", "round"] if multi else ["round"]
         vote_plots = []
         for key, sub in conditions_of(games, tables, by):
+            progress.step(f"the plot of {', '.join(f'{k}={v}' for k, v in key.items()) or 'all games'}")
             name = "_".join(str(v) for v in key.values())
             fig = P.plot_vote_accuracy_by_day(sub.events, sub.players,
                                               "spec" if multi else None, games=sub.games,
@@ -527,6 +531,7 @@ def _at_a_glance(games: pd.DataFrame, players: pd.DataFrame, by: list[str], out:
     """The Conclusions as one table and a forest plot of every effect (``effect_table``); the words follow."""
     from toolkit.analysis import effect_table
 
+    progress.step("every effect and its interval (the table at a glance, the forest plot)")
     rows = effect_table.effect_rows(games, players, by)
     if rows.empty:
         return []
@@ -538,6 +543,7 @@ def _at_a_glance(games: pd.DataFrame, players: pd.DataFrame, by: list[str], out:
 
 
 def _conclusions_sections(tables: Results, games: pd.DataFrame, by: list[str]) -> list[str]:
+    progress.step("the conclusions in words")
     return ["## Conclusions\n", *effects(games, tables.events, tables.players, by),
             *conclusions(games, tables.players, by),
             "## Design: village win rate per village model × wolf model (95% intervals: exact below 30 games, "
@@ -591,6 +597,7 @@ def _degeneracy_section(tables: Results, games: pd.DataFrame, by: list[str], fol
     tables leave them out: they are most of a study's bytes), and each condition takes its games' counts."""
     echo = None
     if len(tables.calls):
+        progress.step("reading the prompts (the template-echo check)")
         echo = echo_counts(scan(folder, "calls", ["spec", "game_id", "ok", "fallback", "parsed", "messages"],
                                 games=set(tables.games["game_id"])))
     d = per_condition(lambda t: A.degeneracy(t, echo=None if echo is None else
@@ -629,8 +636,10 @@ class Report:
             self.parts.append(Part("Engineer sessions", self._engineer, eager=True))
 
     def render(self, part: Part) -> str:
-        """One part's Markdown (its plots written into ``out``)."""
+        """One part's Markdown (its plots written into ``out``); its start and its steps go to the progress
+        listener (``toolkit.analysis.progress``), if any."""
         self.out.mkdir(parents=True, exist_ok=True)
+        progress.part(self.parts.index(part) + 1, len(self.parts), part.title)
         return "\n".join(part.render())
 
     def _header(self) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from toolkit.cli.common import show
 
@@ -18,6 +19,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--include-degraded", action="store_true",
                         help="rate the degraded games too (a seat's decisions mostly fallbacks: games.degraded); "
                              "by default they are counted beside every table but left out of the ratings")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress bar on stderr (which section renders, at which condition), only the "
+                             "files written")
 
 
 def return_freed_memory() -> bool:
@@ -40,12 +44,42 @@ def return_freed_memory() -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    from toolkit.analysis import progress
     from toolkit.analysis.report import write_report
     from toolkit.cli.preflight import out_folder, results_folder
 
     results_folder(args.dir)
     out_folder(args.out or args.dir)
     return_freed_memory()
-    for path in write_report(args.dir, args.out, include_degraded=args.include_degraded):
+    bar = None if args.quiet else ProgressBar()
+    try:
+        with progress.listening(bar):
+            written = write_report(args.dir, args.out, include_degraded=args.include_degraded)
+    finally:
+        if bar is not None:
+            bar.close()
+    for path in written:
         show(path)
     return 0
+
+
+class ProgressBar:
+    """The report's progress on stderr (``toolkit.analysis.progress``): its sections done of all, the time so far,
+    the section rendering and the condition it is at (tqdm redraws one line on a terminal)."""
+
+    def __init__(self):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=None, file=sys.stderr, leave=False,
+                        bar_format="report: {n_fmt}/{total_fmt} sections done [{elapsed}] {desc}")
+        self.title = ""
+
+    def part(self, index: int, total: int, title: str) -> None:
+        self.bar.total, self.bar.n, self.title = total, index - 1, title
+        self.bar.set_description_str(title)
+
+    def step(self, text: str) -> None:
+        self.bar.set_description_str(f"{self.title}: {text}")
+
+    def close(self) -> None:
+        self.bar.close()

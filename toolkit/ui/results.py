@@ -30,6 +30,7 @@ import pandas as pd
 from IPython.display import HTML, Markdown
 
 import toolkit
+from toolkit.analysis import progress
 from toolkit.analysis.report import Report
 from toolkit.core import data
 from toolkit.export.html import Replay, show
@@ -133,6 +134,26 @@ class ReportCache:
                 if (self.entry / name).is_file()}
 
 
+def busy_line(text: str, started: float) -> str:
+    return (f"<span class='toolkit-busy'>⏳ {html.escape(text, quote=False)} "
+            f"({time.monotonic() - started:.0f} s so far)</span>")
+
+
+class BusyLine:
+    """A part's progress (``toolkit.analysis.progress``) on a busy line: what it computes, at which condition,
+    for how long so far (each step redraws it)."""
+
+    def __init__(self, line: W.HTML, what: str, started: float):
+        self.line, self.what, self.started, self.title = line, what, started, ""
+
+    def part(self, index: int, total: int, title: str) -> None:
+        self.title = title
+
+    def step(self, text: str) -> None:
+        where = f"{self.title}: " if self.title and self.title not in self.what else ""
+        self.line.value = busy_line(f"{self.what}: {where}{text}", self.started)
+
+
 class ResultsExplorer(W.VBox):
     def __init__(self, folder: str = "results"):
         self.folder = W.Text(value=folder, description="folder", layout=W.Layout(width="60%"))
@@ -165,8 +186,7 @@ class ResultsExplorer(W.VBox):
         return "\n".join(t for _, t in sorted(self.parts.items()) if t)
 
     def _stage(self, text: str, started: float) -> None:
-        self.progress.value = (f"<span class='toolkit-busy'>⏳ {html.escape(text, quote=False)} "
-                               f"({time.monotonic() - started:.0f} s so far)</span>")
+        self.progress.value = busy_line(text, started)
 
     def load(self) -> None:
         """Read the folder and show its summary (blocks until done; the Load button runs it in a thread); the
@@ -188,9 +208,10 @@ class ResultsExplorer(W.VBox):
             self._stage(f"reading {folder}{where} and computing its summary (the conclusions)", started)
             self.cache = cache = ReportCache(folder)
             fresh = not all(cache.has(i) for i, eager in enumerate(cache.eager) if eager)
-            for i, eager in enumerate(cache.eager):
-                if eager:
-                    self._show(i, self.report)
+            with progress.listening(BusyLine(self.progress, "computing the summary", started)):
+                for i, eager in enumerate(cache.eager):
+                    if eager:
+                        self._show(i, self.report)
             shown_in = time.monotonic() - started
             lazy = [i for i, eager in enumerate(cache.eager) if not eager]
             self.sections.children = [W.Output() for _ in lazy]
@@ -225,10 +246,11 @@ class ResultsExplorer(W.VBox):
             return
         started = time.monotonic()
         out.outputs = ()
-        out.append_display_data(HTML(f"<span class='toolkit-busy'>⏳ computing {html.escape(cache.titles[i])}"
-                                     "…</span>"))
+        busy = W.HTML(busy_line(f"computing {cache.titles[i]}…", started))
+        out.append_display_data(busy)
         try:
-            cache.text(i)  # computed here, while the busy line shows; _show reads it back
+            with progress.listening(BusyLine(busy, f"computing {cache.titles[i]}", started)):
+                cache.text(i)  # computed here, while the busy line shows; _show reads it back
         except Exception as exc:
             out.outputs = ()
             out.append_display_data(HTML(f"<span style='color:#c0392b'>{html.escape(f'{type(exc).__name__}: {exc}')}"
