@@ -200,3 +200,21 @@ def test_the_report_loads_only_the_calls_columns_its_sections_read(tmp_path):
         assert report_columns()["events"] is None  # the other tables whole
     finally:
         METRICS.pop("slow_calls"), METRICS.pop("any_calls", None)
+
+
+def test_a_description_repeated_down_a_column_is_written_once_below_the_table():
+    """The example's night actions repeated the Seer's, the Guard's and the Witch's bar in every row (four lines of
+    a notebook's column each), the votes table the ballot's bar in each of its 34 rows: each text now once."""
+    from toolkit.analysis.report import markdown_table
+
+    seer = "Seer: never recheck (a uniformly random living player not checked before)"
+    guard = "Guard: always protect self (where the rules allow it, else a random legal player)"
+    one = markdown_table(pd.DataFrame({"spec": ["a", "b", "c"], "bar": [seer] * 3, "rate": [0.1, 0.2, 0.3]}))
+    assert one.count(seer) == 1 and f"`bar` (every row): {seer}" in one and "| spec | rate |" in one
+    few = markdown_table(pd.DataFrame({"spec": ["a", "b", "c", "d"], "bar": [seer, guard, None, seer]}))
+    assert few.count(seer) == few.count(guard) == 1 and f"`bar`:\n\n- [1] {seer}\n- [2] {guard}\n" in few
+    assert few.splitlines()[2:6] == ["| a | [1] |", "| b | [2] |", "| c |  |", "| d | [1] |"]
+    # names, short values and texts that do not repeat stay in their cells
+    kept = pd.DataFrame({"where": ["preset=classic7, against heuristic villagers"] * 2, "bar": [seer, guard]})
+    assert markdown_table(kept).count("preset=classic7, against heuristic villagers") == 2
+    assert seer in markdown_table(kept).splitlines()[2] and "`bar`" not in markdown_table(kept)

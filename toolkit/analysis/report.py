@@ -54,11 +54,41 @@ def report_columns() -> dict[str, list[str] | None]:
     return {**{t: None for t in TABLES}, "calls": calls}
 
 
+DESCRIPTION_WORDS = 8  # a text of this many words or more describes (a names-only column keeps its names)
+
+
+def described_once(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The table with each repeated description (a column like ``bar``, the same strategy described in every row,
+    four lines of a narrow notebook column each; a description is a text of ``DESCRIPTION_WORDS`` words or more)
+    written once: a column with one text in every row leaves the table for a line below it; one with a few texts
+    keeps a number per row ([1], [2], …), the texts listed below it by number."""
+    notes = []
+    for col in df.columns:
+        values = df[col]
+        filled = values.dropna()
+        if not len(filled) or not filled.map(lambda v: isinstance(v, str)).all() or \
+                not filled.map(lambda v: len(v.split()) >= DESCRIPTION_WORDS).any():
+            continue  # not a description: names, values, short notes
+        texts = list(dict.fromkeys(v for v in filled if v))
+        if len(texts) == len(filled):
+            continue  # each text once already: nothing repeats
+        if len(texts) == 1 and values.map(lambda v: v == texts[0]).all():
+            df = df.drop(columns=col)
+            notes.append(f"`{col}` (every row): {texts[0]}\n")
+            continue
+        number = {t: f"[{i}]" for i, t in enumerate(texts, 1)}
+        df = df.assign(**{col: values.map(lambda v: number.get(v, v), na_action="ignore")})
+        notes.append(f"`{col}`:\n\n" + "".join(f"- {number[t]} {t}\n" for t in texts))
+    return df, notes
+
+
 def markdown_table(df: pd.DataFrame, floats: str = "{:.3f}") -> str:
     """A Markdown table; in a row with fewer than ``MIN_GAMES`` games (``n_games``, else ``n`` where the
-    units are games) the interval cells read "too few games": no interval is trusted there."""
+    units are games) the interval cells read "too few games": no interval is trusted there. A long text repeated
+    down a column is written once, below the table (``described_once``)."""
     if df is None or df.empty:
         return "(no rows)\n"
+    df, notes = described_once(df)
     cols = list(df.columns)
     games_col = "n_games" if "n_games" in cols else None
     lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "---|" * len(cols)]
@@ -68,7 +98,7 @@ def markdown_table(df: pd.DataFrame, floats: str = "{:.3f}") -> str:
                  else ("" if v != v else floats.format(v)) if isinstance(v, float) else str(v)
                  for c, v in zip(cols, row)]
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + ("\n" + "\n".join(notes) if notes else "")
 
 
 def _few(n) -> bool:
