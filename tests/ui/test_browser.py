@@ -9,6 +9,7 @@ handled on a subshell thread, and the game froze after Submit until another cell
 import json
 import re
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -307,14 +308,19 @@ def the_games_events(served: Path, root: str, game_id: str) -> list:
 
     from tests.ui.private_record import as_event
 
-    private = Path(tempfile.gettempdir()).glob("toolkit-session-*/*/events.*")
-    for path in [*(served / root / "results" / "sessions").glob("*/events.*"), *private]:
-        if path.suffix == ".jsonl":
-            rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-        else:
-            rows = pd.read_parquet(path).to_dict("records")
-        if rows and rows[0]["game_id"] == game_id:
-            return [as_event(r) for r in rows]
+    for _ in range(20):  # a folder listed may move (a game that ended goes to results_dir) before it is read
+        private = Path(tempfile.gettempdir()).glob("toolkit-session-*/*/events.*")
+        for path in [*(served / root / "results" / "sessions").glob("*/events.*"), *private]:
+            try:
+                if path.suffix == ".jsonl":
+                    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+                else:
+                    rows = pd.read_parquet(path).to_dict("records")
+            except (FileNotFoundError, ValueError, OSError):  # moved, or being compacted, as it was read
+                continue
+            if rows and rows[0]["game_id"] == game_id:
+                return [as_event(r) for r in rows]
+        time.sleep(0.5)
     raise AssertionError(f"no events for {game_id}")
 
 
@@ -345,7 +351,9 @@ def test_a_human_seat_of_every_role_of_every_preset_sees_no_other_seats_private_
     """Every role of every shipped preset played as a human in JupyterLab (seed 0, the first seat of the role)
     through night 1 and day 1, god view off: the page's whole text, each call of the inspector opened, holds no
     text of another seat's private record (tests/ui/private_record.py: the hidden events' texts, the other seats'
-    roles). God view on shows them. One notebook and kernel for all the cases (a case is a new game).
+    roles), nor does any message the kernel sent the page during the case (the websocket's frames: widget state a
+    page need not draw, which a participant's browser tools read). God view on shows them. One notebook and kernel
+    for all the cases (a case is a new game).
     On the old code the inspector listed every seat's calls: a human Seer could open a wolf's prompt."""
     from toolkit.werewolf.engine.preset import available_presets, load_preset
     from toolkit.werewolf.engine.rules import Game
@@ -353,6 +361,9 @@ def test_a_human_seat_of_every_role_of_every_preset_sees_no_other_seats_private_
     from tests.ui.private_record import secrets, shown_in_god_view
 
     page, served = lab.page, server[2]
+    frames: list[str] = []  # every message the kernel sent the page (a cheater's devtools show them all)
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(
+        payload if isinstance(payload, str) else payload.decode("utf-8", "replace"))))
     # the notebook as a demo would set it: god view allowed with a human seat (a study's default locks it)
     shipped = served / lab.root / "notebooks" / "01_werewolf_session.ipynb"
     allowed = shipped.read_text().replace('seed=0)', 'seed=0, god_view=\\"allowed\\")')
@@ -362,7 +373,7 @@ def test_a_human_seat_of_every_role_of_every_preset_sees_no_other_seats_private_
     lab.run_all()
     lab.button("Step").wait_for(timeout=120_000)
     lab.wait_idle()
-    leaks, unseen, cases = {}, {}, 0
+    leaks, unseen, god_sent, cases = {}, {}, {}, 0
     for preset in available_presets():
         page.locator(".widget-dropdown:has(label:text-is('preset')) select").select_option(label=preset)
         roles = Game(load_preset(preset), 0).roles
@@ -376,6 +387,7 @@ def test_a_human_seat_of_every_role_of_every_preset_sees_no_other_seats_private_
             box.wait_for(timeout=30_000)
             box.fill("human")
             box.press("Enter")
+            first_frame = len(frames)
             lab.button("Start").click()
             lab.has_text(STATUS, "day 1, phase night")
             lab.button("Run to end").click()
@@ -396,12 +408,18 @@ def test_a_human_seat_of_every_role_of_every_preset_sees_no_other_seats_private_
                 lab.shot("werewolf_human_no_cheating")
             leaks[(preset, role)] = sorted(x for x in secrets(events, roles, (seat,)) if x in shown)
             leaks[(preset, role)] += re.findall(rf"#\d+ (?!{seat} )Player\d+ \w+ d\d", shown)  # another's call
+            sent = "\n".join(frames[first_frame:])
+            sent += "\n" + sent.replace('\\"', '"').replace("\\n", "\n")  # JSON's escapes undone, roughly
+            leaks[(preset, role)] += [f"sent: {x}" for x in sorted(secrets(events, roles, (seat,))) if x in sent]
+            god_frame = len(frames)
             lab.button("god view").click()  # the status counts every call (not "your N calls") once it applies
             page.wait_for_function("() => /; \\d+ calls/.test(document.querySelector('.toolkit-status').innerText)",
                                    timeout=30_000)
             page.wait_for_function("() => document.querySelectorAll('.toolkit-call-picker option').length > 0",
                                    timeout=30_000)
             god = page.evaluate(PAGE_TEXT)
+            god_sent[(preset, role)] = any(x in "\n".join(frames[god_frame:])
+                                           for x in shown_in_god_view(events, roles, (seat,)))
             unseen[(preset, role)] = sorted(x for x in shown_in_god_view(events, roles, (seat,)) if x not in god)
             assert re.search(rf"#\d+ (?!{seat} )Player\d+ \w+ d\d", god)  # god view lists the others' calls
             lab.button("god view").click()
@@ -413,6 +431,7 @@ def test_a_human_seat_of_every_role_of_every_preset_sees_no_other_seats_private_
     assert cases == sum(len({r for r, n in load_preset(p).roles.items() if n}) for p in available_presets())
     assert {k: v for k, v in leaks.items() if v} == {}
     assert {k: v for k, v in unseen.items() if v} == {}
+    assert any(god_sent.values())  # the frames are read: god view's secrets are in them
 
 
 def test_a_notebook_run_and_saved_in_jupyterlab_is_no_change_to_the_checkout(lab, server):
