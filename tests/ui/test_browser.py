@@ -9,6 +9,7 @@ handled on a subshell thread, and the game froze after Submit until another cell
 import json
 import re
 import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -115,6 +116,19 @@ def test_werewolf_session_human_seat_stop_and_transcript(lab):
     # a study's default: no god view while a human seat plays (the toggle hides once the human's game starts)
     lab.button("god view").wait_for(state="hidden", timeout=30_000)
     status = page.locator(STATUS).first
+    # a participant who shows the hidden toggle in the page and clicks it: the kernel refuses (the toggle goes back
+    # off) and nothing of god view is drawn; on the old code god view had no lock at all
+    toggle = lab.button("god view")
+    toggle.evaluate("b => { b.style.display = 'inline-block'; b.parentElement.style.display = 'flex'; "
+                    "b.disabled = false; b.removeAttribute('disabled'); b.click(); }")
+    page.wait_for_function("b => !b.classList.contains('mod-active')", arg=toggle.element_handle(), timeout=30_000)
+    time.sleep(2)  # long enough for god view's calls and lines to reach the page, had it applied
+    assert "your " in status.inner_text() and not re.search(r"Player\d+ \((Werewolf|Witch|Guard|Villager)\)",
+                                                            page.evaluate(PAGE_TEXT))
+    game_id = re.search(r"game (\S+):", status.inner_text())[1]
+    assert any(json.loads(line)["god_view"] == "refused" and json.loads(line)["game_id"] == game_id
+               for path in Path(tempfile.gettempdir()).glob("toolkit-session-*/*/god_view.jsonl")
+               for line in path.read_text().splitlines())  # the click reached the kernel, which noted it
     speech = "I am Player7 and I watched Player3 closely."
     panels = answer_until(lab, r"day 2|winner", speech, shot_at=1)
     answered = len(panels)
