@@ -63,6 +63,12 @@ def test_the_command_line_shows_the_progress_on_stderr_and_nothing_with_quiet(tw
                             str(tmp_path / "b"), "--quiet"], capture_output=True, text=True, env=env, timeout=600)
     assert quiet.returncode == 0 and quiet.stderr == "" and quiet.stdout.replace(str(tmp_path / "b"), "") == \
         loud.stdout.replace(str(tmp_path / "a"), "")
+    from toolkit.record.run_log import Run
+
+    Run(tmp_path / "no_games", "empty").close()  # refused after the tables are read: its one line, no bar before it
+    refused = subprocess.run([sys.executable, "-m", "toolkit", "report", str(tmp_path / "no_games")],
+                             capture_output=True, text=True, env=env, timeout=600)
+    assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1, refused.stderr
 
 
 @pytest.mark.slow

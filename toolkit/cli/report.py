@@ -68,18 +68,21 @@ class ProgressBar:
     the section rendering and the condition it is at (tqdm redraws one line on a terminal)."""
 
     def __init__(self):
-        from tqdm import tqdm
-
-        self.bar = tqdm(total=None, file=sys.stderr, leave=False,
-                        bar_format="report: {n_fmt}/{total_fmt} sections done [{elapsed}] {desc}")
-        self.title = ""
+        self.bar, self.title = None, ""  # drawn from the first section on: a refused folder gets its one line alone
 
     def part(self, index: int, total: int, title: str) -> None:
-        self.bar.total, self.bar.n, self.title = total, index - 1, title
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, file=sys.stderr, leave=False,
+                            bar_format="report: {n_fmt}/{total_fmt} sections done [{elapsed}] {desc}")
+        self.bar.n, self.title = index - 1, title
         self.bar.set_description_str(title)
 
     def step(self, text: str) -> None:
-        self.bar.set_description_str(f"{self.title}: {text}")
+        if self.bar is not None:
+            self.bar.set_description_str(f"{self.title}: {text}")
 
     def close(self) -> None:
-        self.bar.close()
+        if self.bar is not None:
+            self.bar.close()
