@@ -100,15 +100,19 @@ bench: $(STAMP)
 # ids after the cells and seeds, orders the rows as the study does and empties the machine's columns (wall_s,
 # started_at, git_sha), so a rerun writes byte-identical tables and the same report: `git status` stays empty.
 # The new tables go to a folder beside the committed ones and replace them only once complete.
+# tests/study/test_make_example.py runs this recipe twice in a git checkout on a small study (EXAMPLE_TOURNAMENT,
+# EXAMPLE_SWEEP: the same names, fewer games and tasks).
 EXAMPLE_NEW := results/examples/.tables-new
+EXAMPLE_TOURNAMENT ?= experiments/tournaments/example.yaml
+EXAMPLE_SWEEP ?= experiments/sweeps/engineer.yaml
 example: $(STAMP)
 	rm -rf results/examples-tournament results/examples-engineer $(EXAMPLE_NEW) results/examples/.tables-old
 	@start=$$(date +%s); set -e; \
-	$(PY) -m toolkit tournament experiments/tournaments/example.yaml --workers 2 --export $(EXAMPLE_NEW); \
+	$(PY) -m toolkit tournament $(EXAMPLE_TOURNAMENT) --workers 2 --export $(EXAMPLE_NEW); \
 	$(PY) -m toolkit.study.stable_tables $(EXAMPLE_NEW); \
 	if [ -d results/examples/tables ]; then mv results/examples/tables results/examples/.tables-old; fi; \
 	mv $(EXAMPLE_NEW) results/examples/tables; rm -rf results/examples/.tables-old; \
-	$(PY) -m toolkit sweep experiments/sweeps/engineer.yaml --workers 2; \
+	$(PY) -m toolkit sweep $(EXAMPLE_SWEEP) --workers 2; \
 	$(PY) -m toolkit report results/examples/tables --out results/examples; \
 	$(PY) -m toolkit report results/examples-engineer --out results/examples/engineer; \
 	echo "make example: $$(( $$(date +%s) - start )) s"
