@@ -108,3 +108,20 @@ async def test_a_hidden_seed_is_drawn_at_start_recorded_and_shown_nowhere(tmp_pa
 def test_a_bad_god_view_is_one_clear_error():
     with pytest.raises(ValueError, match="god_view='off': one of 'auto', 'locked', 'allowed'"):
         WerewolfSession(god_view="off")
+
+
+def test_the_notebooks_text_beside_the_widget_tells_no_deal():
+    """The werewolf notebook's prose is on the participant's page, next to the widget: no sentence in it may name a
+    seat with a role or a side (a cheater playing its default game, classic7 seed 0, read there that Player3 and
+    Player4 were the wolves)."""
+    import re
+    from pathlib import Path
+
+    from toolkit.werewolf.engine.preset import available_presets, load_preset
+
+    roles = {r.lower() for p in available_presets() for r in load_preset(p).roles} | {"wolf", "wolves", "village"}
+    notebook = json.loads((Path(__file__).resolve().parents[2] / "notebooks" / "01_werewolf_session.ipynb").read_text())
+    prose = " ".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown")
+    told = [s for s in re.split(r"(?<=[.:;(])\s", prose)
+            if re.search(r"\bPlayer\d+\b", s) and roles & set(re.findall(r"[a-z]+", s.lower()))]
+    assert told == []
