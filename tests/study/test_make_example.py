@@ -20,6 +20,7 @@ presets: [classic7]
 design: pairs
 self_play: false
 seed: 0
+games: 4
 games_per_cell: 4
 reflection: true
 """
