@@ -128,10 +128,11 @@ def test_a_change_of_case_on_the_git_path_is_refused_whole(tmp_path):
 
 @pytest.mark.slow
 def test_what_a_host_git_prints_is_read_only_up_to_a_bound(tmp_path):
-    """A result ref whose tree lists 10**5 paths (five trees, each listing the next ten times: a few hundred
-    bytes), with the session's ``inodes`` 64: ``apply``'s ``git diff --raw`` is cut at ``inodes`` KiB and
-    refused in one line. On 2648500 the whole listing (~10 MB, and 10**7 paths at depth 7) was read into the
-    toolkit's memory first."""
+    """A result ref whose tree lists 25**4 = 390,625 paths (four trees, each listing the next 25 times: a few
+    hundred bytes), with the session's ``inodes`` 64: ``apply``'s ``git diff --raw`` is cut at 16 MiB
+    (``inodes`` KiB, at least 16 MiB: the user's own listings, e.g. its branches, are not the result's) and
+    refused in one line. On 2648500 the whole listing (~40 MB; ~10 GB at depth 6) was read into the toolkit's
+    memory first."""
     folder = tmp_path / "ws"
     folder.mkdir()
     (folder / "a.txt").write_text("a\n")
@@ -141,8 +142,8 @@ def test_what_a_host_git_prints_is_read_only_up_to_a_bound(tmp_path):
     sha = subprocess.run(["git", "-C", str(folder), "hash-object", "-w", "--stdin"], input=b"b\n",
                          capture_output=True, check=True).stdout.decode().strip()
     mode = "100644 blob"
-    for _ in range(5):
-        listing = "".join(f"{mode} {sha}\t{i}\n" for i in range(10))
+    for _ in range(4):
+        listing = "".join(f"{mode} {sha}\t{i}\n" for i in range(25))
         sha = subprocess.run(["git", "-C", str(folder), "mktree"], input=listing.encode(), capture_output=True,
                              check=True).stdout.decode().strip()
         mode = "040000 tree"
@@ -156,5 +157,26 @@ def test_what_a_host_git_prints_is_read_only_up_to_a_bound(tmp_path):
     with pytest.raises(result.ResultError) as refused:
         result.apply(folder, "s1")
     line = str(refused.value)
-    assert "\n" not in line and f"printed more than {64 * 1024} bytes" in line, line
+    assert "\n" not in line and f"printed more than {16 * MiB} bytes" in line, line
     assert tree(folder) == before
+
+
+def test_apply_counts_the_files_not_the_objects_against_the_kept_disk_mb(tmp_path):
+    """Eight files of one 1 MiB blob: one new object (taken with ``disk_mb`` 4), 8 MiB of files: ``apply`` (the
+    limits kept at ``take``) refuses them whole. A regression test: 2648500 refused it too."""
+    from tests.agent.test_intake_bounds import bundle, commit, small
+    from tests.agent.deltabomb import git_id
+
+    user = repo(tmp_path / "user")
+    start, objects = small()
+    blob = b"x" * MiB
+    listing = b"".join(b"100644 f%d\0" % i + bytes.fromhex(git_id("blob", blob)) for i in range(8))
+    tip = commit(git_id("tree", listing))
+    made = tmp_path / "result.bundle"
+    made.write_bytes(bundle({"refs/toolkit/result": git_id("commit", tip), "refs/toolkit/start": start},
+                            [*objects, (3, blob), (2, listing), (1, tip)]))
+    assert result.take(user, "s1", made, limits=Limits(disk_mb=4)).startswith("refs/agent/s1/result (8 files")
+    before = tree(user)
+    with pytest.raises(result.ResultError) as refused:
+        result.apply(user, "s1")
+    assert "more than the session's disk_mb" in str(refused.value) and tree(user) == before

@@ -19,10 +19,11 @@ no v2 pids controller).
 from __future__ import annotations
 
 import os
-import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from toolkit.agent.environments.procs import kill_all
 
 
 def hierarchy(mountinfo: str, cgroups: str, controller: str = "pids") -> tuple[Path, str] | None:
@@ -142,11 +143,7 @@ class Cgroup:
             pids = self.pids()
             if not pids:
                 return
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+            kill_all(pids)
             time.sleep(0.01)
 
     def remove(self) -> None:

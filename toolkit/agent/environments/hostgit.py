@@ -54,7 +54,7 @@ class Bounds:
         git writes (e.g. the pack it keeps)."""
         objects = min(limits.disk_mb, limits.file_size_mb) * MiB
         return cls(objects, limits.memory_mb * MiB, file_bytes=max(file_bytes, 0) + objects + 64 * MiB,
-                   output=limits.inodes * 1024, deadline=time.monotonic() + INTAKE_S)
+                   output=max(limits.inodes * 1024, 16 * MiB), deadline=time.monotonic() + INTAKE_S)
 
     @property
     def memory(self) -> int:

@@ -11,6 +11,7 @@ import stat
 from pathlib import Path
 
 from toolkit.agent.environments.hostgit import ResultError
+from toolkit.agent.environments.staging import walk
 from toolkit.core.printable import printable
 
 MAX_MEMBERS = 100_000
@@ -88,12 +89,11 @@ def remove(folder: Path, rel: str, entry: list) -> bool:
     if os.path.isabs(rel) or any(p in ("", ".", "..") for p in parts) or parts[0] in (".git", ".agent"):
         return False
     kind, size, mtime = entry
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        for part in parts[:-1]:
-            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-            os.close(fd)
-            fd = inner
+        fd = walk(folder, parts[:-1], make=False)
+    except OSError:
+        return False
+    try:
         st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
         if kind == "d" and stat.S_ISDIR(st.st_mode):
             os.rmdir(parts[-1], dir_fd=fd)  # only when empty

@@ -9,28 +9,10 @@ import select
 import signal
 import subprocess
 import sys
-from collections import deque
 from pathlib import Path
 
+from toolkit.agent.environments.subreaper import descendants  # noqa: F401  (the script's own walk of /proc)
 from toolkit.core.printable import show
-
-
-def descendants(pid: int) -> list[int]:
-    """Every process below ``pid`` (from /proc), parents before children."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    out, todo = [], deque([pid])
-    while todo:
-        for child in children.get(todo.popleft(), []):
-            out.append(child)
-            todo.append(child)
-    return out
 
 
 def parent_and_session(pid: int) -> tuple[int, int]:

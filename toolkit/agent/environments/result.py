@@ -1,26 +1,13 @@
-"""What comes back from a session, taken in on the host as bounded, hostile data: never a folder the sandbox
-wrote, never more than the session could have made.
+"""What comes back from a session, taken in on the host as bounded, hostile data (docs/environments.md, "The
+design"): never a folder the sandbox wrote, never more than the session could have made.
 
-The environment makes the result inside the sandbox (``collect.py``) and writes it to a file of the host's.
-``take`` (at every session's end):
-
-- a **git bundle** (a git workspace): its objects measured from their headers first (``packcheck``: none may
-  be, or make, more than ``min(disk_mb, file_size_mb)``), then fetched, every object checked
-  (``transfer.fsckObjects``), into a scratch repository beside it by a bounded git (``hostgit``: memory, CPU,
-  file size, wall clock), and only then into the user's repository as ``refs/agent/<session>/…``
-  (``result``, ``start``, and ``heads/<branch>`` for at most 100 branches the session made or moved), once
-  the objects that would be new there are measured in the scratch one (together no more than ``disk_mb``;
-  no tree listing more files than ``inodes``). A refused bundle leaves nothing in the user's repository.
-- a **tar archive** (a plain folder): its entries checked against the rules of ``staging`` and the session's
-  limits, then kept as ``.agent/results/<session>.tar`` (written under another name, then renamed), beside
-  ``<session>.start.json`` (the host's listing of the folder when the session began, ``manifest``).
-
-Either way ``<session>.limits.json`` keeps the session's limits for ``apply`` (``engineer --apply``), which
-writes the session's changes all or nothing through ``staging`` (one set of rules for both): a git result's
-changed files from the blobs of ``start`` → ``result`` (a file the user changed since refuses the whole), an
-archive's new or changed entries, then what the session deleted. A result that adds or changes a file inside a
-folder git would take for a repository (one holding a ``HEAD``) is refused whole, before anything is written.
-``push`` sends a fetched branch to an allowed remote (a pull request), from the user's repository.
+``take`` (every session's end, one deadline, ``hostgit.Bounds``): a git workspace's **bundle** is measured from
+its pack headers (``packcheck``), fetched by a bounded git into a scratch repository, measured there (new
+objects against ``disk_mb``, trees against ``inodes``), and only then fetched into the user's repository as
+``refs/agent/<session>/{result,start,heads/…}``; a plain folder's **tar archive** is checked as ``apply`` would
+and kept as ``.agent/results/<session>.tar`` with the host's listing of the folder at the start. A refused
+result leaves nothing. ``apply`` (``engineer --apply``) writes the changes all or nothing through ``staging``
+(``gitplan`` or ``archive`` make the plan); ``push`` sends a fetched branch to an allowed remote.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ PR_SET_CHILD_SUBREAPER = 36
 
 
 def descendants(root: int) -> list[int]:
+    """Every process below ``root`` (from /proc), parents before children."""
     children: dict[int, list[int]] = {}
     for name in os.listdir("/proc"):
         if name.isdigit():
