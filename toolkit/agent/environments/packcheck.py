@@ -19,33 +19,12 @@ class PackRefused(ValueError):
     """The bundle is refused (one line: why)."""
 
 
-class Reader:
-    """A file read forwards with a small buffer."""
-
-    def __init__(self, f: BinaryIO):
-        self.f, self.buf = f, b""
-
-    def need(self, n: int) -> bytes:
-        while len(self.buf) < n:
-            more = self.f.read(PIECE)
-            if not more:
-                raise PackRefused("the bundle ends inside an object")
-            self.buf += more
-        return self.buf[:n]
-
-    def take(self, n: int) -> bytes:
-        data = self.need(n)
-        self.buf = self.buf[n:]
-        return data
-
-    def byte(self) -> int:
-        return self.take(1)[0]
-
-    def piece(self) -> bytes:
-        if not self.buf:
-            self.buf = self.f.read(PIECE)
-        data, self.buf = self.buf, b""
-        return data
+def take(f: BinaryIO, n: int) -> bytes:
+    """The next ``n`` bytes of the bundle (Python's buffered file holds the pieces)."""
+    data = f.read(n)
+    if len(data) < n:
+        raise PackRefused("the bundle ends inside an object")
+    return data
 
 
 def varint(data: bytes, at: int) -> tuple[int, int]:
@@ -61,33 +40,33 @@ def varint(data: bytes, at: int) -> tuple[int, int]:
             return value, at
 
 
-def header(r: Reader) -> tuple[int, int]:
+def header(f: BinaryIO) -> tuple[int, int]:
     """An object's type and declared size (the inflated data's: for a delta, the delta's)."""
-    c = r.byte()
+    c = take(f, 1)[0]
     kind, size, shift = (c >> 4) & 7, c & 15, 4
     while c & 0x80:
         if shift > 63:
             raise PackRefused("an object's header is too long")
-        c = r.byte()
+        c = take(f, 1)[0]
         size |= (c & 0x7F) << shift
         shift += 7
     if kind == OFS_DELTA:
-        c = r.byte()
+        c = take(f, 1)[0]
         while c & 0x80:
-            c = r.byte()
+            c = take(f, 1)[0]
     elif kind == REF_DELTA:
-        r.take(20)
+        take(f, 20)
     elif kind not in (1, 2, 3, 4):
         raise PackRefused(f"an object of unknown type {kind}")
     return kind, size
 
 
-def inflate(r: Reader, size: int, first: int) -> bytes:
+def inflate(f: BinaryIO, size: int, first: int) -> bytes:
     """Inflate one object's stream to its end, keeping only its first ``first`` bytes; refused when it
     inflates to more than ``size`` bytes (the header's)."""
     z, kept, total = zlib.decompressobj(), b"", 0
     while not z.eof:
-        data = z.unconsumed_tail or r.piece()
+        data = z.unconsumed_tail or f.read(PIECE)
         if not data:
             raise PackRefused("the bundle ends inside an object")
         try:
@@ -99,7 +78,7 @@ def inflate(r: Reader, size: int, first: int) -> bytes:
             raise PackRefused("an object inflates to more than its header says")
         if len(kept) < first:
             kept += out[:first - len(kept)]
-    r.buf = z.unused_data + r.buf
+    f.seek(-len(z.unused_data), 1)  # what follows the stream: the next object's
     return kept
 
 
@@ -111,13 +90,12 @@ def check(path: str, max_object: int, max_objects: int, deadline_s: float = 600,
     more than ``deadline_s``; else return how many objects it has."""
     deadline, max_delta = time.monotonic() + deadline_s, max_object if max_delta is None else max_delta
     with open(path, "rb") as f:
-        r = Reader(f)
-        first = r.f.readline(100)
+        first = f.readline(100)
         if first not in (b"# v2 git bundle\n", b"# v3 git bundle\n"):
             raise PackRefused("not a git bundle")
         refs = 0
         for _ in range(max_refs + 64):  # capabilities, prerequisites and refs, up to the empty line
-            line = r.f.readline(4096)
+            line = f.readline(4096)
             if line == b"\n":
                 break
             if not line.endswith(b"\n"):
@@ -129,26 +107,26 @@ def check(path: str, max_object: int, max_objects: int, deadline_s: float = 600,
             refs = max_refs + 1
         if refs > max_refs:
             raise PackRefused(f"the bundle names more than {max_refs} refs")
-        head = r.take(12)
+        head = take(f, 12)
         if head[:4] != b"PACK" or int.from_bytes(head[4:8], "big") not in (2, 3):
             raise PackRefused("the bundle holds no pack")
         count = int.from_bytes(head[8:12], "big")
         if count > max_objects:
             raise PackRefused(f"{count} objects, more than the session could make ({max_objects})")
         for _ in range(count):
-            kind, size = header(r)
+            kind, size = header(f)
             if size > max_object and kind not in (OFS_DELTA, REF_DELTA):
                 raise PackRefused(f"an object of {size} bytes, larger than the session could make "
                                   f"({max_object} bytes)")
             if kind in (OFS_DELTA, REF_DELTA):
-                data = inflate(r, size, 20)
+                data = inflate(f, size, 20)
                 made = varint(data, varint(data, 0)[1])[0]
                 if made > min(max_object, max_delta):
                     bound = f"the session could make ({max_object} bytes)" if made > max_object else \
                         f"the intake may hold in memory with its base ({max_delta} bytes: half of memory_mb)"
                     raise PackRefused(f"a delta that makes an object of {made} bytes, larger than {bound}")
             else:
-                inflate(r, size, 0)
+                inflate(f, size, 0)
             if time.monotonic() > deadline:
                 raise PackRefused(f"reading its objects ran past the intake's wall clock ({deadline_s:.0f} s left)")
     return count
