@@ -125,8 +125,9 @@ def test_a_result_larger_than_the_file_system_writes_nothing(tmp_path, small_fs)
 
 
 def test_a_full_disk_while_staging_writes_nothing(tmp_path, small_fs):
-    """Bytes fit, inodes run out while staging (24 on the file system): nothing of the result in the folder,
-    the staging folder gone; on 51c499d the first members were written."""
+    """Bytes fit, inodes do not (24 on the file system): nothing of the result in the folder, no staging folder
+    left; on 51c499d the first members were written. (Since the check counts free inodes, it refuses before
+    staging; before that the staging ran out, and was removed.)"""
     folder = small_fs / "ws"
     folder.mkdir()
     (folder / "keep.txt").write_text("the user's\n")
@@ -135,7 +136,7 @@ def test_a_full_disk_while_staging_writes_nothing(tmp_path, small_fs):
     with pytest.raises(result.ResultError, match="nothing changed"):
         result.unpack(made, folder)
     assert tree(folder) == before
-    assert not [p for p in (folder / ".agent").iterdir() if p.name.startswith("staging")]
+    assert not [p for p in (folder / ".agent").glob("staging*")]
 
 
 def test_a_staging_folder_on_another_file_system_writes_nothing(tmp_path, small_fs):

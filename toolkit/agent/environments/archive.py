@@ -15,6 +15,22 @@ from toolkit.agent.environments import staging
 from toolkit.agent.environments.hostgit import INTAKE_S, Bounds, ResultError
 from toolkit.agent.environments.manifest import deletions, refuse_repositories
 
+HEADER = 2**16  # the most an extended header (a long name or link target, pax records) may hold
+EXTENDED = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE,
+            tarfile.SOLARIS_XHDTYPE)
+
+
+class Member(tarfile.TarInfo):
+    """``tarfile``'s member, but refused before ``tarfile`` acts on it: a negative size (Python before 3.11.13
+    then steps back and reads the same members for ever, holding each: 13 MB a second), an extended header over
+    ``HEADER`` bytes (read whole into memory: a 256 MiB long name took 800 MB of the host's at the session's
+    end), an old GNU sparse member (its map blocks, any number)."""
+
+    def _proc_member(self, tar):
+        if self.size < 0 or self.type in EXTENDED and self.size > HEADER or self.type == tarfile.GNUTYPE_SPARSE:
+            raise tarfile.HeaderError(f"a negative, sparse or extended header of {self.size} bytes at {self.offset}")
+        return super()._proc_member(tar)
+
 
 def copier(archive: Path, offset: int, size: int):
     def write(path: Path) -> None:
@@ -72,12 +88,14 @@ def archive_plan(archive: Path, folder: Path, limits, start: dict | None, dry: b
     """The archive's entries as a plan (``dry``: only checked, at the session's end)."""
     what, plan, names, files, bounds = archive.name, staging.Plan(), set(), {}, bounds or Bounds.of(limits)
     try:
-        with tarfile.open(archive, mode="r:") as tar:
+        with tarfile.open(archive, mode="r:", tarinfo=Member) as tar:
             for m in tar:
                 if len(names) >= limits.inodes:
                     raise ResultError(f"{what}: more entries than the session's inodes ({limits.inodes}); refused")
                 if bounds.left() <= 0:
                     raise ResultError(f"{what}: reading it ran past the intake's wall clock ({INTAKE_S} s); refused")
+                if m.size < 0:  # a pax record's: tarfile has stepped back already
+                    raise ResultError(f"{what}: a member of negative size; refused")
                 rel = m.name.rstrip("/")
                 staging.check_name(what, rel)
                 names.add(rel)
@@ -95,6 +113,9 @@ def archive_plan(archive: Path, folder: Path, limits, start: dict | None, dry: b
                 else:
                     raise staging.refuse(what, rel, "is not a file, a link or a folder")
                 plan.entries.append(e)
+            tar.fileobj.seek(tar.offset)  # tarfile ends quietly at a damaged header: the rest would count as deleted
+            if tar.fileobj.read(1024) != bytes(1024):
+                raise ResultError(f"{what}: damaged after {len(names)} entries (no end of archive there); refused")
     except (tarfile.TarError, OSError) as exc:
         raise ResultError(f"{what}: not a readable archive ({exc}); refused") from None
     staging.check_entries(what, plan, limits)

@@ -24,6 +24,7 @@ The rules, one set for a git result and an archive:
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import unicodedata
@@ -35,7 +36,9 @@ from typing import Callable
 from toolkit.agent.environments.hostgit import MiB, ResultError
 from toolkit.core.printable import printable
 
+IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
 RESERVE = MiB  # left free on the user's file system after the toolkit writes a result there
+RESERVE_INODES = 8  # and inodes (a folder the move makes needs one: run out, the move would stop half-way)
 
 
 @dataclass
@@ -71,9 +74,17 @@ def check_name(what: str, path: str) -> list[str]:
     parts = path.split("/")
     if path.startswith("/") or "\0" in path or any(p in ("", ".", "..") for p in parts):
         raise refuse(what, path, "is not a plain relative name")
-    if ".git" in parts or parts[0] == ".agent":
-        raise refuse(what, path, "is refused (a .git or .agent path)")
+    if len(os.fsencode(path)) > 4095 or max(len(os.fsencode(p)) for p in parts) > 255:
+        raise refuse(what, path, "is longer than a name may be (255 bytes a part, 4095 in all)")
+    if any(same_as(p) in (".git", "git~1") for p in parts) or same_as(parts[0]) == ".agent":
+        raise refuse(what, path, "is refused (a .git or .agent path, in any case or form)")
     return parts
+
+
+def same_as(part: str) -> str:
+    """What a file system that folds names takes ``part`` for (git's own rule, as in its ``verify_path``):
+    case and Unicode form folded, the code points HFS+ ignores dropped, NTFS's trailing dots and spaces too."""
+    return IGNORED.sub("", fold(part)).rstrip(". ")
 
 
 def check_link(what: str, path: str, target: str) -> None:
@@ -142,12 +153,16 @@ def check_folding(what: str, plan: Plan) -> None:
                          "Unicode form (where case folds, the delete would take the file just written)")
 
 
-def room(what: str, need: int, where: Path, end: str = "not applied, nothing changed") -> None:
-    """Refuse (one line) writing ``need`` bytes on ``where``'s file system unless ``RESERVE`` is left free."""
-    free = shutil.disk_usage(where).free
+def room(what: str, need: int, where: Path, end: str = "not applied, nothing changed", inodes: int = 1) -> None:
+    """Refuse (one line) writing ``need`` bytes in ``inodes`` new entries on ``where``'s file system unless
+    ``RESERVE`` bytes and ``RESERVE_INODES`` inodes are left free (a file system of no fixed count: bytes only)."""
+    free, vfs = shutil.disk_usage(where).free, os.statvfs(where)
     if need + RESERVE > free:
         raise ResultError(f"{what}: {need} bytes to write and {free} bytes free on {where}'s file system (the "
                           f"toolkit leaves {RESERVE} free); {end}")
+    if vfs.f_files and inodes + RESERVE_INODES > vfs.f_favail:
+        raise ResultError(f"{what}: {inodes} entries to make and {vfs.f_favail} inodes free on {where}'s file "
+                          f"system (the toolkit leaves {RESERVE_INODES} free); {end}")
 
 
 def check(what: str, plan: Plan, folder: Path, limits) -> None:
@@ -175,7 +190,7 @@ def check(what: str, plan: Plan, folder: Path, limits) -> None:
         if not os.access(parent, os.W_OK | os.X_OK):  # a rename there would fail half-way through the move
             raise refuse(what, e.path, f"is in '{name(str(parent))}', which you cannot write")
     files = sum(e.size for e in plan.entries if e.kind == "f")
-    room(what, files + 4096 * len(plan.entries), folder)  # a block per entry at most, rounded up
+    room(what, files + 4096 * len(plan.entries), folder, inodes=len(plan.entries))  # a block an entry at most
 
 
 def walk(folder: Path, parts: list[str], make: bool) -> int:
@@ -220,15 +235,17 @@ def write(what: str, plan: Plan, folder: Path, limits) -> str:
         except OSError as exc:
             raise ResultError(f"{what}: {exc.strerror or exc} while staging the result; not applied, nothing "
                               "changed") from None
-        move(plan, folder, staging)
+        move(what, plan, folder, staging)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return plan.delete(folder) if plan.delete else ""
 
 
-def move(plan: Plan, folder: Path, staging: Path) -> None:
-    """Every staged entry renamed into place (folders made first, each reached without following links)."""
-    src = os.open(staging, os.O_RDONLY | os.O_DIRECTORY)
+def move(what: str, plan: Plan, folder: Path, staging: Path) -> None:
+    """Every staged entry renamed into place (folders made first, each reached without following links). The
+    checks left room for the folders it makes; should another program take that room meanwhile, the line says
+    how much was moved."""
+    src, done = os.open(staging, os.O_RDONLY | os.O_DIRECTORY), 0
     try:
         for i, e in sorted(enumerate(plan.entries), key=lambda x: (x[1].kind != "d", x[1].path.count("/"))):
             parts = e.path.split("/")
@@ -238,5 +255,9 @@ def move(plan: Plan, folder: Path, staging: Path) -> None:
                     os.replace(str(i), parts[-1], src_dir_fd=src, dst_dir_fd=fd)
             finally:
                 os.close(fd)
+            done += 1
+    except OSError as exc:
+        raise ResultError(f"{what}: {exc.strerror or exc} while moving the checked result into place: {done} of "
+                          f"{len(plan.entries)} entries moved, the rest not") from None
     finally:
         os.close(src)
