@@ -1,5 +1,6 @@
 """The group-sequential design on side-swapped pairs (issue 45): its bounds, its cap, its sizing at the preset's
-village rate, its error and power by seeded simulation, the coordinator's frozen verdicts and resumable state."""
+village rate, its error, power and coverage computed exactly (and by seeded simulation), the coordinator's
+frozen verdicts and resumable state."""
 
 import json
 import math
@@ -10,10 +11,38 @@ import pytest
 from toolkit.analysis import sequential as S
 
 
-def test_the_efficacy_bounds_are_lan_demets_obrien_fleming():
-    """Published two-sided α = 0.05 Lan–DeMets O'Brien–Fleming bounds at five equal looks (Jennison & Turnbull
-    2000, table 7.6): 4.877, 3.357, 2.680, 2.290, 2.031; the grid recursion is within its resolution."""
-    assert S.efficacy_bounds(0.05, 5) == pytest.approx((4.877, 3.357, 2.680, 2.290, 2.031), abs=0.07)
+@pytest.mark.slow  # scipy's bivariate normal CDF, 33 calls: about 1 s
+def test_the_bounds_spend_what_they_promise_by_an_independent_computation():
+    """Issue 45 asked for a well-kept library for the boundary math; ``expectation`` needs Python ≥ 3.12, so the
+    grid recursion is ours, checked here against known values computed another way: at two looks (t = ½, 1) the
+    first bound is the normal quantile of the α spent by then, the second spends the rest of α given the first
+    look's continuation region (scipy's bivariate normal, correlation √½), and the design has its power at the
+    drift it was solved for; at one look the design is the fixed test (R = 1)."""
+    from scipy.stats import multivariate_normal, norm
+
+    alpha, power = 0.05, 0.8
+    r, (c1, c2), (i1, i2) = S.bounds(alpha, power, (0.5, 1.0))
+    assert c1 == pytest.approx(norm.isf(alpha * 0.5 ** 3 / 2), abs=0.03)  # α·t³ at t = ½, two-sided
+    assert i2 == c2 and 0 < i1 < c1
+
+    def two_looks(mean, var1):  # P(continue at look 1, |Z2| ≥ c2) and P(continue, Z2 ≥ c2)
+        cov = np.array([[1, math.sqrt(0.5)], [math.sqrt(0.5), 1]]) * var1
+        mvn = multivariate_normal(mean, cov)
+
+        def box(lo1, hi1, lo2, hi2):
+            return mvn.cdf([hi1, hi2]) - mvn.cdf([lo1, hi2]) - mvn.cdf([hi1, lo2]) + mvn.cdf([lo1, lo2])
+
+        up = box(i1, c1, c2, 9) + box(-c1, -i1, c2, 9)
+        down = box(i1, c1, -9, -c2) + box(-c1, -i1, -9, -c2)
+        return up + down, up
+
+    both, _ = two_looks([0, 0], 1.0)
+    assert 2 * norm.sf(c1) + both == pytest.approx(alpha, rel=0.03)  # binding: the futility region is removed
+    theta = (norm.isf(alpha / 2) + norm.ppf(power)) * math.sqrt(r)  # the drift at t = 1
+    first = norm.sf(c1 - theta * math.sqrt(0.5))
+    assert first + two_looks([theta * math.sqrt(0.5), theta], 1.0)[1] == pytest.approx(power, abs=0.005)
+    one = S.bounds(alpha, power, (1.0,))
+    assert one[0] == pytest.approx(1.0, abs=0.005) and one[1][0] == pytest.approx(norm.isf(alpha / 2), abs=0.03)
 
 
 def test_the_design_is_sized_at_the_village_rate_and_capped_within_1_1_of_the_fixed_design():
@@ -21,27 +50,59 @@ def test_the_design_is_sized_at_the_village_rate_and_capped_within_1_1_of_the_fi
     78% of the time needs more pairs for the same logits; the cap stays within 1.1 × the fixed design."""
     even, kaggle7 = S.Design.make(0.05, 0.8, 0.5, 3, 0.5), S.Design.make(0.05, 0.8, 0.5, 3, 0.22)
     assert kaggle7.n_fixed > even.n_fixed * 1.15
-    for d in (even, kaggle7, S.Design.make(0.05, 0.8, 1.0, 1, 0.29)):
-        assert d.n_max <= 1.1 * d.n_fixed + d.looks and d.futility[-1] == d.efficacy[-1]
-    # the fixed design's pairs: (z_{α/2K} + z_power)² · 2p(1 − p) / μ_δ², μ_δ = expit(h + δ) − expit(h − δ)
-    mu = S.expit(S.logit(0.22) + 0.5) - S.expit(S.logit(0.22) - 0.5)
-    assert kaggle7.n_fixed == math.ceil(((2.394 + 0.8416) ** 2) * 2 * 0.22 * 0.78 / mu ** 2 + 1e-6) or \
-        abs(kaggle7.n_fixed - ((2.394 + 0.8416) ** 2) * 2 * 0.22 * 0.78 / mu ** 2) < 1
+    for d in (even, kaggle7, S.Design.make(0.05, 0.8, 1.0, 1, 0.29), S.Design.make(0.05, 0.8, 2.0, 1, 0.29)):
+        assert d.n_max <= 1.1 * d.n_fixed and d.futility[-1] == d.efficacy[-1] and sum(d.sizes) == d.n_max
+    # McNemar's test: Z = Σd/√Σd² has mean μ√n/√ψ and variance v = 1 − (μ/ψ)²(3 + ψ)/4 at the design difference
+    # (ψ the share of pairs one side won both games of): n = ((z_{α/2K} + z_power·√v)·√ψ/μ)²
+    up, down = S.expit(S.logit(0.22) + 0.5), S.expit(S.logit(0.22) - 0.5)
+    psi, mu = up * (1 - down) + (1 - up) * down, up - down
+    v = 1 - (mu / psi) ** 2 * (3 + psi) / 4
+    assert kaggle7.n_fixed == math.ceil(((2.3940 + 0.8416 * math.sqrt(v)) * math.sqrt(psi) / mu) ** 2)
+    assert 0.8 < v < 0.9  # less than 1: sizing with the no-difference spread (v = 1) asked for ~10% more pairs
 
 
-def test_error_power_and_saving_by_seeded_simulation():
-    """4,000 comparisons a setting (vectorised outcomes): equal models are separated at most α/K of the time,
-    a gap of δ is found with about the design's power, and both stop well before the fixed design."""
-    rng = np.random.default_rng(45)
-    d = S.Design.make(0.05, 0.8, 0.5, 3, 0.29)
-    h = S.logit(0.29)
-    used, verdict = S.simulate(d, 0.29, 0.29, 4000, rng)
-    assert (verdict != 0).mean() <= 0.05 / 3 + 0.006  # α/K = 0.0167, Monte-Carlo se 0.002
-    assert used.mean() <= 0.75 * d.n_fixed  # a saving of at least 25% with equal models
-    used, verdict = S.simulate(d, S.expit(h + 0.5), S.expit(h - 0.5), 4000, rng)
-    assert (verdict == 1).mean() >= 0.74 and (verdict == -1).sum() == 0
-    used, verdict = S.simulate(d, S.expit(h + 1.0), S.expit(h - 1.0), 4000, rng)
-    assert used.mean() <= 0.6 * d.n_fixed and (verdict == 1).mean() > 0.98
+def test_the_exact_error_power_and_coverage_hold_under_optional_stopping():
+    """Computed exactly (``operating``: the law of the pair counts carried from look to look, no Monte Carlo):
+    with the design sized at village rate 0.29, equal models are separated at most α/K of the time whatever the
+    true rate, a gap of δ is found with the design's power, the interval at the look that decided holds the true
+    μ at least 1 − α/K of the time at every gap, and the design stops well before the fixed design. (The design
+    landed first for issue 45 had a simulated power of 0.76-0.78 at δ; this module had no ``operating``.)"""
+    d, h, a_k = S.Design.make(0.05, 0.8, 0.5, 3, 0.29), S.logit(0.29), 0.05 / 3
+    for p in (0.05, 0.29, 0.5):  # the error at every true village rate, not only the one assumed
+        o = S.operating(d, p, p)
+        assert o.a + o.b <= a_k and o.a == pytest.approx(o.b) and o.covered >= 1 - a_k
+    assert S.operating(d, 0.29, 0.29).pairs <= 0.7 * d.n_fixed
+    for gap in (0.1, 0.25, 0.5, 1.0, 2.0):
+        o = S.operating(d, S.expit(h + gap), S.expit(h - gap))
+        assert o.covered >= 1 - a_k and o.b <= a_k / 2, gap  # the wrong order: within α/2K
+        if gap == 0.5:
+            assert o.a >= 0.8 and o.within <= 0.2 and o.pairs <= 0.85 * d.n_fixed
+        if gap == 2.0:
+            assert o.pairs <= 0.35 * d.n_fixed
+
+
+def test_the_seeded_simulation_agrees_with_the_exact_computation():
+    """``simulate`` (what the benchmark's tournaments use) against ``operating`` at one setting: 4,000 seeded
+    replications land within four standard errors of the exact figures."""
+    d, h = S.Design.make(0.05, 0.8, 0.5, 3, 0.5), S.logit(0.5)
+    p1, p2 = S.expit(h + 0.5), S.expit(h - 0.5)
+    used, verdict, covered = S.simulate(d, p1, p2, 4000, np.random.default_rng(45))
+    o = S.operating(d, p1, p2)
+    assert abs((verdict == 1).mean() - o.a) < 4 * math.sqrt(o.a * (1 - o.a) / 4000)
+    assert abs(used.mean() - o.pairs) < 4 * used.std() / math.sqrt(4000)
+    assert abs(covered.mean() - o.covered) < 4 * math.sqrt(o.covered * (1 - o.covered) / 4000) + 1e-3
+
+
+@pytest.mark.slow  # village rate 0.05: about 450 pairs, the exact computation takes ~2 s
+def test_a_rare_village_win_keeps_the_error_and_power_exactly():
+    """At village rate 0.05 (kaggle-like) few pairs are discordant and the statistic is most discrete: the exact
+    error stays within α/K and the power at δ at the design's."""
+    d, h = S.Design.make(0.05, 0.8, 0.5, 3, 0.05), S.logit(0.05)
+    o = S.operating(d, 0.05, 0.05)
+    assert o.a + o.b <= 0.05 / 3 and o.pairs <= 0.7 * d.n_fixed
+    o = S.operating(d, S.expit(h + 0.5), S.expit(h - 0.5))
+    assert o.a >= 0.8
+    assert S.operating(d, S.expit(h + 1.0), S.expit(h - 1.0)).pairs <= 0.5 * d.n_fixed
 
 
 def test_a_decided_comparison_is_frozen_and_progress_and_report_count_the_same():
@@ -49,7 +110,7 @@ def test_a_decided_comparison_is_frozen_and_progress_and_report_count_the_same()
     through 0), and the progress bar counted "undecided at the horizon" as decided. Now a decided comparison
     is given no pairs, takes none, and keeps its verdict and interval; ``decided`` is the one count."""
     d = S.Design.make(0.05, 0.8, 0.5, 2, 0.5)
-    assert d.looks >= 4 and d.futility[0] == 0.0  # no futility stop at the first look
+    assert d.looks >= 4 and d.futility[0] < 0.01  # no futility stop at the first look
     co = S.Coordinator({"classic7": d}, S.comparisons(["a", "b", "c"], ["classic7"], [("a", "b"), ("c", "b")]))
     assert [(c.a, c.b) for c in co.comps] == [("a", "b"), ("c", "b")]
     assert co.next_round() == [("classic7", "a", "b", d.batch), ("classic7", "c", "b", d.batch)]

@@ -49,14 +49,15 @@ def costs(tables, coordinator: Coordinator) -> pd.DataFrame:
 def adaptive_report(coordinator: Coordinator, tables, stopped: str, fixed: int, cap: int) -> str:
     t = coordinator.table()
     d0 = next(iter(coordinator.designs.values()))
-    sizes = "; ".join(f"{p}: village rate {d.p_village:.3f}, δ = {d.mu_delta:.3f} in win rate, {d.looks} looks "
-                      f"of {d.batch} pairs, fixed design {d.n_fixed} pairs" for p, d in coordinator.designs.items())
+    sizes = "; ".join(f"{p}: village rate {d.p_village:.3f}, δ = {d.mu_delta:.3f} in win rate, {d.looks_text()}, "
+                      f"fixed design {d.n_fixed} pairs" for p, d in coordinator.designs.items())
     lines = ["# Adaptive tournament\n",
              f"**Method**: {METHOD} (`toolkit.analysis.sequential`; docs/statistics.md, \"Adaptive tournaments\"). "
              f"Family-wise error α = {d0.alpha:g} over the K = {d0.k} comparisons asked (each at "
              f"{d0.alpha / d0.k:.4f}), power {d0.power:g} at a difference of {d0.delta:g} logits on each side "
              f"({sizes}). The chance that any verdict names the wrong order is at most {d0.alpha:g} whenever the "
-             "run stopped. \"within ±δ\" says a difference of δ would have been found with the design's power "
+             "run stopped (a \"within ±δ\" verdict is final: the futility bounds are binding). \"within ±δ\" says "
+             "a difference of δ would have been found with the design's power "
              f"(its error is at most {1 - d0.power:.2g} at a true difference of δ, as for a fixed design that "
              "cannot separate two models).\n",
              f"**Stopped**: {stopped}, after {coordinator.games} games in {coordinator.rounds} rounds; "

@@ -132,7 +132,7 @@ def _run_adaptive(args: argparse.Namespace) -> int:
              f"family-wise alpha {d0.alpha:g}, power {d0.power:g} at {d0.delta:g} logits a side")
         for preset, d in designs.items():
             show(f"  {preset}: village rate {d.p_village:.3f} ({village_rate(preset, spec.get('village_rate'))[1]}), "
-                 f"{d.looks} looks of {d.batch} pairs per comparison, fixed design {d.n_fixed} pairs")
+                 f"{d.looks_text()} per comparison, fixed design {d.n_fixed} pairs")
         show(f"The fixed design of the same error and power: {fixed_games(designs, comps)} games; this one stops "
              f"when its comparisons are decided, at most {max_games(designs, comps)} games "
              "(benchmarks/sequential_tournament.py)")
