@@ -1,26 +1,41 @@
 """Adaptive tournaments against the fixed design of the same error and power (toolkit.analysis.sequential, issue
-45), by simulation of game outcomes (vectorised numpy; no games are played), then one small real run through
-the runner.
+45): the design landed first for issue 45 ("old", by seeded simulation of game outcomes: vectorised numpy, no
+games played) beside the current one ("new", computed exactly by ``sequential.operating``, and simulated with
+the same seeds as a check), then one small real run through the runner.
 
 Each comparison is a head-to-head of two models on one preset in side-swapped pairs: A holds the village
 against B's wolves (A's side wins with probability expit(h + Δ)) and B the village against A's wolves
 (expit(h − Δ)), h = logit(p), p the village rate of the preset. Design: α = 0.05 family-wise over K = 3
 comparisons (three models), power 0.8 at δ = 0.5 logits, sized at the village rate p (a pilot's or the
-preset's known rate). Every row: ``--reps`` seeded replications of one comparison at gap Δ; the fixed design
-(its pairs all at once, one z-test at the end at α/K) is simulated on the same settings. "saving" = 1 − mean
-pairs used / the fixed design's pairs; "cap" = the most pairs a replication can use / fixed.
+preset's known rate). The fixed design is McNemar's test on the same pairs (one look at the end at α/K,
+z = (pairs A's side won both games of − pairs B's side won both) / √(their sum)), sized by the normal
+approximation to that statistic at δ (``Design.n_fixed``): its simulated power is in the table. Both designs'
+savings are against it. Every simulated row: ``--reps`` seeded replications of one comparison at gap Δ.
+"saving" = 1 − mean pairs used / the fixed design's pairs; "cap" = the most pairs a comparison can use /
+fixed; "covers μ" = the chance that the interval at the look that decided holds the true difference. Then the
+new design's exact error when the true village rate is not the one it was sized at, and with its futility
+bounds ignored (as if non-binding).
+
+Old: Lan–DeMets O'Brien–Fleming α-spending, futility by β·t³ (non-binding), up to 10 equal looks, sized
+with the no-difference spread (``git show 03f59fe:toolkit/analysis/sequential.py``). New: α·t³ and β·t²
+spending (Kim–DeMets power family), futility binding, both bounds continuity-corrected by half a step of Σd,
+up to 10 looks, the last one taking what is left of the cap, sized with the statistic's spread at the design
+difference (the same spread sizes the fixed design).
 
 Then whole tournaments (every comparison at once): the family-wise error with three equal models, and with
 strengths that depend on the opponent (A and B even against each other, A far stronger than C and B weaker:
-no Bradley–Terry order), and when the village rate the design assumed is wrong.
+no Bradley–Terry order), and when the village rate the design assumed is wrong. ``--frontier`` prints the
+spending shapes and numbers of looks the new design was chosen from (exactly computed).
 
-    .venv/bin/python benchmarks/sequential_tournament.py [--reps 4000] [--real]
+    .venv/bin/python benchmarks/sequential_tournament.py [--reps 4000] [--frontier] [--real]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import math
+import subprocess
 import sys
 import tempfile
 import time
@@ -30,22 +45,36 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+OLD = "03f59fe"  # the commit whose sequential design is "old" here
+GAPS = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0)  # logits on each side: 0, δ/2, δ, 2δ, 3δ, 4δ
+RATES = (0.05, 0.15, 0.29, 0.5)  # village rates: kaggle-like presets to an even game
+TRUE_RATES = (0.02, 0.05, 0.1, 0.15, 0.2, 0.29, 0.4, 0.5, 0.7, 0.9)  # the truth when the design assumed another
 
 
 def expit(x):
     return 1 / (1 + np.exp(-x))
 
 
-def fixed(design, p1: float, p2: float, reps: int, rng: np.random.Generator):
-    """The fixed design: ``n_fixed`` pairs, one two-sided z-test at α/K: verdict codes as ``simulate``."""
+def old_module():
+    """toolkit/analysis/sequential.py as of ``OLD``, imported under another name."""
+    text = subprocess.run(["git", "-C", str(REPO), "show", f"{OLD}:toolkit/analysis/sequential.py"],
+                          capture_output=True, text=True, check=True).stdout
+    path = Path(tempfile.mkdtemp()) / "sequential_old.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location("sequential_old", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sequential_old"] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def mcnemar(design, p1: float, p2: float, reps: int, rng: np.random.Generator):
+    """The fixed design: ``n_fixed`` pairs, McNemar's z-test at α/K two-sided: verdict codes as ``simulate``."""
     from scipy.stats import norm
 
     probs = [p1 * (1 - p2), (1 - p1) * p2, 1 - p1 * (1 - p2) - (1 - p1) * p2]
-    n = design.n_fixed
-    counts = rng.multinomial(n, probs, size=reps)
-    mean = (counts[:, 0] - counts[:, 1]) / n
-    var = (counts[:, 0] + counts[:, 1] - n * mean ** 2) / (n - 1)
-    z = mean / np.maximum(np.sqrt(np.maximum(var, 0) / n), 1e-9)
+    counts = rng.multinomial(design.n_fixed, probs, size=reps)
+    z = (counts[:, 0] - counts[:, 1]) / np.sqrt(np.maximum(counts[:, 0] + counts[:, 1], 1))
     c = norm.isf(design.alpha / design.k / 2)
     return np.where(z >= c, 1, np.where(z <= -c, -1, 0))
 
@@ -57,39 +86,95 @@ def wilson(k: int, n: int) -> str:
     return f"{k / n:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
-def comparison_table(reps: int, rng: np.random.Generator) -> list[float]:
-    from toolkit.analysis.sequential import Design, simulate
+def rates(verdict: np.ndarray, gap: float) -> str:
+    """right order / wrong order, with intervals (no right order when the models are equal)."""
+    n = len(verdict)
+    wrong = (verdict != 0) if gap == 0 else (verdict == -1)
+    right = "—" if gap == 0 else wilson(int((verdict == 1).sum()), n)
+    return f"{right} / {wilson(int(wrong.sum()), n)}"
 
-    print("| village rate | gap Δ (logits) | pairs: fixed / cap | adaptive pairs, mean | saving | cap ÷ fixed | "
-          "adaptive: right order / wrong order | fixed: right / wrong |")
-    print("|---|---|---|---|---|---|---|---|")
-    savings = []
-    for p in (0.05, 0.15, 0.29, 0.5):
-        d = Design.make(0.05, 0.8, 0.5, 3, p)
+
+def exact_rates(o, gap: float) -> str:
+    """right order / wrong order of the new design, computed exactly (``sequential.operating``)."""
+    return ("—" if gap == 0 else f"{o.a:.3f}") + f" / {o.a + o.b if gap == 0 else o.b:.4f}"
+
+
+def comparison_table(reps: int, rng: np.random.Generator, old) -> dict[str, list[tuple[float, float]]]:
+    from toolkit.analysis.sequential import Design, operating, simulate
+
+    print("| village rate | gap Δ (logits) | fixed pairs | old: pairs, saving, cap ÷ fixed | new: pairs, saving, "
+          "cap ÷ fixed | old: right / wrong order | new: right / wrong order | fixed: right / wrong order | "
+          "new: interval covers μ |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    savings: dict[str, list[tuple[float, float]]] = {"old": [], "new": [], "cap_old": [], "cap_new": [], "sim": []}
+    for p in RATES:
+        d, o = Design.make(0.05, 0.8, 0.5, 3, p), old.Design.make(0.05, 0.8, 0.5, 3, p)
         h = math.log(p / (1 - p))
-        for gap in (0.0, 0.25, 0.5, 1.0, 1.5, 2.0):
+        for gap in GAPS:
             p1, p2 = float(expit(h + gap)), float(expit(h - gap))
-            used, verdict = simulate(d, p1, p2, reps, rng)
-            fv = fixed(d, p1, p2, reps, rng)
-            saving = 1 - used.mean() / d.n_fixed
-            savings.append((gap, saving))
-            right = "—" if gap == 0 else wilson(int((verdict == 1).sum()), reps)
-            fright = "—" if gap == 0 else wilson(int((fv == 1).sum()), reps)
-            wrong = (verdict != 0) if gap == 0 else (verdict == -1)
-            fwrong = (fv != 0) if gap == 0 else (fv == -1)
-            print(f"| {p:.2f} | {gap:.2f} | {d.n_fixed} / {d.n_max} | {used.mean():.1f} | {saving:+.0%} | "
-                  f"{d.n_max / d.n_fixed:.3f} | {right} / {wilson(int(wrong.sum()), reps)} | "
-                  f"{fright} / {wilson(int(fwrong.sum()), reps)} |")
+            ex = operating(d, p1, p2)
+            used, verdict, _ = simulate(d, p1, p2, reps, rng)
+            oused, overdict = old.simulate(o, p1, p2, reps, rng)
+            fv = mcnemar(d, p1, p2, reps, rng)
+            s_new, s_old = 1 - ex.pairs / d.n_fixed, 1 - oused.mean() / d.n_fixed
+            savings["new"].append((gap, s_new))
+            savings["old"].append((gap, s_old))
+            savings["cap_new"].append((gap, d.n_max / d.n_fixed))
+            savings["cap_old"].append((gap, o.n_max / d.n_fixed))
+            right = (verdict == 1).mean() if gap else (verdict != 0).mean()
+            exact_right = ex.a if gap else ex.a + ex.b
+            savings["sim"].append((abs(used.mean() - ex.pairs) / d.n_fixed, abs(right - exact_right)))
+            print(f"| {p:.2f} | {gap:.2f} | {d.n_fixed} | {oused.mean():.0f}, {s_old:+.0%}, "
+                  f"{o.n_max / d.n_fixed:.2f} | "
+                  f"{ex.pairs:.0f}, {s_new:+.0%}, {d.n_max / d.n_fixed:.2f} | {rates(overdict, gap)} | "
+                  f"{exact_rates(ex, gap)} | {rates(fv, gap)} | {ex.covered:.4f} |")
     return savings
 
 
-def tournaments(reps: int, rng: np.random.Generator) -> None:
-    """Family-wise error over the three comparisons of a three-model tournament (each its own pairs)."""
-    from toolkit.analysis.sequential import Design, simulate
+def nuisance() -> None:
+    """The new design's error at equal models when the true village rate is not the one it was sized at, and if
+    its "within" verdicts were ignored (futility non-binding), exactly."""
+    from dataclasses import replace
 
-    print("\n| tournament (three models, K = 3) | village rate: assumed / true | any wrong order (≤ 0.05) | "
-          "games ÷ fixed |")
+    from toolkit.analysis.sequential import Design, operating
+
+    print("\n| sized at village rate | largest error over true rates 0.02–0.9 (α/K = 0.0167) | at the rate | "
+          "the same with futility ignored (non-binding) |")
     print("|---|---|---|---|")
+    for p in RATES:
+        d = Design.make(0.05, 0.8, 0.5, 3, p)
+        loose = replace(d, futility=(0.0,) * (d.looks - 1) + (d.efficacy[-1],))
+
+        def error(design, q):
+            o = operating(design, q, q)
+            return o.a + o.b
+
+        worst = max((error(d, q), q) for q in TRUE_RATES)
+        nb = max(error(loose, q) for q in TRUE_RATES)
+        print(f"| {p:.2f} | {worst[0]:.4f} | {worst[1]:.2f} | {nb:.4f} |")
+
+
+def summary(savings: dict[str, list[tuple[float, float]]]) -> None:
+    sim = np.array(savings["sim"])
+    print(f"\nnew design simulated (seeded) against its exact figures: saving within {sim[:, 0].max():.1%}, "
+          f"error or power within {sim[:, 1].max():.3f} in every row")
+    for name in ("old", "new"):
+        s = np.array([x for _, x in savings[name]])
+        at = {g: [x for gg, x in savings[name] if gg == g] for g in GAPS}
+        caps = [x for _, x in savings[f"cap_{name}"]]
+        print(f"{name}: saving median {np.median(s):.0%}, mean {s.mean():.0%} over the {len(s)} rows; equal models "
+              f"{min(at[0.0]):.0%} to {max(at[0.0]):.0%}; gaps δ/2–δ {min(at[0.25] + at[0.5]):.0%} to "
+              f"{max(at[0.25] + at[0.5]):.0%}; 2δ {min(at[1.0]):.0%} to {max(at[1.0]):.0%}; cap "
+              f"{min(caps):.2f}–{max(caps):.2f} × fixed")
+
+
+def tournaments(reps: int, rng: np.random.Generator, old) -> None:
+    """Family-wise error over the three comparisons of a three-model tournament (each its own pairs)."""
+    from toolkit.analysis import sequential as S
+
+    print("\n| tournament (three models, K = 3) | village rate: assumed / true | old: any wrong order | "
+          "new: any wrong order (≤ 0.05) | old: games ÷ fixed | new: games ÷ fixed |")
+    print("|---|---|---|---|---|---|")
     cases = {
         "equal models": lambda p: {("A", "B"): (p, p), ("A", "C"): (p, p), ("B", "C"): (p, p)},
         "opponent-dependent (A, B even; A ≫ C ≫ B)": lambda p: {
@@ -102,16 +187,47 @@ def tournaments(reps: int, rng: np.random.Generator) -> None:
     }
     for name, make in cases.items():
         for assumed, true in ((0.29, 0.29), (0.15, 0.15), (0.29, 0.15)):
-            d = Design.make(0.05, 0.8, 0.5, 3, assumed)
-            any_wrong = np.zeros(reps, bool)
-            used = np.zeros(reps)
-            for (a, b), (p1, p2) in make(true).items():
-                n, v = simulate(d, p1, p2, reps, rng)
-                used += 2 * n
-                truth = np.sign(p1 * (1 - p2) - (1 - p1) * p2)
-                any_wrong |= (v != 0) & (v != truth) if truth else (v != 0)
-            print(f"| {name} | {assumed:.2f} / {true:.2f} | {wilson(int(any_wrong.sum()), reps)} | "
-                  f"{used.mean() / (3 * 2 * d.n_fixed):.2f} |")
+            d, o = S.Design.make(0.05, 0.8, 0.5, 3, assumed), old.Design.make(0.05, 0.8, 0.5, 3, assumed)
+            cells = []
+            for design, sim in ((o, old.simulate), (d, S.simulate)):
+                any_wrong, used = np.zeros(reps, bool), np.zeros(reps)
+                for (p1, p2) in make(true).values():
+                    n, v = sim(design, p1, p2, reps, rng)[:2]
+                    used += 2 * n
+                    truth = np.sign(p1 * (1 - p2) - (1 - p1) * p2)
+                    any_wrong |= (v != 0) & (v != truth) if truth else (v != 0)
+                cells.append((wilson(int(any_wrong.sum()), reps), used.mean() / (3 * 2 * d.n_fixed)))
+            print(f"| {name} | {assumed:.2f} / {true:.2f} | {cells[0][0]} | {cells[1][0]} | {cells[0][1]:.2f} | "
+                  f"{cells[1][1]:.2f} |")
+
+
+def frontier() -> None:
+    """The new design's family: spending shapes (ρ_α, ρ_β) and looks asked, each at every rate and gap of the
+    table, computed exactly (``operating``)."""
+    from toolkit.analysis.sequential import Design, operating
+
+    print("\n| looks asked | looks the cap allows | ρ_α | ρ_β | saving: median | mean | equal models | δ/2–δ | "
+          "largest error (α/K 0.0167) | power at δ | cap ÷ fixed |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for looks, shape in ((10, (3.0, 2.0)), (10, (3.0, 3.0)), (10, (2.5, 2.5)), (10, (3.5, 1.5)), (10, (4.0, 2.0)),
+                         (10, (4.0, 1.5)), (10, (2.0, 2.0)), (10, (3.0, 1.0)), (10, (4.0, 1.0)), (10, (5.0, 1.0)),
+                         (10, (3.0, 0.75)), (8, (3.0, 2.0)), (15, (3.0, 2.0))):
+        rows, allowed = [], set()
+        for p in RATES:
+            d = Design.make(0.05, 0.8, 0.5, 3, p, looks=looks, shape=shape)
+            allowed.add(d.looks)
+            h = math.log(p / (1 - p))
+            for gap in GAPS:
+                o = operating(d, float(expit(h + gap)), float(expit(h - gap)))
+                rows.append((gap, 1 - o.pairs / d.n_fixed, o.a + o.b if gap == 0 else o.a, d.n_max / d.n_fixed))
+        s = np.array([r[1] for r in rows])
+        eq = [r[1] for r in rows if r[0] == 0]
+        mid = [r[1] for r in rows if r[0] in (0.25, 0.5)]
+        power = [r[2] for r in rows if r[0] == 0.5]
+        print(f"| {looks} | {min(allowed)}–{max(allowed)} | {shape[0]:g} | {shape[1]:g} | {np.median(s):.1%} | "
+              f"{s.mean():.1%} | {min(eq):.0%}–{max(eq):.0%} | {min(mid):.0%}–{max(mid):.0%} | "
+              f"{max(r[2] for r in rows if r[0] == 0):.4f} | {min(power):.3f}–{max(power):.3f} | "
+              f"{max(r[3] for r in rows):.3f} |")
 
 
 def real_run() -> None:
@@ -136,16 +252,17 @@ def real_run() -> None:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=4000)
+    ap.add_argument("--frontier", action="store_true", help="also print the shapes the design was chosen from")
     ap.add_argument("--real", action="store_true", help="also play one small adaptive tournament offline")
     args = ap.parse_args()
     rng = np.random.default_rng(45)
+    old = old_module()
     started = time.perf_counter()
-    savings = comparison_table(args.reps, rng)
-    s = np.array([x for _, x in savings])
-    equal = np.array([x for g, x in savings if g == 0])
-    print(f"\nsaving: median {np.median(s):.0%} over the {len(s)} rows; with equal models {equal.min():.0%} to "
-          f"{equal.max():.0%}; lowest {s.min():.0%}")
-    tournaments(args.reps, rng)
+    summary(comparison_table(args.reps, rng, old))
+    nuisance()
+    tournaments(args.reps, rng, old)
+    if args.frontier:
+        frontier()
     print(f"\n{time.perf_counter() - started:.0f} s for the simulations ({args.reps} replications a row)")
     if args.real:
         real_run()
