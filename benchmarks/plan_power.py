@@ -14,7 +14,12 @@ the share of tournaments in which ``separation`` names a > b among the wolves (H
 With ``--gaps G,G,...`` (issue 45): for each gap, tournaments whose three models are G logits apart from the
 strongest to the weakest on both sides (``tournament.spread``), and the planned 95% half-width of the ratings
 at equal models and at those strengths beside the realised one, as realised ÷ promised, in ``--reruns``
-independent batches of ``--reps`` tournaments.
+independent batches of ``--reps`` tournaments (``--true-rate``: the pool's village rate, when it is not the
+planned one). With ``--pilot N`` as well, what ``--plan --pilot N`` promises:
+before each simulated tournament a pilot of its first N planned games is simulated from the same truth, and the
+plan is made at the pilot's village rate and fitted Bradley–Terry strengths (as ``tournament.pilot_rates``
+does), so the pilot's own noise is in the promise; realised ÷ that promise per rerun, and the middle 90% of the
+per-tournament ratios.
 """
 
 from __future__ import annotations
@@ -28,35 +33,54 @@ import numpy as np
 
 def gaps(args) -> None:
     from toolkit import analysis as A
+    from toolkit.analysis.ratings import fit_ratings
     from toolkit.analysis.simulate import tournament_outcomes
     from toolkit.study.tournament import expected_widths, schedule, spread, village_rate
 
     models = ["a", "b", "c"]
     plan = schedule(models, [args.preset], games=args.games, seed=0)
+    pilot_plan = plan[plan["game"].isin(sorted(set(plan["game"]))[:args.pilot])] if args.pilot else None
     p, source = village_rate(args.preset, args.rate)
-    print(f"{args.preset}, pairs with self-play, {args.games} games per pairing; P(village wins) = {p:.3f} "
-          f"({source}); {args.reruns} reruns of {args.reps} tournaments a gap")
+    truth_rate = args.true_rate or p
+    print(f"{args.preset}, pairs with self-play, {args.games} games per pairing; P(village wins) planned {p:.3f} "
+          f"({source}), true {truth_rate:.3f}; {args.reruns} reruns of {args.reps} tournaments a gap"
+          + (f"; a pilot of {args.pilot} games before each" if args.pilot else ""))
+    pilot_head = (f" promised after a {args.pilot}-game pilot (mean) | realised ÷ that (each rerun) | "
+                  "per tournament, middle 90% |") if args.pilot else ""
     print("| gap (logits) | promised, equal models | promised, at the gaps | realised (each rerun) | "
-          "realised ÷ promised at the gaps | ÷ promised at equal models |")
-    print("|---|---|---|---|---|---|")
+          "realised ÷ promised at the gaps | ÷ promised at equal models |" + pilot_head)
+    print("|---|---|---|---|---|---|" + ("---|---|---|" if args.pilot else ""))
     for gap in [float(g) for g in args.gaps.split(",")]:
         truth = spread(models, gap)
         equal = expected_widths(plan, p)[0]["half_width"].mean()
         at = expected_widths(plan, p, strengths=truth)[0]["half_width"].mean()
         village = {m: truth[(m, "village")] for m in models}
         wolves = {m: truth[(m, "werewolves")] for m in models}
-        side = math.log(p / (1 - p))
-        realised = []
+        side = math.log(truth_rate / (1 - truth_rate))
+        realised, piloted, ratios = [], [], []
         for rerun in range(args.reruns):
-            half = []
+            half, promised = [], []
             for rep in range(args.reps):
                 games, players = tournament_outcomes(plan, village, wolves, side, seed=10_000 * rerun + rep)
                 r = A.ratings(games, players, by_side=True)
                 r = r[r["spec"] != "(side term)"]
                 half.append(float(((r["ci_high"] - r["ci_low"]) / 2).mean()))
+                if pilot_plan is not None:  # the pilot: its own games, from the same truth
+                    seed = 7_000_000 + 10_000 * rerun + rep
+                    pg, pp = tournament_outcomes(pilot_plan, village, wolves, side, seed=seed)
+                    decided = pg[pg["winner"].isin(["village", "werewolves"])]
+                    fit = fit_ratings(pg, pp)
+                    fitted = {n: float(b) for n, b in zip(fit.design.names, fit.beta[1:])}
+                    rate = float((decided["winner"] == "village").mean())
+                    promised.append(float(expected_widths(plan, rate, strengths=fitted)[0]["half_width"].mean()))
+                    ratios.append(half[-1] / promised[-1])
             realised.append(float(np.mean(half)))
+            piloted.append(float(np.mean(promised)) if promised else math.nan)
+        pilot_cells = (f" {np.mean(piloted):.3f} | {', '.join(f'{x / y:.2f}' for x, y in zip(realised, piloted))} | "
+                       f"{np.quantile(ratios, 0.05):.2f}–{np.quantile(ratios, 0.95):.2f} |") if ratios else ""
         print(f"| {gap:g} | {equal:.3f} | {at:.3f} | {', '.join(f'{x:.3f}' for x in realised)} | "
-              f"{', '.join(f'{x / at:.2f}' for x in realised)} | {', '.join(f'{x / equal:.2f}' for x in realised)} |")
+              f"{', '.join(f'{x / at:.2f}' for x in realised)} | {', '.join(f'{x / equal:.2f}' for x in realised)} |"
+              + pilot_cells)
 
 
 def main() -> None:
@@ -68,6 +92,9 @@ def main() -> None:
     ap.add_argument("--rate", type=float, help="P(village wins); default: the preset's known rate")
     ap.add_argument("--gaps", help="comma-separated gaps (logits): realised ÷ promised half-widths at each")
     ap.add_argument("--reruns", type=int, default=2)
+    ap.add_argument("--pilot", type=int, default=0, help="with --gaps: also the promise after a pilot of N games")
+    ap.add_argument("--true-rate", type=float, help="with --gaps: the pool's true village rate when it is not the "
+                    "planned one (the issue's kaggle7 pool won 0.14-0.18 where 0.22 was planned)")
     args = ap.parse_args()
     if args.gaps:
         return gaps(args)
