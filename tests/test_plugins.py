@@ -128,9 +128,9 @@ def test_a_provider_registered_here_reaches_plays_help_preflight_the_widgets_and
         if arg not in ("small", "large"):
             raise ValueError(f"no size {arg!r} (small or large)")
 
-    registry.PROVIDERS["metered"] = registry.Provider("metered", lambda arg, config: RandomBackend(),
-                                                      "metered:NAME", arg="required", example="metered:small",
-                                                      real_usage=True, check=sizes)
+    registry.PROVIDERS.register(registry.Provider("metered", lambda arg, config: RandomBackend(), "metered:NAME",
+                                                  arg="required", example="metered:small", real_usage=True,
+                                                  check=sizes))
     try:
         with pytest.raises(SystemExit):
             main(["play", "--help"])
@@ -276,7 +276,7 @@ def test_an_engineer_tool_added_here_reaches_a_role_the_tool_listing_and_a_sessi
     from toolkit.agent.loop.role import RoleConfig, load_role
     from toolkit.agent.loop.session import Session, SessionConfig
 
-    monkeypatch.setitem(toolset.TOOLS, "Clock", Clock)
+    toolset.register(Clock)  # named after the class
     role = RoleConfig.model_validate({**load_role("engineer").model_dump(), "tools": ["Clock", "Plan"]})
     script = tmp_path / "s.yaml"
     script.write_text(json.dumps({"answers": [json.dumps([{"command_name": "Clock.now", "args": {}}]),
@@ -285,7 +285,7 @@ def test_an_engineer_tool_added_here_reaches_a_role_the_tool_listing_and_a_sessi
     assert "Clock.now()" in s.agent.system_values["tools"]
     result = asyncio.run(s.run())
     assert [(t.tool, t.output) for t in result.tool_calls] == [("Clock.now", "12:00")] and result.ended_by == "end"
-    monkeypatch.undo()  # unregistered, a role naming it is refused in one line
+    del toolset.TOOLS["Clock"]  # unregistered, a role naming it is refused in one line
     with pytest.raises(ValidationError, match=r"unknown tools \['Clock'\]"):
         RoleConfig.model_validate({**load_role("engineer").model_dump(), "tools": ["Clock"]})
 

@@ -14,6 +14,8 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from toolkit.core.registry import Registry
+
 __all__ = ["METRICS", "Metric", "register"]
 
 
@@ -38,11 +40,11 @@ class Metric:
         return frame
 
 
-METRICS: dict[str, Metric] = {}
-
-
-def register(metric: Metric) -> Metric:
-    if not metric.name or not metric.note.strip():
+def _check(metric: Metric) -> None:
+    if not metric.note.strip():
         raise ValueError(f"a metric needs a name and a note saying what it compares with: {metric!r}")
-    METRICS[metric.name] = metric
-    return metric
+
+
+METRICS: Registry[Metric] = Registry("metric", check=_check)
+register = METRICS.register
+METRICS.seal()  # none built in: a metric is a study's own

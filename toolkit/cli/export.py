@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from toolkit.cli.common import show
 from toolkit.export import EXPORTERS
@@ -24,17 +25,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = description()
     parser.add_argument("format", choices=list(EXPORTERS), help="the target format")
     parser.add_argument("dir", help="a results folder (every run below it is read)")
-    parser.add_argument("--out", metavar="DIR", help="folder to write into (required, except otel with --endpoint)")
+    parser.add_argument("--out", metavar="DIR",
+                        help="folder to write into (required, unless an option below sends instead)")
     parser.add_argument("--game", action="append", metavar="ID", help="only this game (repeatable)")
     parser.add_argument("--no-content", action="store_true",
                         help="leave message contents out (speech, prompts, answers, thoughts, tool outputs)")
-    parser.add_argument("--endpoint", metavar="URL",
-                        help="otel: send to this OTLP/HTTP endpoint (e.g. http://127.0.0.1:6006) instead of files")
-    parser.add_argument("--html", action="store_true",
-                        help="kaggle: also write each game into the visualizer page kaggle-environments ships")
-    parser.add_argument("--json", action="store_true",
-                        help="inspect: write Inspect's .json logs instead of .eval (about 4 times as fast to write, "
-                             "about 23 times the size)")
+    for name, (flag, formats) in flags().items():  # each exporter's own options
+        kind = {"metavar": flag.metavar} if flag.metavar else {"action": "store_true"}
+        parser.add_argument(f"--{name}", **kind, help=f"{', '.join(formats)}: {flag.help}")
+
+
+def flags() -> dict[str, tuple[Any, list[str]]]:
+    """Every exporter's own options: name -> (the first declaration, the formats declaring it)."""
+    out: dict[str, tuple[Any, list[str]]] = {}
+    for e in EXPORTERS.values():
+        for flag in e.flags:
+            out.setdefault(flag.name, (flag, []))[1].append(e.name)
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,19 +55,21 @@ def run(args: argparse.Namespace) -> int:
     from toolkit.record.load import load
 
     results_folder(args.dir)
-    if args.out is None and not (args.format == "otel" and args.endpoint):
-        raise FileError(f"export {args.format}: give --out DIR" + (" or --endpoint URL" if args.format == "otel"
-                                                                     else ""))
-    if args.endpoint and args.format != "otel":
-        raise FileError(f"--endpoint is for the otel format, not {args.format}")
-    if args.html and args.format != "kaggle":
-        raise FileError(f"--html is for the kaggle format, not {args.format}")
-    if args.json and args.format != "inspect":
-        raise FileError(f"--json is for the inspect format, not {args.format}")
-    if args.html:
-        check_extra("kaggle_environments", "interop", "export kaggle --html (Kaggle's visualizer)")
-    if args.endpoint:
-        check_endpoint(args.endpoint)
+    exporter = EXPORTERS[args.format]
+    given = {name: getattr(args, name) for name in flags() if getattr(args, name) not in (None, False)}
+    mine = {f.name: f for f in exporter.flags}
+    for name in given:
+        if name not in mine:
+            raise FileError(f"--{name} is for the {', '.join(flags()[name][1])} format, not {args.format}")
+    sends = [f for name, f in mine.items() if name in given and f.sends]
+    if args.out is None and not sends:
+        raise FileError(f"export {args.format}: give --out DIR" + "".join(f" or --{f.name} {f.metavar}"
+                                                                          for f in exporter.flags if f.sends))
+    for name, value in given.items():
+        if mine[name].needs:
+            check_extra(mine[name].needs, mine[name].extra, f"export {args.format} --{name}")
+        if mine[name].check is not None:
+            mine[name].check(value)
     if args.out:
         out_folder(args.out)
     study = Study(args.dir, args.game)  # the small tables; the games' rows are read a batch of games at a time
@@ -70,34 +79,19 @@ def run(args: argparse.Namespace) -> int:
         unknown = [g for g in args.game if g not in known]
         if unknown:
             raise FileError(f"--game {unknown[0]}: no such game in {args.dir} ({plural(len(known), 'game')} there)")
-    content = not args.no_content
-    exporter = EXPORTERS[args.format]
     if exporter.needs:
         check_extra(exporter.needs, exporter.extra, f"export {args.format}")
-    out = make_folder(args.out) if args.out else None
-    if args.format == "kaggle":
-        from toolkit.export import kaggle
-
-        games = kaggle.decided(results.games)
-        left = len(results.games) - len(games)
-        if args.game:
-            left = len([g for g in args.game if g not in set(games["game_id"])])
-        if left:
-            show(f"note: {plural(left, 'undecided game')} left out (Kaggle's loader needs a winning side)")
-    if args.endpoint:  # otel only (checked above)
-        from toolkit.export import otel
-
-        n = otel.send(study, args.endpoint, content, args.game)
-        show(f"sent {plural(n, 'span')} to {args.endpoint}")
+    options = Options(not args.no_content, args.game, trajectories(args.dir, results) if exporter.trajectories
+                      else None, str(args.dir), given)
+    if sends:
+        show(exporter.send(study, options))
         return 0
-    options = Options(content, args.game, trajectories(args.dir, results) if exporter.trajectories else None,
-                      str(args.dir), args.json)
+    out = make_folder(args.out)
+    note = exporter.note(results, options) if exporter.note else ""
+    if note:
+        show(f"note: {note}")
     data = study if exporter.batched else load(args.dir)
     paths = atomic.write_all(lambda folder: exporter.write(data, folder, options), Path(out))
-    if args.html:
-        from toolkit.export import kaggle
-
-        paths += atomic.write_all(lambda folder: kaggle.write_html(paths, folder), Path(out))
     show(f"wrote {plural(len(paths), 'file')} to {out}")
     return 0
 
@@ -107,19 +101,3 @@ def trajectories(folder: str, results) -> dict:
     from toolkit.export.html import find_trajectory
 
     return {sid: find_trajectory(folder, sid) for sid in results.sessions["session_id"]}
-
-
-def check_endpoint(url: str) -> None:
-    """Refuse an OTLP endpoint that is not an http(s) URL or does not answer, in one line, before exporting."""
-    from urllib.parse import urlsplit
-
-    from toolkit.llm.reach import reachable
-    from toolkit.core.files import FileError
-    from toolkit.core.secrets import mask_url
-
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise FileError(f"--endpoint {mask_url(url)}: give an http(s) URL, e.g. http://127.0.0.1:6006")
-    why = reachable(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80), 3.0)
-    if why:
-        raise FileError(f"--endpoint {mask_url(url)}: cannot connect ({why})")

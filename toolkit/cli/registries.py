@@ -44,11 +44,11 @@ def exporters() -> str:
 
 def providers() -> str:
     """The shipped providers (built in, then installed entry points; not those a process registered)."""
-    from toolkit.llm.providers import BUILTIN
+    from toolkit.llm.providers import PROVIDERS
     from toolkit.llm.spec import installed, installed_names
 
-    shipped = [(p, "the built-in list") for p in BUILTIN.values()]
-    shipped += [(installed(name), "entry point") for name in installed_names() if name not in BUILTIN]
+    shipped = [(p, "the built-in list") for name, p in PROVIDERS.items() if name in PROVIDERS.builtin]
+    shipped += [(installed(name), "entry point") for name in installed_names() if name not in PROVIDERS.builtin]
     return _table(("spec", "what answers", "found through", "token counts"),
                   [(", ".join(f"`{u.strip()}`" for u in p.usage.split(",")), p.about, found,
                     "measured" if p.real_usage else "estimated") for p, found in shipped])

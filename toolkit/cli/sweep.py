@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from toolkit.cli.common import CAPPED, ENDPOINT_DOWN, add_cap_arguments, endpoints_line, show
+from toolkit.study.executors import EXECUTORS, help_text
 
 DESCRIPTION = None
 
@@ -13,8 +14,8 @@ DESCRIPTION = None
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="the sweep's YAML file (see experiments/sweeps/)")
     parser.add_argument("--workers", type=int, default=1, help="cells run at once (default 1)")
-    parser.add_argument("--executor", choices=["local", "dask"], help="local processes (the default), or Dask (the "
-                        "dask extra; the default with --scheduler)")
+    parser.add_argument("--executor", choices=list(EXECUTORS), help=f"{help_text()} (dask is the default with "
+                        "--scheduler)")
     parser.add_argument("--scheduler", metavar="ADDRESS", help="a running Dask scheduler's address, e.g. "
                         "tcp://HOST:8786 (`dask scheduler`; its workers: `dask worker ADDRESS --nthreads 1`); "
                         "default: a LocalCluster of --workers processes")
@@ -38,8 +39,8 @@ def run(args: argparse.Namespace) -> int:
     if args.scheduler and args.executor == "local":
         raise FileError("--scheduler needs --executor dask (a Dask scheduler's address; local workers have none)")
     args.executor = args.executor or ("dask" if args.scheduler else "local")
-    if args.executor == "dask":
-        check_extra("dask.distributed", "dask", "--executor dask")
+    if EXECUTORS[args.executor].needs:
+        check_extra(EXECUTORS[args.executor].needs, EXECUTORS[args.executor].extra, f"--executor {args.executor}")
     out_folder(args.out, "--out")
     raw = load_file(args.file, SweepFile, "sweep")
     check_named_specs({**raw.parameters, **raw.grid}, args.file)  # before the notebook machinery is imported

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from toolkit.cli.common import add_cap_arguments, endpoints_line, show
+from toolkit.study.executors import EXECUTORS, help_text
 
 DESCRIPTION = None
 
@@ -22,8 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "difference between two models whose detection power is printed (default: 0.6 logits)")
     parser.add_argument("--workers", type=int, default=1, help="cells (adaptive: batches of a round's games) run "
                         "at once (default: 1)")
-    parser.add_argument("--executor", choices=["local", "dask"], default="local",
-                        help="local processes (default) or a Dask cluster")
+    parser.add_argument("--executor", choices=list(EXECUTORS), default="local", help=help_text())
     parser.add_argument("--scheduler", metavar="ADDRESS", help="a running Dask scheduler's address, e.g. "
                         "tcp://HOST:8786 (with --executor dask; default: a LocalCluster)")
     parser.add_argument("--out", "--results", dest="out", default="results", metavar="DIR",
@@ -54,6 +54,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.scheduler:  # a Dask scheduler's address: the study runs there
         args.executor = "dask"
+    if EXECUTORS[args.executor].needs:
+        from toolkit.cli.preflight import check_extra
+
+        check_extra(EXECUTORS[args.executor].needs, EXECUTORS[args.executor].extra, f"--executor {args.executor}")
     try:
         if args.adaptive or _design(args.file) == "adaptive":
             return _run_adaptive(args)

@@ -11,13 +11,29 @@ contents (speech, prompts, answers, thoughts, tool outputs) out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from toolkit.core.registry import Registry
 
-__all__ = ["EXPORTERS", "Exporter", "Options", "register"]
+__all__ = ["EXPORTERS", "Exporter", "Flag", "Options", "register"]
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A command-line option of one exporter (``export FORMAT --NAME``): ``metavar`` for one that takes a value
+    (empty: an on/off switch); ``needs``/``extra`` a module it imports (checked before anything is written);
+    ``check(value)`` refuses a bad value (a ``FileError`` of one line); ``sends``: given, the exporter's ``send``
+    runs instead of ``write`` and ``--out`` is not needed."""
+
+    name: str
+    help: str
+    metavar: str = ""
+    needs: str = ""
+    extra: str = "interop"
+    check: Callable[[Any], None] | None = None
+    sends: bool = False
 
 
 @dataclass(frozen=True)
@@ -29,7 +45,7 @@ class Options:
     game_ids: list[str] | None = None
     trajectories: dict[str, Any] | None = None
     source: str = ""
-    json: bool = False  # inspect: Inspect's .json log format instead of .eval
+    flags: dict[str, Any] = field(default_factory=dict)  # the exporter's own options (``Exporter.flags``), by name
 
 
 @dataclass(frozen=True)
@@ -38,7 +54,8 @@ class Exporter:
     ``export --help``, ``writes`` and ``read_by`` its row of the docs' table (docs/exports.md, generated);
     ``needs`` a module its writer imports, or several separated by commas (checked before anything is written),
     ``extra`` the extra holding it;
-    ``trajectories``: it reads the engineer sessions' trajectories. ``batched``: ``write`` is given a
+    ``trajectories``: it reads the engineer sessions' trajectories; ``flags`` are its own command-line options.
+    ``batched``: ``write`` is given a
     ``toolkit.export.study.Study`` (the study read a batch of games at a time: memory flat in its size) instead
     of the whole ``Results`` of ``load`` (what an exporter that does not set it gets, as before)."""
 
@@ -51,31 +68,35 @@ class Exporter:
     extra: str = "interop"
     trajectories: bool = False
     batched: bool = False
+    flags: tuple[Flag, ...] = ()  # its own command-line options
+    note: Callable[[Any, Options], str] | None = None  # a line to show before writing (what is left out)
+    send: Callable[[Any, Options], str] | None = None  # with a ``sends`` flag: send, return the line to show
 
 
 EXPORTERS: Registry[Exporter] = Registry("exporter")
-
-
-def register(exporter: Exporter) -> Exporter:
-    """Add an export format (``export NAME`` and the docs' table list it from here)."""
-    if not exporter.name or not exporter.name.isidentifier():
-        raise ValueError(f"an exporter needs a name that is a word: {exporter.name!r}")
-    EXPORTERS.refuse_replacing(exporter.name, exporter)
-    EXPORTERS[exporter.name] = exporter
-    return exporter
+register = EXPORTERS.register  # add an export format (``export NAME`` and the docs' table list it from here)
 
 
 def _kaggle(results, out: Path, o: Options) -> list[Path]:
     from toolkit.export import kaggle
 
-    return kaggle.write(results, out, o.content, o.game_ids)
+    paths = kaggle.write(results, out, o.content, o.game_ids)
+    return paths + kaggle.write_html(paths, out) if o.flags.get("html") else paths
+
+
+def _undecided(results, o: Options) -> str:
+    from toolkit.export import kaggle
+
+    decided = set(kaggle.decided(results.games)["game_id"])
+    left = len([g for g in (o.game_ids or results.games["game_id"]) if g not in decided])
+    return f"{left} undecided game{'s' * (left != 1)} left out (Kaggle's loader needs a winning side)" if left else ""
 
 
 def _inspect(results, out: Path, o: Options) -> list[Path]:
     from toolkit.export import inspect_log
 
     return inspect_log.write(results, out, o.content, o.game_ids, o.trajectories,
-                             suffix=".json" if o.json else ".eval")
+                             suffix=".json" if o.flags.get("json") else ".eval")
 
 
 def _mini(results, out: Path, o: Options) -> list[Path]:
@@ -93,6 +114,19 @@ def _otel(results, out: Path, o: Options) -> list[Path]:
     return otel.write(results, out, o.content, o.game_ids)
 
 
+def _otel_send(results, o: Options) -> str:
+    from toolkit.export import otel
+
+    n = otel.send(results, o.flags["endpoint"], o.content, o.game_ids)
+    return f"sent {n} span{'s' * (n != 1)} to {o.flags['endpoint']}"
+
+
+def _reachable(url: str) -> None:
+    from toolkit.export.otel import check_endpoint
+
+    check_endpoint(url)
+
+
 def _hf(results, out: Path, o: Options) -> list[Path]:
     from toolkit.export import hf
 
@@ -104,13 +138,17 @@ for _exporter in (
              "Kaggle's own viewer page)",
              "one Kaggle Game Arena werewolf replay JSON per decided game; `--html` also puts each game into "
              "Kaggle's own visualizer page", "`kaggle_environments.envs.werewolf.eval.loaders.GameResult`",
-             batched=True),
+             batched=True, note=_undecided,
+             flags=(Flag("html", "also write each game into the visualizer page kaggle-environments ships",
+                         needs="kaggle_environments"),)),
     Exporter("inspect", _inspect, "an Inspect AI eval log (.eval; --json: .json): one sample per game or engineer "
              "session",
              "per run, `werewolf_<run_id>.eval` (one `EvalSample` per game) and `engineer_<run_id>.eval` (one "
              "per session); `--json` writes them as `.json`",
              "`inspect_ai.log.read_eval_log`, `inspect_ai.analysis.evals_df` / `samples_df` / "
-             "`messages_df` / `events_df`", needs="inspect_ai", trajectories=True, batched=True),
+             "`messages_df` / `events_df`", needs="inspect_ai", trajectories=True, batched=True,
+             flags=(Flag("json", "write Inspect's .json logs instead of .eval (about 4 times as fast to write, about "
+                         "23 times the size)"),)),
     Exporter("mini", _mini, "one mini-swe-agent .traj.json per engineer session",
              "one mini-swe-agent `.traj.json` per engineer session",
              "mini-swe-agent's trajectory inspector (`TrajectoryInspector`)", trajectories=True, batched=True),
@@ -119,7 +157,9 @@ for _exporter in (
              "OpenTelemetry GenAI spans: `traces.jsonl` (OTLP JSON, one request per game or session a line), or "
              "sent over OTLP/HTTP with `--endpoint`",
              "Phoenix (`arize-phoenix`) as the OTLP receiver, read with its client", needs="opentelemetry.sdk,orjson",
-             batched=True),
+             batched=True, send=_otel_send,
+             flags=(Flag("endpoint", "send to this OTLP/HTTP endpoint (e.g. http://127.0.0.1:6006) instead of files",
+                         "URL", check=_reachable, sends=True),)),
     Exporter("hf", _hf, "a folder datasets.load_dataset opens: one config per table, with a dataset card",
              "`data/<table>.parquet` per table and a `README.md` dataset card with one config per table",
              '`datasets.load_dataset(DIR, "games")`', needs="pyarrow", batched=True),

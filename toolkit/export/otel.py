@@ -145,3 +145,19 @@ def send(results, endpoint: str, content: bool = True, game_ids: list[str] | Non
     finally:
         target.shutdown()
     return n
+
+
+def check_endpoint(url: str) -> None:
+    """Refuse an OTLP endpoint that is not an http(s) URL or does not answer, in one line, before exporting."""
+    from urllib.parse import urlsplit
+
+    from toolkit.llm.reach import reachable
+    from toolkit.core.files import FileError
+    from toolkit.core.secrets import mask_url
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise FileError(f"--endpoint {mask_url(url)}: give an http(s) URL, e.g. http://127.0.0.1:6006")
+    why = reachable(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80), 3.0)
+    if why:
+        raise FileError(f"--endpoint {mask_url(url)}: cannot connect ({why})")

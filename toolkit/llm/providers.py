@@ -3,13 +3,15 @@ pattern). A factory imports its backend only when a spec names it, so ``import t
 
 Players defined above this layer (``heuristic``, ``mixed``, ``replay``) are not here: they are entry points
 (see ``toolkit.llm.registry``). To add a backend: write it in one module (a ``Backend`` subclass), add a factory
-and a ``Provider`` line below. See docs/models.md.
+and a ``Provider`` line below (the one registry of providers, ``PROVIDERS``, also holds those a process
+registers). See docs/models.md.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from toolkit.core.registry import Registry
 from toolkit.llm.backend import Backend
 from toolkit.llm.spec import Provider
 
@@ -82,7 +84,8 @@ def _local(arg: str, config: Any) -> Backend:
     return local_backend(config)
 
 
-BUILTIN: dict[str, Provider] = {p.prefix: p for p in (
+PROVIDERS: Registry[Provider] = Registry("provider", key="prefix", names=r"[\w.-]+")
+for _provider in (
     Provider("openai", _openai, "openai:MODEL, openai:MODEL@http://HOST:PORT/v1", arg="required",
              about="the OpenAI API or any OpenAI-compatible server", example="openai:gpt-4o-mini", real_usage=True,
              check=_check_openai, build_to_check=False),
@@ -94,4 +97,6 @@ BUILTIN: dict[str, Provider] = {p.prefix: p for p in (
              about="a YAML/JSON file of answers and decisions", check=_check_scripted),
     Provider("chaos", _chaos, "chaos:RATE", arg="optional",
              about="at RATE a broken answer, otherwise a good one (fault tests)", example="chaos:0.3"),
-)}
+):
+    PROVIDERS.register(_provider)
+PROVIDERS.seal()  # a spec registered at run time takes a prefix of its own

@@ -1,7 +1,8 @@
 """Spec strings → models. A spec's prefix (``toolkit.llm.spec``) names a ``Provider``, found in this order:
 
-1. one registered at run time with ``register`` (tests, a notebook's own backend);
-2. the model layer's built-in backends, all listed in ``toolkit.llm.providers``;
+1. the one registry of providers, ``PROVIDERS`` (``toolkit.llm.providers``): the model layer's built-in
+   backends, all listed there, and those registered at run time with ``register`` (tests, a notebook's own
+   backend), which cannot take a built-in's prefix;
 3. an installed entry point of the ``toolkit.models`` group (the werewolf players and ``replay``, defined
    above this layer, are declared so in ``pyproject.toml``; another package can add its own the same way).
 
@@ -15,18 +16,16 @@ from typing import Any, Callable
 
 from toolkit.llm.backend import Backend
 from toolkit.llm.model import Model, ModelConfig
-from toolkit.llm.providers import BUILTIN
+from toolkit.llm.providers import PROVIDERS
 from toolkit.llm.spec import (WRAPPER_PARAMS, Provider, expand, installed, installed_names, missing_hint,
                               parse_spec, provider_params, spec_params)
-
-PROVIDERS: dict[str, Provider] = {}  # registered at run time (step 1 above)
 
 
 def register(prefix: str, *, usage: str | None = None, arg: str = "none"):
     """Decorator registering a backend factory under ``prefix`` for this process."""
 
     def add(factory: Callable[[str, Any], Backend]) -> Callable[[str, Any], Backend]:
-        PROVIDERS[prefix] = Provider(prefix, factory, usage or prefix, arg)
+        PROVIDERS.register(Provider(prefix, factory, usage or prefix, arg))
         return factory
 
     return add
@@ -34,12 +33,12 @@ def register(prefix: str, *, usage: str | None = None, arg: str = "none"):
 
 def find(prefix: str) -> Provider | None:
     """The provider a spec prefix names, or None."""
-    return PROVIDERS.get(prefix) or BUILTIN.get(prefix) or installed(prefix)
+    return PROVIDERS.get(prefix) or installed(prefix)
 
 
 def prefixes() -> list[str]:
     """Every known spec prefix (registered, built in, installed), without loading any backend."""
-    return list(dict.fromkeys([*PROVIDERS, *BUILTIN, *installed_names()]))
+    return list(dict.fromkeys([*PROVIDERS, *installed_names()]))
 
 
 def providers() -> list[Provider]:
@@ -55,8 +54,8 @@ def known_specs() -> str:
 def spec_names() -> str:
     """Every known spec's usage without importing any provider's module (for ``--help``): an installed
     provider's prefix stands for its usage."""
-    return ", ".join([*(p.usage for p in PROVIDERS.values()), *(p.usage for p in BUILTIN.values()),
-                      *(name for name in installed_names() if name not in PROVIDERS and name not in BUILTIN)])
+    return ", ".join([*(p.usage for p in PROVIDERS.values()),
+                      *(name for name in installed_names() if name not in PROVIDERS)])
 
 
 def did_you_mean_spec(spec: str) -> str:

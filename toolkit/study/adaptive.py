@@ -199,7 +199,7 @@ def run_adaptive(path: str | Path | dict[str, Any], results_root: str | Path = "
     only decides: the same games, seeds and decisions as in one process."""
     from tqdm.auto import tqdm
 
-    from toolkit.study.sweep import work_pool
+    from toolkit.study.executors import work_pool
 
     with warnings.catch_warnings():  # a partial game a kill left is expected here: its seed is played again
         warnings.simplefilter("ignore", LoadWarning)

@@ -39,6 +39,7 @@ from toolkit.core.files import FileError, SweepFile, did_you_mean, load_file, on
 from toolkit.core.secrets import Redactor, redact, redact_obj, register_carried
 from toolkit.llm.budget import Budget, BudgetError, BudgetReached
 from toolkit.llm.health import EndpointDown
+from toolkit.study.executors import EXECUTORS
 from toolkit.study.experiments import check_werewolf_parameters
 from toolkit.study.shards import SHARD_GAMES, cell_status, shardable, shards
 from toolkit.werewolf.engine.preset import preset_models
@@ -408,34 +409,51 @@ def _shared_limits(folder: Path, scheduler: str | None) -> Any:
 
 def _execute(todo: list[Cell], statuses: list[dict], bar: Any, workers: int, executor: str,
              scheduler: str | None) -> None:
-    if executor == "local":
-        # Cells are handed to the pool as workers free up (a submitted cell cannot be taken back once the pool
-        # has queued it): a dead endpoint stops the study, and no cell not yet started starts.
-        with ProcessPoolExecutor(max_workers=workers, initializer=_die_with_parent) as pool:
-            waiting = iter(todo)
-            running = {pool.submit(execute_cell, c) for c in itertools.islice(waiting, workers)}
-            while running:
-                done, running = wait(running, return_when=FIRST_COMPLETED)
-                for future in done:
-                    statuses.append(future.result())
-                    bar.update()
-                if not any(s.get("endpoint") for s in statuses):
-                    running |= {pool.submit(execute_cell, c) for c in itertools.islice(waiting, len(done))}
-    elif executor == "dask":
-        # the optional `dask` extra: imported only when a sweep asks for it
-        from dask.distributed import as_completed as dask_completed
+    for status in EXECUTORS.one(executor).resolve("cells")(todo, workers, scheduler):
+        statuses.append(status)
+        bar.update()
 
-        with dask_client(scheduler, workers) as client:
-            futures = client.map(execute_cell, todo, pure=False)
-            for future in dask_completed(futures):
-                if future.cancelled():
-                    continue
-                statuses.append(future.result())
-                bar.update()
-                if statuses[-1].get("endpoint"):  # a dead endpoint stops the study
-                    client.cancel(futures)
-    else:
-        raise ValueError(f"executor must be local or dask, not {executor!r}")
+
+def _local_cells(todo: list[Cell], workers: int, scheduler: str | None) -> Iterator[dict]:
+    """Cells are handed to the pool as workers free up (a submitted cell cannot be taken back once the pool has
+    queued it): a dead endpoint stops the study, and no cell not yet started starts."""
+    with ProcessPoolExecutor(max_workers=workers, initializer=_die_with_parent) as pool:
+        waiting, dead = iter(todo), False
+        running = {pool.submit(execute_cell, c) for c in itertools.islice(waiting, workers)}
+        while running:
+            done, running = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                status = future.result()
+                dead = dead or bool(status.get("endpoint"))
+                yield status
+            if not dead:
+                running |= {pool.submit(execute_cell, c) for c in itertools.islice(waiting, len(done))}
+
+
+def _dask_cells(todo: list[Cell], workers: int, scheduler: str | None) -> Iterator[dict]:
+    from dask.distributed import as_completed as dask_completed  # the optional `dask` extra
+
+    with dask_client(scheduler, workers) as client:
+        futures = client.map(execute_cell, todo, pure=False)
+        for future in dask_completed(futures):
+            if future.cancelled():
+                continue
+            status = future.result()
+            yield status
+            if status.get("endpoint"):  # a dead endpoint stops the study
+                client.cancel(futures)
+
+
+@contextmanager
+def _local_pool(workers: int, scheduler: str | None) -> Iterator[Any]:
+    with ProcessPoolExecutor(max_workers=workers, initializer=_die_with_parent) as pool:
+        yield pool.submit
+
+
+@contextmanager
+def _dask_pool(workers: int, scheduler: str | None) -> Iterator[Any]:
+    with dask_client(scheduler, workers) as client:
+        yield lambda fn, *args, **kw: client.submit(fn, *args, pure=False, **kw)
 
 
 @contextmanager
@@ -460,20 +478,6 @@ def dask_client(scheduler: str | None, workers: int = 1) -> Iterator[Any]:
 
 
 SCHEDULER_TIMEOUT_S = 20
-
-
-@contextmanager
-def work_pool(workers: int = 1, executor: str = "local", scheduler: str | None = None) -> Iterator[Any]:
-    """Where a study's pieces run: the ``submit`` of ``workers`` local processes (ended with this one) or of a
-    Dask client (``dask_client``); its futures' ``result()`` waits for a piece."""
-    if executor == "local" and scheduler is None:
-        with ProcessPoolExecutor(max_workers=workers, initializer=_die_with_parent) as pool:
-            yield pool.submit
-    elif executor in ("local", "dask"):
-        with dask_client(scheduler, workers) as client:
-            yield lambda fn, *args, **kw: client.submit(fn, *args, pure=False, **kw)
-    else:
-        raise ValueError(f"executor must be local or dask, not {executor!r}")
 
 
 # What the summary reads of each cell (never the prompts: a cell of 100,000 games holds gigabytes of them), and of

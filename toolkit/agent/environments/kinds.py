@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any, Callable
 
-from toolkit.core.registry import Registry
+from toolkit.core.registry import Registry, resolve
 
 __all__ = ["AUTO", "KINDS", "Kind", "choices", "get", "refusal", "register"]
 
@@ -34,18 +34,12 @@ class Kind:
     problem: str | Callable[[], str | None] | None = None
     options: dict[str, Any] = field(default_factory=dict)
 
-    def _resolve(self, where: str | Callable) -> Callable:
-        if callable(where):
-            return where
-        module, _, name = where.partition(":")
-        return getattr(import_module(module), name)
-
     def build(self, workspace: str | os.PathLike, config: Any, allowed_remotes: Any = ()) -> Any:
-        return self._resolve(self.make)(workspace, config, allowed_remotes, **self.options)
+        return resolve(self.make)(workspace, config, allowed_remotes, **self.options)
 
     def check(self) -> str | None:
         """None when this kind can run here, else why not (one line)."""
-        return self._resolve(self.problem)() if self.problem else None
+        return resolve(self.problem)() if self.problem else None
 
 
 KINDS: Registry[Kind] = Registry("environment")

@@ -2,7 +2,7 @@
 or one method of it, ``Git.commit``), and each name here says how its object is made from the session's one
 ``ToolContext``. A tool's names are its methods' (``@tool``: ``Object.method``, or the name the method gives
 itself, as ``write_new_code``); nothing is renamed after the fact. Adding a tool: a class with ``@tool``
-methods (``toolkit/agent/tools/``) and one line in ``TOOLS``."""
+methods (``toolkit/agent/tools/``) and one line registering it in ``TOOLS``."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from toolkit.agent.tools.git import Git
 from toolkit.agent.tools.human import Channel, Human
 from toolkit.agent.tools.terminal import Terminal
 from toolkit.core.files import did_you_mean
+from toolkit.core.registry import Registry
 
 
 @dataclass
@@ -41,7 +42,9 @@ class ToolContext:
     terminal_timeout_s: float = 60.0
 
 
-TOOLS: dict[str, Callable[[ToolContext], Any]] = {
+# a tool's name -> what makes its object from the session's ToolContext (a class taking the context is one)
+TOOLS: Registry[Callable[[ToolContext], Any]] = Registry("tool", key=lambda make: getattr(make, "__name__", ""))
+for _name, _make in {
     "Plan": lambda c: c.plan,
     "Editor": lambda c: c.editor,
     "Terminal": lambda c: Terminal(c.workspace, timeout_s=c.terminal_timeout_s, environment=c.environment),
@@ -51,7 +54,10 @@ TOOLS: dict[str, Callable[[ToolContext], Any]] = {
     "Deployer": lambda c: Deployer(c.workspace, environment=c.environment),
     "ImageGetter": lambda c: ImageGetter(c.workspace),
     "Human": lambda c: Human(c.channel),
-}
+}.items():
+    TOOLS.register(_make, _name)
+TOOLS.seal()
+register = TOOLS.register  # ``register(Clock)``: a class taking the ToolContext, named after itself
 
 
 def build(names: list[str], context: ToolContext, toolbox: Toolbox, role: str = "") -> dict[str, Any]:

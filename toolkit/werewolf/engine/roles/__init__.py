@@ -18,26 +18,20 @@ from toolkit.werewolf.engine.roles.base import PUBLIC, PRIVATE_NIGHTS, WOLVES, A
 __all__ = ["PRIVATE_NIGHTS", "PUBLIC", "REGISTRY", "WOLVES", "Ask", "EventKind", "Kill", "Role", "event_kind",
            "event_kinds", "get", "register", "removing_kinds", "side_of", "special_roles"]
 
-REGISTRY: Registry[Role] = Registry("role")
 
-
-def register(role: Role) -> Role:
-    if not role.name or role.side not in ("village", "werewolves"):
+def _check(role: Role) -> None:
+    """A role's declaration is whole: a side, its kinds of events rows declared (none of them a different
+    declaration of a kind the engine or another role declares)."""
+    if role.side not in ("village", "werewolves"):
         raise ValueError(f"a role needs a name and a side (village or werewolves): {role!r}")
     if not all(isinstance(k, EventKind) for k in role.events):
         raise ValueError(f"{role.name}.events must hold EventKind declarations: {role.events!r}")
-    REGISTRY.refuse_replacing(role.name, role)
-    before = REGISTRY.get(role.name)
-    REGISTRY[role.name] = role
-    try:
-        event_kinds()
-    except ValueError:  # the registry stays as it was
-        if before is None:
-            del REGISTRY[role.name]
-        else:
-            REGISTRY[role.name] = before
-        raise
-    return role
+    others = (r for name, r in REGISTRY.items() if name != role.name)
+    _merged([*ENGINE, *(k for r in others for k in r.events), *role.events])
+
+
+REGISTRY: Registry[Role] = Registry("role", check=_check)
+register = REGISTRY.register
 
 
 def get(name: str) -> Role:
@@ -53,8 +47,12 @@ def side_of(role: str) -> str:
 def event_kinds() -> dict[str, EventKind]:
     """Every kind of events row a game can hold, by name: the engine's, then each registered role's. Two
     declarations of one name must be the same declaration."""
+    return _merged([*ENGINE, *(k for role in REGISTRY.values() for k in role.events)])
+
+
+def _merged(kinds: list[EventKind]) -> dict[str, EventKind]:
     out: dict[str, EventKind] = {}
-    for kind in (*ENGINE, *(k for role in REGISTRY.values() for k in role.events)):
+    for kind in kinds:
         if out.setdefault(kind.name, kind) != kind:
             raise ValueError(f"the event kind {kind.name!r} is declared twice, differently: {out[kind.name]} and "
                              f"{kind}")
