@@ -83,11 +83,13 @@ def test_role_and_action_names_are_kept_once():
     from toolkit.core import werewolf_names as names
     from toolkit.werewolf.engine import preset
     from toolkit.werewolf.engine.roles import REGISTRY
-    from toolkit.werewolf.seat.decisions import ACTIONS, Target
+    from toolkit.werewolf.seat.decisions import ACTIONS, Target, decision, role_decisions
 
     assert preset.ROLES is names.ROLES and list(REGISTRY)[:len(names.ROLES)] == list(names.ROLES)
-    assert set(ACTIONS) == set(names.ACTIONS) and len(names.ACTIONS) == len(set(names.ACTIONS))
-    assert {a for a, action in ACTIONS.items() if action.output is Target} == set(names.TARGETED_ACTIONS)
+    shipped = {a for name in names.ROLES for a in REGISTRY[name].actions}  # each declared by its role
+    assert {*ACTIONS, *shipped} == set(names.ACTIONS) and len(names.ACTIONS) == len(set(names.ACTIONS))
+    assert shipped <= set(role_decisions())
+    assert {a for a in names.ACTIONS if decision(a).output is Target} == set(names.TARGETED_ACTIONS)
     assert ScriptedFile.model_json_schema()["$defs"]["ScriptedDecision"]["properties"]["action"]["anyOf"][0][
         "enum"] == list(names.ACTIONS)
 

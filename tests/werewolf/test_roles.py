@@ -1,8 +1,8 @@
 """A role is one module (toolkit/werewolf/engine/roles/): the engine, the observation, the decisions and the
 heuristic player ask the role, never branch on its name. Shown two ways: a role defined here, in the test,
 plays full recorded games with no file of the package edited (only its prompt files, written to a copy of
-prompts/); and the Hunter's name and decision appear in no module of the package but its own, the name
-registry and the decisions' table."""
+prompts/); and the Hunter's name and decision appear in no module of the package but its own and the
+names registry."""
 
 from __future__ import annotations
 
@@ -139,13 +139,12 @@ def _literals(path: Path) -> set[str]:
 @pytest.mark.slow
 def test_the_hunter_is_named_only_in_its_module_the_registry_and_the_decisions_table():
     """No module of the package branches on the Hunter or its decision: the string "Hunter" is a constant in its
-    role module and the names registry only, "shoot" there and in the decisions' table (its schema)."""
+    role module and the names registry only, and so is "shoot" (the decisions' table lists only the engine's own)."""
     package = sorted((ROOT / "toolkit").rglob("*.py"))
     named = {str(p.relative_to(ROOT)) for p in package if "Hunter" in _literals(p)}
     shoots = {str(p.relative_to(ROOT)) for p in package if "shoot" in _literals(p)}
     assert named == {"toolkit/core/werewolf_names.py", "toolkit/werewolf/engine/roles/hunter.py"}
-    assert shoots == {"toolkit/core/werewolf_names.py", "toolkit/werewolf/engine/roles/hunter.py",
-                      "toolkit/werewolf/seat/decisions.py"}
+    assert shoots == {"toolkit/core/werewolf_names.py", "toolkit/werewolf/engine/roles/hunter.py"}
     prompts = {str(p.relative_to(ROOT)) for p in (ROOT / "prompts").rglob("*.j2") if "Hunter" in p.read_text()}
     assert prompts == {"prompts/werewolf/roles/hunter.j2", "prompts/werewolf/shoot.j2"}
 

@@ -9,11 +9,15 @@ import html as _html
 from dataclasses import dataclass, replace
 
 from toolkit.core.printable import printable
+from toolkit.werewolf.engine import roles
 from toolkit.werewolf.engine.rules import PUBLIC, Event
 
-ROLE_ANSI = {"Werewolf": "31", "Seer": "35", "Witch": "36", "Guard": "34", "Villager": "32"}
-ROLE_HTML = {"Werewolf": "#c0392b", "Seer": "#8e44ad", "Witch": "#16a085", "Guard": "#2c3e50", "Villager": "#27ae60"}
 EMPHASISED = ("announcement", "elimination", "death")
+
+
+def _role(name: str) -> roles.Role:
+    """The role's declaration (its colours); a role no longer registered (an old results folder) is plain."""
+    return roles.REGISTRY.get(name) or roles.Role()
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,7 @@ def ansi(x: Line, colour: bool = True) -> str:
 
     who = ""
     if x.actor:
-        who = c(ROLE_ANSI.get(x.role or "", "0"), f"{x.actor} ({x.role})" if x.role else x.actor) + ": "
+        who = c(_role(x.role).terminal_colour if x.role else "0", f"{x.actor} ({x.role})" if x.role else x.actor) + ": "
     if x.private_to is None:
         text = f"[day {x.day} {x.phase}] {who}{x.text}"
         text = c("1", text) if x.emphasis else text
@@ -88,7 +92,7 @@ def ansi(x: Line, colour: bool = True) -> str:
 def html(x: Line) -> str:
     who = ""
     if x.actor:
-        who = (f"<b style='color:{ROLE_HTML.get(x.role, '#000')}'>{x.actor} ({x.role})</b>: " if x.role
+        who = (f"<b style='color:{_role(x.role).colour}'>{x.actor} ({x.role})</b>: " if x.role
                else f"<b>{x.actor}</b>: ")
     private = "" if x.private_to is None else f"<i>(private to {x.private_to})</i> "
     fallback = " <span style='color:#b7950b'>[fallback]</span>" if x.fallback else ""

@@ -16,6 +16,7 @@ import random
 from collections import Counter
 from typing import Any
 
+from toolkit.core.registry import resolve
 from toolkit.llm import Backend, Completion, Provider, Request
 from toolkit.werewolf.engine.roles import REGISTRY
 
@@ -52,15 +53,21 @@ def decide(obs: dict[str, Any], rng: random.Random) -> dict[str, Any]:
         return {"summary": f"Day {obs['day']}: I am {obs['role']}. My main suspect is {top or 'unclear'}.",
                 "beliefs": [{"about": s, "role": r, "confidence": c} for s, (r, c) in guesses.items()]}
     choices = list(obs["choices"])
-    play = globals().get(f"_{action}") or _role_play(action)
+    play = _vote if action == "vote" else role_play(obs.get("role"), action)
     return {"target": play(obs, choices, rng)}
 
 
-def _role_play(action: str) -> Any:
-    """A registered role's own play for a decision this module has none for (``Role.heuristic``)."""
-    for role in REGISTRY.values():
+def role_play(role_name: str | None, action: str) -> Any:
+    """The play a role declares for one of its decisions (``Role.plays``, or its ``heuristic``); a decision of
+    another role's (the wolves' hunt asked of a seat whose own role is shown otherwise) is found in the registry."""
+    for role in [REGISTRY[role_name]] if role_name in REGISTRY else []:
+        if action in role.plays:
+            return resolve(role.plays[action])
         if action in role.actions and role.heuristic is not None:
             return lambda obs, choices, rng: role.heuristic(action, obs, choices, rng)
+    for role in REGISTRY.values():
+        if action in role.actions and (action in role.plays or role.heuristic is not None):
+            return role_play(role.name, action)
     raise ValueError(f"the heuristic player has no play for {action!r} (nor does a registered role)")
 
 
@@ -232,14 +239,14 @@ def beliefs(obs: dict[str, Any]) -> dict[str, tuple[str, float]]:
 
 
 # ------------------------------------------------------------------ night
-def _protect(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str | None:
+def protect(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str | None:
     seer = trusted_seer(obs)
     if seer in choices:
         return seer
     return obs["seat"] if obs["seat"] in choices and rng.random() < 0.5 else rng.choice(choices)
 
 
-def _hunt(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str:
+def hunt(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str:
     proposals = obs.get("proposals") or []
     if proposals and proposals[0][1] in choices and rng.random() < 0.9:
         return proposals[0][1]  # follow the team
@@ -249,25 +256,25 @@ def _hunt(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str:
     return rng.choice(choices)
 
 
-def _shoot(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str:
+def shoot(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str:
     """The Hunter's shot: the seat this player suspects most (``suspicion``), among the living."""
     return suspicion(obs, rng, choices) or rng.choice(choices)
 
 
-def _verify(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str:
+def verify(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str:
     unknown = [p for p in choices if p not in obs.get("checks", {})]
     suspects = [v for s, k, v in obs["claims"] if k in ("accuse", "suspect") and v in unknown]
     return rng.choice(suspects or unknown or choices)
 
 
-def _save(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str | None:
+def save(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str | None:
     victim = obs.get("victim")
     if obs["day"] == 1 or victim == trusted_seer(obs):
         return victim
     return None
 
 
-def _poison(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str | None:
+def poison(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str | None:
     seer = trusted_seer(obs)
     if seer is not None:
         for target in seer_claims(obs)[seer]:

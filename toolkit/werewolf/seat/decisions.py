@@ -1,7 +1,7 @@
-"""The werewolf actions (the seed's Speak, NighttimeWhispers: Hunt/Protect/Verify/Save/Poison, Reflect; the
-Hunter's Shoot), each a ``prompting.structured_call.Action`` with its own template in ``prompts/werewolf/``. A
-role's decision not listed here (``Role.actions``, e.g. a role registered outside the package) is a targeted
-decision with the template ``prompts/werewolf/<action>.j2``. Targeted actions get an
+"""The werewolf decisions, each a ``prompting.structured_call.Action`` with its own template in
+``prompts/werewolf/``: the engine's own (speak, bid, vote, reflect) in the registry ``ACTIONS``, and every role's
+(``Role.actions``: hunt, protect, verify, save, poison, shoot, or a plug-in role's) a targeted decision with the
+template ``prompts/werewolf/<action>.j2``, declared by its role and nowhere else. Targeted actions get an
 output model whose ``target`` is an enum of the legal targets (``null`` where passing is legal); a
 reflection's beliefs are checked against the other living seats and the preset's roles.
 """
@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, create_model, model_validator
 
 from toolkit.prompting.structured_call import Action, with_choices
+from toolkit.core.registry import Registry
 from toolkit.werewolf.engine.roles import REGISTRY
 
 
@@ -108,27 +109,33 @@ def reflection_model(about: tuple[str, ...], roles: tuple[str, ...]) -> type[Ref
     return Reflection_
 
 
-ACTIONS: dict[str, Action] = {
-    "speak": Action("speak", "werewolf/speak.j2", Speech),
-    "bid": Action("bid", "werewolf/bid.j2", Bid),
-    "vote": Action("vote", "werewolf/vote.j2", Target),
-    "hunt": Action("hunt", "werewolf/hunt.j2", Target),
-    "protect": Action("protect", "werewolf/protect.j2", Target),
-    "verify": Action("verify", "werewolf/verify.j2", Target),
-    "save": Action("save", "werewolf/save.j2", Target),
-    "poison": Action("poison", "werewolf/poison.j2", Target),
-    "shoot": Action("shoot", "werewolf/shoot.j2", Target),  # the Hunter's shot when eliminated
-    "reflect": Action("reflect", "werewolf/reflect.j2", Reflection),
-}
+# The decisions the engine asks every seat for; a role's own (``Role.actions``: hunt, protect, shoot, ...) each
+# pick a seat and are made from the role's declaration by ``decision``.
+ACTIONS: Registry[Action] = Registry("decision")
+for _action in (Action("speak", "werewolf/speak.j2", Speech), Action("bid", "werewolf/bid.j2", Bid),
+                Action("vote", "werewolf/vote.j2", Target), Action("reflect", "werewolf/reflect.j2", Reflection)):
+    ACTIONS.register(_action)
+ACTIONS.seal()
 
 
 def decision(action: str) -> Action:
-    """The action of a decision: listed above, or a registered role's targeted decision."""
+    """The action of a decision: the engine's own (``ACTIONS``), or a registered role's targeted decision (its
+    template ``prompts/werewolf/<action>.j2``)."""
     if action in ACTIONS:
         return ACTIONS[action]
-    if any(action in role.actions for role in REGISTRY.values()):
-        return Action(action, f"werewolf/{action}.j2", Target)
-    raise KeyError(f"no decision {action!r}: not one of {', '.join(ACTIONS)} nor a registered role's")
+    if action in role_decisions():
+        return _targeted(action)
+    raise KeyError(f"no decision {action!r}: not one of {', '.join([*ACTIONS, *role_decisions()])}")
+
+
+def role_decisions() -> tuple[str, ...]:
+    """Every registered role's decisions, in the registry's order."""
+    return tuple(dict.fromkeys(a for role in REGISTRY.values() for a in role.actions))
+
+
+@lru_cache(maxsize=None)
+def _targeted(action: str) -> Action:
+    return Action(action, f"werewolf/{action}.j2", Target)
 
 
 def output_model(action: str, choices: tuple[str, ...], can_pass: bool,

@@ -12,7 +12,7 @@ from importlib import import_module
 
 from toolkit.core.registry import Registry
 from toolkit.core.werewolf_names import ROLES as SHIPPED
-from toolkit.werewolf.engine.events import ENGINE, EventKind
+from toolkit.werewolf.engine.events import ENGINE, MODERATOR, EventKind
 from toolkit.werewolf.engine.roles.base import PUBLIC, PRIVATE_NIGHTS, WOLVES, Ask, Kill, Role
 
 __all__ = ["PRIVATE_NIGHTS", "PUBLIC", "REGISTRY", "WOLVES", "Ask", "EventKind", "Kill", "Role", "event_kind",
@@ -26,6 +26,10 @@ def _check(role: Role) -> None:
         raise ValueError(f"a role needs a name and a side (village or werewolves): {role!r}")
     if not all(isinstance(k, EventKind) for k in role.events):
         raise ValueError(f"{role.name}.events must hold EventKind declarations: {role.events!r}")
+    unplayed = [a for a in role.actions if a not in role.plays and role.heuristic is None]
+    if unplayed:
+        raise ValueError(f"role {role.name}: no rule-based play for {', '.join(map(repr, unplayed))} (Role.plays: "
+                         "the heuristic player's first game would fail)")
     others = (r for name, r in REGISTRY.items() if name != role.name)
     _merged([*ENGINE, *(k for r in others for k in r.events), *role.events])
 
@@ -51,11 +55,19 @@ def event_kinds() -> dict[str, EventKind]:
 
 
 def _merged(kinds: list[EventKind]) -> dict[str, EventKind]:
+    """The kinds by name; two declarations of one name must be the same, and one Kaggle entry records one
+    decision (a reader of a Kaggle replay could not tell two apart)."""
     out: dict[str, EventKind] = {}
+    entries: dict[tuple, EventKind] = {}
     for kind in kinds:
         if out.setdefault(kind.name, kind) != kind:
             raise ValueError(f"the event kind {kind.name!r} is declared twice, differently: {out[kind.name]} and "
                              f"{kind}")
+        entry = entries.setdefault(kind.kaggle, kind) if kind.decision and kind.kaggle != MODERATOR else kind
+        if entry.decision != kind.decision:
+            raise ValueError(f"the Kaggle entry {kind.kaggle[0]} records two decisions: "
+                             f"{entries[kind.kaggle].decision!r} ({entries[kind.kaggle].name}) and {kind.decision!r} "
+                             f"({kind.name})")
     return out
 
 

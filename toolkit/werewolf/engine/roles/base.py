@@ -15,6 +15,8 @@ The questions, in the order a game asks them:
 - ``shields`` and ``night_kills``: how the night resolves at dawn (who it protects or saves, whom it kills);
 - ``on_death``: what happens when it dies (a decision the death calls for, asked before the game goes on);
 - ``observe`` and ``private_lines``: what it learns (its part of a seat's observation and private record);
+- ``plays`` (or ``heuristic``): how the rule-based player takes each of its decisions; ``colour`` and
+  ``terminal_colour``: its name's colour in the transcripts;
 - its prompt file ``prompts/werewolf/roles/<name>.j2``: its clause of the rules paragraph (``night()``, or a
   sentence ``death()``), where the clause stands (``text_order``), ``special`` as here (a test checks), and how
   to play it (``play()``).
@@ -62,9 +64,14 @@ class Role:
     night_order: int | None = None  # None: never asked at night
     actions: tuple[str, ...] = ()
     events: tuple[EventKind, ...] = ()  # the kinds of events rows it emits (the engine's own are in events.ENGINE)
-    # Optional rule-based play for a decision ``players/heuristic.py`` has no play of its own for:
-    # (action, observation, choices, rng) -> target. A shipped role's play is in the heuristic player.
+    # The rule-based player's play of each of its decisions (``actions``): ``"module:function"`` or the function
+    # itself, ``(observation, choices, rng) -> target``; or ``heuristic``, one function for all of them,
+    # ``(action, observation, choices, rng) -> target``. Registering a role without a play for a decision is
+    # refused (the first heuristic game would fail).
+    plays: dict[str, Any] = {}
     heuristic: Any = None
+    colour = "#7f8c8d"  # its name's colour in the notebook's transcript (HTML) ...
+    terminal_colour = "37"  # ... and on a terminal (an ANSI SGR code)
 
     @property
     def prompt(self) -> str:

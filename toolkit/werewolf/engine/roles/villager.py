@@ -8,6 +8,7 @@ from toolkit.werewolf.engine.roles.base import Role
 
 class Villager(Role):
     name = "Villager"
+    colour, terminal_colour = "#27ae60", "32"
 
 
 ROLE = Villager()
