@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.agent.test_apply import archive, small_fs, tree  # noqa: F401  (small_fs: a fixture)
-from toolkit.agent.environments import hostgit, result
+from toolkit.agent.environments import hostgit, result, staging
 from toolkit.agent.environments.manifest import manifest
 
 MiB = 2**20
@@ -143,3 +143,23 @@ def test_more_folders_than_the_file_system_has_inodes_writes_nothing(tmp_path, s
         result.unpack(made, folder)
     assert "inodes free" in str(refused.value) and "nothing changed" in str(refused.value)
     assert sorted(os.listdir(folder)) == []
+
+
+def test_a_move_that_fails_part_way_is_undone(tmp_path, small_fs, monkeypatch):  # noqa: F811
+    """The user's ``keep.txt`` replaced first, then a file below 30 new folders on a file system of 24 inodes.
+    ``staging.room`` is made to pass (a stand-in for another program taking the inodes between the check and
+    the move): the move fails part-way through the folders and every step is taken back, ``keep.txt`` as the
+    user had it. Before 101c273 ``keep.txt`` was overwritten and the folders made so far left (a bare
+    ``OSError``); on 101c273 the same, in one line saying how many entries were moved."""
+    monkeypatch.setattr(staging, "room", lambda *a, **k: None)
+    folder = small_fs / "ws"
+    folder.mkdir()
+    (folder / "keep.txt").write_text("the user's\n")
+    deep = "/".join(f"d{i:02}" for i in range(30)) + "/f"
+    made = archive(tmp_path / "s1.tar", [("keep.txt", "f", b"the session's\n"), (deep, "f", b"x")])
+    before = tree(folder)
+    with pytest.raises(result.ResultError) as refused:
+        result.unpack(made, folder)
+    assert "undone, nothing changed" in str(refused.value) and "\n" not in str(refused.value)
+    assert tree(folder) == before
+    assert not list((folder / ".agent").glob("staging*"))

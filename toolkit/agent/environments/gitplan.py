@@ -26,7 +26,7 @@ def blob_id(folder: Path, path: str) -> str | None:
     None when it is not there (or not a file or link)."""
     parts = path.split("/")
     try:
-        fd = staging.walk(folder, parts[:-1], make=False)
+        fd = staging.walk(folder, parts[:-1])
     except OSError:
         return None
     try:
@@ -98,7 +98,7 @@ def delete(folder: Path, paths: list[str]) -> str:
     """Remove what the session deleted (checked unchanged when planned), then folders it emptied."""
     for path in paths:
         parts = path.split("/")
-        fd = staging.walk(folder, parts[:-1], make=False)
+        fd = staging.walk(folder, parts[:-1])
         try:
             os.unlink(parts[-1], dir_fd=fd)
         finally:

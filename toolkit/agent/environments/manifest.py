@@ -90,7 +90,7 @@ def remove(folder: Path, rel: str, entry: list) -> bool:
         return False
     kind, size, mtime = entry
     try:
-        fd = walk(folder, parts[:-1], make=False)
+        fd = walk(folder, parts[:-1])
     except OSError:
         return False
     try:

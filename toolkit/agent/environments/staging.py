@@ -1,7 +1,7 @@
 """A result written into the user's folder all or nothing: a ``Plan`` (the entries to write, each a file, a
 link or a folder, and what to delete) is checked whole first, then every file and link is written to a
 staging folder on the same file system (``.agent/staging-…``), then moved into place; a refusal, or a full
-disk while staging, writes nothing in the folder (the staging folder goes).
+disk while staging or moving (the move is undone), writes nothing in the folder (the staging folder goes).
 
 The rules, one set for a git result and an archive:
 
@@ -193,15 +193,16 @@ def check(what: str, plan: Plan, folder: Path, limits) -> None:
     room(what, files + 4096 * len(plan.entries), folder, inodes=len(plan.entries))  # a block an entry at most
 
 
-def walk(folder: Path, parts: list[str], make: bool) -> int:
-    """A descriptor of ``folder/parts…``, reached one part at a time without following links (``make``:
-    making what is missing)."""
+def walk(folder: Path, parts: list[str], made: list[str] | None = None) -> int:
+    """A descriptor of ``folder/parts…``, reached one part at a time without following links (with ``made``:
+    making what is missing, and listing there what it made)."""
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        for part in parts:
-            if make:
+        for n, part in enumerate(parts):
+            if made is not None:
                 try:
                     os.mkdir(part, 0o755, dir_fd=fd)
+                    made.append("/".join(parts[:n + 1]))
                 except FileExistsError:
                     pass
             inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
@@ -242,22 +243,48 @@ def write(what: str, plan: Plan, folder: Path, limits) -> str:
 
 
 def move(what: str, plan: Plan, folder: Path, staging: Path) -> None:
-    """Every staged entry renamed into place (folders made first, each reached without following links). The
-    checks left room for the folders it makes; should another program take that room meanwhile, the line says
-    how much was moved."""
-    src, done = os.open(staging, os.O_RDONLY | os.O_DIRECTORY), 0
+    """Every staged entry renamed into place (folders made first, each reached without following links), the
+    user's file it replaces set aside in the staging folder. Should a step fail (another program took the room
+    the checks saw), every step is taken back: the user's files return, the folders made go."""
+    src, made, moved = os.open(staging, os.O_RDONLY | os.O_DIRECTORY), [], []
     try:
         for i, e in sorted(enumerate(plan.entries), key=lambda x: (x[1].kind != "d", x[1].path.count("/"))):
             parts = e.path.split("/")
-            fd = walk(folder, parts if e.kind == "d" else parts[:-1], make=True)
+            fd = walk(folder, parts if e.kind == "d" else parts[:-1], made)
             try:
                 if e.kind != "d":
+                    try:
+                        os.rename(parts[-1], f"old-{i}", src_dir_fd=fd, dst_dir_fd=src)
+                        moved.append((parts, i, True))
+                    except FileNotFoundError:
+                        moved.append((parts, i, False))
                     os.replace(str(i), parts[-1], src_dir_fd=src, dst_dir_fd=fd)
             finally:
                 os.close(fd)
-            done += 1
     except OSError as exc:
-        raise ResultError(f"{what}: {exc.strerror or exc} while moving the checked result into place: {done} of "
-                          f"{len(plan.entries)} entries moved, the rest not") from None
+        try:
+            undo(folder, src, made, moved)
+        except OSError as again:
+            raise ResultError(f"{what}: {exc.strerror or exc} while moving the result into place, and "
+                              f"{again.strerror or again} while undoing it: your folder holds part of it") from None
+        raise ResultError(f"{what}: {exc.strerror or exc} while moving the result into place (another program "
+                          "took the room the checks saw); undone, nothing changed") from None
     finally:
         os.close(src)
+
+
+def undo(folder: Path, src: int, made: list[str], moved: list[tuple[list[str], int, bool]]) -> None:
+    """``move``'s steps taken back, the last first."""
+    for parts, i, kept in reversed(moved):
+        fd = walk(folder, parts[:-1])
+        try:
+            if kept:
+                os.replace(f"old-{i}", parts[-1], src_dir_fd=src, dst_dir_fd=fd)
+            else:
+                os.unlink(parts[-1], dir_fd=fd)
+        except FileNotFoundError:  # the step failed before its name was there
+            pass
+        finally:
+            os.close(fd)
+    for path in reversed(made):
+        os.rmdir(folder / path)
