@@ -45,6 +45,20 @@ def test_the_bounds_spend_what_they_promise_by_an_independent_computation():
     assert one[0] == pytest.approx(1.0, abs=0.005) and one[1][0] == pytest.approx(norm.isf(alpha / 2), abs=0.03)
 
 
+def test_the_recursion_gives_the_published_lan_demets_obrien_fleming_bounds():
+    """A known value for the boundary recursion (``expectation``, the library the issue names, needs Python
+    ≥ 3.12): Lan–DeMets' O'Brien–Fleming spending α(t) = 4 − 4Φ(z_{α/4}/√t), two-sided α = 0.05, five equal
+    looks, no futility, gives the published 4.877, 3.357, 2.680, 2.290, 2.031 (Jennison & Turnbull 2000, the
+    values the test of 03f59fe checked to 0.07 on a coarser grid); the recursion now finds them to 0.005."""
+    from scipy.stats import norm
+
+    def obf(t):
+        return 4 - 4 * norm.cdf(norm.isf(0.05 / 4) / math.sqrt(t)), 1e-12 * t  # (α spent, β spent: none)
+
+    c, _, _ = S._pass(0.05, 1e-12, (0.2, 0.4, 0.6, 0.8, 1.0), 0.0, 1.0, obf)
+    assert c == pytest.approx((4.877, 3.357, 2.680, 2.290, 2.031), abs=0.005)
+
+
 def test_the_design_is_sized_at_the_village_rate_and_capped_within_1_1_of_the_fixed_design():
     """Issue 45: the round and the fixed design were sized at P(village wins) = 0.5. A preset the wolves win
     78% of the time needs more pairs for the same logits; the cap stays within 1.1 × the fixed design."""

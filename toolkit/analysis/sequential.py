@@ -125,13 +125,16 @@ def _inner_bound(mass: np.ndarray, az: np.ndarray, w: float, want: float, cap: f
     return _solve(lambda x: float(mass @ _share(x, az, w)), want, cap)
 
 
-def _pass(alpha: float, beta: float, t: tuple[float, ...], theta: float, v: float, shape: tuple[float, float]
+def _pass(alpha: float, beta: float, t: tuple[float, ...], theta: float, v: float, shape
           ) -> tuple[list[float], list[float], float]:
     """Both bounds at information fractions ``t`` (t_J = 1) for a design whose drift at t = 1 is ``theta`` on the
     Z scale, and its power there. B(t) = Z·√t is Brownian motion with drift 0 (no difference), or ``theta``
     and variance ``v`` per unit of t (the statistic's spread at the design difference, below 1);
     each look's bounds spend α·t^ρ_α under 0 and β·t^ρ_β under ``theta`` (ρ: ``shape``) of the mass still going,
-    futility binding (both densities lose what either bound stopped). At the last look i_J = c_J."""
+    futility binding (both densities lose what either bound stopped). At the last look i_J = c_J. ``shape`` may
+    instead be a function t → (α spent, β spent) by t: another spending family (the tests check the recursion
+    against published Lan–DeMets O'Brien–Fleming bounds that way)."""
+    spent = shape if callable(shape) else (lambda tj: (alpha * tj ** shape[0], beta * tj ** shape[1]))
     grid = np.arange(-9.0, 9.0 + theta + GRID, GRID)
     a_spent, b_spent, power = 0.0, 0.0, 0.0
     c, i = [], []
@@ -147,7 +150,7 @@ def _pass(alpha: float, beta: float, t: tuple[float, ...], theta: float, v: floa
             h1 = np.convolve(h1, _mass(steps, theta * dt, v * dt), mode="same")
         z, w = grid / math.sqrt(tj), GRID / math.sqrt(tj)
         az = np.abs(z)
-        a_now, b_now = alpha * tj ** shape[0], beta * tj ** shape[1]
+        a_now, b_now = spent(tj)
         cj = _outer_bound(h0, az, w, a_now - a_spent)
         ij = cj if j == len(t) - 1 else _inner_bound(h1, az, w, b_now - b_spent, cj)
         power += float(h1 @ (1 - _share(cj, z, w)))
