@@ -48,6 +48,9 @@ KEY_SHAPES = re.compile(
 # scheme://USERINFO@ where USERINFO runs to the last @ before the path (a user name may hold an @, the user may
 # be empty: redis://:pw@host); a password is what follows USERINFO's first colon.
 URL_CREDENTIALS = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://)([^/\s'\"<>]*)@")
+# What every match of URL_CREDENTIALS holds: searched first, it starts at a literal (fast), where the full
+# pattern tries every word boundary of a row (a prompt: ~0.1 ms a row written).
+CREDENTIALS_HINT = re.compile(r"://[^/\s'\"<>]*@")
 
 
 def _masked(m: re.Match) -> str:
@@ -166,7 +169,7 @@ WRAPPED = re.compile(r"(?m)(?:^[A-Za-z0-9+/]{40,}\r?\n)+[A-Za-z0-9+/]*={0,2}$")
 
 def mask_url_credentials(text: str) -> str:
     """Every ``scheme://user:password@`` in ``text`` → ``scheme://***:***@``."""
-    if "@" not in text or "://" not in text:
+    if "@" not in text or "://" not in text or CREDENTIALS_HINT.search(text) is None:
         return text
     return URL_CREDENTIALS.sub(_masked, text)
 
