@@ -102,9 +102,10 @@ run_werewolf_cell(sys.argv[1], n_games=int(sys.argv[2]), seed=100, concurrency=8
 
 
 @pytest.mark.slow
-def test_a_killed_then_resumed_cell_loads_complete_games_and_says_how_many_it_left_out(tmp_path):
+def test_a_killed_then_resumed_cell_loads_complete_games_and_warns_of_none_missing(tmp_path):
     """The cell code a sweep's notebook runs (``run_werewolf_cell``), killed with SIGKILL mid-way, then
-    run again: it resumes. ``load`` keeps only games with a ``games`` row and names the partial ones."""
+    run again: it resumes. ``load`` keeps only games with a ``games`` row, and since every killed game was
+    played again to its end, warns of no partial game (it did, for every later load of a finished study)."""
     cell, n_games = tmp_path / "cell", 60
     proc = subprocess.Popen([sys.executable, "-c", KILLED_CELL, str(cell), str(n_games)], cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -123,7 +124,8 @@ def test_a_killed_then_resumed_cell_loads_complete_games_and_says_how_many_it_le
     partial = set(everything.events["game_id"]) - set(everything.games["game_id"])
     assert partial  # the kill left games without a games row
 
-    with pytest.warns(LoadWarning, match=rf"left out {len(partial)} partial game"):
+    with warnings.catch_warnings():  # every killed game was played again to the end: none is missing
+        warnings.simplefilter("error", LoadWarning)
         results = load(cell)
     assert sorted(results.games["seed"]) == list(range(100, 100 + n_games))  # resumed: none lost, none twice
     finished = set(results.games["game_id"])
@@ -340,3 +342,21 @@ def test_the_completeness_check_reads_the_events_in_bounded_batches(tmp_path):
     assert sum(sizes) == n and max(sizes) <= 1 << 17, sizes
     stats, _ = game_stats(Tables([tmp_path]))
     assert len(stats) == n // 50 and set(stats["size"]) == {50} and set(stats["max"]) == {49}
+
+
+def test_a_partial_game_played_again_to_its_end_is_not_reported_missing(tmp_path):
+    """A stopped game (rows, no games row) that a later run of the same folder finished with the same seed is a
+    resumed game, not a partial one: its rows are still left out, but no warning says a game is missing (every
+    later load of a finished, resumed study said so). A partial game nobody finished is still named."""
+    with Run(tmp_path, "first") as first:
+        run_sync(play_games([GameConfig(seed=0)], first))
+    with Run(tmp_path, "again") as again:
+        run_sync(play_games([GameConfig(seed=5)], again))
+    events = pd.read_parquet(first.folder / "events.parquet")
+    stopped = [events.head(2).assign(game_id=g) for g in ("g5-stopped", "g7-stopped")]
+    pd.concat([events, *stopped]).to_parquet(first.folder / "events.parquet")
+    with pytest.warns(LoadWarning, match="left out 1 partial game") as seen:
+        results = load(tmp_path)
+    assert len([w for w in seen if "partial" in str(w.message)]) == 1
+    assert sorted(results.games["seed"]) == [0, 5]
+    assert not {"g5-stopped", "g7-stopped"} & set(results.events["game_id"])  # both left out all the same

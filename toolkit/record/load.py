@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -249,6 +250,29 @@ def game_stats(tables: Tables) -> tuple[pd.DataFrame, set[str]]:
     return stats, seated
 
 
+def resumed_games(tables: Tables, partial: set[str], games: pd.DataFrame) -> set[str]:
+    """The partial games (rows, no games row) that a later run of the same study folder played again to the end:
+    a game with the same seed (its id is ``g<seed>-<hex>``) finished in a run folder beside the partial game's
+    (the cell a resumed study plays again). The partial game's run is read from its calls rows; a game without
+    any (rule-based seats) is placed only where every run shares one folder (one cell loaded)."""
+    if not partial or games.empty or not {"run_id", "seed"} <= set(games.columns):
+        return set()
+    where = {f.name: f.parent for f in tables.folders}  # a run's folder is named by its id
+    done = {(where.get(r), int(s)) for r, s in zip(games["run_id"], games["seed"]) if pd.notna(s) and r in where}
+    calls = tables.read("calls", ["game_id", "run_id"])
+    runs = calls[calls["game_id"].isin(partial)].drop_duplicates("game_id") if {"game_id", "run_id"} <= set(
+        calls.columns) else pd.DataFrame({"game_id": [], "run_id": []})
+    folder = dict(zip(runs["game_id"], (where.get(r) for r in runs["run_id"])))
+    parents = set(where.values())
+    out = set()
+    for game_id in partial:
+        seed = re.match(r"g(-?\d+)-", str(game_id))
+        parent = folder.get(game_id, next(iter(parents)) if len(parents) == 1 else None)
+        if seed and parent is not None and (parent, int(seed.group(1))) in done:
+            out.add(game_id)
+    return out
+
+
 def truncated_game_ids(games: pd.DataFrame, stats: pd.DataFrame) -> dict[str, str]:
     """Finished games whose event log is cut short, each with how: fewer events rows than its games row says
     it wrote (``n_events``), or a gap in its events' ``seq`` (0, 1, 2, ... with none missing; results written
@@ -272,7 +296,8 @@ def load(path: str | Path, complete_games: bool = True, strict: bool = False,
 
     By default only complete games are kept: a game is complete when its ``games`` row exists; the rows
     (players, events, calls, beliefs) a killed process left for a game it never finished (a resumed cell plays
-    that seed again) are left out, and a ``LoadWarning`` says how many games that was. A game whose event log
+    that seed again) are left out, and a ``LoadWarning`` says how many games that was (not counting the games a
+    later run of the same folder finished with the same seed: a resumed study, ``resumed_games``). A game whose event log
     is truncated (``truncated_game_ids``) is incomplete too: named in a ``LoadWarning`` and left out (kept
     with ``complete_games=False``). Damaged files and lines are skipped with a warning naming them;
     ``strict=True`` raises instead.
@@ -305,6 +330,7 @@ def load(path: str | Path, complete_games: bool = True, strict: bool = False,
     if complete_games:
         partial = (set(stats.index.dropna()) | seated) - set(games["game_id"].dropna())
         leave_out = set(truncated) | partial
+        partial -= resumed_games(files, partial, games)  # played again to the end: nothing is missing
         if partial:
             warnings.warn(f"{path}: left out {len(partial)} partial game{'s' if len(partial) > 1 else ''} "
                           "(they have rows but no games row: killed or stopped mid-game); "
