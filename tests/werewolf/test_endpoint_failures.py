@@ -67,6 +67,24 @@ def test_a_dead_endpoint_stops_the_game_unfinished_within_its_deadline(server, t
 
 
 @pytest.mark.slow
+def test_a_silent_endpoint_gets_its_stall_line_before_any_call_has_spent_its_attempts(server, monkeypatch, caplog):
+    """A never-answering endpoint whose calls would spend their attempts only after the deadline (6 timeouts of
+    0.3 s and their backoff, against 1.5 s): the stall line comes once the endpoint has been silent for the
+    timeout, long before the down line (on the code before, only the down line came: review finding 3)."""
+    monkeypatch.setenv("TOOLKIT_TIMEOUT_S", "0.3")
+    monkeypatch.setenv("TOOLKIT_MAX_ATTEMPTS", "6")
+    monkeypatch.setenv("TOOLKIT_ENDPOINT_DEADLINE_S", "1.5")
+    started = time.time()
+    result = _play(GameConfig(seed=1, model=f"openai:hang@{server.base_url}"))
+    assert result.winner == "interrupted"
+    lines = [(r.created - started, r.getMessage()) for r in caplog.records if r.name == "toolkit.llm.health"]
+    stalls = [t for t, line in lines if "its games wait for it" in line and "no answer for" in line]
+    down = [t for t, line in lines if "is down" in line]
+    assert len(stalls) == 1 and len(down) == 1, lines
+    assert stalls[0] < down[0] - 0.5, lines
+
+
+@pytest.mark.slow
 def test_every_game_on_a_dead_endpoint_stops_and_none_starts_after(server, tmp_path, quick):
     """Eight games on one 429-forever endpoint, four at a time: all stop within one deadline of the endpoint (not
     per decision), the report names the endpoint and why. On 51c499d CapReport has no endpoint, and the games

@@ -4,7 +4,8 @@ not the model's.
 A call that got no answer from an HTTP endpoint (a timeout, a 429 or a 5xx after its retries, a dropped
 connection, a malformed body: ``endpoint_fault``) is the endpoint's, never a decision of the seat. The decision
 waits for the endpoint and asks again (``EndpointHealth.wait``: ``Retry-After`` honoured, one warning per stall:
-a line on stderr) while the endpoint has answered something within its deadline; past it the endpoint is dead and
+a line on stderr, as soon as a call has failed or the endpoint has been silent while asked for the request timeout
+or a third of the deadline, whichever is shorter) while the endpoint has answered something within its deadline; past it the endpoint is dead and
 ``EndpointDown`` stops every decision on it at once, in flight or not (``EndpointHealth.generate``).
 
 The deadline counts the time since the endpoint last answered (any answer, a truncated one too) while it was
@@ -100,19 +101,31 @@ class EndpointHealth:
             raise EndpointDown(self.dead)
         started, t0 = now(), time.perf_counter()
         task = asyncio.ensure_future(model.generate(request))
+        quiet = min(model.config.timeout_s, self.deadline / 3)  # silent this long while asked: a stall
         while True:
-            done, _ = await asyncio.wait({task}, timeout=max(self.left(), 0.0))
+            until = self.left() if self._stalled else min(self.left(), self.heard + quiet - time.monotonic())
+            done, _ = await asyncio.wait({task}, timeout=max(until, 0.0))
             if done:
                 call = task.result()
                 if call.completion is not None:
                     self.answered()
                 return call
+            if not self._stalled and self.left() > 0 and self.dead is None:
+                self.stalled(f"no answer for {time.monotonic() - self.heard:.0f} s")
+                continue
             if self.left() <= 0 or self.dead is not None:
                 task.cancel()
                 why = self.dead or self.kill(f"no answer for {self.deadline:g} s")
                 ms = (time.perf_counter() - t0) * 1000
                 return Call(request, model.spec, model.name, model.base_url, started, error=why,
                             attempts=[Attempt(1, "deadline", None, why, ms)], latency_ms=ms)
+
+    def stalled(self, why: str) -> None:
+        """The line on stderr that a stall began (once per stall: until the endpoint answers again)."""
+        if not self._stalled:
+            self._stalled, self.stalls = True, self.stalls + 1
+            log.warning(f"endpoint {self.name}: no answer ({why}); its games wait for it, at most "
+                        f"{self.deadline:g} s from its last answer (TOOLKIT_ENDPOINT_DEADLINE_S)")
 
     def judge(self, call: Call) -> str:
         """The endpoint's failure in a few words; ``EndpointDown`` when the endpoint is dead or the failure is a
@@ -130,10 +143,7 @@ class EndpointHealth:
         """After the endpoint's failure: wait before asking again (its ``Retry-After`` is honoured by the gate),
         or raise ``EndpointDown`` when the endpoint is dead."""
         why = self.judge(call)
-        if not self._stalled:
-            self._stalled, self.stalls = True, self.stalls + 1
-            log.warning(f"endpoint {self.name}: no answer ({why}); its games wait for it, at most "
-                        f"{self.deadline:g} s from its last answer (TOOLKIT_ENDPOINT_DEADLINE_S)")
+        self.stalled(why)
         # the endpoint's Retry-After is honoured by its gate (toolkit.llm.gate), which holds the re-ask until then
         pause = min(2.0, max(self.left(), 0.0))
         await asyncio.sleep(pause)
