@@ -282,3 +282,15 @@ def test_a_bad_setting_is_one_line_exit_2_and_nothing_written(work, capsys, monk
     code, out, err = run_cli(["play", "--out", "out"], capsys)
     assert code == 2 and err.count("\n") == 1 and words in err and var in err, err
     assert files(work) == before
+
+
+@pytest.mark.slow
+def test_a_dead_endpoint_is_said_once_on_the_stderr_of_play(tmp_path, server):
+    """The CLI as a user runs it: the endpoint's "is down" sentence comes once, in play's "stopped on day N"
+    line (it came twice: the health warning, then the same words in play's line)."""
+    out = subprocess.run([sys.executable, "-m", "toolkit", "play", "--seat", f"Player3=openai:401@{server.base_url}",
+                          "--quiet", "--out", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert out.returncode == 4, out.stderr
+    assert out.stderr.count("is down") == 1, out.stderr
+    assert [x for x in out.stderr.splitlines() if "is down" in x][0].startswith("stopped on day 1: ")

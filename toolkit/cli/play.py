@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import logging
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +108,20 @@ def check_play(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str]
     return seats, roles
 
 
+@contextmanager
+def said_once():
+    """While a game plays: the "endpoint ... is down" warning of ``toolkit.llm.health`` is left to play's own
+    "stopped on day N: ..." line, which says the same (stderr had the sentence twice)."""
+    logger = logging.getLogger("toolkit.llm.health")
+    drop = logging.Filter()
+    drop.filter = lambda record: not getattr(record, "endpoint_down", False)  # type: ignore[method-assign]
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)
+
+
 def unused_decisions(runner: Any) -> list[str]:
     """Scripted decisions the game never asked for (e.g. for a seat that was dead by then)."""
     backends = {id(p.model.backend): p.model.backend for p in runner.players.values()}
@@ -146,7 +162,8 @@ def run(args: argparse.Namespace) -> int:
         budget = Budget.at(run.folder, args.max_usd, args.max_tokens, args.at_cap or "stop") if models else None
         runner = GameRunner(config, run, models=models, on_event=None if args.quiet else Transcript(),
                             budget=budget)
-        result = asyncio.run(runner.play())
+        with said_once():
+            result = asyncio.run(runner.play())
     for unused in unused_decisions(runner):
         show(f"warning: {unused} was never used", file=sys.stderr)
     endpoints = endpoints_line(run.folder)  # the endpoints' concurrency: peak, limit, 429s, time waited

@@ -91,7 +91,7 @@ class EndpointHealth:
         if self.dead is None:
             self.dead = (f"endpoint {self.name} is down: {why}; every game on it stopped unfinished "
                          "(a rerun resumes them)")
-            log.warning(self.dead)
+            log.warning(self.dead, extra={"endpoint_down": True})  # a caller that says it itself filters it out
         return self.dead
 
     async def generate(self, model: Model, request: Any) -> Call:
