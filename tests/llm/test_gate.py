@@ -16,7 +16,7 @@ from toolkit.testing.loopback_server import FakeOpenAIServer
 def test_additive_increase_multiplicative_decrease():
     async def run():
         g = EndpointGate(16)
-        g.rate_limited(None)
+        g.rate_limited(0.01)  # with a Retry-After (without one: one probe at a time, the test below)
         assert g.limit == 8 and g.throttled == 1
         g.rate_limited(0.5)
         assert g.limit == 4 and g.resume_at > time.time() + 0.4
@@ -40,6 +40,52 @@ def test_a_retry_after_holds_every_new_request_to_the_endpoint():
         return time.monotonic() - started
 
     assert asyncio.run(run()) >= 0.28
+
+
+def test_429s_without_retry_after_back_off_exponentially_with_jitter_bounded_until_an_answer():
+    """No Retry-After: each round trip that meets a 429 doubles the hold on new requests (0.5 s, 1 s, 2 s, ...,
+    at most 30 s, a random half of it taken off); an answer ends it. On the code before, nothing held them
+    (760 requests in 90 s from one game)."""
+    from toolkit.llm import limits as L
+
+    limits, now = L.Limits(), 1000.0
+    s = L.fresh(limits, now)
+    holds = []
+    for i in range(10):
+        now += 100
+        L.rate_limited(s, limits, now, now - 0.01, None)  # a request sent after the last cut
+        holds.append(s.resume_at - now)
+        L.rate_limited(s, limits, now, now - 0.01, None)  # the same round trip: no second doubling
+        assert s.resume_at - now == holds[-1]
+    for i, hold in enumerate(holds):
+        full = min(30.0, 0.5 * 2 ** i)
+        assert full / 2 <= hold <= full, (i, holds)
+    L.answered(s, limits, now)
+    now += 100
+    L.rate_limited(s, limits, now, now - 0.01, None)
+    assert 0.25 <= s.resume_at - now <= 0.5  # afresh after an answer
+    L.rate_limited(s, limits, now + 100, now + 99, 0)  # Retry-After: 0 ("now", said every time) is none
+    assert now + 100.5 <= s.resume_at <= now + 101
+    L.rate_limited(s, limits, now + 200, now + 199, 3.0)  # a Retry-After is honoured as it is
+    assert s.resume_at == now + 203
+
+
+@pytest.mark.slow
+def test_an_endpoint_refusing_everything_without_retry_after_is_not_hammered():
+    """20 calls at once against an endpoint that answers 429 (Retry-After: 0) to everything, for 4 s: the
+    endpoint sees the first 20 and then a few probes (on the code before: each call retried on its own, ~100)."""
+    with FakeOpenAIServer() as server:
+        async def run():
+            model = get_model(f"openai:429@{server.base_url}", max_attempts=100, max_total_wait_s=600)
+            asks = [asyncio.ensure_future(model.generate(Request(messages=[{"role": "user", "content": str(i)}])))
+                    for i in range(20)]
+            await asyncio.sleep(4)
+            for a in asks:
+                a.cancel()
+            await asyncio.gather(*asks, return_exceptions=True)
+
+        asyncio.run(run())
+    assert 20 <= len(server.log) <= 30, len(server.log)
 
 
 @pytest.mark.slow

@@ -8,7 +8,8 @@ keeps the figures in its own process (``toolkit.llm.gate``) or shares them with 
 at ``START`` and, while requests wait for a slot and the endpoint answers without a 429, doubles every round
 trip (one more per answer, "slow start") up to the first 429; then it grows by one per window of answers
 (additive increase). A 429 halves it, once per round trip (answers to requests sent before the last cut do not
-cut again), and its ``Retry-After`` holds every new request until that time. ``rpm`` and ``tpm`` are token
+cut again), and its ``Retry-After`` holds every new request until that time (without one: an exponential backoff
+with jitter, ``rate_limited``). ``rpm`` and ``tpm`` are token
 buckets refilled continuously, as providers enforce them, with half a second's worth of burst (``BURST_S``) and
 3% below the stated rate (``MARGIN``); a request is charged its estimated tokens when it is sent and corrected by
 its reported usage when it answers.
@@ -19,6 +20,7 @@ Times are ``time.time()`` seconds (one clock for every process of a machine, and
 from __future__ import annotations
 
 import math
+import random
 import struct
 from dataclasses import astuple, dataclass
 
@@ -26,6 +28,8 @@ START = 64  # requests in flight a new endpoint is allowed before its answers sa
 BURST_S = 0.5  # a rate bucket holds this many seconds of its rate: half the second providers allow, so requests
 # that reach the endpoint bunched (sent apart, delayed on the way) still find its bucket with room
 MARGIN = 0.97  # a stated rate is kept 3% below: the jitter of sending never crosses the endpoint's own bucket
+BACKOFF_START_S, BACKOFF_MAX_S = 0.5, 30.0  # after 429s without Retry-After (the 90 s deadline still sees ~10 asks)
+_JITTER = random.Random()  # its own generator: the global one's sequence (a seeded caller's) is left alone
 
 
 @dataclass(frozen=True)
@@ -64,10 +68,11 @@ class State:
     stamp: float = 0.0  # when the buckets were last refilled
     busy_at: float = 0.0  # when a request last waited for a slot (the window was what bound)
     counted_at: float = 0.0  # when the requests in flight were last counted (shared_limits)
+    backoff: float = 0.0  # seconds the last 429 without Retry-After held new requests (0: none since an answer)
     rate_limited: int = 0  # 429s seen by every process
     in_flight: int = 0  # requests in flight (a hint where slots are locks: see shared_limits)
 
-    FORMAT = struct.Struct("<9d2q")
+    FORMAT = struct.Struct("<10d2q")
 
     def pack(self) -> bytes:
         return self.FORMAT.pack(*astuple(self))
@@ -125,6 +130,7 @@ def answered(s: State, limits: Limits, sent_at: float | None, estimated: int = 0
     a slot while this one was out (None: unknown, it grows)."""
     if used is not None and limits.tpm is not None:
         s.tokens += estimated - used
+    s.backoff = 0.0  # it answers again: the next 429 without Retry-After starts the backoff afresh
     if not limits.adaptive or s.window >= limits.max_connections:
         return
     if sent_at is not None and s.busy_at < sent_at:
@@ -134,7 +140,10 @@ def answered(s: State, limits: Limits, sent_at: float | None, estimated: int = 0
 
 def rate_limited(s: State, limits: Limits, now: float, sent_at: float | None, retry_after: float | None) -> None:
     """A 429: count it; an adaptive gate halves the window once per round trip and holds new requests for
-    ``retry_after``."""
+    ``retry_after``. A 429 without ``Retry-After`` (None, or 0) holds them for a backoff that doubles with every round
+    trip that meets a 429 (``BACKOFF_START_S`` to ``BACKOFF_MAX_S``, a random half of it taken off so that
+    processes do not come back together) and ends with the next answer, and lets one request in flight until an
+    answer (then slow start): an endpoint that refuses everything is asked a few times a minute, not hundreds."""
     s.rate_limited += 1
     if not limits.adaptive:
         return
@@ -144,3 +153,7 @@ def rate_limited(s: State, limits: Limits, now: float, sent_at: float | None, re
         return
     s.window = s.ssthresh = max(1.0, float(s.limit // 2))
     s.cut_at = now
+    if not retry_after:  # none, or 0 ("now"), which an endpoint refusing everything says every time
+        s.window = 1.0  # one probe at a time, then slow start back to the halved window (TCP after a timeout)
+        s.backoff = min(BACKOFF_MAX_S, max(BACKOFF_START_S, 2 * s.backoff))
+        s.resume_at = max(s.resume_at, now + s.backoff * (1 - _JITTER.random() / 2))
