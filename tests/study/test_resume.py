@@ -135,3 +135,27 @@ def test_a_tournament_cell_stopped_at_the_cap_pays_on_resume_only_its_new_calls(
     assert len(det.billed) - whole == whole
     calls = load(tmp_path / "resumed", complete_games=False).calls
     assert calls["cache_hit"].any() and calls["replay_key"].notna().all()
+
+
+@pytest.mark.slow
+def test_a_game_stopped_before_calls_rows_had_a_request_key_is_replayed_all_the_same(tmp_path, det):
+    """A study stopped on a release whose calls rows had no ``request_key`` (before b0dc4e5) and resumed after:
+    its recorded answers are matched by what those rows hold (spec, replay key, temperature, action, prompt), so
+    only the new calls are paid (on the code before, every recorded call was asked and paid again)."""
+    import pandas as pd
+
+    cell(tmp_path / "whole", det.base_url)
+    whole = len(det.billed)
+    with pytest.raises(BudgetReached):
+        cell(tmp_path / "resumed", det.base_url, max_usd=0.004, spend_dir=str(tmp_path))
+    stopped = len(det.billed) - whole
+    assert 0 < stopped < whole
+    for path in (tmp_path / "resumed").rglob("calls.*"):  # as the older release wrote them
+        if path.suffix == ".parquet":
+            pd.read_parquet(path).drop(columns=["request_key"]).to_parquet(path, index=False)
+        else:
+            rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+            path.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "request_key"}) + "\n"
+                                    for r in rows))
+    cell(tmp_path / "resumed", det.base_url, max_usd=5.0, spend_dir=str(tmp_path))
+    assert len(det.billed) - whole == whole  # the stopped game's calls were not asked again

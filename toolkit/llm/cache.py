@@ -83,6 +83,14 @@ def request_key(spec: str, request: Request, messages: str | None = None) -> str
     return hashlib.sha256(f"{head}\n{text}".encode()).hexdigest()[:32]
 
 
+def legacy_key(spec: str, replay_key: str | None, temperature: Any, action: str | None, messages: str) -> str:
+    """The question of a calls row written before rows had a ``request_key``, from what such a row holds: the
+    spec, the replay key, the temperature, the action (the schema's name) and the messages' JSON (not the
+    sampling's token limit and seed, which those rows do not have: a resumed study keeps its settings)."""
+    head = json.dumps([spec, replay_key, None if _missing(temperature) else float(temperature), action], default=str)
+    return "legacy-" + hashlib.sha256(f"{head}\n{messages}".encode()).hexdigest()[:32]
+
+
 # The calls columns a record is built from.
 RECORD_COLUMNS = ["call_id", "game_id", "seq", "replay_key", "request_key", "response_text", "model",
                   "prompt_tokens", "completion_tokens", "cached_tokens", "usage_estimated", "finish_reason",
@@ -92,16 +100,18 @@ RECORD_COLUMNS = ["call_id", "game_id", "seq", "replay_key", "request_key", "res
 class Record:
     """Recorded answers by ``request_key``, each key's in the order they were asked (see the module's docstring).
     ``rows``: calls rows (dicts with ``RECORD_COLUMNS``) of the games to replay; a row without an answer (a
-    transport failure) or without a ``request_key`` (written before there was one) is not replayed. A game
+    transport failure) is not replayed, and one without a ``request_key`` (written before there was one) only by
+    its ``legacy_key`` where the caller gives it one. A game
     played several times (stopped, resumed, stopped again) leaves several copies of its early answers: per key,
     the longest sequence of any one of its plays is kept."""
 
     def __init__(self, rows: Iterable[dict[str, Any]]):
         plays: dict[Any, dict[str, list[dict]]] = {}
         for row in sorted(rows, key=lambda r: (str(r.get("game_id")), int(r.get("seq") or 0))):
-            if not row.get("request_key") or _missing(row.get("completion_tokens")):
+            key = row.get("request_key") if not _missing(row.get("request_key")) else row.get("legacy_key")
+            if not key or _missing(row.get("completion_tokens")):
                 continue
-            plays.setdefault(row.get("game_id"), {}).setdefault(row["request_key"], []).append(row)
+            plays.setdefault(row.get("game_id"), {}).setdefault(key, []).append(row)
         best: dict[str, list[dict]] = {}
         for keys in plays.values():
             for key, answers in keys.items():
@@ -109,6 +119,7 @@ class Record:
                     best[key] = answers
         self._answers = {key: deque(answers) for key, answers in best.items()}
         self._replay_keys = {a[0].get("replay_key") for a in best.values()}
+        self._legacy = any(key.startswith("legacy-") for key in best)  # rows from before request_key
         self.size = sum(len(a) for a in best.values())
         self.replayed = 0
         self._lock = threading.Lock()
@@ -124,6 +135,10 @@ class Record:
         key = request_key(spec, request)
         with self._lock:
             answers = self._answers.get(key)
+            if not answers and self._legacy:
+                answers = self._answers.get(legacy_key(spec, request.replay_key, request.sampling.temperature,
+                                                       request.action, json.dumps(request.messages,
+                                                                                  ensure_ascii=False)))
             if not answers:
                 return None
             row = answers.popleft()

@@ -33,7 +33,7 @@ from toolkit.core.sync import run_sync
 from toolkit.werewolf.experience import ExperiencePool
 from toolkit.llm import get_model
 from toolkit.llm.budget import LEDGER, Budget, BudgetReached
-from toolkit.llm.cache import RECORD_COLUMNS, Record, replaying
+from toolkit.llm.cache import RECORD_COLUMNS, Record, legacy_key, replaying
 from toolkit.llm.health import EndpointDown
 from toolkit.werewolf.game import ENDPOINT_MODES, CapReport, GameConfig, SeededConfigs, play_games
 from toolkit.werewolf.engine.preset import load_preset, parse_error_policy
@@ -78,6 +78,13 @@ def unfinished_record(results_dir: str | Path) -> Record | None:
     if not ids:
         return None
     rows = [row for part in scan(results_dir, "calls", RECORD_COLUMNS, games=ids) for row in part.to_dict("records")]
+    old = {r["game_id"] for r in rows if not isinstance(r.get("request_key"), str)}
+    if old:  # rows written before request_key: matched by what they hold (cache.legacy_key), prompts read for them
+        keys = {r["call_id"]: legacy_key(r["spec"], r["replay_key"], r["temperature"], r["action"], r["messages"])
+                for part in scan(results_dir, "calls", ["call_id", "spec", "replay_key", "temperature", "action",
+                                                        "messages"], games=old) for r in part.to_dict("records")}
+        for row in rows:
+            row["legacy_key"] = keys.get(row["call_id"])
     record = Record(rows)
     return record if len(record) else None
 
