@@ -50,3 +50,21 @@ def test_the_last_line_of_a_study_an_endpoint_stopped(capsys):
                             {"cell_id": "b", "ok": False, "capped": False, "endpoint": None}])
     assert cells_line(summary) == 4
     assert capsys.readouterr().err == "stopped: endpoint X is down: why\n"
+
+
+def test_the_last_line_of_a_study_a_spending_cap_stopped(capsys, tmp_path):
+    """A capped sweep says so on stderr in a ``stopped:`` line (it had only the stdout budget line, whose cap of
+    0.012 read "of $0.01": a stop that looked overspent). Both fail on the code before."""
+    import pandas as pd
+
+    from toolkit.llm.budget import Budget
+
+    ledger = tmp_path / "spend.jsonl"
+    assert "of $0.012 (" in Budget(ledger, max_usd=0.012).line() and "of $5.00 (" in Budget(ledger, max_usd=5).line()
+    summary = pd.DataFrame([{"cell_id": "a", "ok": False, "capped": True, "endpoint": None},
+                            {"cell_id": "b", "ok": True, "capped": False, "endpoint": None}])
+    summary.attrs["budget"] = "budget: spent $0.0137 of $0.012 ($0.0000 left), 9,000 tokens; cap reached: 1 game ..."
+    assert cells_line(summary) == 3
+    err = capsys.readouterr().err
+    assert err == ("stopped: the spending cap was reached (spent $0.0137 of $0.012 ($0.0000 left), 9,000 tokens): "
+                   "1 cell unfinished (a rerun with a higher cap resumes them)\n"), err

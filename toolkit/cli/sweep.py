@@ -68,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
 
 def cells_line(summary) -> int:
     """The last lines of a sweep or a tournament (cells, failed, the budget's line) and its exit code; a dead
-    endpoint that stopped the study is the last line (on stderr too), exit code 4."""
+    endpoint that stopped the study is the last line (on stderr too), exit code 4; a spending cap that stopped
+    it, a ``stopped:`` line on stderr, exit code 3."""
     import sys
 
     capped = summary["capped"].fillna(False).astype(bool) if "capped" in summary else False
@@ -81,6 +82,11 @@ def cells_line(summary) -> int:
     if len(down):
         show(f"stopped: {down.iloc[0]}", file=sys.stderr)
         return ENDPOINT_DOWN
+    if capped is not False and capped.any():  # on stderr too, as a dead endpoint's line (seen under --quiet)
+        spent = summary.attrs.get("budget", "").removeprefix("budget: ").split("; cap reached")[0]
+        show(f"stopped: the spending cap was reached{f' ({spent})' if spent else ''}: {int(capped.sum())} "
+             f"cell{'s' * (int(capped.sum()) != 1)} unfinished (a rerun with a higher cap resumes them)",
+             file=sys.stderr)
     return 1 if failed else CAPPED if capped is not False and capped.any() else 0
 
 

@@ -186,7 +186,7 @@ class Budget:
         usd, tokens = self.spent()
         parts = []
         if self.max_usd is not None:
-            parts.append(f"spent ${usd:.4f} of ${self.max_usd:.2f} (${max(0.0, self.max_usd - usd):.4f} left)")
+            parts.append(f"spent ${usd:.4f} of ${_dollars(self.max_usd)} (${max(0.0, self.max_usd - usd):.4f} left)")
         elif usd > 0:  # no dollar cap: dollars shown where prices were known
             parts.append(f"spent ${usd:.4f}")
         if self.max_tokens is not None:
@@ -240,3 +240,9 @@ def spending(budget: Budget | None) -> Iterator[None]:
 def active_budget() -> Budget | None:
     """The budget the calls made here are reserved in, or None."""
     return _SPENDING.get()
+
+
+def _dollars(usd: float) -> str:
+    """A cap as it was set: cents where it has none finer (``5.00``, ``0.03``), else up to 4 decimals (``0.012``,
+    not ``0.01``: a cap rounded down made a stop look overspent)."""
+    return f"{usd:.2f}" if round(usd, 2) == usd else f"{usd:.4f}".rstrip("0")
