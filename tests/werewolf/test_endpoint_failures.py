@@ -63,7 +63,11 @@ def test_a_dead_endpoint_stops_the_game_unfinished_within_its_deadline(server, t
     # at most one line when it stalls (where a call fails before the deadline: the 429s, when the machine is not
     # too busy) and one when it is down, whatever the calls
     assert [line for line in err if "is down" in line] == [result.win_reason.removeprefix("interrupted (endpoint): ")]
-    assert len([line for line in err if "its games wait for it" in line]) <= 1
+    stalls = [line for line in err if "its games wait for it" in line]
+    assert len(stalls) <= 1
+    # the endpoints row says it too (it had no word of a stall or of the death: review finding)
+    (row,) = t.endpoints.to_dict("records")
+    assert row["stalls"] == len(stalls) and row["down"] == result.win_reason.removeprefix("interrupted (endpoint): ")
 
 
 @pytest.mark.slow

@@ -184,7 +184,8 @@ class _Slot:
 class Watch:
     """What every gate of the process did while the watch was open, per endpoint: requests let through, the
     peak in flight, the lowest limit and the limit at the end, 429s seen, seconds requests waited at the gate
-    (for a slot or a Retry-After). Open with ``watch()``, read with ``rows()``, end with ``close()``."""
+    (for a slot or a Retry-After), the endpoint's stalls and why it was declared dead (``stalled``). Open with
+    ``watch()``, read with ``rows()``, end with ``close()``."""
 
     def __init__(self) -> None:
         self._figures: dict[str, dict[str, Any]] = {}
@@ -193,7 +194,8 @@ class Watch:
     def figures(self, g: EndpointGate) -> dict[str, Any]:
         self._gates[g.endpoint] = g
         return self._figures.setdefault(g.endpoint, {"requests": 0, "peak_in_flight": 0, "rate_limited": 0,
-                                                     "waited_s": 0.0, "lowest_limit": g.limit})
+                                                     "waited_s": 0.0, "lowest_limit": g.limit, "stalls": 0,
+                                                     "down": None})
 
     def entered(self, g: EndpointGate, waited_s: float) -> None:
         f = self.figures(g)
@@ -234,6 +236,20 @@ def gate(endpoint: str, max_connections: int = DEFAULT_MAX, adaptive: bool = Tru
     elif (max_connections, rpm, tpm, adaptive) != (found.max, found.limits.rpm, found.limits.tpm, found.adaptive):
         found.lower(Limits(max_connections, rpm, tpm, adaptive))
     return found
+
+
+def stalled(endpoint: str, down: str | None = None) -> None:
+    """The endpoint's games began waiting for it (``toolkit.llm.health``), or (``down``) it was declared dead:
+    counted in every open watch (the runs' endpoints rows)."""
+    g = _GATES.get(asyncio.get_running_loop(), {}).get(endpoint)
+    if g is None:
+        return
+    for w in _WATCHES:
+        f = w.figures(g)
+        if down is None:
+            f["stalls"] += 1
+        elif f["down"] is None:
+            f["down"] = down
 
 
 def stats() -> dict[str, dict[str, Any]]:

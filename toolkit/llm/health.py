@@ -5,8 +5,9 @@ A call that got no answer from an HTTP endpoint (a timeout, a 429 or a 5xx after
 connection, a malformed body: ``endpoint_fault``) is the endpoint's, never a decision of the seat. The decision
 waits for the endpoint and asks again (``EndpointHealth.wait``: ``Retry-After`` honoured, one warning per stall:
 a line on stderr, as soon as a call has failed or the endpoint has been silent while asked for the request timeout
-or a third of the deadline, whichever is shorter) while the endpoint has answered something within its deadline; past it the endpoint is dead and
-``EndpointDown`` stops every decision on it at once, in flight or not (``EndpointHealth.generate``).
+or a third of the deadline, whichever is shorter) while the endpoint has answered something within its deadline;
+past it the endpoint is dead and ``EndpointDown`` stops every decision on it at once, in flight or not
+(``EndpointHealth.generate``).
 
 The deadline counts the time since the endpoint last answered (any answer, a truncated one too) while it was
 asked: ``TOOLKIT_ENDPOINT_DEADLINE_S`` seconds (90 by default), never less than 1.5 times the request timeout
@@ -27,6 +28,7 @@ import weakref
 from typing import Any
 
 from toolkit.core.secrets import mask_url_credentials
+from toolkit.llm.gate import stalled
 from toolkit.llm.model import Attempt, Call, Model, now
 
 log = logging.getLogger(__name__)  # a warning: on stderr whatever --quiet says (the CLI's last-resort handler)
@@ -62,8 +64,8 @@ def endpoint_fault(model: Model, call: Call) -> bool:
 class EndpointHealth:
     """One model's endpoint as every game of the process sees it (``health_of``)."""
 
-    def __init__(self, name: str, deadline: float):
-        self.name, self.deadline = name, deadline
+    def __init__(self, name: str, deadline: float, endpoint: str | None = None):
+        self.name, self.deadline, self.endpoint = name, deadline, endpoint
         self.asking = 0  # decisions in progress on the endpoint (their waits included)
         self.heard = time.monotonic()  # the last answer, or when the endpoint was asked after being idle
         self.dead: str | None = None
@@ -92,6 +94,7 @@ class EndpointHealth:
             self.dead = (f"endpoint {self.name} is down: {why}; every game on it stopped unfinished "
                          "(a rerun resumes them)")
             log.warning(self.dead, extra={"endpoint_down": True})  # a caller that says it itself filters it out
+            self._tell(down=self.dead)
         return self.dead
 
     async def generate(self, model: Model, request: Any) -> Call:
@@ -126,6 +129,15 @@ class EndpointHealth:
             self._stalled, self.stalls = True, self.stalls + 1
             log.warning(f"endpoint {self.name}: no answer ({why}); its games wait for it, at most "
                         f"{self.deadline:g} s from its last answer (TOOLKIT_ENDPOINT_DEADLINE_S)")
+            self._tell()
+
+    def _tell(self, down: str | None = None) -> None:
+        """The stall (or the death) in the endpoints rows of the runs open (``toolkit.llm.gate.stalled``)."""
+        if self.endpoint is not None:
+            try:
+                stalled(self.endpoint, down)
+            except RuntimeError:  # no event loop running: no gate, no row to count it in
+                pass
 
     def judge(self, call: Call) -> str:
         """The endpoint's failure in a few words; ``EndpointDown`` when the endpoint is dead or the failure is a
@@ -158,7 +170,8 @@ def health_of(model: Model) -> EndpointHealth:
     """The health of ``model``'s endpoint, shared by every game holding the same model object."""
     health = _HEALTH.get(model)
     if health is None:
-        health = _HEALTH[model] = EndpointHealth(mask_url_credentials(model.spec), deadline_s(model.config.timeout_s))
+        health = _HEALTH[model] = EndpointHealth(mask_url_credentials(model.spec), deadline_s(model.config.timeout_s),
+                                                 model.base_url)
     return health
 
 

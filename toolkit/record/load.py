@@ -297,8 +297,8 @@ def load(path: str | Path, complete_games: bool = True, strict: bool = False,
     By default only complete games are kept: a game is complete when its ``games`` row exists; the rows
     (players, events, calls, beliefs) a killed process left for a game it never finished (a resumed cell plays
     that seed again) are left out, and a ``LoadWarning`` says how many games that was (not counting the games a
-    later run of the same folder finished with the same seed: a resumed study, ``resumed_games``). A game whose event log
-    is truncated (``truncated_game_ids``) is incomplete too: named in a ``LoadWarning`` and left out (kept
+    later run of the same folder finished with the same seed: a resumed study, ``resumed_games``). A game whose event
+    log is truncated (``truncated_game_ids``) is incomplete too: named in a ``LoadWarning`` and left out (kept
     with ``complete_games=False``). Damaged files and lines are skipped with a warning naming them;
     ``strict=True`` raises instead.
 

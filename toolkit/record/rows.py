@@ -273,6 +273,10 @@ class EndpointRow(Row):
     requests: int = column("requests let through the gate (retries included)")
     rate_limited: int = column("429 answers seen")
     waited_s: float = column("seconds requests waited at the gate, summed (for a free slot or a ``Retry-After``)")
+    stalls: int | None = column("times the endpoint gave no answer while its games waited for it (each a line on "
+                                "stderr: toolkit.llm.health); null in runs written before")
+    down: str | None = column("why the endpoint was declared dead (its games stopped as ``interrupted (endpoint)``);"
+                              " null while it answered")
 
 
 ROWS: tuple[type[Row], ...] = (RunRow, GameRow, PlayerRow, EventRow, CallRow, SessionRow, ToolCallRow, AttemptRow,
