@@ -1,7 +1,9 @@
 """The OpenAI-compatible backend, through the model wrapper, over real HTTP against the loopback test server."""
 
 import asyncio
+import base64
 import time
+from urllib.parse import urlsplit
 
 import pytest
 from pydantic import BaseModel
@@ -180,3 +182,66 @@ def test_a_hosted_endpoint_names_the_setting_for_its_key(monkeypatch):
     assert openai_backend.key_setting("https://api.openai.com/v1") == "OPENAI_API_KEY"
     monkeypatch.setenv("TOOLKIT_KEY_API_EXAMPLE_COM", "k")
     assert get_model("openai:m@https://api.example.com/v1").backend._api_key == "k"
+
+
+# ------------------------------------------------------------------ the transport (aiohttp, no SDK)
+class Proxy:
+    """A real forwarding HTTP proxy on loopback (asyncio streams): it records each request line it gets (the
+    absolute URL, as a client speaking to a proxy sends it) and relays the request to its host in origin form."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+
+    async def handle(self, reader, writer):
+        head = await reader.readuntil(b"\r\n\r\n")
+        line, rest = head.split(b"\r\n", 1)
+        method, url, version = line.decode().split(" ")
+        self.lines.append(f"{method} {url}")
+        parts = urlsplit(url)
+        up_reader, up_writer = await asyncio.open_connection(parts.hostname, parts.port)
+        up_writer.write(f"{method} {parts.path} {version}\r\n".encode() + rest.replace(
+            b"Connection: keep-alive", b"Connection: close"))
+
+        async def pipe(src, dst):
+            while data := await src.read(65536):
+                dst.write(data)
+                await dst.drain()
+            dst.close()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer), return_exceptions=True)
+
+    async def __aenter__(self):
+        self.server = await asyncio.start_server(self.handle, "127.0.0.1", 0)
+        self.url = "http://127.0.0.1:%d" % self.server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc):
+        self.server.close()
+
+
+async def test_a_proxy_in_the_environment_carries_the_requests_and_no_proxy_skips_it(server, monkeypatch):
+    """Requests go through the proxy HTTP_PROXY names (as the openai SDK's httpx did before the transport was
+    written over aiohttp, which honours it only when told to) and straight to a host NO_PROXY lists."""
+    for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    async with Proxy() as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        await complete(model(server), req())
+        assert proxy.lines == [f"POST {server.base_url}/chat/completions"] and len(server.requests) == 1
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        await complete(model(server), req())
+        assert len(proxy.lines) == 1 and len(server.requests) == 2
+
+
+async def test_credentials_in_the_url_travel_as_basic_auth_and_are_in_no_row(server, tmp_path):
+    """``user:password@`` in the URL: the server gets them as a Basic Authorization header (never the Bearer
+    key), and no file of the run nor the model's endpoint holds the password."""
+    spec = server.base_url.replace("http://", "http://alice:pw-9f8e7d6c@")
+    m = get_model(f"openai:ok@{spec}", **FAST)
+    with Run(tmp_path, "basic") as run:
+        result = await Action("pick", "reask.j2", PICK).run(m, Request(game_id="g"), {"error": "x"},
+                                                            fallback=lambda: PICK(target="Player1"), log=CallLog(run))
+    assert not result.fallback and len(load(tmp_path).calls) == 1
+    assert server.headers[-1]["authorization"] == "Basic " + base64.b64encode(b"alice:pw-9f8e7d6c").decode()
+    assert "pw-9f8e7d6c" not in m.backend.endpoint
+    assert not [f for f in tmp_path.rglob("*") if f.is_file() and b"pw-9f8e7d6c" in f.read_bytes()]
