@@ -15,6 +15,7 @@ import json
 import math
 import os
 import time
+from functools import lru_cache
 from dataclasses import dataclass, field, fields
 from types import SimpleNamespace
 from typing import Any
@@ -175,10 +176,7 @@ class Call:
 
     def params_json(self) -> str | None:
         """The spec's provider parameters as JSON (sorted keys), null for a spec without any."""
-        from toolkit.llm.spec import spec_params
-
-        params = spec_params(self.spec)
-        return json.dumps(params, sort_keys=True) if params else None
+        return _params_json(self.spec)
 
     def response_text(self) -> str | None:
         """The answer as sent: its text, or with native tool calls ``{"content", "tool_calls"}`` as JSON."""
@@ -190,6 +188,15 @@ class Call:
     def attempt_rows(self) -> list[dict[str, Any]]:
         return [{"call_id": self.call_id, "attempt": a.attempt, "error_kind": a.error_kind,
                  "status_code": a.status_code, "error": a.error, "latency_ms": a.latency_ms} for a in self.attempts]
+
+
+@lru_cache(maxsize=1024)
+def _params_json(spec: str) -> str | None:
+    """``Call.params_json`` (once per spec: every calls row asks)."""
+    from toolkit.llm.spec import spec_params
+
+    params = spec_params(spec)
+    return json.dumps(params, sort_keys=True) if params else None
 
 
 # ------------------------------------------------------------------ the wrapper

@@ -92,6 +92,16 @@ def render(name: str, **values: Any) -> str:
         raise _missing(exc) from None
 
 
+def macros(name: str, **values: Any) -> Any:
+    """A template's module made with ``values`` as its context (what ``{% import NAME as m with context %}``
+    gives): its macros, to call from Python (``macros(...).common()``). A caller that renders the same macros
+    for many prompts renders them once and passes the text (``werewolf/_base.j2``'s ``static``)."""
+    try:
+        return template(name).make_module(values)
+    except jinja2.TemplateNotFound as exc:
+        raise _missing(exc) from None
+
+
 @lru_cache(maxsize=256)
 def _from_string(folder: str, source: str) -> jinja2.Template:
     return _environment(folder).from_string(source)

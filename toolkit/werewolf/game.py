@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 from pydantic import BaseModel
 
 from toolkit.core.files import one_line, without_paths
-from toolkit.prompting.structured_call import ActionResult, render
+from toolkit.prompting.structured_call import ActionResult, macros, render
 from toolkit.llm import Model, Request, Sampling, get_model
 from toolkit.llm.budget import Budget, spending
 from toolkit.llm.health import EndpointDown, revive
@@ -59,6 +59,7 @@ class Player:
     model: Model
     notes: str = ""
     experiences: list[str] = field(default_factory=list)
+    static: dict[str, str] | None = None  # the seat's strategy text, rendered once (``static_text``)
 
 
 @dataclass
@@ -163,6 +164,14 @@ def rules_text(preset: Preset) -> str:
     return render("werewolf/rules.j2", preset={**preset.model_dump(exclude={"models"}), "n_players": preset.n_players})
 
 
+def static_text(values: dict[str, Any]) -> dict[str, str]:
+    """What a seat's prompts say the same way all game (``werewolf/strategy.j2``: the common strategy and the
+    seat's role strategy), rendered once per seat instead of imported by every prompt (a third of a prompt's
+    rendering time)."""
+    strategy = macros("werewolf/strategy.j2", **values)
+    return {"common": str(strategy.common()), "for_role": str(strategy.for_role())}
+
+
 class GameRunner:
     """Plays one game. ``models`` ({spec: Model}) may be shared between games so that endpoints share
     clients and concurrency caps; ``seat_models`` puts a given model in a seat (a human, a replay)."""
@@ -246,6 +255,9 @@ class GameRunner:
                           role=player.role, day=g.day, phase=g.phase, replay_key=key)
         values = {**self.values, "obs": obs, "reflection": player.notes, "experiences": player.experiences,
                   "strategy": player.config.strategy or "default"}
+        if player.static is None:
+            player.static = static_text(values)
+        values["static"] = player.static
         result = await decision(ask.action).run(player.model, request, values,
                                                fallback=lambda: _fallback(ask, key, g.seed),
                                                log=self.log,
