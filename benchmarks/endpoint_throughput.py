@@ -6,7 +6,9 @@ For each number of games and latency, one line per code: games/hour, the one-wav
 once and none waiting for anything but its own calls: games × 3600 / (the games' mean critical path, their
 longest chain of calls one after another, × the latency)) and the share of it reached, the requests in flight
 (mean while playing, peak), and the client's CPU per model call (the process's user + system CPU over the
-games, divided by the calls: prompt rendering, the HTTP client, parsing, the rows written). The server runs in a
+games, divided by the calls: prompt rendering, the HTTP client, parsing, the rows written; after one warm-up
+game that is not counted, so that the process's imports, the templates' compilation and the first connections,
+paid once per process whatever the study's size, are not spread over these calls). The server runs in a
 process of its own. (``endpoint_concurrency.py`` compares the gates of two sessions before, against an endpoint
 with a capacity, in one process.)
 
@@ -34,8 +36,13 @@ from toolkit.werewolf.game import GameConfig, GameRunner
 url, games = sys.argv[1], int(sys.argv[2])
 spec = f"openai:det@{url}"
 
-async def study(run):
+async def warm_up(run):
+    # one game first, not counted: the process's imports, the templates' compilation, the first connections
     model = get_model(spec, timeout_s=120, max_attempts=20, max_total_wait_s=600)
+    await GameRunner(GameConfig(seed=10**6, model=spec), run, {spec: model}).play()
+    return model
+
+async def study(run, model):
     models = {spec: model}
     samples, runners = [], [GameRunner(GameConfig(seed=s, model=spec), run, models) for s in range(games)]
     async def sample():
@@ -49,9 +56,12 @@ async def study(run):
     return results, samples
 
 with tempfile.TemporaryDirectory() as folder, Run(folder, "throughput") as run:
+    loop = asyncio.new_event_loop()
+    model = loop.run_until_complete(warm_up(run))
     cpu0, t0 = os.times(), time.perf_counter()
-    results, samples = asyncio.run(study(run))
+    results, samples = loop.run_until_complete(study(run, model))
     wall, cpu1 = time.perf_counter() - t0, os.times()
+    loop.close()
 from toolkit.llm.gate import stats
 calls = sum(r.log.calls for r in results)
 print(json.dumps({"wall": wall, "cpu": (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system), "calls": calls,
