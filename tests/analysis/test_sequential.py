@@ -59,6 +59,18 @@ def test_the_recursion_gives_the_published_lan_demets_obrien_fleming_bounds():
     assert c == pytest.approx((4.877, 3.357, 2.680, 2.290, 2.031), abs=0.005)
 
 
+def test_a_long_step_between_looks_keeps_the_density_on_its_grid():
+    """A first look at a tenth of the information: the step to the last is long, and its transition kernel
+    (9 sd each way) was longer than the grid, so ``np.convolve(..., "same")`` returned an array of the kernel's
+    length and the recursion failed (ValueError). The first bound is the normal quantile of the α spent by
+    then (α·t³, two-sided) and the last spends the rest."""
+    from scipy.stats import norm
+
+    r, (c1, c2), _ = S.bounds(0.05, 0.8, (0.1, 1.0))
+    assert c1 == pytest.approx(norm.isf(0.05 * 0.1 ** 3 / 2), abs=0.03) and c2 == pytest.approx(1.96, abs=0.03)
+    assert 1.0 <= r < 1.05
+
+
 def test_the_design_is_sized_at_the_village_rate_and_capped_within_1_1_of_the_fixed_design():
     """Issue 45: the round and the fixed design were sized at P(village wins) = 0.5. A preset the wolves win
     78% of the time needs more pairs for the same logits; the cap stays within 1.1 × the fixed design."""

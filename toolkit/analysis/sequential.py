@@ -143,8 +143,9 @@ def _pass(alpha: float, beta: float, t: tuple[float, ...], theta: float, v: floa
         dt = tj - (t[j - 1] if j else 0.0)
         if j == 0:
             h0, h1 = _mass(grid, 0.0, dt), _mass(grid, theta * dt, v * dt)
-        else:  # the grid is even, so the transition is a convolution (steps beyond 9 sd carry nothing)
-            m = int((9 * math.sqrt(dt) + theta * dt) / GRID) + 1
+        else:  # the grid is even, so the transition is a convolution (steps beyond 9 sd carry nothing, and
+            # none longer than the grid lands on it: the kernel is never longer than the grid)
+            m = min(int((9 * math.sqrt(dt) + theta * dt) / GRID) + 1, (len(grid) - 1) // 2)
             steps = np.arange(-m, m + 1) * GRID
             h0 = np.convolve(h0, _mass(steps, 0.0, dt), mode="same")
             h1 = np.convolve(h1, _mass(steps, theta * dt, v * dt), mode="same")
