@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from toolkit.analysis.report import fallback_rates
+from toolkit.analysis.report_tables import fallback_rates
 from toolkit.export import html, kaggle
 from toolkit.record.load import load
 from toolkit.record.run_log import Run

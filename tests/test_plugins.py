@@ -98,7 +98,7 @@ def test_a_role_an_exporter_and_a_metric_added_here_reach_the_cli_the_report_and
     assert "## The Knight's blessings on the wolves' victim" in summary
     section = summary.split("## The Knight's blessings on the wolves' victim")[1].split("\n## ")[0]
     assert "| rate | ci_low | ci_high | n | n_games |" in section
-    from toolkit.analysis.report import fallback_rates
+    from toolkit.analysis.report_tables import fallback_rates
     from toolkit.record.load import load
 
     t = load(results)
@@ -118,7 +118,7 @@ def test_a_provider_registered_here_reaches_plays_help_preflight_the_widgets_and
     """A model provider's declaration (usage, example, its check, whether it reports real token usage) is what
     ``play --help``, preflight, the werewolf widget's seat boxes and the report's "token counts are estimated"
     read."""
-    from toolkit.analysis.report import tokens_estimated
+    from toolkit.analysis.report_tables import tokens_estimated
     from toolkit.llm import registry
     from toolkit.llm.offline import RandomBackend
     from toolkit.record.load import Results

@@ -100,7 +100,7 @@ def test_figures_say_what_they_pool_and_keep_their_n_labels_apart(study):
     under its day, one line each (labels above the points overlapped), and they add up to the table's n."""
     from toolkit import analysis as A
     from toolkit.analysis import plots as P
-    from toolkit.analysis.report import conclusions_pairings
+    from toolkit.analysis.report_tables import conclusions_pairings
 
     _, t = study
     assert conclusions_pairings(t.games, t.players) == 4
@@ -220,17 +220,17 @@ def test_the_conclusions_open_with_each_grid_variables_effect_unpooled(reflectio
 def test_plot_titles_and_axes_say_what_they_show(reflection_study, study):
     from toolkit import analysis as A
     from toolkit.analysis import plots as P
-    from toolkit.analysis.report import _pooled_note
+    from toolkit.analysis.werewolf_sections import pooled_note
     from toolkit.record.load import games_with_params
 
     t = load(reflection_study, complete_games=True)
     g = games_with_params(t)
-    assert _pooled_note(g, t.players, ["wolf_model", "reflection"]) == ""  # each point is one pairing
+    assert pooled_note(g, t.players, ["wolf_model", "reflection"]) == ""  # each point is one pairing
     # what a point pools, exactly: its pairings and each one's games (the old title said "up to 2 ... pooled")
-    assert _pooled_note(g, t.players, ["reflection"]) == ("2 model pairings, 12 games each (the design matrix "
+    assert pooled_note(g, t.players, ["reflection"]) == ("2 model pairings, 12 games each (the design matrix "
                                                           "splits them)")
     uneven = g[~((g["wolf_model"] == "random") & (g["reflection"] == True))]  # noqa: E712 (a column of bools)
-    assert _pooled_note(uneven, t.players, ["reflection"]).startswith("1–2 model pairings, 12 games each")
+    assert pooled_note(uneven, t.players, ["reflection"]).startswith("1–2 model pairings, 12 games each")
     fig = P.plot_win_rates(g, ["wolf_model", "reflection"])
     assert fig.axes[0].get_ylabel() == "win rate (95% CI: exact)"  # 12 games a point: exact, not Wilson
     _, s = study

@@ -98,7 +98,7 @@ def test_each_conditions_label_is_set_apart_from_its_table():
     checked on the committed example's summary.md, every section of it."""
     from pathlib import Path
 
-    from toolkit.analysis.report import error_policy_sections
+    from toolkit.analysis.report_tables import error_policy_sections
     from toolkit.record.load import Results
 
     games, players, events = study()

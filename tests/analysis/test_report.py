@@ -115,7 +115,7 @@ def test_conditions_that_share_seeds_get_a_paired_difference():
     report pairs them by seed and says so; with different seeds it prints no paired section."""
     import numpy as np
 
-    from toolkit.analysis.report import paired_sections
+    from toolkit.analysis.report_tables import paired_sections
 
     rng = np.random.default_rng(2)
     deal = rng.random(40) < 0.5
@@ -136,10 +136,10 @@ def test_elo_and_openskill_are_not_shown_in_the_default_report():
     (benchmarks/rating_simulation.py) and they have no interval: the default report leaves them out."""
     from types import SimpleNamespace
 
-    from toolkit.analysis.report import _sequential_ratings_section
+    from toolkit.analysis.werewolf_sections import sequential_ratings_section
 
     players = pd.DataFrame({"game_id": ["g"] * 2, "side": ["village", "werewolves"], "spec": ["a", "b"]})
-    text = "".join(_sequential_ratings_section(SimpleNamespace(players=players), pd.DataFrame(), []))
+    text = "".join(sequential_ratings_section(SimpleNamespace(players=players), pd.DataFrame(), []))
     assert text.startswith("Elo and OpenSkill: not shown")
 
 
@@ -183,7 +183,8 @@ def test_a_crafted_results_folder_cannot_make_the_report_write_outside_out(tmp_p
 def test_the_report_loads_only_the_calls_columns_its_sections_read(tmp_path):
     """At 100,000 games the calls table is most of the report's memory: it reads the columns its sections use,
     and those a registered metric says it reads (all but the prompts when it does not say)."""
-    from toolkit.analysis.report import REPORT_CALLS, Report, report_columns
+    from toolkit.analysis.report import Report
+    from toolkit.analysis.report_tables import REPORT_CALLS, report_columns
     from toolkit.analysis.sections import METRICS, Metric
 
     run_werewolf_cell(str(tmp_path / "r"), n_games=2, seed=0)
@@ -205,7 +206,7 @@ def test_the_report_loads_only_the_calls_columns_its_sections_read(tmp_path):
 def test_a_description_repeated_down_a_column_is_written_once_below_the_table():
     """The example's night actions repeated the Seer's, the Guard's and the Witch's bar in every row (four lines of
     a notebook's column each), the votes table the ballot's bar in each of its 34 rows: each text now once."""
-    from toolkit.analysis.report import markdown_table
+    from toolkit.analysis.report_tables import markdown_table
 
     seer = "Seer: never recheck (a uniformly random living player not checked before)"
     guard = "Guard: always protect self (where the rules allow it, else a random legal player)"
