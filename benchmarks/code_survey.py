@@ -6,7 +6,7 @@ functions over 60 lines, functions with many parameters (an AST survey of ``tool
 
 A function's length is its source lines from ``def`` to its last line (decorators and docstring included);
 parameters count every name a caller can pass (positional, keyword-only, ``*args``, ``**kwargs``), ``self`` and
-``cls`` left out.
+``cls`` left out. A long function's reason is a comment line right above it (``def`` or its decorators).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ class Survey:
     lines: Counter = field(default_factory=Counter)  # package (toolkit/<first folder>) -> lines
     long_modules: list[tuple[str, int]] = field(default_factory=list)
     long_functions: list[tuple[str, int]] = field(default_factory=list)
+    unexplained: list[tuple[str, int]] = field(default_factory=list)  # long, and no comment line above it
     wide_functions: list[tuple[str, int]] = field(default_factory=list)
     functions: int = 0
 
@@ -61,6 +62,8 @@ def survey(root: Path) -> Survey:
                 where = f"{rel}:{node.lineno} {node.name}"
                 if length > LONG_FUNCTION:
                     out.long_functions.append((where, length))
+                    if not text.splitlines()[first - 2].lstrip().startswith("#"):  # the reason, written above it
+                        out.unexplained.append((where, length))
                 if parameters(node) > MANY_PARAMETERS:
                     out.wide_functions.append((where, parameters(node)))
     return out
@@ -85,6 +88,8 @@ def table(columns: dict[str, Survey]) -> str:
     rows.append(("functions", *(str(columns[c].functions) for c in names)))
     rows.append((f"modules over {LONG_MODULE} lines", *(str(len(columns[c].long_modules)) for c in names)))
     rows.append((f"functions over {LONG_FUNCTION} lines", *(str(len(columns[c].long_functions)) for c in names)))
+    rows.append(("  of them without a reason written above",
+                 *(str(len(columns[c].unexplained)) for c in names)))
     rows.append((f"functions over {MANY_PARAMETERS} parameters",
                  *(str(len(columns[c].wide_functions)) for c in names)))
     width = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

@@ -2,7 +2,7 @@
 
 Plays GAMES seeded games per preset (classic7, standard9) and per player model (random, heuristic,
 chaos:0.3; reflection on, so reflection prompts are checked too). Each prompt is read back by
-``toolkit.werewolf.seat.completeness`` (which parses the rendered text, not the observation) and every public
+``tests/werewolf/completeness.py`` (a test oracle: it parses the rendered text, not the observation) and every public
 event so far must be in it: deaths with their night, every vote of every round (revotes marked), ties,
 eliminations, last words, claims, and every day speech either quoted or counted in an "omitted" note.
 Prints completeness per cell (target 100%) and the mean/max prompt size.
@@ -14,8 +14,10 @@ import asyncio
 import statistics
 import sys
 import time
+from pathlib import Path
 
-from toolkit.werewolf.ledger_check import check_games, new_stats
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: the oracle is in tests/
+from tests.werewolf.ledger_check import check_games, new_stats  # noqa: E402
 from toolkit.werewolf.game import GameConfig
 
 METAGPT_MEAN = 11453

@@ -1,6 +1,6 @@
 """The game record in every prompt: no public fact is ever lost, and the prompt stays bounded.
 
-The prompts are read back by ``toolkit.werewolf.seat.completeness``, which parses the rendered text (it does
+The prompts are read back by ``tests.werewolf.completeness``, which parses the rendered text (it does
 not use the observation that built it).
 """
 
@@ -9,8 +9,8 @@ import asyncio
 import pytest
 
 from toolkit.prompting.structured_call import render
-from toolkit.werewolf.ledger_check import check_games, new_stats
-from toolkit.werewolf.seat.completeness import missing
+from tests.werewolf.ledger_check import check_games, new_stats
+from tests.werewolf.completeness import missing
 from toolkit.werewolf.game import play_games, GameConfig, GameRunner
 from toolkit.werewolf.seat.observation import FULL_DAYS, observe
 from toolkit.werewolf.engine.preset import load_preset

@@ -16,7 +16,7 @@ from toolkit.prompting.structured_call import render
 from toolkit.werewolf.engine.preset import load_preset
 from toolkit.werewolf.engine.rules import PUBLIC, Game, IllegalMove
 from toolkit.werewolf.players import heuristic
-from toolkit.werewolf.seat.completeness import missing
+from tests.werewolf.completeness import missing
 from toolkit.werewolf.seat.observation import observe
 
 ROLES = {**{f"Player{i}": "Werewolf" for i in range(1, 5)}, **{f"Player{i}": "Villager" for i in range(5, 9)},

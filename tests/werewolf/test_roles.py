@@ -169,5 +169,5 @@ def test_the_engine_and_the_observation_name_no_role_but_the_werewolf():
     """rules.py (the engine), the observation and the completeness reader ask the roles; the one role they name
     is the Werewolf (every game has its victim)."""
     for path in ("toolkit/werewolf/engine/rules.py", "toolkit/werewolf/seat/observation.py",
-                 "toolkit/werewolf/seat/completeness.py"):
+                 "tests/werewolf/completeness.py"):
         assert _literals(ROOT / path) & set(registry.REGISTRY) <= {"Werewolf"}, path

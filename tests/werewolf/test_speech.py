@@ -9,7 +9,7 @@ import yaml
 
 from toolkit.record.run_log import Run
 from toolkit.record.load import load
-from toolkit.werewolf.seat.completeness import Reading
+from tests.werewolf.completeness import Reading
 from toolkit.werewolf.game import GameConfig, GameRunner
 from toolkit.werewolf.engine.preset import load_preset
 from toolkit.werewolf.engine.rules import Game

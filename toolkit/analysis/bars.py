@@ -44,25 +44,6 @@ RULE_DEFAULTS = {"self_vote": False, "vote_abstain": False, "vote_tie": "none", 
                  "doctor_self_save": False, "doctor_consecutive_saves": True}
 
 
-def preset_field(games: pd.DataFrame, name: str, default: object) -> pd.Series:
-    """A rule flag of each game's own preset (the games row's config: a preset not shipped, e.g. an imported
-    game's, is there too), else of the shipped preset of that name, else ``default``; indexed by game_id."""
-    from toolkit.werewolf.engine.preset import load_preset
-
-    def one(row: pd.Series) -> object:
-        try:
-            return json.loads(row["config"])["preset"][name]
-        except (KeyError, TypeError, ValueError):
-            try:
-                return getattr(load_preset(row["preset"]), name)
-            except (KeyError, TypeError, ValueError, AttributeError):
-                return default
-
-    if games.empty:
-        return pd.Series(dtype=object, index=pd.Index([], name="game_id"))
-    return games.set_index("game_id").apply(one, axis=1)
-
-
 def game_rules(games: pd.DataFrame | None, ids) -> pd.DataFrame:
     """Per game id (index): the rule flags the bars depend on, from each game's own preset (its config, else
     the shipped preset of its name; ``RULE_DEFAULTS`` where neither is known). Each config is read once."""

@@ -128,6 +128,7 @@ def unused_decisions(runner: Any) -> list[str]:
     return [unused for backend in backends.values() for unused in backend.unused(runner.game_id)]
 
 
+# Over 60 lines on purpose: the play command's steps in the order a user sees them (check, build, play, print).
 def run(args: argparse.Namespace) -> int:
     import asyncio
     import os

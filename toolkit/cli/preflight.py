@@ -5,6 +5,8 @@ is a ``FileError``: one line naming the option or file and the fix."""
 
 from __future__ import annotations
 
+import argparse
+
 import importlib.util
 import os
 from pathlib import Path
@@ -132,6 +134,15 @@ def check_named_specs(parameters: dict, source: str) -> None:
             except ValueError:
                 continue
             check_spec(spec, option=f"{source}: {key}", probe=False)
+
+
+def check_executor(args: argparse.Namespace) -> None:
+    """``--executor`` (dask with a ``--scheduler``, else local by default): its extra installed."""
+    from toolkit.study.executors import EXECUTORS
+
+    args.executor = "dask" if args.scheduler else args.executor or "local"
+    if EXECUTORS[args.executor].needs:
+        check_extra(EXECUTORS[args.executor].needs, EXECUTORS[args.executor].extra, f"--executor {args.executor}")
 
 
 def check_extra(module: str, extra: str, what: str) -> None:

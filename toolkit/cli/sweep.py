@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from toolkit.cli.preflight import check_extra, check_named_specs, check_spec, out_folder
+    from toolkit.cli.preflight import check_executor, check_named_specs, check_spec, out_folder
     from toolkit.core.files import FileError, SweepFile, load_file
 
     if args.workers < 1:
@@ -38,9 +38,7 @@ def run(args: argparse.Namespace) -> int:
         raise FileError(f"--shard-games must be at least 1, got {args.shard_games}")
     if args.scheduler and args.executor == "local":
         raise FileError("--scheduler needs --executor dask (a Dask scheduler's address; local workers have none)")
-    args.executor = args.executor or ("dask" if args.scheduler else "local")
-    if EXECUTORS[args.executor].needs:
-        check_extra(EXECUTORS[args.executor].needs, EXECUTORS[args.executor].extra, f"--executor {args.executor}")
+    check_executor(args)
     out_folder(args.out, "--out")
     raw = load_file(args.file, SweepFile, "sweep")
     check_named_specs({**raw.parameters, **raw.grid}, args.file)  # before the notebook machinery is imported

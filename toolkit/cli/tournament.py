@@ -48,55 +48,16 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
+    from toolkit.cli.preflight import check_executor
     from toolkit.core.files import one_line
-    from toolkit.study.tournament import (balance, expected_widths, export_tables, load_tournament, pilot_rates,
-                                          plan_from_file, run_tournament, spread)
+    from toolkit.study.tournament import export_tables, load_tournament, run_tournament
 
-    if args.scheduler:  # a Dask scheduler's address: the study runs there
-        args.executor = "dask"
-    if EXECUTORS[args.executor].needs:
-        from toolkit.cli.preflight import check_extra
-
-        check_extra(EXECUTORS[args.executor].needs, EXECUTORS[args.executor].extra, f"--executor {args.executor}")
+    check_executor(args)  # a Dask scheduler's address: the study runs there
     try:
         if args.adaptive or _design(args.file) == "adaptive":
             return _run_adaptive(args)
         if args.plan:
-            spec, plan = plan_from_file(args.file)
-            games = plan["game"].nunique()
-            show(f"{spec['name']}: {games} games in {plan['cell'].nunique()} cells")
-            show(balance(plan).to_string())
-            rate = args.village_rate
-            if rate is not None and not 0 < rate < 1:
-                raise ValueError(f"--village-rate must be between 0 and 1, got {rate}")
-            fitted = None
-            if args.pilot:
-                pilot = pilot_rates(plan, args.pilot)
-                for preset, (p, n, _) in pilot.items():
-                    show(f"pilot {preset}: the village won {p:.3f} of {n} decided games")
-                rate = {preset: p for preset, (p, _, _) in pilot.items()}
-                fitted = {preset: f for preset, (_, _, f) in pilot.items()}
-            widths, pairs = expected_widths(plan, rate, difference=args.difference, strengths=fitted)
-            for preset, part in widths.groupby("preset", sort=False):
-                show(f"\n{preset}: sized at P(village wins) = {part['p_village'].iloc[0]:.3f} "
-                      f"({part['source'].iloc[0]})")
-            at = "the pilot's fitted strengths" if fitted else "equal models"
-            show(f"\nExpected 95% half-width of each rating (logits, {at} at that rate):")
-            show(widths.drop(columns=["p_village", "source"]).to_string(index=False, float_format="{:.2f}".format))
-            models = list(dict.fromkeys(plan["spec"]))
-            show("\nThe same at other gaps between the strongest and the weakest model (evenly spaced, both sides): "
-                 "models that differ carry less information per game")
-            for gap in (0.0, 0.5, 1.0, 2.0):
-                w = expected_widths(plan, rate, difference=args.difference, strengths=spread(models, gap))[0]
-                show(f"  gap {gap:g} logits: rating half-width {w['half_width'].mean():.2f} on average, "
-                     f"{w['half_width'].max():.2f} at most")
-            if len(pairs):
-                show("\nBetween two models on a side: the half-width of their difference, the smallest true "
-                      "difference detected with 80% power after Holm's correction over the table's pairs, and the "
-                      f"power at a true difference of {args.difference:g} logits (benchmarks/plan_power.py checks "
-                      "these by simulation):")
-                show(pairs.drop(columns=["p_village"]).to_string(index=False, float_format="{:.2f}".format))
-            return 0
+            return _plan(args)
         summary = run_tournament(args.file, workers=args.workers, executor=args.executor,
                                  scheduler=args.scheduler, results_root=args.out, max_usd=args.max_usd,
                                  max_tokens=args.max_tokens, at_cap=args.at_cap)
@@ -114,6 +75,47 @@ def run(args: argparse.Namespace) -> int:
     if (line := endpoints_line(Path(args.out) / load_tournament(args.file)["name"])) is not None:
         show(line)
     return cells_line(summary)
+
+
+def _plan(args: argparse.Namespace) -> int:
+    """``--plan``: the schedule's balance and size, and the expected width of every rating; nothing is run."""
+    from toolkit.study.tournament import balance, expected_widths, pilot_rates, plan_from_file, spread
+
+    spec, plan = plan_from_file(args.file)
+    games = plan["game"].nunique()
+    show(f"{spec['name']}: {games} games in {plan['cell'].nunique()} cells")
+    show(balance(plan).to_string())
+    rate = args.village_rate
+    if rate is not None and not 0 < rate < 1:
+        raise ValueError(f"--village-rate must be between 0 and 1, got {rate}")
+    fitted = None
+    if args.pilot:
+        pilot = pilot_rates(plan, args.pilot)
+        for preset, (p, n, _) in pilot.items():
+            show(f"pilot {preset}: the village won {p:.3f} of {n} decided games")
+        rate = {preset: p for preset, (p, _, _) in pilot.items()}
+        fitted = {preset: f for preset, (_, _, f) in pilot.items()}
+    widths, pairs = expected_widths(plan, rate, difference=args.difference, strengths=fitted)
+    for preset, part in widths.groupby("preset", sort=False):
+        show(f"\n{preset}: sized at P(village wins) = {part['p_village'].iloc[0]:.3f} "
+              f"({part['source'].iloc[0]})")
+    at = "the pilot's fitted strengths" if fitted else "equal models"
+    show(f"\nExpected 95% half-width of each rating (logits, {at} at that rate):")
+    show(widths.drop(columns=["p_village", "source"]).to_string(index=False, float_format="{:.2f}".format))
+    models = list(dict.fromkeys(plan["spec"]))
+    show("\nThe same at other gaps between the strongest and the weakest model (evenly spaced, both sides): "
+         "models that differ carry less information per game")
+    for gap in (0.0, 0.5, 1.0, 2.0):
+        w = expected_widths(plan, rate, difference=args.difference, strengths=spread(models, gap))[0]
+        show(f"  gap {gap:g} logits: rating half-width {w['half_width'].mean():.2f} on average, "
+             f"{w['half_width'].max():.2f} at most")
+    if len(pairs):
+        show("\nBetween two models on a side: the half-width of their difference, the smallest true "
+              "difference detected with 80% power after Holm's correction over the table's pairs, and the "
+              f"power at a true difference of {args.difference:g} logits (benchmarks/plan_power.py checks "
+              "these by simulation):")
+        show(pairs.drop(columns=["p_village"]).to_string(index=False, float_format="{:.2f}".format))
+    return 0
 
 
 def _design(path: str) -> str | None:

@@ -100,6 +100,16 @@ def game_context(results, game_id: str, content: bool = True) -> dict[str, Any]:
                            "calls": [call_view(c, content) for c in rows]})
     days = sorted({b["day"] for b in blocks})
     views = {name: kind.view for name, kind in kinds.items()}
+    votes = vote_grids(events, seats, days, views)
+    beliefs = belief_grids(pick["beliefs"], roles)
+    death = {s["seat"]: s for s in seats}
+    alive = [{"day": d, "alive": set(alive_at_dawn.get(d, []))} for d in days if d in alive_at_dawn]
+    return {"game": game, "seats": seats, "roles": roles, "blocks": blocks, "votes": votes, "beliefs": beliefs,
+            "alive": alive, "death": death, "content": content, "n_calls": sum(len(b["calls"]) for b in blocks)}
+
+
+def vote_grids(events: list[dict], seats: list[dict], days: list[int], views: dict[str, str]) -> list[dict]:
+    """Each day's ballots as a grid, voters by targets (first round and revote marked), with the totals."""
     votes = []
     for day in days:
         ballots = [e for e in events if views.get(e["kind"]) == "vote" and int(e["day"]) == day]
@@ -116,8 +126,13 @@ def game_context(results, game_id: str, content: bool = True) -> dict[str, Any]:
                                for v in voters],
                       "totals": [sum(1 for b in ballots if b["target"] == t and b["phase"] == "day_vote")
                                  for t in targets]})
+    return votes
+
+
+def belief_grids(rows_of_beliefs: Any, roles: dict[str, str]) -> list[dict]:
+    """Each seat's last belief about every other seat, day by day, in seat order."""
     beliefs = []
-    for seat, rows in by_key(pick["beliefs"], "seat").items():
+    for seat, rows in by_key(rows_of_beliefs, "seat").items():
         abouts = sorted({r["about"] for r in rows}, key=lambda s: seat_order({"seat": s}))
         last: dict[tuple, dict] = {}
         for r in rows:
@@ -126,10 +141,7 @@ def game_context(results, game_id: str, content: bool = True) -> dict[str, Any]:
         beliefs.append({"seat": seat, "role": roles.get(seat), "abouts": abouts, "rows": [
             {"day": d, "cells": [last.get((d, a)) for a in abouts]} for d in bdays]})
     beliefs.sort(key=lambda b: seat_order({"seat": b["seat"]}))
-    death = {s["seat"]: s for s in seats}
-    alive = [{"day": d, "alive": set(alive_at_dawn.get(d, []))} for d in days if d in alive_at_dawn]
-    return {"game": game, "seats": seats, "roles": roles, "blocks": blocks, "votes": votes, "beliefs": beliefs,
-            "alive": alive, "death": death, "content": content, "n_calls": sum(len(b["calls"]) for b in blocks)}
+    return beliefs
 
 
 def session_context(results, session_id: str, trajectory: dict | None, content: bool = True) -> dict[str, Any]:

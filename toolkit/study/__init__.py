@@ -1,4 +1,5 @@
-"""Studies: one cell of an experiment (``run_werewolf_cell``, ``play_werewolf_cell`` and its ``cell_summary``,
+"""Studies: one cell of an experiment (``run_werewolf_cell``, ``play_werewolf_cell`` of a ``WerewolfCell``'s
+settings and its ``cell_summary``,
 ``run_engineer_cell``), a sweep file over a grid of
 cells (``run_sweep``), a tournament file (``load_tournament``, ``schedule``).
 
@@ -11,6 +12,7 @@ from toolkit.core.lazy import face
 _WHERE = {
     "run_werewolf_cell": "toolkit.study.experiments",
     "play_werewolf_cell": "toolkit.study.experiments",
+    "WerewolfCell": "toolkit.study.experiments",
     "cell_summary": "toolkit.study.experiments",
     "run_engineer_cell": "toolkit.study.experiments",
     "run_sweep": "toolkit.study.sweep",

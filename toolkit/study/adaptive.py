@@ -210,6 +210,8 @@ def run_adaptive(path: str | Path | dict[str, Any], results_root: str | Path = "
                         (submit, batch_games))
 
 
+# Over 60 lines on purpose: one loop (finish the recorded rounds, then plan, play and absorb new ones until a
+# stop) whose small closures share its bar, schedule and coordinator; split, each piece would take most of them.
 def _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_tokens, at_cap, on_game,
          pool=None) -> Status:
     spec = path if isinstance(path, dict) else adaptive_spec(path)

@@ -17,10 +17,10 @@ __all__ = ["EXECUTORS", "Executor", "work_pool"]
 
 @dataclass(frozen=True)
 class Executor:
-    """``cells(todo, workers, scheduler)`` runs a sweep's cells and yields each one's status as it ends (no cell
-    starts after one found its endpoint dead); ``pool(workers, scheduler)`` is a context giving a ``submit`` whose
-    futures' ``result()`` waits for a piece. Each is a function or ``"module:function"``. ``needs``: a module it
-    imports (checked before anything starts), in the extra ``extra``."""
+    """``cells(run, todo, workers, scheduler)`` runs ``run`` (a sweep's ``execute_cell``) on each cell and yields
+    each one's status as it ends (no cell starts after one found its endpoint dead); ``pool(workers, scheduler)``
+    is a context giving a ``submit`` whose futures' ``result()`` waits for a piece. Each is a function or
+    ``"module:function"``. ``needs``: a module it imports (checked before anything starts), in ``extra``."""
 
     name: str
     summary: str

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import fcntl
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -341,59 +341,90 @@ def _rows(results_dir: str | Path, table: str, columns: list[str], games: pd.Cat
     return frame.drop_duplicates(list(KEYS[table]), ignore_index=True)
 
 
-def run_werewolf_cell(results_dir: str, preset: str = "classic7", n_games: int = 20, seed: int = 0,
-                      model: str = "heuristic", wolf_model: str | None = None, village_model: str | None = None,
-                      seats: dict[str, str] | None = None, reflection: bool = False, experience: bool = False,
-                      temperature: float | None = None, concurrency: int = 16, experiment: str = "werewolf",
-                      progress: bool = False, max_usd: float | None = None, max_tokens: int | None = None,
-                      at_cap: str = "stop", spend_dir: str | None = None,
-                      error_policy: str | None = None, on_endpoint_failure: str = "wait") -> Results:
+@dataclass(frozen=True)
+class WerewolfCell:
+    """One werewolf cell's settings (a sweep cell's parameters, the werewolf notebook's), recorded as its run's
+    config. ``n_games`` seeded games from ``seed``; ``model`` plays every seat unless ``wolf_model`` or
+    ``village_model`` (a side's seats) or ``seats`` (a seat: ``{"Player3": "random"}``) says otherwise;
+    ``max_usd``/``max_tokens``: a spending cap (``toolkit.llm.budget``) over ``spend_dir``'s ledger (default: the
+    cell's own); at the cap no new game starts, and games in flight stop or finish as ``at_cap`` says.
+    ``error_policy``: ``fallback``, ``forfeit`` or ``eliminate_after:N`` (None: the preset's).
+    ``on_endpoint_failure``: ``wait`` (the endpoint's failures are not the seats'; a dead endpoint stops the cell
+    with ``EndpointDown``) or ``fallback`` (Kaggle-style: they are the seats' failed decisions, judged by the error
+    policy; a dead endpoint still stops the cell)."""
+
+    results_dir: str
+    preset: str = "classic7"
+    n_games: int = 20
+    seed: int = 0
+    model: str = "heuristic"
+    wolf_model: str | None = None
+    village_model: str | None = None
+    seats: dict[str, str] | None = None
+    reflection: bool = False
+    experience: bool = False
+    temperature: float | None = None
+    concurrency: int = 16  # games played at once (model calls are capped per endpoint too)
+    experiment: str = "werewolf"
+    progress: bool = False  # a progress bar of the games
+    max_usd: float | None = None
+    max_tokens: int | None = None
+    at_cap: str = "stop"
+    spend_dir: str | None = None
+    error_policy: str | None = None
+    on_endpoint_failure: str = "wait"
+
+    def settings(self) -> dict[str, object]:
+        """What the run records as its config (and ``check_werewolf_parameters`` checks): every setting but the
+        progress bar."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "progress"}
+
+    def game_config(self) -> GameConfig:
+        """Every game's configuration but its seed."""
+        pool = ExperiencePool(Path(self.results_dir) / "experience" / "pool.jsonl", version=self.experiment) \
+            if self.experience else None
+        side_models = {side: m for side, m in (("werewolves", self.wolf_model), ("village", self.village_model))
+                       if m}
+        return GameConfig(preset=self.preset, model=self.model, seats=dict(self.seats or {}), side_models=side_models,
+                          reflection=self.reflection, experience=self.experience, temperature=self.temperature,
+                          experience_pool=pool, error_policy=self.error_policy,
+                          on_endpoint_failure=self.on_endpoint_failure)
+
+    def specs(self) -> list[str]:
+        return [m for m in (self.model, self.wolf_model, self.village_model, *(self.seats or {}).values()) if m]
+
+
+def run_werewolf_cell(cell: WerewolfCell | str, **settings: object) -> Results:
     """``play_werewolf_cell``, then the cell's tables without the prompts (``calls.messages``, most of a study's
     bytes: ``load(results_dir)`` reads them). A large cell's summary reads far less: ``cell_summary``."""
-    play_werewolf_cell(**locals())
-    return load(results_dir, complete_games=True, columns=WITHOUT_PROMPTS)
+    cell = cell if isinstance(cell, WerewolfCell) else WerewolfCell(cell, **settings)  # type: ignore[arg-type]
+    play_werewolf_cell(cell)
+    return load(cell.results_dir, complete_games=True, columns=WITHOUT_PROMPTS)
 
 
-def play_werewolf_cell(results_dir: str, preset: str = "classic7", n_games: int = 20, seed: int = 0,
-                       model: str = "heuristic", wolf_model: str | None = None, village_model: str | None = None,
-                       seats: dict[str, str] | None = None, reflection: bool = False, experience: bool = False,
-                       temperature: float | None = None, concurrency: int = 16, experiment: str = "werewolf",
-                       progress: bool = False, max_usd: float | None = None, max_tokens: int | None = None,
-                       at_cap: str = "stop", spend_dir: str | None = None, error_policy: str | None = None,
-                       on_endpoint_failure: str = "wait") -> None:
-    """Play a cell's seeded games into ``results_dir`` (finished seeds skipped). ``max_usd``/``max_tokens``:
-    a spending cap (``toolkit.llm.budget``) over ``spend_dir``'s ledger; at the cap no new game starts and
-    ``BudgetReached`` says what was spent and what is left. ``error_policy``: ``fallback``, ``forfeit`` or
-    ``eliminate_after:N`` (None: the preset's). ``on_endpoint_failure``: ``wait`` (the endpoint's failures are not
-    the seats'; a dead endpoint stops the cell with ``EndpointDown``) or ``fallback`` (Kaggle-style: they are the
-    seats' failed decisions, judged by the error policy; a dead endpoint still stops the cell)."""
-    params = {k: v for k, v in locals().items() if k not in ("progress",)}
-    check_werewolf_parameters(params)  # a seat the preset lacks would be ignored: every game all-default
-    budget = cell_budget(results_dir, max_usd, max_tokens, at_cap, spend_dir)
-    with cell_lock(results_dir):
-        done = finished_seeds(results_dir)
-        todo = [s for s in range(seed, seed + n_games) if s not in done]
-        if todo:
-            pool = ExperiencePool(Path(results_dir) / "experience" / "pool.jsonl", version=experiment) \
-                if experience else None
-            side_models = {side: m for side, m in (("werewolves", wolf_model), ("village", village_model)) if m}
-            configs = SeededConfigs(GameConfig(preset=preset, model=model, seats=dict(seats or {}),
-                                               side_models=side_models, reflection=reflection,
-                                               experience=experience, temperature=temperature,
-                                               experience_pool=pool, error_policy=error_policy,
-                                               on_endpoint_failure=on_endpoint_failure), todo)
-            bar = None
-            if progress:
-                bar = tqdm(total=len(todo), desc="games")
-            try:
-                specs = [m for m in (model, wolf_model, village_model, *(seats or {}).values()) if m]
-                record = unfinished_record(results_dir)
-                with Run(results_dir, experiment, config=params, seed=seed, specs=specs) as run:
-                    play_capped(configs, run, budget, record=record, concurrency=concurrency,
-                                on_result=(lambda _: bar.update()) if bar else None)
-            finally:
-                if bar:
-                    bar.close()
+def play_werewolf_cell(cell: WerewolfCell | str, **settings: object) -> None:
+    """Play a cell's seeded games into its ``results_dir`` (finished seeds skipped): a ``WerewolfCell``, or its
+    results folder and settings as keywords (``play_werewolf_cell("results/x", n_games=20, model="random")``; an
+    unknown one is a TypeError naming it)."""
+    cell = cell if isinstance(cell, WerewolfCell) else WerewolfCell(cell, **settings)  # type: ignore[arg-type]
+    check_werewolf_parameters(cell.settings())  # a seat the preset lacks would be ignored: every game all-default
+    budget = cell_budget(cell.results_dir, cell.max_usd, cell.max_tokens, cell.at_cap, cell.spend_dir)
+    with cell_lock(cell.results_dir):
+        done = finished_seeds(cell.results_dir)
+        todo = [s for s in range(cell.seed, cell.seed + cell.n_games) if s not in done]
+        if not todo:
+            return
+        configs = SeededConfigs(cell.game_config(), todo)
+        bar = tqdm(total=len(todo), desc="games") if cell.progress else None
+        try:
+            record = unfinished_record(cell.results_dir)
+            with Run(cell.results_dir, cell.experiment, config=cell.settings(), seed=cell.seed,
+                     specs=cell.specs()) as run:
+                play_capped(configs, run, budget, record=record, concurrency=cell.concurrency,
+                            on_result=(lambda _: bar.update()) if bar else None)
+        finally:
+            if bar:
+                bar.close()
 
 
 def tasks_done(sessions: pd.DataFrame | None) -> set[str]:

@@ -409,17 +409,17 @@ def _shared_limits(folder: Path, scheduler: str | None) -> Any:
 
 def _execute(todo: list[Cell], statuses: list[dict], bar: Any, workers: int, executor: str,
              scheduler: str | None) -> None:
-    for status in EXECUTORS.one(executor).resolve("cells")(todo, workers, scheduler):
+    for status in EXECUTORS.one(executor).resolve("cells")(execute_cell, todo, workers, scheduler):
         statuses.append(status)
         bar.update()
 
 
-def _local_cells(todo: list[Cell], workers: int, scheduler: str | None) -> Iterator[dict]:
-    """Cells are handed to the pool as workers free up (a submitted cell cannot be taken back once the pool has
-    queued it): a dead endpoint stops the study, and no cell not yet started starts."""
+def _local_cells(run: Any, todo: list[Cell], workers: int, scheduler: str | None) -> Iterator[dict]:
+    """``run`` of each cell, handed to the pool as workers free up (a submitted cell cannot be taken back once the
+    pool has queued it): a dead endpoint stops the study, and no cell not yet started starts."""
     with ProcessPoolExecutor(max_workers=workers, initializer=_die_with_parent) as pool:
         waiting, dead = iter(todo), False
-        running = {pool.submit(execute_cell, c) for c in itertools.islice(waiting, workers)}
+        running = {pool.submit(run, c) for c in itertools.islice(waiting, workers)}
         while running:
             done, running = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
@@ -427,14 +427,14 @@ def _local_cells(todo: list[Cell], workers: int, scheduler: str | None) -> Itera
                 dead = dead or bool(status.get("endpoint"))
                 yield status
             if not dead:
-                running |= {pool.submit(execute_cell, c) for c in itertools.islice(waiting, len(done))}
+                running |= {pool.submit(run, c) for c in itertools.islice(waiting, len(done))}
 
 
-def _dask_cells(todo: list[Cell], workers: int, scheduler: str | None) -> Iterator[dict]:
+def _dask_cells(run: Any, todo: list[Cell], workers: int, scheduler: str | None) -> Iterator[dict]:
     from dask.distributed import as_completed as dask_completed  # the optional `dask` extra
 
     with dask_client(scheduler, workers) as client:
-        futures = client.map(execute_cell, todo, pure=False)
+        futures = client.map(run, todo, pure=False)
         for future in dask_completed(futures):
             if future.cancelled():
                 continue

@@ -42,14 +42,13 @@ class Kind:
         return resolve(self.problem)() if self.problem else None
 
 
-KINDS: Registry[Kind] = Registry("environment")
-get = KINDS.one
-
-
-def register(kind: Kind) -> Kind:
+def _check(kind: Kind) -> None:
     if kind.name == AUTO:
         raise ValueError(f"{AUTO!r} is not a kind: it chooses one")
-    return KINDS.register(kind)
+
+
+KINDS: Registry[Kind] = Registry("environment", check=_check)
+register, get = KINDS.register, KINDS.one
 
 
 def choices() -> list[str]:

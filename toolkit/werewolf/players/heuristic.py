@@ -58,16 +58,14 @@ def decide(obs: dict[str, Any], rng: random.Random) -> dict[str, Any]:
 
 
 def role_play(role_name: str | None, action: str) -> Any:
-    """The play a role declares for one of its decisions (``Role.plays``, or its ``heuristic``); a decision of
-    another role's (the wolves' hunt asked of a seat whose own role is shown otherwise) is found in the registry."""
-    for role in [REGISTRY[role_name]] if role_name in REGISTRY else []:
-        if action in role.plays:
-            return resolve(role.plays[action])
-        if action in role.actions and role.heuristic is not None:
-            return lambda obs, choices, rng: role.heuristic(action, obs, choices, rng)
-    for role in REGISTRY.values():
-        if action in role.actions and (action in role.plays or role.heuristic is not None):
-            return role_play(role.name, action)
+    """The play a role declares for one of its decisions (``Role.plays``, else its ``heuristic``): the asked seat's
+    role's, else that of a role whose decision it is (the wolves' hunt)."""
+    owner = REGISTRY.get(role_name) if action in getattr(REGISTRY.get(role_name), "actions", ()) else \
+        next((r for r in REGISTRY.values() if action in r.actions), None)
+    if owner is not None and action in owner.plays:
+        return resolve(owner.plays[action])
+    if owner is not None and owner.heuristic is not None:
+        return lambda obs, choices, rng: owner.heuristic(action, obs, choices, rng)
     raise ValueError(f"the heuristic player has no play for {action!r} (nor does a registered role)")
 
 

@@ -35,13 +35,7 @@ def _check(role: Role) -> None:
 
 
 REGISTRY: Registry[Role] = Registry("role", check=_check)
-register = REGISTRY.register
-
-
-def get(name: str) -> Role:
-    if name not in REGISTRY:
-        raise KeyError(f"unknown role {name!r}; roles are {', '.join(REGISTRY)}")
-    return REGISTRY[name]
+register, get = REGISTRY.register, REGISTRY.one
 
 
 def side_of(role: str) -> str:

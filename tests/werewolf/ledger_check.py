@@ -1,4 +1,4 @@
-"""Games played with every prompt checked by the independent reader of ``seat.completeness``: each seat's
+"""Games played with every prompt checked by the independent reader of ``tests.werewolf.completeness``: each seat's
 backend is wrapped so that, before it answers, the prompt is read back against the game so far. Used by
 tests/werewolf/test_game_record.py and benchmarks/ledger_completeness.py."""
 
@@ -9,7 +9,7 @@ from typing import Any
 from toolkit.llm import Backend, Model
 from toolkit.werewolf.engine.rules import PUBLIC
 from toolkit.werewolf.game import GameRunner
-from toolkit.werewolf.seat.completeness import missing
+from tests.werewolf.completeness import missing
 
 
 class _Checking(Backend):

@@ -7,7 +7,8 @@ observation code that built the prompt: it parses what the model would read. Spe
 only where the prompt says so (the counts in "N speeches of day D omitted" must add up).
 
 Used by tests/werewolf/test_game_record.py and benchmarks/ledger_completeness.py (through
-``toolkit.werewolf.ledger_check``, which plays games with every prompt checked).
+``tests.werewolf.ledger_check``, which plays games with every prompt checked): a test oracle, so it lives with the
+tests, not in the package.
 """
 
 from __future__ import annotations

@@ -1,0 +1,33 @@
+"""A werewolf cell's settings are one typed object (``WerewolfCell``), not 19 parameters passed on with
+``**locals()``: the run records the same config as before, a mistyped setting is one TypeError naming it, and the
+werewolf notebook's parameters are exactly the cell's settings."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from toolkit.study.experiments import WerewolfCell, play_werewolf_cell
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_cells_settings_are_one_object_and_a_misspelt_one_is_refused():
+    cell = WerewolfCell("results/x", n_games=3, wolf_model="random", seats={"Player3": "random"})
+    settings = cell.settings()
+    assert list(settings)[:4] == ["results_dir", "preset", "n_games", "seed"] and "progress" not in settings
+    assert cell.specs() == ["heuristic", "random", "random"]
+    assert cell.game_config().side_models == {"werewolves": "random"}
+    with pytest.raises(TypeError, match="n_game"):
+        play_werewolf_cell("results/x", n_game=3)
+
+
+def test_the_werewolf_notebooks_parameters_are_the_cells_settings():
+    notebook = json.loads((ROOT / "experiments" / "werewolf.ipynb").read_text())
+    source = next("".join(c["source"]) for c in notebook["cells"] if "parameters" in c["metadata"].get("tags", []))
+    names = {line.split("=")[0].strip() for line in source.splitlines() if "=" in line and not line.startswith("#")}
+    fields = {f.name for f in dataclasses.fields(WerewolfCell)}
+    assert names == fields - {"experiment", "progress"}
