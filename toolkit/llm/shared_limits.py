@@ -12,6 +12,9 @@ processes it starts inherit it):
   once (the count of requests in flight, a hint kept beside the figures, is recounted from the locks when it
   says the window is full). No server to run: the file system is the coordinator (``flock``/``lockf`` is what
   ``filelock`` and SQLite build on; neither offers counting slots that die with their process).
+- a Dask scheduler's address (``tcp://HOST:8786``): ``dask_limits.DaskStore``, for the processes of a study on a
+  Dask cluster whose machines share no folder: the figures are kept by the scheduler in Dask's own Variable, Lock
+  and Semaphore (a dead process's slots come back when its leases expire).
 - unset: each process keeps its own (``gate.MemoryStore``), as before.
 """
 
@@ -28,6 +31,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from toolkit.llm import limits as L
+from toolkit.llm.dask_limits import DaskStore, is_address
 from toolkit.llm.limits import Limits, State, Ticket
 
 ENV = "TOOLKIT_SHARED_LIMITS"
@@ -55,12 +59,28 @@ def shared(where: str | os.PathLike) -> Iterator[str]:
         _STORES.clear()
 
 
+def study_limits(folder: str | os.PathLike, scheduler: str | None = None) -> str:
+    """Where a study's workers share their limits: ``TOOLKIT_SHARED_LIMITS`` when it is set already, else the Dask
+    scheduler's address when the study runs on a cluster started elsewhere (its machines may share no folder:
+    ``dask_limits``), else the study's ``folder`` (its workers run on this machine)."""
+    return os.environ.get(ENV, "").strip() or scheduler or str(folder)
+
+
+def adopt(where: str | None) -> None:
+    """In a worker: share the study's limits through ``where`` (``study_limits``) unless the worker was started
+    with its own ``TOOLKIT_SHARED_LIMITS`` (a folder its machines share); kept for the worker's life."""
+    if where and not os.environ.get(ENV, "").strip():
+        os.environ[ENV] = where
+
+
 def store_for(endpoint: str, limits: Limits) -> Any:
     """The shared store of ``endpoint`` named by ``TOOLKIT_SHARED_LIMITS``, or None (the gate keeps its own)."""
     where = os.environ.get(ENV, "").strip()
     if not where:
         return None
     key = (os.getpid(), where, endpoint)
+    if key not in _STORES and is_address(where):
+        _STORES[key] = DaskStore(where, digest(endpoint), limits)
     if key not in _STORES:
         folder = Path(where)
         folder.mkdir(parents=True, exist_ok=True)

@@ -32,6 +32,7 @@ import pandas as pd
 from toolkit.analysis import sequential as S
 from toolkit.llm.budget import BudgetReached
 from toolkit.llm.health import EndpointDown
+from toolkit.llm.shared_limits import study_limits
 from toolkit.record.load import LoadWarning, load
 from toolkit.study.batches import BATCH_GAMES, play_round
 from toolkit.study.tournament import load_tournament, run_cell, village_rate
@@ -207,7 +208,7 @@ def run_adaptive(path: str | Path | dict[str, Any], results_root: str | Path = "
             return _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_tokens, at_cap, on_game)
         with work_pool(workers, executor, scheduler) as submit:
             return _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_tokens, at_cap, on_game,
-                        (submit, batch_games))
+                        (submit, batch_games, scheduler))
 
 
 # Over 60 lines on purpose: one loop (finish the recorded rounds, then plan, play and absorb new ones until a
@@ -234,6 +235,7 @@ def _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_t
         rows = sched[sched["round"] == rnd]
         if pool is not None:  # the round's batches on the workers; this process decides
             capped = play_round(rows, folder, schedule_path, pool[0], pool[1], on_batch=some_games,
+                                limits=study_limits(folder / ".limits", pool[2]),  # one limit per endpoint
                                 reflection=bool(spec.get("reflection", False)),
                                 concurrency=int(spec.get("concurrency", 16)), max_usd=max_usd, max_tokens=max_tokens,
                                 at_cap=at_cap, spend_dir=str(folder),

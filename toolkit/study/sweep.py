@@ -8,7 +8,6 @@ a failed cell is recorded with its error and does not stop the others, and the s
 from __future__ import annotations
 
 import ast
-import contextlib
 import ctypes
 import hashlib
 import itertools
@@ -21,7 +20,7 @@ import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -31,7 +30,7 @@ from tqdm.auto import tqdm
 from toolkit import analysis as A
 from toolkit.analysis import plots as P
 from toolkit.llm.llama_server import study_server
-from toolkit.llm.shared_limits import ENV, shared
+from toolkit.llm.shared_limits import ENV, shared, study_limits
 from toolkit.record.load import games_with_params, load
 from toolkit.record.tables import TABLES
 from toolkit.core import data
@@ -58,6 +57,7 @@ class Cell:
     folder: str
     parameters: dict[str, Any]
     grid_values: dict[str, Any]
+    limits: str | None = None  # where the study's workers share their endpoints' limits (run_sweep sets it)
 
 
 def _slug(value: Any) -> str:
@@ -179,16 +179,18 @@ def load_sweep(path: str | Path, results_root: str | Path = "results") -> tuple[
     return spec, cells
 
 
-def kernel_logged_to(path: Path) -> type:
-    """A kernel manager whose kernel writes its own stdout and stderr to ``path``. The kernel logs
+def kernel_logged_to(path: Path, limits: str | None = None) -> type:
+    """A kernel manager whose kernel writes its own stdout and stderr to ``path`` (and shares its endpoints'
+    limits through ``limits`` unless this process has ``TOOLKIT_SHARED_LIMITS`` of its own). The kernel logs
     "KeyboardInterrupt caught in kernel." as an ERROR when it is shut down after a successful cell: noise on
     the sweep's terminal, kept in the cell's folder instead (with anything else the kernel says)."""
     from jupyter_client.manager import AsyncKernelManager
 
     class KernelLogged(AsyncKernelManager):
         async def start_kernel(self, **kw):
+            env = {**kw.pop("env", os.environ), ENV: os.environ.get(ENV) or limits or ""}
             with open(path, "ab") as log:  # the kernel process holds its own copy of the descriptor
-                return await super().start_kernel(stdout=log, stderr=log, **kw)
+                return await super().start_kernel(stdout=log, stderr=log, env=env, **kw)
 
     return KernelLogged
 
@@ -233,7 +235,8 @@ def execute_cell(cell: Cell) -> dict[str, Any]:
     spending cap stopped (or kept from starting) is ``capped``: not done, so a rerun with a higher cap plays
     the rest of it. The secrets the cell's parameters carry (a model URL's password) are registered in this
     worker first, so its notebook, status and error are written masked; the kernel registers them itself when
-    it parses the spec."""
+    it parses the spec. ``cell.limits``: where the study's workers share their endpoints' limits
+    (``toolkit.llm.shared_limits.study_limits``), given to the kernel unless this worker has its own."""
     import papermill  # its Jupyter stack takes seconds to import: only sweeps need it, not every CLI command
     from papermill.iorw import papermill_io
 
@@ -253,7 +256,7 @@ def execute_cell(cell: Cell) -> dict[str, Any]:
         papermill.execute_notebook(cell.notebook, MASKED + str((folder / "notebook.ipynb").resolve()),
                                    parameters=cell.parameters,
                                    kernel_name="python3", progress_bar=False, cwd=str(REPO),
-                                   kernel_manager_class=kernel_logged_to(folder / "kernel.log"))
+                                   kernel_manager_class=kernel_logged_to(folder / "kernel.log", cell.limits))
         status.update(ok=True, error=None)
         (folder / "FAILED.json").unlink(missing_ok=True)
     except papermill.PapermillExecutionError as exc:
@@ -380,9 +383,11 @@ def run_sweep(path: str | Path, workers: int = 1, executor: str = "local", sched
     # One llama-server for every cell that uses the `local` model, owned by this process (not on a remote
     # cluster, whose workers cannot reach 127.0.0.1 here: there each cell starts its own).
     found: list[dict] = []
+    # One limit per endpoint for every worker: given to each cell (a worker on another machine inherits nothing)
+    limits = study_limits(Path(results_root) / spec["name"] / ".limits", scheduler)
+    run = [replace(u, limits=limits) for u in run]
     try:
-        with study_server(set().union(*(cell_specs(c) for c in todo)) if scheduler is None else ()), \
-                _shared_limits(Path(results_root) / spec["name"], scheduler):
+        with study_server(set().union(*(cell_specs(c) for c in todo)) if scheduler is None else ()), shared(limits):
             _execute(run, found, bar, workers, executor, scheduler)
     finally:  # a cell whose shards all ended is done (its DONE.json) even when the sweep is stopped
         parts.update((s["cell_id"], s) for s in found)
@@ -395,16 +400,6 @@ def run_sweep(path: str | Path, workers: int = 1, executor: str = "local", sched
         summary.attrs["budget"] = budget.line() + (f"; {capped} cell{'s' * (capped != 1)} stopped at the cap "
                                                    "(a rerun with a higher cap plays the rest)" if capped else "")
     return summary
-
-
-def _shared_limits(folder: Path, scheduler: str | None) -> Any:
-    """One limit per endpoint for every worker of the sweep (toolkit.llm.shared_limits): the workers this process
-    starts (local processes, a local Dask cluster) and their kernels inherit ``TOOLKIT_SHARED_LIMITS``, a folder of
-    the sweep's unless it is set already. A remote cluster's workers do not inherit it: set it on them (a folder
-    every machine shares)."""
-    if os.environ.get(ENV) or scheduler is not None:
-        return contextlib.nullcontext()
-    return shared(folder / ".limits")
 
 
 def _execute(todo: list[Cell], statuses: list[dict], bar: Any, workers: int, executor: str,

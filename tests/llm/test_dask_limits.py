@@ -1,0 +1,100 @@
+"""One limit per endpoint for the workers of a Dask cluster, kept by its scheduler with Dask's own primitives
+(toolkit.llm.dask_limits): a real LocalCluster (a scheduler and worker processes), real HTTP to the loopback
+server enforcing a concurrency limit with 429s. Each worker plays in a working folder of its own, as workers on
+machines that share no folder do. Before dask_limits a scheduler's address in TOOLKIT_SHARED_LIMITS was taken for
+a folder (relative to each worker's working folder: one per worker), so each worker kept its own limit: both
+tests fail there (429s and 8 in flight; the other worker's requests go while the holder lives)."""
+
+import os
+import signal
+import time
+
+import pytest
+
+from toolkit.testing.loopback_server import FakeOpenAIServer
+
+pytest.importorskip("dask.distributed")
+
+
+def play(spec: str, n: int, where: str, folder: str, start_at: float = 0.0) -> dict:
+    """On a worker: ``n`` calls at once to ``spec`` from ``start_at`` (``time.time()``) on, its limits shared
+    through ``where``."""
+    import asyncio
+
+    from toolkit.llm import Request, get_model
+
+    os.makedirs(folder, exist_ok=True)
+    os.chdir(folder)  # a working folder of its own: no folder shared with the other workers
+    os.environ["TOOLKIT_SHARED_LIMITS"] = where
+
+    async def main() -> dict:
+        model = get_model(spec, backoff_initial_s=0.05, max_attempts=40, max_total_wait_s=120)
+        await asyncio.sleep(max(0.0, start_at - time.time()))  # both workers at once
+        began = time.time()
+        calls = await asyncio.gather(*(model.generate(Request(messages=[{"role": "user", "content": str(i)}]))
+                                       for i in range(n)))
+        return {"answered": sum(c.completion is not None for c in calls),
+                "retried": sum(len(c.attempts) for c in calls), "during": (began, time.time())}
+
+    return asyncio.run(main())
+
+
+def warm_up() -> None:
+    """On each worker: what ``play`` imports, and this process's client of the scheduler."""
+    import toolkit.llm  # noqa: F401
+    import toolkit.llm.shared_limits  # noqa: F401
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    import dask
+    from dask.distributed import Client, LocalCluster
+
+    # leases of a dead worker come back after 2 s here (30 s by default), checked every 0.5 s
+    with dask.config.set({"distributed.scheduler.locks.lease-timeout": "2s",
+                          "distributed.scheduler.locks.lease-validation-interval": "0.5s"}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as local, \
+            Client(local) as client:
+        yield client
+
+
+@pytest.mark.slow
+def test_two_dask_workers_keep_to_one_concurrency_limit_through_the_scheduler(tmp_path, cluster):
+    address = cluster.scheduler.address
+    cluster.run(warm_up)  # imports done before the clock starts: the two workers' calls overlap
+    with FakeOpenAIServer(latency=0.2, capacity=4, retry_after=0.2) as server:
+        spec, start_at = f"openai:ok@{server.base_url}?max_connections=4", time.time() + 3
+        futures = [cluster.submit(play, spec, 20, address, str(tmp_path / f"w{i}"), start_at, pure=False,
+                                  workers=[w]) for i, w in enumerate(cluster.scheduler_info()["workers"])]
+        done = cluster.gather(futures)
+    assert [d["answered"] for d in done] == [20, 20]
+    assert max(d["during"][0] for d in done) < min(d["during"][1] for d in done)  # both played at once
+    assert server.rejected == 0 and server.max_active == 4  # two workers, four in flight at most, never a 429
+    assert sum(d["retried"] for d in done) == 0
+
+
+@pytest.mark.slow
+def test_a_killed_dask_worker_gives_its_slots_back(tmp_path, cluster):
+    """A worker holds both slots (its requests hang) and is killed with SIGKILL: the other worker's requests
+    wait while it lives and go once the scheduler has taken its leases back."""
+    address = cluster.scheduler.address
+    holder, other = list(cluster.scheduler_info()["workers"])
+    with FakeOpenAIServer() as server:
+        hung = cluster.submit(play, f"openai:hang@{server.base_url}?max_connections=2", 2, address,
+                              str(tmp_path / "a"), pure=False, workers=[holder], allow_other_workers=False)
+        deadline = time.monotonic() + 60
+        while len(server.log) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(server.log) == 2
+        waiting = cluster.submit(play, f"openai:ok@{server.base_url}?max_connections=2", 2, address,
+                                 str(tmp_path / "b"), pure=False, workers=[other])
+        time.sleep(4)  # longer than the lease timeout: the holder refreshes its leases while it lives
+        assert len(server.log) == 2 and not waiting.done()  # its requests wait for a slot
+        pid = cluster.run(os.getpid, workers=[holder])[holder]
+        os.kill(pid, signal.SIGKILL)
+        killed = time.monotonic()
+        done = waiting.result(timeout=60)
+        freed = time.monotonic() - killed
+        hung.cancel()
+    assert (done["answered"], done["retried"]) == (2, 0) and freed < 20  # after the 2 s lease timeout
+    assert [behaviour for _, behaviour in server.log] == ["hang", "hang", "ok", "ok"]
