@@ -36,7 +36,7 @@ def test_a_sweep_given_a_dask_scheduler_keeps_one_limit_across_its_kernels(tmp_p
                          f"grid:\n  seats: [{{Player1: '{spec}', Player2: '{spec}'}}]\n")
         out = subprocess.run([sys.executable, "-m", "toolkit", "sweep", str(sweep), "--scheduler",
                               cluster.address, "--out", str(tmp_path / "results")], cwd=REPO,
-                             capture_output=True, text=True, timeout=400)
+                             capture_output=True, text=True, timeout=900)
         with Client(cluster.address, set_as_default=False) as client:  # what the kernels kept on the scheduler
             kept = client.get_metadata(["toolkit-limits", digest(server.base_url)], default=None)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
