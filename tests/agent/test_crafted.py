@@ -163,3 +163,122 @@ def test_a_move_that_fails_part_way_is_undone(tmp_path, small_fs, monkeypatch): 
     assert "undone, nothing changed" in str(refused.value) and "\n" not in str(refused.value)
     assert tree(folder) == before
     assert not list((folder / ".agent").glob("staging*"))
+
+
+def test_deltas_that_together_make_more_than_disk_mb_are_refused_from_their_headers(tmp_path):
+    """Review s16 F1: 20 ``REF_DELTA``s no ref reaches, each making a 1 MiB blob (each within the per-object
+    bounds), 20 MiB together under ``disk_mb`` 8, in a bundle of ~1.4 KB: refused in one line from the pack's
+    headers, no git run, nothing in the user's repository. On d3f09c8 it was taken (``index-pack`` built all
+    20; ``measure`` counts only what the refs reach); 300 of 32 MiB took 417 s of the host's wall clock."""
+    from tests.agent.deltabomb import many_deltas_bundle
+    from tests.agent.test_intake import repo, repository_state
+    from toolkit.agent.environments.limits import Limits
+
+    user = repo(tmp_path / "user")
+    made = tmp_path / "result.bundle"
+    made.write_bytes(many_deltas_bundle(20, MiB))
+    assert made.stat().st_size < 2000
+    before = repository_state(user)
+    with pytest.raises(result.ResultError) as refused:
+        result.take(user, "s1", made, limits=Limits(disk_mb=8))
+    line = str(refused.value)
+    assert "\n" not in line and "together" in line and "nothing of it was kept" in line, line
+    assert repository_state(user) == before
+
+
+def test_whole_objects_count_toward_the_packs_total_too(tmp_path):
+    """Three blobs whose headers claim 4 MiB each (their data a few bytes: ``inflate`` refuses only more than
+    the header says): under a total of 8 MiB the pack is refused; the per-object bound alone lets each pass."""
+    import hashlib
+    import zlib
+
+    from tests.agent.deltabomb import obj_header
+    from toolkit.agent.environments import packcheck
+
+    body = b"PACK" + (2).to_bytes(4, "big") + (3).to_bytes(4, "big")
+    body += b"".join(obj_header(3, 4 * MiB) + zlib.compress(b"%d" % i) for i in range(3))
+    made = tmp_path / "r.bundle"
+    made.write_bytes(b"# v2 git bundle\n" + b"0" * 40 + b" refs/toolkit/result\n\n" + body + hashlib.sha1(body).digest())
+    assert packcheck.check(str(made), 8 * MiB, 10) == 3
+    with pytest.raises(packcheck.PackRefused, match="together"):
+        packcheck.check(str(made), 8 * MiB, 10, max_total=8 * MiB)
+
+
+def sparse_archive(path: Path, kind: str) -> Path:
+    """A plain folder's result archive (PAX, by ``tarfile``) whose second member is sparse by a pax record:
+    ``map01`` a 0.1 map of "x", ``map10`` a 1.0 map in the member's data claiming 10**12 pairs, ``size00`` 0.0,
+    ``global`` a 0.1 map in a global header (for every member)."""
+    import io
+
+    glob = {"GNU.sparse.map": "x"} if kind == "global" else None
+    with tarfile.open(path, "w", format=tarfile.PAX_FORMAT, pax_headers=glob) as tar:
+        ok = tarfile.TarInfo("a.txt")
+        ok.size = 3
+        tar.addfile(ok, io.BytesIO(b"hi\n"))
+        data = b"1000000000000\n" + b"0\n" * 64 if kind == "map10" else b""
+        records = {"map01": {"GNU.sparse.map": "x"}, "map10": {"GNU.sparse.major": "1", "GNU.sparse.minor": "0"},
+                   "size00": {"GNU.sparse.size": "1", "GNU.sparse.offset": "0", "GNU.sparse.numbytes": "0"},
+                   "global": {}}[kind]
+        s = tarfile.TarInfo("s.txt")
+        named = {"GNU.sparse.name": "s.txt", "GNU.sparse.realsize": "1"} if kind != "global" else {}
+        s.size, s.pax_headers = len(data), {**records, **named}
+        tar.addfile(s, io.BytesIO(data))
+    return path
+
+
+@pytest.mark.parametrize("kind", ["map01", "map10", "size00", "global"])
+def test_a_pax_sparse_member_is_refused_in_one_line_before_tarfile_reads_its_map(tmp_path, kind):
+    """Review s16 F2: a pax ``GNU.sparse.*`` record is refused before ``tarfile`` parses it (a 1.0 map is read
+    from the data a list item a line, without bound: 87 s and 57 MB of the host's for a 4 MiB archive). On
+    d3f09c8 ``map01`` and ``map10`` escaped ``take()`` as a bare ``ValueError`` (``size00`` was refused as not a
+    file; ``global`` escaped too)."""
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    made = sparse_archive(tmp_path / "s1.tar", kind)
+    with pytest.raises(result.ResultError) as refused:
+        result.take(folder, "s1", made, files={})
+    line = str(refused.value)
+    assert "\n" not in line and "refused" in line, line
+    assert not (folder / ".agent").exists()
+
+
+def test_any_parse_error_of_the_archive_is_a_refusal(tmp_path, monkeypatch):
+    """Whatever ``tarfile`` raises on hostile bytes (here a ``ValueError`` from a member's header, made to
+    stand for the next one found) becomes the one-line ``ResultError``; the intake's own refusals pass as they
+    are. On d3f09c8 only ``TarError`` and ``OSError`` were caught."""
+    from toolkit.agent.environments import archive as archive_mod
+
+    def broken(self, tar):
+        raise ValueError("invalid literal for int() with base 10: 'x'")
+
+    monkeypatch.setattr(archive_mod.Member, "_proc_builtin", broken)
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    made = archive(tmp_path / "s1.tar", [("a.txt", "f", b"a\n")])
+    with pytest.raises(result.ResultError, match="not a readable archive .*invalid literal"):
+        result.take(folder, "s1", made, files={})
+
+
+@pytest.mark.slow  # a whole session with the local environment: ~20 s under this machine's load
+def test_a_session_whose_archive_is_refused_still_writes_its_sessions_row(tmp_path):
+    """At a session's end the sparse archive's refusal is a ``ResultError``: ``Session.finish`` records it as
+    the session's result and still writes the ``sessions`` row with its ``ended_by`` and the trajectory. The
+    archive is put in place of what ``collect`` made (a test double: the agent cannot write collect's output
+    here, the review's premise is that it could). On d3f09c8 the ``ValueError`` escaped ``run()``: no row."""
+    import asyncio
+
+    from tests.agent.test_exits import END, session
+    from toolkit.record.load import load
+    from toolkit.record.run_log import Run
+
+    made = sparse_archive(tmp_path / "s1.tar", "map01")
+    with Run(tmp_path / "res") as run:
+        s = session(tmp_path / "t", [END], run=run)
+        s.environment.collect = lambda folder: made
+        with pytest.warns(UserWarning, match="not a readable archive"):  # the command line's one line
+            ended = asyncio.run(s.run())
+    assert ended.ended_by == "end"
+    assert "not a readable archive" in s.land_error and "\n" not in s.land_error
+    assert load(tmp_path / "res").sessions.iloc[0]["ended_by"] == "end"
+    saved = json.loads((s.workspace.root / ".agent" / "trajectories" / f"{s.session_id}.json").read_text())
+    assert "not a readable archive" in saved["result"]

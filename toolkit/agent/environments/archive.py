@@ -8,6 +8,7 @@ they are (same bytes and mode, same link) are left out; what the session deleted
 from __future__ import annotations
 
 import os
+import re
 import tarfile
 from pathlib import Path
 
@@ -18,17 +19,27 @@ from toolkit.agent.environments.manifest import deletions, refuse_repositories
 HEADER = 2**16  # the most an extended header (a long name or link target, pax records) may hold
 EXTENDED = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE,
             tarfile.SOLARIS_XHDTYPE)
+PAX = (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE)
+SPARSE = re.compile(rb"(?:^|\n)\d+ GNU\.sparse\.")  # a pax record GNU tar's sparse formats (0.0, 0.1, 1.0) use
 
 
 class Member(tarfile.TarInfo):
     """``tarfile``'s member, but refused before ``tarfile`` acts on it: a negative size (Python before 3.11.13
     then steps back and reads the same members for ever, holding each: 13 MB a second), an extended header over
     ``HEADER`` bytes (read whole into memory: a 256 MiB long name took 800 MB of the host's at the session's
-    end), an old GNU sparse member (its map blocks, any number)."""
+    end), a sparse member: old GNU (its map blocks, any number) or pax (a ``GNU.sparse.*`` record: ``tarfile``
+    parses its map with ``int()``, a bare ``ValueError``, and reads a 1.0 map from the data, a list item a line,
+    without bound)."""
 
     def _proc_member(self, tar):
         if self.size < 0 or self.type in EXTENDED and self.size > HEADER or self.type == tarfile.GNUTYPE_SPARSE:
             raise tarfile.HeaderError(f"a negative, sparse or extended header of {self.size} bytes at {self.offset}")
+        if self.type in PAX:  # its records (at most HEADER bytes) read ahead, before tarfile acts on them
+            at = tar.fileobj.tell()
+            records = tar.fileobj.read(self.size)
+            tar.fileobj.seek(at)
+            if SPARSE.search(records):
+                raise tarfile.HeaderError(f"a sparse member (pax GNU.sparse records) at {self.offset}")
         return super()._proc_member(tar)
 
 
@@ -116,8 +127,11 @@ def archive_plan(archive: Path, folder: Path, limits, start: dict | None, dry: b
             tar.fileobj.seek(tar.offset)  # tarfile ends quietly at a damaged header: the rest would count as deleted
             if tar.fileobj.read(1024) != bytes(1024):
                 raise ResultError(f"{what}: damaged after {len(names)} entries (no end of archive there); refused")
-    except (tarfile.TarError, OSError) as exc:
-        raise ResultError(f"{what}: not a readable archive ({exc}); refused") from None
+    except ResultError:
+        raise
+    except Exception as exc:  # hostile data: tarfile's TarError and OSError, but a ValueError too (pax records)
+        why = " ".join(str(exc).split())[:300]
+        raise ResultError(f"{what}: not a readable archive ({why}); refused") from None
     staging.check_entries(what, plan, limits)
     if dry:  # at the session's end: the names, links, kinds and sizes (the user's folder not read)
         return plan

@@ -83,12 +83,15 @@ def inflate(f: BinaryIO, size: int, first: int) -> bytes:
 
 
 def check(path: str, max_object: int, max_objects: int, deadline_s: float = 600, max_refs: int = 10_000,
-          max_delta: int | None = None) -> int:
+          max_delta: int | None = None, max_total: int | None = None) -> int:
     """Raise ``PackRefused`` when an object of the bundle at ``path`` is more than ``max_object`` bytes, a
     delta makes more than ``max_delta`` (``max_object`` when None: git holds its base and result in memory at
-    once), it has more than ``max_objects`` objects or names more than ``max_refs`` refs, or reading it takes
-    more than ``deadline_s``; else return how many objects it has."""
+    once), all its objects together (a delta: what it makes) more than ``max_total`` (None: no bound;
+    ``index-pack`` builds and hashes every object of the pack, whether a ref reaches it or not), it has more
+    than ``max_objects`` objects or names more than ``max_refs`` refs, or reading it takes more than
+    ``deadline_s``; else return how many objects it has."""
     deadline, max_delta = time.monotonic() + deadline_s, max_object if max_delta is None else max_delta
+    total = 0
     with open(path, "rb") as f:
         first = f.readline(100)
         if first not in (b"# v2 git bundle\n", b"# v3 git bundle\n"):
@@ -125,8 +128,13 @@ def check(path: str, max_object: int, max_objects: int, deadline_s: float = 600,
                     bound = f"the session could make ({max_object} bytes)" if made > max_object else \
                         f"the intake may hold in memory with its base ({max_delta} bytes: half of memory_mb)"
                     raise PackRefused(f"a delta that makes an object of {made} bytes, larger than {bound}")
+                size = made
             else:
                 inflate(f, size, 0)
+            total += size
+            if max_total is not None and total > max_total:
+                raise PackRefused(f"its objects make more than {max_total} bytes together, more than the session "
+                                  "could make (disk_mb)")
             if time.monotonic() > deadline:
                 raise PackRefused(f"reading its objects ran past the intake's wall clock ({deadline_s:.0f} s left)")
     return count

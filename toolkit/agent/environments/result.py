@@ -61,7 +61,8 @@ def take(folder: Path, session: str, made: Path, start: str = "", files: dict | 
 
 def take_bundle(folder: Path, session: str, made: Path, start: str, limits: Limits, bounds: Bounds) -> str:
     try:
-        packcheck.check(str(made), bounds.objects, MAX_OBJECTS, bounds.left(), MAX_REFS, bounds.delta)
+        packcheck.check(str(made), bounds.objects, MAX_OBJECTS, bounds.left(), MAX_REFS, bounds.delta,
+                        limits.disk_mb * MiB)
     except packcheck.PackRefused as exc:
         raise ResultError(f"the session's result is refused: {exc}; nothing of it was kept") from None
     common = git(folder, "rev-parse", "--git-common-dir").stdout.decode().strip()
