@@ -198,7 +198,8 @@ def test_whole_objects_count_toward_the_packs_total_too(tmp_path):
     body = b"PACK" + (2).to_bytes(4, "big") + (3).to_bytes(4, "big")
     body += b"".join(obj_header(3, 4 * MiB) + zlib.compress(b"%d" % i) for i in range(3))
     made = tmp_path / "r.bundle"
-    made.write_bytes(b"# v2 git bundle\n" + b"0" * 40 + b" refs/toolkit/result\n\n" + body + hashlib.sha1(body).digest())
+    refs = b"# v2 git bundle\n" + b"0" * 40 + b" refs/toolkit/result\n\n"
+    made.write_bytes(refs + body + hashlib.sha1(body).digest())
     assert packcheck.check(str(made), 8 * MiB, 10) == 3
     with pytest.raises(packcheck.PackRefused, match="together"):
         packcheck.check(str(made), 8 * MiB, 10, max_total=8 * MiB)
