@@ -23,10 +23,13 @@ $(STAMP): pyproject.toml
 # this defines for this clone (git keeps filters in .git/config, never in the repository): what git stores and
 # compares has no outputs, so a notebook run and saved in JupyterLab is no change (`git diff` shows nothing, `git
 # add` stages nothing). Cell ids are kept (--keep-id): the shipped notebooks' ids stay as they are; the kernel's
-# language details (its version, its lexer) are stripped, as the shipped notebooks carry only the language's name.
+# language details (its version, its lexer) are stripped, as the shipped notebooks carry only the language's name:
+# the keys are read from pyproject.toml's [tool.nbstripout] (beside this Makefile), which the save hook reads too.
 # Outside a git checkout it does nothing.
-LANGUAGE_DETAILS := codemirror_mode file_extension mimetype nbconvert_exporter pygments_lexer version
-NOTEBOOK_EXTRA_KEYS := $(addprefix metadata.language_info.,$(LANGUAGE_DETAILS))
+PROJECT_DIR := $(dir $(abspath $(lastword $(MAKEFILE_LIST))))
+NOTEBOOK_EXTRA_KEYS = $$("$(abspath $(PY))" -c 'import sys; t = __import__("tomllib" if sys.version_info >= (3, 11) \
+  else "tomli"); print(" ".join(t.load(open(sys.argv[1], "rb"))["tool"]["nbstripout"]["extra_keys"].split()))' \
+  "$(PROJECT_DIR)pyproject.toml")
 # A notebook git tracks through that filter is saved by JupyterLab as git stores it (toolkit/ui/notebook_saves.py,
 # the server's pre_save_hook, named in this venv's Jupyter config): git lists a file whose size changed as modified
 # without running the filter, so without it `git status` showed a saved notebook.

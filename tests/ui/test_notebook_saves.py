@@ -95,3 +95,45 @@ def test_an_untracked_notebook_keeps_its_outputs(tmp_path):
 
     strip_before_save(model, "notebooks/mine.ipynb", Manager())
     assert json.dumps(model) == before
+
+
+@pytest.mark.slow  # nbstripout's start: ~3 s of CPU
+def test_a_clone_without_the_filter_defined_saves_the_notebook_as_the_repository_stores_it(tmp_path):
+    """A fresh clone where `make install` never ran has no filter in .git/config (git never clones it): JupyterLab's
+    save hook strips the notebook all the same, with pyproject.toml's extra keys, and says once to run
+    `make install`. Before, it saved the notebook unchanged: outputs and the kernel's language details made
+    `git status` list it."""
+    import logging
+
+    import nbformat
+
+    from toolkit.ui.notebook_saves import clean_command, strip_before_save
+
+    repo = tmp_path / "clone"
+    (repo / "notebooks").mkdir(parents=True)
+    shutil.copy(SHIPPED, repo / "notebooks" / SHIPPED.name)
+    for name in (".gitattributes", ".gitignore", "pyproject.toml"):
+        shutil.copy(ROOT / name, repo / name)
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "shipped")
+    assert subprocess.run(["git", "-C", str(repo), "config", "filter.nbstripout.clean"]).returncode == 1
+    nb = json.loads(SHIPPED.read_text())
+    nb["metadata"]["language_info"].update(version="3.11.7", pygments_lexer="ipython3", mimetype="text/x-python")
+    code = next(c for c in nb["cells"] if c["cell_type"] == "code")
+    code["execution_count"] = 7
+    code["outputs"] = [{"output_type": "stream", "name": "stdout", "text": ["a run's output\n"]}]
+    model = {"type": "notebook", "content": nb}
+
+    class Manager:
+        root_dir = str(repo)
+        log = logging.getLogger("test_notebook_saves")
+
+    warnings = []
+    Manager.log.warning = lambda message, *args: warnings.append(message % args)
+    strip_before_save(model, f"notebooks/{SHIPPED.name}", Manager())
+    assert clean_command(repo / "notebooks" / SHIPPED.name, Manager.log)  # a second save: no second warning
+    # what Jupyter's contents manager then writes
+    nbformat.write(nbformat.from_dict(model["content"]), repo / "notebooks" / SHIPPED.name, version=nbformat.NO_CONVERT)
+    assert git(repo, "status", "--porcelain") == ""
+    assert len(warnings) == 1 and "make install" in warnings[0]
