@@ -59,12 +59,13 @@ def old_module():
     """toolkit/analysis/sequential.py as of ``OLD``, imported under another name."""
     text = subprocess.run(["git", "-C", str(REPO), "show", f"{OLD}:toolkit/analysis/sequential.py"],
                           capture_output=True, text=True, check=True).stdout
-    path = Path(tempfile.mkdtemp()) / "sequential_old.py"
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location("sequential_old", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["sequential_old"] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "sequential_old.py"
+        path.write_text(text)
+        spec = importlib.util.spec_from_file_location("sequential_old", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["sequential_old"] = module  # dataclasses look their module up there
+        spec.loader.exec_module(module)
     return module
 
 

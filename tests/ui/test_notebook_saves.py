@@ -98,7 +98,7 @@ def test_an_untracked_notebook_keeps_its_outputs(tmp_path):
 
 
 @pytest.mark.slow  # nbstripout's start: ~3 s of CPU
-def test_a_clone_without_the_filter_defined_saves_the_notebook_as_the_repository_stores_it(tmp_path):
+def test_a_clone_without_the_filter_defined_saves_the_notebook_as_the_repository_stores_it(tmp_path, monkeypatch):
     """A fresh clone where `make install` never ran has no filter in .git/config (git never clones it): JupyterLab's
     save hook strips the notebook all the same, with pyproject.toml's extra keys, and says once to run
     `make install`. Before, it saved the notebook unchanged: outputs and the kernel's language details made
@@ -130,7 +130,7 @@ def test_a_clone_without_the_filter_defined_saves_the_notebook_as_the_repository
         log = logging.getLogger("test_notebook_saves")
 
     warnings = []
-    Manager.log.warning = lambda message, *args: warnings.append(message % args)
+    monkeypatch.setattr(Manager.log, "warning", lambda message, *args: warnings.append(message % args))
     strip_before_save(model, f"notebooks/{SHIPPED.name}", Manager())
     assert clean_command(repo / "notebooks" / SHIPPED.name, Manager.log)  # a second save: no second warning
     # what Jupyter's contents manager then writes

@@ -27,7 +27,7 @@ wrong order is at most α however the run stops. (Ignoring a "within" verdict an
 comparison's error: computed exactly, to 0.0179 against α/K = 0.0167 in one of the benchmark's designs.) The
 bounds meet at the last look, so every comparison is decided by
 then. Its pairs at most, ``n_max``, are R × the fixed design's (``n_fixed``: McNemar's test at α/K with the
-same power), R ≈ 1.07–1.10 — the hard cap, within 1.1 × the fixed design. The spending shapes were chosen from
+same power), R ≈ 1.09–1.10 — the hard cap, within 1.1 × the fixed design. The spending shapes were chosen from
 the power family (ρ_α 2–5, ρ_β 0.75–3, 8–15 looks) for the largest saving over gaps of 0–4 × delta within that cap.
 
 **Sizing.** ``delta`` (logits) is a difference on each side: with the preset's village rate p, h = logit p,

@@ -3,7 +3,7 @@
 1. the one registry of providers, ``PROVIDERS`` (``toolkit.llm.providers``): the model layer's built-in
    backends, all listed there, and those registered at run time with ``register`` (tests, a notebook's own
    backend), which cannot take a built-in's prefix;
-3. an installed entry point of the ``toolkit.models`` group (the werewolf players and ``replay``, defined
+2. an installed entry point of the ``toolkit.models`` group (the werewolf players and ``replay``, defined
    above this layer, are declared so in ``pyproject.toml``; another package can add its own the same way).
 
 So what a spec means never depends on what happened to be imported first. See docs/models.md.

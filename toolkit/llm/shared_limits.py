@@ -13,8 +13,8 @@ processes it starts inherit it):
   says the window is full). No server to run: the file system is the coordinator (``flock``/``lockf`` is what
   ``filelock`` and SQLite build on; neither offers counting slots that die with their process).
 - a Dask scheduler's address (``tcp://HOST:8786``): ``dask_limits.DaskStore``, for the processes of a study on a
-  Dask cluster whose machines share no folder: the figures are kept by the scheduler in Dask's own Variable, Lock
-  and Semaphore (a dead process's slots come back when its leases expire).
+  Dask cluster whose machines share no folder: the figures are kept in the scheduler's metadata under Dask's own Lock,
+  each request in flight a Semaphore lease (a dead process's slots come back when its leases expire).
 - unset: each process keeps its own (``gate.MemoryStore``), as before.
 """
 
