@@ -4,7 +4,8 @@ the project's users often run in containers) and as a normal user.
 
 The normal user is a throwaway uid with no account (``USER_UID``): the test runs the CLI through
 ``setpriv --reuid``, inside a private mount namespace made with ``unshare --mount`` where ``/root`` shows
-only the Python installation (on this machine the venv's base Python lives under ``/root``, mode 0700),
+only the Python installation (on this machine the venv's base Python lives under ``/root``, mode 0700) -
+and likewise every folder on the way to the checkout that another uid cannot pass (``mktemp -d``: 0700),
 and in a cgroup delegated to that uid (a folder below the test's own memory and pids cgroups, owned by it,
 as systemd delegates one), so the session's memory and pids cgroups can be made as that user too. The
 tests of the sandbox's user also play a user with an account (``useradd`` in the test, ``userdel`` after):
@@ -116,6 +117,19 @@ def account_files_locked():
             fcntl.lockf(lock, fcntl.LOCK_UN)
 
 
+def passages(*paths: Path) -> dict[Path, set[str]]:
+    """Each folder on the way to ``paths`` that another uid cannot pass through (no search bit for others), with
+    the names below it that lead on: what the user's mount namespace shows in a stub of its own."""
+    closed: dict[Path, set[str]] = {}
+    for path in paths:
+        parts = path.resolve().parts
+        for i in range(1, len(parts)):
+            folder = Path(*parts[:i])
+            if not folder.stat().st_mode & 0o001:
+                closed.setdefault(folder, set()).add(parts[i])
+    return closed
+
+
 class Host:
     """The host side of one test: as root (``tmp_path``) or as a normal user (its own folder, a private
     mount namespace for the Python installation, a delegated cgroup): ``user`` is the throwaway uid,
@@ -139,7 +153,10 @@ class Host:
             self.make_account(with_range=kind == "subids")
         self.base = Path(tempfile.mkdtemp(prefix="toolkit-user-"))
         os.chmod(self.base, 0o755)
-        (self.base / "stub").mkdir()
+        self.passages = passages(Path(sys.base_prefix), Path(__file__).resolve().parents[2])
+        for k, names in enumerate(self.passages.values()):
+            for name in names:
+                (self.base / f"stub{k}" / name).mkdir(parents=True)
         for controller, own in v1_cgroups().items():  # the test's own, read here (not by the code under test)
             if controller in ("memory", "pids") and os.access(own, os.W_OK):
                 delegated = own / f"toolkit-test-user-{os.getpid()}-{uuid.uuid4().hex[:6]}"
@@ -187,10 +204,12 @@ class Host:
     def argv(self, cmd: list[str]) -> list[str]:
         if not self.as_user:
             return cmd
-        stub = self.base / "stub"
+        shown = "".join(f"mount --bind {folder / name} {self.base / f'stub{k}' / name} && " for k, (folder, names)
+                        in enumerate(self.passages.items()) for name in sorted(names))
+        shown += "".join(f"mount --rbind {self.base / f'stub{k}'} {folder} && "
+                         for k, folder in enumerate(self.passages))
         enter = "".join(f"echo $$ > {c}/cgroup.procs && " for c in self.cgroups)
-        script = (f"mkdir -p {stub}/.pyenv && mount --bind /root/.pyenv {stub}/.pyenv && mount --rbind {stub} /root"
-                  f" && {enter}exec setpriv --reuid={self.uid} --regid={self.uid} --clear-groups -- \"$@\"")
+        script = f"{shown}{enter}exec setpriv --reuid={self.uid} --regid={self.uid} --clear-groups -- \"$@\""
         return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script, "sh", *cmd]
 
     def close(self) -> None:
