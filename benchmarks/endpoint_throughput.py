@@ -3,11 +3,13 @@ loopback server) against an endpoint that takes LATENCY seconds an answer and al
 as come, old (51c499d, from a worktree of it) beside new, each in a process of its own.
 
 For each number of games and latency, one line per code: games/hour, the one-wave ideal (every game started at
-once and none waiting for anything but its own calls: games × 3600 / (the games' mean critical path, their
-longest chain of calls one after another, × the latency)) and the share of it reached, the requests in flight
-(mean while playing, peak), and the client's CPU per model call (the process's user + system CPU over the
-games, divided by the calls: prompt rendering, the HTTP client, parsing, the rows written; after one warm-up
-game that is not counted, so that the process's imports, the templates' compilation and the first connections,
+once and none waiting for anything but its own calls, so the wave ends when its longest game does: games × 3600 /
+(the longest critical path of the games - a game's longest chain of calls one after another - × the latency)) and
+the share of it reached; beside it the mean-path bound (the same with the games' mean critical path: what a stream
+of games, each replaced as it ends, could reach; no single wave can, since its games differ in length), the
+requests in flight (mean while playing, peak), and the client's CPU per model call (the process's user + system
+CPU over the games, divided by the calls: prompt rendering, the HTTP client, parsing, the rows written; after one
+warm-up game that is not counted, so that the process's imports, the templates' compilation and the first connections,
 paid once per process whatever the study's size, are not spread over these calls). The server runs in a
 process of its own. (``endpoint_concurrency.py`` compares the gates of two sessions before, against an endpoint
 with a capacity, in one process.)
@@ -67,6 +69,7 @@ calls = sum(r.log.calls for r in results)
 print(json.dumps({"wall": wall, "cpu": (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system), "calls": calls,
                   "games": len(results), "errors": sum(r.winner in ("error", "unfinished") for r in results),
                   "critical": statistics.fmean(r.critical_path_calls for r in results),
+                  "longest": max(r.critical_path_calls for r in results),
                   "mean_in_flight": statistics.fmean(samples) if samples else 0,
                   "peak": max(samples) if samples else 0}))
 """
@@ -91,8 +94,9 @@ def main() -> None:
     codes = [("old 51c499d", Path(args.old)), ("new", ROOT)]
     print(f"classic7 games, every seat openai:det on the loopback server (its own process); load average "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the start")
-    print(f"{'games':>5} {'latency':>7}  {'code':<12} {'games/h':>8} {'ideal/h':>8} {'of ideal':>8} {'in flight':>9} "
-          f"{'peak':>5} {'calls':>6} {'CPU ms/call':>11} {'wall s':>6}")
+    print(f"{'games':>5} {'latency':>7}  {'code':<12} {'games/h':>8} {'ideal/h':>8} {'of ideal':>8} "
+          f"{'mean-path/h':>11} {'of it':>5} {'in flight':>9} {'peak':>5} {'calls':>6} "
+          f"{'CPU ms/call':>11} {'wall s':>6}")
     for games in (int(x) for x in args.games.split(",")):
         for latency in (float(x) for x in args.latencies.split(",")):
             for name, code in codes:
@@ -106,9 +110,11 @@ def main() -> None:
                     proc.terminate()
                     proc.wait(10)
                 per_hour = r["games"] / r["wall"] * 3600
-                ideal = games * 3600 / (r["critical"] * latency)
+                ideal = games * 3600 / (r["longest"] * latency)
+                stream = games * 3600 / (r["critical"] * latency)
                 cpu_ms = r["cpu"] / r["calls"] * 1000
                 print(f"{games:>5} {latency:>6g}s  {name:<12} {per_hour:>8.0f} {ideal:>8.0f} {per_hour / ideal:>8.0%} "
+                      f"{stream:>11.0f} {per_hour / stream:>5.0%} "
                       f"{r['mean_in_flight']:>9.1f} {r['peak']:>5} {r['calls']:>6} {cpu_ms:>11.2f} "
                       f"{r['wall']:>6.0f}" + (f"  ({r['errors']} games unfinished or error)" if r["errors"] else ""),
                       flush=True)
