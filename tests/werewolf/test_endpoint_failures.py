@@ -5,6 +5,7 @@ against the loopback server (real HTTP) and fails on 51c499d."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 
 import pytest
@@ -102,8 +103,8 @@ def test_every_game_on_a_dead_endpoint_stops_and_none_starts_after(server, tmp_p
             cap=cap), 20))
     assert results == [] and sorted(cap.interrupted) == list(range(8))
     assert time.monotonic() - started < 8  # one deadline (1 s) for all of them, and room for a busy machine
-    assert cap.endpoint.startswith(f"interrupted (endpoint): endpoint openai:429@{server.base_url} is down: no answer "
-                                   "for 1 s")
+    assert cap.endpoint.startswith(f"interrupted (endpoint): endpoint openai:429@{server.base_url} is down: answered "
+                                   "429 to every request for 1 s (")
     assert len({r["game_id"] for r in load(tmp_path, complete_games=False).calls.to_dict("records")}) <= 4
 
 
@@ -116,6 +117,33 @@ def test_a_study_cell_on_a_dead_endpoint_raises_its_one_line(server, tmp_path, q
                                            r"1 s; every game on it stopped unfinished \(a rerun resumes them\) "
                                            r"\(3 games unfinished\)$"):
         play_werewolf_cell(str(tmp_path), n_games=3, model=f"openai:hang@{server.base_url}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("behaviour", ["hang", "429:0.5"])
+def test_a_call_cut_by_the_deadline_keeps_a_row_for_every_failed_request(server, tmp_path, monkeypatch, caplog,
+                                                                         behaviour):
+    """Calls whose retries outlast the endpoint's deadline (six attempts of a 0.3 s timeout, or of 429s with
+    Retry-After 0.5, against a 2 s deadline): the attempts table keeps one row per failed request (and the cut,
+    ``deadline``), and a 429-forever endpoint is said to have answered 429. On the code before (review s16 F1,
+    F2) every cut call had one ``deadline`` row and no other, and the lines said "no answer for 2 s"."""
+    monkeypatch.setenv("TOOLKIT_TIMEOUT_S", "0.3")
+    monkeypatch.setenv("TOOLKIT_MAX_ATTEMPTS", "6")
+    monkeypatch.setenv("TOOLKIT_ENDPOINT_DEADLINE_S", "2")
+    with Run(tmp_path) as run:
+        result = _play(GameConfig(seed=1, model=f"openai:{behaviour}@{server.base_url}"), run)
+    assert result.winner == "interrupted"
+    kinds = load(tmp_path, complete_games=False).attempts["error_kind"].value_counts().to_dict()
+    sent, cut = len(server.requests), kinds.get("deadline", 0)
+    if behaviour == "hang":  # a request timed out, or was in flight at the cut (its call's deadline row)
+        assert kinds.get("timeout", 0) >= 1 and kinds["timeout"] + cut >= sent, (kinds, sent)
+        assert re.search(r"is down: no answer for 2 s \(\d+ requests timed out\)", result.win_reason)
+    else:  # every 429 has its row (one in flight at the cut may have none)
+        assert set(kinds) <= {"rate_limit", "deadline"} and sent - cut <= kinds["rate_limit"] <= sent, (kinds, sent)
+        said = re.search(r"is down: answered 429 to every request for 2 s \((\d+) requests\)", result.win_reason)
+        assert said and 1 <= int(said[1]) <= sent, result.win_reason
+        stalls = [r.getMessage() for r in caplog.records if "its games wait for it" in r.getMessage()]
+        assert stalls and all("answered 429 to every request" in line or "rate_limit" in line for line in stalls)
 
 
 def test_a_permanent_refusal_stops_at_once(server, tmp_path, quick, monkeypatch):

@@ -226,8 +226,12 @@ class Model:
     def __repr__(self) -> str:
         return f"Model({self.spec!r})"
 
-    async def generate(self, request: Request) -> Call:
+    async def generate(self, request: Request, track: list[Call] | None = None) -> Call:
+        """The call (never raises for a model failure); ``track`` gets the call as soon as it exists, so that a
+        caller that cuts it short keeps the attempts it failed so far (``toolkit.llm.health``)."""
         call = Call(request, self.spec, self.backend.model, self.base_url, now(), free=self.backend.free)
+        if track is not None:
+            track.append(call)
         started = time.perf_counter()
         record = active_record() if not self.backend.free else None  # a resumed study's answers (cache.Record)
         if record is not None and (hit := record.take(self.spec, request)) is not None:
