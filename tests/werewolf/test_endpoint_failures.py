@@ -54,8 +54,10 @@ def test_a_dead_endpoint_stops_the_game_unfinished_within_its_deadline(server, t
     with Run(tmp_path) as run:
         result = _play(GameConfig(seed=1, model=f"openai:{behaviour}@{server.base_url}"), run)
     assert result.winner == "interrupted" and result.win_reason.startswith("interrupted (endpoint): endpoint openai:")
-    # the deadline (1.5 x the 0.3 s timeout is less: 1 s), and room for a busy machine
-    assert _play.took < 1 + 2, _play.took
+    # what decided the stop: the deadline (1.5 x the 0.3 s timeout is less: 1 s) since the last answer, not the
+    # calls (on the old code ~100 calls of 0.6 s each); the wall clock only loosely (a loaded machine took 5 s)
+    assert re.search(r" is down: (no answer|answered 429 to every request) for 1 s", result.win_reason)
+    assert _play.took < 12, _play.took
     t = load(tmp_path, complete_games=False)
     assert t.games.empty  # no winner, no error: a rerun plays the game again
     assert not t.calls["fallback"].any()  # no decision was made for the endpoint's failure
@@ -75,36 +77,40 @@ def test_a_dead_endpoint_stops_the_game_unfinished_within_its_deadline(server, t
 def test_a_silent_endpoint_gets_its_stall_line_before_any_call_has_spent_its_attempts(server, monkeypatch, caplog):
     """A never-answering endpoint whose calls would spend their attempts only after the deadline (6 timeouts of
     0.3 s and their backoff, against 1.5 s): the stall line comes once the endpoint has been silent for the
-    timeout, long before the down line (on the code before, only the down line came: review finding 3)."""
-    monkeypatch.setenv("TOOLKIT_TIMEOUT_S", "0.3")
+    timeout, long before the down line (on the code before, only the down line came: review finding 3). The
+    stall comes after 1 s of silence, the down line at 4 s, a call's six attempts would end after 6 s: margins
+    of seconds for a loaded machine; asserted on what the lines say (the silence they saw), not on their times."""
+    monkeypatch.setenv("TOOLKIT_TIMEOUT_S", "1")
     monkeypatch.setenv("TOOLKIT_MAX_ATTEMPTS", "6")
-    monkeypatch.setenv("TOOLKIT_ENDPOINT_DEADLINE_S", "1.5")
-    started = time.time()
-    result = _play(GameConfig(seed=1, model=f"openai:hang@{server.base_url}"))
+    monkeypatch.setenv("TOOLKIT_ENDPOINT_DEADLINE_S", "4")
+    result = _play(GameConfig(seed=1, model=f"openai:hang@{server.base_url}"), bound=30)
     assert result.winner == "interrupted"
-    lines = [(r.created - started, r.getMessage()) for r in caplog.records if r.name == "toolkit.llm.health"]
-    stalls = [t for t, line in lines if "its games wait for it" in line and "no answer for" in line]
-    down = [t for t, line in lines if "is down" in line]
-    assert len(stalls) == 1 and len(down) == 1, lines
-    assert stalls[0] < down[0] - 0.5, lines
+    lines = [r.getMessage() for r in caplog.records if r.name == "toolkit.llm.health"]
+    stalls = [i for i, line in enumerate(lines) if "its games wait for it" in line]
+    down = [i for i, line in enumerate(lines) if "is down" in line]
+    assert len(stalls) == 1 and len(down) == 1 and stalls[0] < down[0], lines
+    silent = re.search(r": no answer for ([\d.]+) s; its games wait for it", lines[stalls[0]])  # not a failed call's
+    assert silent and float(silent[1]) < 4, lines
+    assert re.search(r"is down: no answer for 4 s\b", lines[down[0]]), lines
 
 
 @pytest.mark.slow
-def test_every_game_on_a_dead_endpoint_stops_and_none_starts_after(server, tmp_path, quick):
+def test_every_game_on_a_dead_endpoint_stops_and_none_starts_after(server, tmp_path, quick, monkeypatch):
     """Eight games on one 429-forever endpoint, four at a time: all stop within one deadline of the endpoint (not
     per decision), the report names the endpoint and why. On 51c499d CapReport has no endpoint, and the games
-    play on."""
+    play on. A 3 s deadline: a loaded machine has sent its first requests (and got their 429s) well before it."""
+    monkeypatch.setenv("TOOLKIT_ENDPOINT_DEADLINE_S", "3")
     cap = CapReport()
     get_model(f"openai:429@{server.base_url}")  # the SDK imported before the clock starts
     started = time.monotonic()
     with Run(tmp_path) as run:
         results = asyncio.run(asyncio.wait_for(play_games(
             [GameConfig(seed=s, model=f"openai:429@{server.base_url}") for s in range(8)], run, concurrency=4,
-            cap=cap), 20))
+            cap=cap), 40))
     assert results == [] and sorted(cap.interrupted) == list(range(8))
-    assert time.monotonic() - started < 8  # one deadline (1 s) for all of them, and room for a busy machine
+    assert time.monotonic() - started < 20  # one deadline (3 s) for all of them, and room for a busy machine
     assert cap.endpoint.startswith(f"interrupted (endpoint): endpoint openai:429@{server.base_url} is down: answered "
-                                   "429 to every request for 1 s (")
+                                   "429 to every request for 3 s (")
     assert len({r["game_id"] for r in load(tmp_path, complete_games=False).calls.to_dict("records")}) <= 4
 
 
@@ -114,36 +120,36 @@ def test_a_study_cell_on_a_dead_endpoint_raises_its_one_line(server, tmp_path, q
     from toolkit.study.experiments import play_werewolf_cell
 
     with pytest.raises(EndpointDown, match=r"^endpoint openai:hang@http://127\.0\.0\.1:\d+/v1 is down: no answer for "
-                                           r"1 s; every game on it stopped unfinished \(a rerun resumes them\) "
-                                           r"\(3 games unfinished\)$"):
+                                           r"1 s( \(\d+ requests timed out\))?; every game on it stopped unfinished "
+                                           r"\(a rerun resumes them\) \(3 games unfinished\)$"):
         play_werewolf_cell(str(tmp_path), n_games=3, model=f"openai:hang@{server.base_url}")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("behaviour", ["hang", "429:0.5"])
-def test_a_call_cut_by_the_deadline_keeps_a_row_for_every_failed_request(server, tmp_path, monkeypatch, caplog,
-                                                                         behaviour):
-    """Calls whose retries outlast the endpoint's deadline (six attempts of a 0.3 s timeout, or of 429s with
-    Retry-After 0.5, against a 2 s deadline): the attempts table keeps one row per failed request (and the cut,
-    ``deadline``), and a 429-forever endpoint is said to have answered 429. On the code before (review s16 F1,
-    F2) every cut call had one ``deadline`` row and no other, and the lines said "no answer for 2 s"."""
+def test_a_call_cut_by_the_deadline_keeps_a_row_for_every_failed_request(server, tmp_path, monkeypatch, behaviour):
+    """Calls whose retries outlast the endpoint's deadline (six attempts of a 0.3 s timeout and their backoff,
+    or of 429s with Retry-After 0.5, against a 5 s deadline): the attempts table keeps one row per failed request
+    (and the cut, ``deadline``), and a 429-forever endpoint is said to have answered 429. On the code before
+    (review s16 F1, F2) every cut call had one ``deadline`` row and no other, and the lines said "no answer for
+    5 s". The deadline is long beside the timeout so that a loaded machine still sends requests before it (at
+    2 s, twice none reached the server under load)."""
     monkeypatch.setenv("TOOLKIT_TIMEOUT_S", "0.3")
     monkeypatch.setenv("TOOLKIT_MAX_ATTEMPTS", "6")
-    monkeypatch.setenv("TOOLKIT_ENDPOINT_DEADLINE_S", "2")
+    monkeypatch.setenv("TOOLKIT_ENDPOINT_DEADLINE_S", "5")
     with Run(tmp_path) as run:
-        result = _play(GameConfig(seed=1, model=f"openai:{behaviour}@{server.base_url}"), run)
+        result = _play(GameConfig(seed=1, model=f"openai:{behaviour}@{server.base_url}"), run, bound=40)
     assert result.winner == "interrupted"
     kinds = load(tmp_path, complete_games=False).attempts["error_kind"].value_counts().to_dict()
     sent, cut = len(server.requests), kinds.get("deadline", 0)
+    assert sent >= 1, "no request reached the server before the deadline: the machine is too busy for this test"
     if behaviour == "hang":  # a request timed out, or was in flight at the cut (its call's deadline row)
         assert kinds.get("timeout", 0) >= 1 and kinds["timeout"] + cut >= sent, (kinds, sent)
-        assert re.search(r"is down: no answer for 2 s \(\d+ requests timed out\)", result.win_reason)
+        assert re.search(r"is down: no answer for 5 s \(\d+ requests timed out\)", result.win_reason)
     else:  # every 429 has its row (one in flight at the cut may have none)
         assert set(kinds) <= {"rate_limit", "deadline"} and sent - cut <= kinds["rate_limit"] <= sent, (kinds, sent)
-        said = re.search(r"is down: answered 429 to every request for 2 s \((\d+) requests\)", result.win_reason)
+        said = re.search(r"is down: answered 429 to every request for 5 s \((\d+) requests\)", result.win_reason)
         assert said and 1 <= int(said[1]) <= sent, result.win_reason
-        stalls = [r.getMessage() for r in caplog.records if "its games wait for it" in r.getMessage()]
-        assert stalls and all("answered 429 to every request" in line or "rate_limit" in line for line in stalls)
 
 
 def test_a_permanent_refusal_stops_at_once(server, tmp_path, quick, monkeypatch):
