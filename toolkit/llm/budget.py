@@ -6,7 +6,8 @@ study (the cells of a sweep or a tournament run in processes of their own) and n
 it before it is sent: ``{"pending": ID, "usd": ..., "tokens": ...}`` at an estimate (the prompt's tokens and the
 answer's limit where one is set), then ``{"settles": ID, "usd": ..., "tokens": ...}`` when its answer (or its
 failure) comes back, at what it cost. A call in flight when its process is killed stays pending, counted at its
-estimate: the provider bills it, and the ledger says so. (A plain ``{"usd": ..., "tokens": ...}`` line, what
+estimate: the provider bills it, and the ledger says so (``line`` says how many
+estimates it counts). (A plain ``{"usd": ..., "tokens": ...}`` line, what
 callers outside a game and older versions write, is one call's spending.) What has been spent is the sum of the
 ledger, read incrementally; so a rerun with a higher cap continues from what the earlier runs spent (games that
 finished are skipped by their callers; a game stopped or killed mid-way is played again from its start with its
@@ -197,6 +198,10 @@ class Budget:
         if skipped or stopped:
             text += (f"; cap reached: {skipped} {unit}{'s' * (skipped != 1)} not started, {stopped} stopped "
                      "unfinished (a rerun with a higher cap plays them)")
+        if pending := len(self._pending):  # read by spent() above: the ledger's tickets with no settles line
+            text += (f"; {pending} call{'s' * (pending != 1)} not settled (in flight, or when a process was killed) "
+                     "counted at the estimate made before sending (the prompt, and the answer's limit where one "
+                     "is set: the bill may differ by the answers' tokens)")
         return text
 
     def describe(self) -> dict[str, Any]:
