@@ -66,17 +66,23 @@ def run(args: argparse.Namespace) -> int:
 
 def cells_line(summary) -> int:
     """The last lines of a sweep or a tournament (cells, failed, the budget's line) and its exit code; a dead
-    endpoint that stopped the study is the last line (on stderr too), exit code 4; a spending cap that stopped
-    it, a ``stopped:`` line on stderr, exit code 3."""
+    endpoint that stopped the study is the last line (on stderr too), exit code 4, and its cells are counted
+    apart (``interrupted (endpoint)``, and the cells it kept from starting: ``not started``), not as failed: a
+    rerun resumes them; a spending cap that stopped it, a ``stopped:`` line on stderr, exit code 3."""
     import sys
 
     capped = summary["capped"].fillna(False).astype(bool) if "capped" in summary else False
-    failed = int((~summary["ok"].astype(bool) & ~capped).sum())
+    down = summary["endpoint"].dropna() if "endpoint" in summary else ()
+    ok = summary["ok"].fillna(False).astype(bool)
+    stopped = summary["endpoint"].notna() if len(down) else ok & False
+    unstarted = (summary["error"] == "not run") & ~ok if len(down) and "error" in summary else ok & False
+    failed = int((~ok & ~capped & ~stopped & ~unstarted).sum())
     show(f"cells: {len(summary)}, failed: {failed}" + (f", capped: {int(capped.sum())}" if capped is not False
-                                                         and capped.any() else ""))
+                                                         and capped.any() else "")
+         + (f", interrupted (endpoint): {int(stopped.sum())}, not started: {int(unstarted.sum())}" if len(down)
+            else ""))
     if "budget" in summary.attrs:
         show(summary.attrs["budget"])
-    down = summary["endpoint"].dropna() if "endpoint" in summary else ()
     if len(down):
         show(f"stopped: {down.iloc[0]}", file=sys.stderr)
         return ENDPOINT_DOWN

@@ -16,6 +16,10 @@ a dead endpoint therefore stops within the deadline of the endpoint's last answe
 however many games share the endpoint. A permanent refusal (an HTTP 4xx other than 429: a bad key, an unknown
 model) kills the endpoint at once. An offline backend (no ``base_url``: scripted, replay, chaos) has no
 endpoint: its failures stay the model's.
+
+A process whose stderr nobody reads (a sweep's or a tournament's cell kernel) names a file in
+``TOOLKIT_ENDPOINT_LINES``: each stall line is appended to it too, and the study relays it to its own stderr
+(``toolkit.study.sweep``).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import weakref
 from collections import Counter
 from typing import Any
 
-from toolkit.core.secrets import mask_url_credentials
+from toolkit.core.secrets import mask_url_credentials, redact
 from toolkit.llm.gate import stalled
 from toolkit.llm.model import Attempt, Call, Model, now
 
@@ -36,6 +40,7 @@ log = logging.getLogger(__name__)  # a warning: on stderr whatever --quiet says 
 DEFAULT_DEADLINE_S = 90.0
 PERMANENT = ("http_error",)  # a refusal that waiting cannot cure
 MODEL_KINDS = ("injected",)  # faults a test backend injects as the model's, by design
+LINES_ENV = "TOOLKIT_ENDPOINT_LINES"  # a file each stall line is appended to as well (a study's cell kernel)
 
 
 class EndpointDown(Exception):
@@ -155,9 +160,16 @@ class EndpointHealth:
         """The line on stderr that a stall began (once per stall: until the endpoint answers again)."""
         if not self._stalled:
             self._stalled, self.stalls = True, self.stalls + 1
-            log.warning(f"endpoint {self.name}: {why}; its games wait for it, at most "
-                        f"{self.deadline:g} s from its last answer (TOOLKIT_ENDPOINT_DEADLINE_S)")
+            line = (f"endpoint {self.name}: {why}; its games wait for it, at most {self.deadline:g} s from its last "
+                    "answer (TOOLKIT_ENDPOINT_DEADLINE_S)")
+            log.warning(line)
             self._tell()
+            if path := os.environ.get(LINES_ENV):  # for the study that runs this process, to say on its stderr
+                try:
+                    with open(path, "a", encoding="utf-8") as f:
+                        f.write(redact(" ".join(line.split())) + "\n")
+                except OSError as exc:
+                    log.warning(f"{LINES_ENV}={path}: {exc}")
 
     def _tell(self, down: str | None = None) -> None:
         """The stall (or the death) in the endpoints rows of the runs open (``toolkit.llm.gate.stalled``)."""

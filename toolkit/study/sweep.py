@@ -16,6 +16,8 @@ import os
 import re
 import signal
 import socket
+import sys
+import threading
 import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -37,7 +39,7 @@ from toolkit.core import data
 from toolkit.core.files import FileError, SweepFile, did_you_mean, load_file, one_line
 from toolkit.core.secrets import Redactor, redact, redact_obj, register_carried
 from toolkit.llm.budget import Budget, BudgetError, BudgetReached
-from toolkit.llm.health import EndpointDown
+from toolkit.llm.health import LINES_ENV, EndpointDown
 from toolkit.study.executors import EXECUTORS
 from toolkit.study.experiments import check_werewolf_parameters
 from toolkit.study.shards import SHARD_GAMES, cell_status, shardable, shards
@@ -179,16 +181,21 @@ def load_sweep(path: str | Path, results_root: str | Path = "results") -> tuple[
     return spec, cells
 
 
+ENDPOINT_LINES = "endpoint.log"  # in a cell's folder: its kernel's stall lines, relayed to the sweep's stderr
+
+
 def kernel_logged_to(path: Path, limits: str | None = None) -> type:
     """A kernel manager whose kernel writes its own stdout and stderr to ``path`` (and shares its endpoints'
-    limits through ``limits`` unless this process has ``TOOLKIT_SHARED_LIMITS`` of its own). The kernel logs
+    limits through ``limits`` unless this process has ``TOOLKIT_SHARED_LIMITS`` of its own), and its endpoints'
+    stall lines to ``ENDPOINT_LINES`` beside it (``toolkit.llm.health``; ``relayed`` says them). The kernel logs
     "KeyboardInterrupt caught in kernel." as an ERROR when it is shut down after a successful cell: noise on
     the sweep's terminal, kept in the cell's folder instead (with anything else the kernel says)."""
     from jupyter_client.manager import AsyncKernelManager
 
     class KernelLogged(AsyncKernelManager):
         async def start_kernel(self, **kw):
-            env = {**kw.pop("env", os.environ), ENV: os.environ.get(ENV) or limits or ""}
+            env = {**kw.pop("env", os.environ), ENV: os.environ.get(ENV) or limits or "",
+                   LINES_ENV: str(path.parent / ENDPOINT_LINES)}
             with open(path, "ab") as log:  # the kernel process holds its own copy of the descriptor
                 return await super().start_kernel(stdout=log, stderr=log, env=env, **kw)
 
@@ -387,7 +394,8 @@ def run_sweep(path: str | Path, workers: int = 1, executor: str = "local", sched
     limits = study_limits(Path(results_root) / spec["name"] / ".limits", scheduler)
     run = [replace(u, limits=limits) for u in run]
     try:
-        with study_server(set().union(*(cell_specs(c) for c in todo)) if scheduler is None else ()), shared(limits):
+        with study_server(set().union(*(cell_specs(c) for c in todo)) if scheduler is None else ()), shared(limits), \
+                relayed([Path(u.folder) / ENDPOINT_LINES for u in run], lambda line: tqdm.write(line, file=sys.stderr)):
             _execute(run, found, bar, workers, executor, scheduler)
     finally:  # a cell whose shards all ended is done (its DONE.json) even when the sweep is stopped
         parts.update((s["cell_id"], s) for s in found)
@@ -400,6 +408,43 @@ def run_sweep(path: str | Path, workers: int = 1, executor: str = "local", sched
         summary.attrs["budget"] = budget.line() + (f"; {capped} cell{'s' * (capped != 1)} stopped at the cap "
                                                    "(a rerun with a higher cap plays the rest)" if capped else "")
     return summary
+
+
+@contextmanager
+def relayed(files: list[Path], say: Any, every_s: float = 0.5) -> Iterator[None]:
+    """While the block runs, every line a cell's kernel appends to its file (``ENDPOINT_LINES``: an endpoint's
+    stall) is said once through ``say`` (the sweep's stderr, above its progress bar), within ``every_s``; the
+    lines already there (an earlier run's) are not. A kernel's stderr reaches only its notebook, so a study on a
+    stalled endpoint showed nothing but its progress bar (review42 s16 F5)."""
+    read = {f: f.stat().st_size if f.exists() else 0 for f in files}
+
+    def tick() -> None:
+        for f, at in read.items():
+            try:
+                with open(f, "rb") as h:
+                    h.seek(at)
+                    chunk = h.read()
+            except FileNotFoundError:
+                continue
+            whole = chunk[:chunk.rfind(b"\n") + 1]  # a line still being written waits for the next tick
+            read[f] = at + len(whole)
+            for line in whole.decode("utf-8", "replace").splitlines():
+                say(line)
+
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(every_s):
+            tick()
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        tick()
 
 
 def _execute(todo: list[Cell], statuses: list[dict], bar: Any, workers: int, executor: str,
