@@ -8,19 +8,16 @@ a failed cell is recorded with its error and does not stop the others, and the s
 from __future__ import annotations
 
 import ast
-import ctypes
 import hashlib
 import itertools
 import json
 import os
 import re
-import signal
 import socket
 import sys
 import threading
 import time
 import traceback
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -293,14 +290,6 @@ def _failed(status: dict[str, Any], folder: Path, exc: Exception) -> None:
     (folder / "FAILED.json").write_text(redact(json.dumps({**status, "traceback": traceback.format_exc()[-4000:]})))
 
 
-def _die_with_parent() -> None:
-    """Pool workers end when the sweep process is killed (Linux), instead of running on as orphans."""
-    try:
-        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
 CAP_PARAMETERS = ("max_usd", "max_tokens", "at_cap", "spend_dir")
 
 
@@ -452,72 +441,6 @@ def _execute(todo: list[Cell], statuses: list[dict], bar: Any, workers: int, exe
     for status in EXECUTORS.one(executor).resolve("cells")(execute_cell, todo, workers, scheduler):
         statuses.append(status)
         bar.update()
-
-
-def _local_cells(run: Any, todo: list[Cell], workers: int, scheduler: str | None) -> Iterator[dict]:
-    """``run`` of each cell, handed to the pool as workers free up (a submitted cell cannot be taken back once the
-    pool has queued it): a dead endpoint stops the study, and no cell not yet started starts."""
-    with ProcessPoolExecutor(max_workers=workers, initializer=_die_with_parent) as pool:
-        waiting, dead = iter(todo), False
-        running = {pool.submit(run, c) for c in itertools.islice(waiting, workers)}
-        while running:
-            done, running = wait(running, return_when=FIRST_COMPLETED)
-            for future in done:
-                status = future.result()
-                dead = dead or bool(status.get("endpoint"))
-                yield status
-            if not dead:
-                running |= {pool.submit(run, c) for c in itertools.islice(waiting, len(done))}
-
-
-def _dask_cells(run: Any, todo: list[Cell], workers: int, scheduler: str | None) -> Iterator[dict]:
-    from dask.distributed import as_completed as dask_completed  # the optional `dask` extra
-
-    with dask_client(scheduler, workers) as client:
-        futures = client.map(run, todo, pure=False)
-        for future in dask_completed(futures):
-            if future.cancelled():
-                continue
-            status = future.result()
-            yield status
-            if status.get("endpoint"):  # a dead endpoint stops the study
-                client.cancel(futures)
-
-
-@contextmanager
-def _local_pool(workers: int, scheduler: str | None) -> Iterator[Any]:
-    with ProcessPoolExecutor(max_workers=workers, initializer=_die_with_parent) as pool:
-        yield pool.submit
-
-
-@contextmanager
-def _dask_pool(workers: int, scheduler: str | None) -> Iterator[Any]:
-    with dask_client(scheduler, workers) as client:
-        yield lambda fn, *args, **kw: client.submit(fn, *args, pure=False, **kw)
-
-
-@contextmanager
-def dask_client(scheduler: str | None, workers: int = 1) -> Iterator[Any]:
-    """A Dask client of the scheduler at ``scheduler`` (``dask scheduler``'s address, its workers started with
-    ``dask worker ADDRESS --nthreads 1``: docs/experiments.md), else of a LocalCluster of ``workers`` processes
-    owned by this one. A scheduler that does not answer is a ``FileError`` of one line."""
-    from dask.distributed import Client, LocalCluster
-
-    if scheduler is None:
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-                Client(cluster) as client:
-            yield client
-        return
-    try:
-        client = Client(scheduler, timeout=SCHEDULER_TIMEOUT_S)
-    except (OSError, ValueError, TypeError) as exc:  # no one answers, or not an address
-        raise FileError(f"--scheduler {scheduler}: no Dask scheduler answers there ({one_line(exc, 160)}); start one "
-                        "with `dask scheduler` and give the address it prints (tcp://HOST:8786)") from None
-    with client:
-        yield client
-
-
-SCHEDULER_TIMEOUT_S = 20
 
 
 # What the summary reads of each cell (never the prompts: a cell of 100,000 games holds gigabytes of them), and of
