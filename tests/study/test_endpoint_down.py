@@ -101,6 +101,7 @@ def test_the_last_line_of_a_study_a_spending_cap_stopped(capsys, tmp_path):
     summary = pd.DataFrame([{"cell_id": "a", "ok": False, "capped": True, "endpoint": None},
                             {"cell_id": "b", "ok": True, "capped": False, "endpoint": None}])
     summary.attrs["budget"] = "budget: spent $0.0137 of $0.012 ($0.0000 left), 9,000 tokens; cap reached: 1 game ..."
+    summary.attrs["spent"] = "spent $0.0137 of $0.012 ($0.0000 left), 9,000 tokens"
     assert cells_line(summary) == 3
     err = capsys.readouterr().err
     assert err == ("stopped: the spending cap was reached (spent $0.0137 of $0.012 ($0.0000 left), 9,000 tokens): "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from toolkit.cli.common import CAPPED, ENDPOINT_DOWN, add_cap_arguments, endpoints_line, show
+from toolkit.cli.common import CAPPED, ENDPOINT_DOWN, add_cap_arguments, endpoints_line, plural, show
 from toolkit.study.executors import EXECUTORS, help_text
 
 DESCRIPTION = None
@@ -87,9 +87,9 @@ def cells_line(summary) -> int:
         show(f"stopped: {down.iloc[0]}", file=sys.stderr)
         return ENDPOINT_DOWN
     if capped is not False and capped.any():  # on stderr too, as a dead endpoint's line (seen under --quiet)
-        spent = summary.attrs.get("budget", "").removeprefix("budget: ").split("; cap reached")[0]
-        show(f"stopped: the spending cap was reached{f' ({spent})' if spent else ''}: {int(capped.sum())} "
-             f"cell{'s' * (int(capped.sum()) != 1)} unfinished (a rerun with a higher cap resumes them)",
+        spent, cells = summary.attrs.get("spent", ""), plural(int(capped.sum()), "cell")
+        show(f"stopped: the spending cap was reached{f' ({spent})' if spent else ''}: {cells} unfinished (a rerun "
+             "with a higher cap resumes them)",
              file=sys.stderr)
     return 1 if failed else CAPPED if capped is not False and capped.any() else 0
 

@@ -34,6 +34,7 @@ from toolkit.record.load import games_with_params, load
 from toolkit.record.tables import TABLES
 from toolkit.core import data
 from toolkit.core.files import FileError, SweepFile, did_you_mean, load_file, one_line
+from toolkit.core.printable import plural
 from toolkit.core.secrets import Redactor, redact, redact_obj, register_carried
 from toolkit.llm.budget import Budget, BudgetError, BudgetReached
 from toolkit.llm.health import LINES_ENV, EndpointDown
@@ -394,8 +395,9 @@ def run_sweep(path: str | Path, workers: int = 1, executor: str = "local", sched
     summary = summarise(spec, cells, statuses, Path(results_root) / spec["name"])
     if budget is not None:
         capped = int(summary["capped"].fillna(False).astype(bool).sum()) if "capped" in summary else 0
-        summary.attrs["budget"] = budget.line() + (f"; {capped} cell{'s' * (capped != 1)} stopped at the cap "
-                                                   "(a rerun with a higher cap plays the rest)" if capped else "")
+        summary.attrs["budget"] = budget.line() + (f"; {plural(capped, 'cell')} stopped at the cap (a rerun with a "
+                                                   "higher cap plays the rest)" if capped else "")
+        summary.attrs["spent"] = budget.spent_text()
     return summary
 
 
