@@ -244,9 +244,10 @@ def _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_t
                 raise BudgetReached(capped)
             return
         for cell in sorted(set(rows["cell"])):
-            run_cell(str(folder / cell), str(schedule_path), cell, bool(spec.get("reflection", False)),
-                     int(spec.get("concurrency", 16)), max_usd, max_tokens, at_cap, str(folder),
-                     on_result=one_game, on_endpoint_failure=spec.get("on_endpoint_failure") or "wait")
+            run_cell(str(folder / cell), str(schedule_path), cell, reflection=bool(spec.get("reflection", False)),
+                     concurrency=int(spec.get("concurrency", 16)), max_usd=max_usd, max_tokens=max_tokens,
+                     at_cap=at_cap, spend_dir=str(folder), on_result=one_game,
+                     on_endpoint_failure=spec.get("on_endpoint_failure") or "wait")
 
     def one_game(_) -> None:
         some_games(1)
