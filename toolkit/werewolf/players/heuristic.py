@@ -299,9 +299,9 @@ def _vote(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str:
     return suspicion(obs, rng, choices) or rng.choice(choices)
 
 
-# This player's play of each shipped decision (``werewolf_names.TARGETED_ACTIONS``; the vote is every seat's); a
-# role's new decision brings its own (``Role.plays``).
-PLAYS = {"hunt": hunt, "protect": protect, "verify": verify, "save": save, "poison": poison, "shoot": shoot}
+# This player's play of each shipped decision (``werewolf_names.TARGETED_ACTIONS``; the vote is every seat's), each
+# a function named after its decision; a role's new decision brings its own (``Role.plays``).
+PLAYS = {play.__name__: play for play in (hunt, protect, verify, save, poison, shoot)}
 
 
 def bid(obs: dict[str, Any], rng: random.Random) -> int:
