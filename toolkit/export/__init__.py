@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from toolkit.core.printable import plural
 from toolkit.core.registry import Registry
 
 __all__ = ["EXPORTERS", "Exporter", "Flag", "Options", "register"]
@@ -90,7 +89,7 @@ def _undecided(results, o: Options) -> str:
 
     decided = set(kaggle.decided(results.games)["game_id"])
     left = len([g for g in (o.game_ids or results.games["game_id"]) if g not in decided])
-    return f"{plural(left, 'undecided game')} left out (Kaggle's loader needs a winning side)" if left else ""
+    return f"{left} undecided game{'s' * (left != 1)} left out (Kaggle's loader needs a winning side)" if left else ""
 
 
 def _inspect(results, out: Path, o: Options) -> list[Path]:
@@ -119,7 +118,7 @@ def _otel_send(results, o: Options) -> str:
     from toolkit.export import otel
 
     n = otel.send(results, o.flags["endpoint"], o.content, o.game_ids)
-    return f"sent {plural(n, 'span')} to {o.flags['endpoint']}"
+    return f"sent {n} span{'s' * (n != 1)} to {o.flags['endpoint']}"
 
 
 def _reachable(url: str) -> None:
