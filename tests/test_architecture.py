@@ -40,7 +40,9 @@ def modules() -> dict[str, Path]:
 
 
 def imports(path: Path) -> set[str]:
-    """Every toolkit module a file imports, at any depth of the file (function-level imports included)."""
+    """Every toolkit module a file imports, at any depth of the file (function-level imports included), or names
+    in a string for a later import (``"toolkit.werewolf.players.heuristic:protect"``, what ``registry.resolve``
+    imports)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
@@ -48,6 +50,8 @@ def imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module:
             found.add(node.module)
             found |= {f"{node.module}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("toolkit."):
+            found.add(node.value.split(":")[0])
     known = modules()
     return {m for m in found if m in known and m.startswith("toolkit")}
 

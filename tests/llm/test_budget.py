@@ -110,3 +110,16 @@ def test_the_cap_stops_new_games_and_a_rerun_with_a_higher_cap_continues(server,
     assert sorted(games["seed"]) == list(range(6))  # every game once: none lost, none twice
     assert len(more) == 6 - len(done)
     assert higher.spent()[0] == pytest.approx(load(tmp_path, complete_games=False).calls["cost_usd"].sum())
+
+
+def test_the_last_line_says_how_many_calls_it_counts_at_their_estimate(tmp_path):
+    """Calls reserved and never settled (in flight at a ``kill -9``) stay at their estimate, which may under-state
+    the bill by their answers' tokens: the line says how many (review42 s16 F3; on the code before it did not)."""
+    budget = Budget(tmp_path / "spend.jsonl", max_usd=1.0)
+    budget.reserve(0.001, 100, "det").settle(0.002, 150)  # answered: its cost replaces the estimate
+    assert "not settled" not in budget.line()
+    budget.reserve(0.001, 100, "det")  # killed in flight: never settled
+    budget.reserve(0.001, 100, "det")
+    rerun = Budget(tmp_path / "spend.jsonl", max_usd=1.0)  # the study's rerun reads the ledger
+    assert rerun.spent() == (pytest.approx(0.004), 350)
+    assert "; 2 calls not settled (in flight, or when a process was killed) counted at the estimate" in rerun.line()

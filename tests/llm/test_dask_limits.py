@@ -3,14 +3,23 @@
 server enforcing a concurrency limit with 429s. Each worker plays in a working folder of its own, as workers on
 machines that share no folder do. Before dask_limits a scheduler's address in TOOLKIT_SHARED_LIMITS was taken for
 a folder (relative to each worker's working folder: one per worker), so each worker kept its own limit: both
-tests fail there (429s and 8 in flight; the other worker's requests go while the holder lives)."""
+tests fail there (429s and 8 in flight; the other worker's requests go while the holder lives).
 
+The store's own behaviour against a scheduler alone (``dask scheduler``, toolkit.testing.dask_cluster): a stopped
+a study's block closes its client, a dead address is refused
+before a game starts."""
+
+import asyncio
 import os
 import signal
+import socket
+import subprocess
+import sys
 import time
 
 import pytest
 
+from toolkit.llm.shared_limits import ENV, shared
 from toolkit.testing.loopback_server import FakeOpenAIServer
 
 pytest.importorskip("dask.distributed")
@@ -39,10 +48,12 @@ def play(spec: str, n: int, where: str, folder: str, start_at: float = 0.0) -> d
     return asyncio.run(main())
 
 
-def warm_up() -> None:
-    """On each worker: what ``play`` imports, and this process's client of the scheduler."""
+def warm_up(address: str) -> None:
+    """On each worker: what ``play`` imports, and this process's client of the scheduler (made on first use)."""
     import toolkit.llm  # noqa: F401
-    import toolkit.llm.shared_limits  # noqa: F401
+    from toolkit.llm.dask_limits import client
+
+    client(address)
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +72,7 @@ def cluster():
 @pytest.mark.slow
 def test_two_dask_workers_keep_to_one_concurrency_limit_through_the_scheduler(tmp_path, cluster):
     address = cluster.scheduler.address
-    cluster.run(warm_up)  # imports done before the clock starts: the two workers' calls overlap
+    cluster.run(warm_up, address)  # imports and connection done before the clock starts: the two workers' calls overlap
     with FakeOpenAIServer(latency=0.2, capacity=4, retry_after=0.2) as server:
         spec, start_at = f"openai:ok@{server.base_url}?max_connections=4", time.time() + 3
         futures = [cluster.submit(play, spec, 20, address, str(tmp_path / f"w{i}"), start_at, pure=False,
@@ -98,3 +109,57 @@ def test_a_killed_dask_worker_gives_its_slots_back(tmp_path, cluster):
         hung.cancel()
     assert (done["answered"], done["retried"]) == (2, 0) and freed < 20  # after the 2 s lease timeout
     assert [behaviour for _, behaviour in server.log] == ["hang", "hang", "ok", "ok"]
+
+
+@pytest.fixture(scope="module")
+def scheduler(tmp_path_factory):
+    from toolkit.testing.dask_cluster import dask_cluster
+
+    with dask_cluster(0, tmp_path_factory.mktemp("scheduler")) as started:
+        yield started
+
+
+@pytest.mark.slow
+def test_a_studys_block_closes_its_client_of_the_scheduler(scheduler):
+    """A process that lives on (a Dask worker, a notebook) keeps no client of a study's scheduler once the
+    study's block ends; before, the client stayed connected for the process's life."""
+    from distributed import Client
+
+    from toolkit.llm.gate import gate
+
+    async def one_request() -> None:
+        g = gate("http://127.0.0.1:9/closed", max_connections=4)
+        g.release(await g.acquire())
+
+    with Client(scheduler.address, set_as_default=False) as watcher:
+        def clients() -> set:
+            return set(watcher.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.clients)))
+
+        before = clients()
+        with shared(scheduler.address):
+            asyncio.run(one_request())
+            during = clients()
+        deadline = time.monotonic() + 10
+        while clients() != before and time.monotonic() < deadline:
+            time.sleep(0.1)
+        after = clients()
+    assert len(during - before) == 1  # the store's client
+    assert after == before
+
+
+@pytest.mark.slow
+def test_a_dead_scheduler_address_is_refused_before_a_game(tmp_path):
+    """TOOLKIT_SHARED_LIMITS naming a scheduler that is not there: one line on stderr, exit 2, nothing written.
+    Before, the command went on (a heuristic game needs no endpoint: exit 0; a model's game failed when it first
+    asked the gate, and the process hung at exit closing its client)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nobody listens there
+    address = f"tcp://127.0.0.1:{port}"
+    done = subprocess.run([sys.executable, "-m", "toolkit", "play", "--quiet", "--out", str(tmp_path / "out")],
+                          env={**os.environ, ENV: address}, capture_output=True, text=True, timeout=180)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: ") and f"TOOLKIT_SHARED_LIMITS={address}" in lines[0]
+    assert "no Dask scheduler answers there" in lines[0]
+    assert not (tmp_path / "out").exists()

@@ -301,3 +301,29 @@ def test_an_experiment_name_cannot_place_a_run_outside_its_results_folder(tmp_pa
     with pytest.raises(ValueError, match="names a folder"):
         Run(tmp_path / "res", run_id="../../escaped")
     assert {p.name for p in tmp_path.iterdir()} == {"res"}
+
+
+@pytest.mark.parametrize("with_orjson", [True, False])
+def test_a_row_reads_back_the_same_whichever_encoder_wrote_it(tmp_path, monkeypatch, with_orjson):
+    """Rows of plain values go through orjson (the hot path: a calls row holds the whole prompt), the rest and
+    every row where orjson is missing through json: each reads back as json.dumps(default=str) would have it."""
+    import datetime as dt
+    import math
+    import toolkit.record.run_log as run_log
+
+    if not with_orjson:
+        monkeypatch.setattr(run_log, "orjson", None)
+    rows = [{"text": "é «quote» \"\\ \n\t\u2028 😀 \x00", "n": 2**63 - 1, "big": 2**70, "f": 1e-7, "neg": -0.0,
+             "ok": True, "none": None},
+            {"nan": math.nan, "inf": -math.inf, "f": 0.1},
+            {"when": dt.datetime(2026, 12, 7, 16, 5, tzinfo=dt.timezone.utc), "list": [1, "a", None],
+             "obj": {"k": 1.5}}]
+    for values in rows:
+        line = run_log.row_line(values)
+        expected = json.loads(json.dumps(values, ensure_ascii=False, default=str))
+        got = json.loads(line)
+        assert got.keys() == expected.keys()
+        for k in expected:  # NaN != NaN: compared as text
+            assert repr(got[k]) == repr(expected[k]), k
+    plain = {"text": "é", "f": 1e-7}  # orjson's compact form where it writes, json's otherwise
+    assert run_log.row_line(plain) == ('{"text":"é","f":1e-7}' if with_orjson else '{"text": "é", "f": 1e-07}')

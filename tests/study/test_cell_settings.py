@@ -31,3 +31,24 @@ def test_the_werewolf_notebooks_parameters_are_the_cells_settings():
     names = {line.split("=")[0].strip() for line in source.splitlines() if "=" in line and not line.startswith("#")}
     fields = {f.name for f in dataclasses.fields(WerewolfCell)}
     assert names == fields - {"experiment", "progress"}
+
+
+def test_a_tournament_cells_settings_are_one_object_and_the_notebooks_parameters(tmp_path):
+    """``run_cell`` took 15 parameters; a ``TournamentCell`` holds them, the tournament notebook's parameters are
+    its settings (but the batch's ``seeds`` and ``done_in``), and an unknown cell names the plan's cells."""
+    from toolkit.study.tournament import TournamentCell, run_cell
+
+    notebook = json.loads((ROOT / "experiments" / "tournament.ipynb").read_text())
+    source = next("".join(c["source"]) for c in notebook["cells"] if "parameters" in c["metadata"].get("tags", []))
+    names = {line.split("=")[0].strip() for line in source.splitlines() if "=" in line and not line.startswith("#")}
+    assert names == {f.name for f in dataclasses.fields(TournamentCell)} - {"seeds", "done_in"}
+    smoke = str(ROOT / "experiments" / "tournaments" / "smoke.yaml")
+    games, name = TournamentCell(str(tmp_path), smoke, "classic7__part0").games()
+    first = int(games["seed"].min())
+    batch, _ = TournamentCell(str(tmp_path), smoke, "classic7__part0", seeds=[first]).games()
+    assert name == "smoke-tournament" and set(games["cell"]) == {"classic7__part0"}
+    assert set(batch["seed"]) == {first} and len(batch) == 7  # one game: its seven seats
+    with pytest.raises(ValueError, match="classic7__part0"):
+        run_cell(str(tmp_path), smoke, "no_such_cell")
+    with pytest.raises(TypeError, match="concurency"):
+        run_cell(str(tmp_path), smoke, "classic7__part0", concurency=2)

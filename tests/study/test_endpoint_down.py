@@ -5,6 +5,7 @@ sweep played every cell to its end on fallbacks and exited 1 (each game an ``err
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,7 @@ grid:
                "TOOLKIT_ENDPOINT_DEADLINE_S": "2"}
         done = subprocess.run([sys.executable, "-m", "toolkit", "sweep", str(sweep), "--results",
                                str(tmp_path / "results"), "--workers", "1"], cwd=REPO, capture_output=True,
-                              text=True, timeout=600, env=env)
+                              text=True, timeout=1200, env=env)
     finally:
         proc.terminate()
         proc.wait(10)
@@ -40,16 +41,52 @@ grid:
                                                        "for 2 s"), done.stderr[-2000:]
     assert stopped[0].endswith("; every game on it stopped unfinished (a rerun resumes them) (3 games unfinished)")
     assert done.stdout.count("not run") == 2  # the other cells never started
-    assert not list((tmp_path / "results" / "dead").glob("*/DONE.json"))
+    assert not list((tmp_path / "results" / "dead").glob("*/DONE.json"))  # a rerun resumes them
+    # the stall reached the sweep's stderr (it was only in the cell's notebook: review42 s16 F5), once, before the
+    # stop; the cell the endpoint stopped is not a failed one
+    lines = done.stderr.splitlines()
+    stalls = [i for i, line in enumerate(lines) if line.startswith(f"endpoint openai:hang@{url}: no answer for ")
+              and "its games wait for it" in line]
+    assert len(stalls) == 1 and stalls[0] < lines.index(stopped[0]), done.stderr[-3000:]
+    assert "cells: 3, failed: 0, interrupted (endpoint): 1, not started: 2" in done.stdout, done.stdout[-2000:]
 
 
 def test_the_last_line_of_a_study_an_endpoint_stopped(capsys):
+    """The cells a dead endpoint stopped or kept from starting are counted apart, not as failed (on the code
+    before: ``failed: 3``); a cell that failed on its own still is."""
     import pandas as pd
 
-    summary = pd.DataFrame([{"cell_id": "a", "ok": False, "capped": False, "endpoint": "endpoint X is down: why"},
-                            {"cell_id": "b", "ok": False, "capped": False, "endpoint": None}])
+    summary = pd.DataFrame([{"cell_id": "a", "ok": False, "capped": False, "endpoint": "endpoint X is down: why",
+                             "error": "endpoint X is down: why"},
+                            {"cell_id": "b", "ok": False, "capped": False, "endpoint": None, "error": "not run"},
+                            {"cell_id": "c", "ok": False, "capped": False, "endpoint": None, "error": "KeyError: x"},
+                            {"cell_id": "d", "ok": True, "capped": False, "endpoint": None, "error": None}])
     assert cells_line(summary) == 4
-    assert capsys.readouterr().err == "stopped: endpoint X is down: why\n"
+    out = capsys.readouterr()
+    assert out.err == "stopped: endpoint X is down: why\n"
+    assert out.out == "cells: 4, failed: 1, interrupted (endpoint): 1, not started: 1\n"
+
+
+def test_the_stall_lines_of_a_study_s_kernels_are_said_once_each(tmp_path):
+    """``relayed``: the lines the cells' kernels append to their files are said once each while the study runs
+    and at its end; an earlier run's lines and a line still being written are not (on the code before nothing
+    reached the sweep's stderr: no relay)."""
+    from toolkit.study.sweep import relayed
+
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
+    a.write_text("an earlier run's stall\n")
+    said: list[str] = []
+    with relayed([a, b], said.append, every_s=0.01):
+        with a.open("a") as f:
+            f.write("stall 1 of a\n")
+        b.write_text("stall 1 of b\nhalf a li")
+        deadline = time.monotonic() + 5
+        while len(said) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert sorted(said) == ["stall 1 of a", "stall 1 of b"]
+        with b.open("a") as f:
+            f.write("ne\n")
+    assert sorted(said) == ["half a line", "stall 1 of a", "stall 1 of b"]
 
 
 def test_the_last_line_of_a_study_a_spending_cap_stopped(capsys, tmp_path):
@@ -64,6 +101,7 @@ def test_the_last_line_of_a_study_a_spending_cap_stopped(capsys, tmp_path):
     summary = pd.DataFrame([{"cell_id": "a", "ok": False, "capped": True, "endpoint": None},
                             {"cell_id": "b", "ok": True, "capped": False, "endpoint": None}])
     summary.attrs["budget"] = "budget: spent $0.0137 of $0.012 ($0.0000 left), 9,000 tokens; cap reached: 1 game ..."
+    summary.attrs["spent"] = "spent $0.0137 of $0.012 ($0.0000 left), 9,000 tokens"
     assert cells_line(summary) == 3
     err = capsys.readouterr().err
     assert err == ("stopped: the spending cap was reached (spent $0.0137 of $0.012 ($0.0000 left), 9,000 tokens): "

@@ -9,8 +9,7 @@ import asyncio
 
 import pytest
 
-from toolkit.core.registry import resolve
-from toolkit.core.werewolf_names import ROLES as SHIPPED
+from toolkit.core.werewolf_names import ROLES as SHIPPED, TARGETED_ACTIONS
 from toolkit.werewolf.engine import roles
 from toolkit.werewolf.engine.events import EventKind
 from toolkit.werewolf.engine.preset import available_presets, load_preset
@@ -26,12 +25,15 @@ def test_one_heuristic_game_of_each_shipped_preset(preset):
 
 
 def test_every_shipped_role_is_dealt_by_a_preset_and_declares_its_plays_and_colours():
+    from toolkit.werewolf.players.heuristic import PLAYS, role_play
+
+    assert set(PLAYS) | {"vote"} == set(TARGETED_ACTIONS)  # the rule-based player plays every shipped decision
     dealt = set().union(*(load_preset(p).roles for p in available_presets()))
     assert set(SHIPPED) <= dealt, f"no shipped preset deals {sorted(set(SHIPPED) - dealt)}: its game is never played"
     html = {}
     for name in SHIPPED:
         role = roles.REGISTRY[name]
-        assert all(callable(resolve(role.plays[a])) for a in role.actions), name
+        assert all(callable(role_play(name, a)) for a in role.actions), name
         assert role.colour != Role.colour and role.terminal_colour != Role.terminal_colour, name
         html.setdefault(role.colour, name)
     assert len(html) == len(SHIPPED)  # the notebook's transcript tells every role apart

@@ -1,6 +1,6 @@
 """Near-duplicate text that survives paraphrase, in near-linear time: a text's character 5-grams (``shingles``:
 lower-cased words joined by one space, punctuation dropped), hashed to integers (crc32, so runs agree), and the
-share of a text's shingles found in another text or in a prompt (``containment``).
+share of a text's shingles found in another text (``overlap``) or in a prompt (``Told.contains``).
 
 Why characters, not words: a word changed, inserted or dropped breaks every word 3-gram that spans it, so
 changing one word in three left no word 3-gram of a copy intact (issue 45: 0 of 150 caught). The same edit
@@ -50,11 +50,6 @@ def shingles(text: str, k: int = K) -> set[int]:
     if not s:
         return set()
     return {zlib.crc32(s[i:i + k].encode()) for i in range(max(1, len(s) - k + 1))}
-
-
-def containment(a: set[int], b: set[int]) -> float:
-    """The share of ``a``'s shingles that are in ``b`` (0 when ``a`` is empty)."""
-    return len(a & b) / len(a) if a else 0.0
 
 
 def overlap(a: set[int], b: set[int]) -> float:

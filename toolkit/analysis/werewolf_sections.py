@@ -58,6 +58,10 @@ class Context:
         return cls(tables, games, A.conditions(games), out, written, folder, n_degraded, include_degraded,
                    tokens_estimated(tables), tables.players["spec"].nunique() > 1)
 
+    def table(self, metric: Callable[[Results], pd.DataFrame]) -> str:
+        """A metric of the tables, per condition (``per_condition``), as a markdown table."""
+        return markdown_table(per_condition(metric, self.games, self.tables, self.by))
+
     def degraded(self, what: str = "the table above") -> list[str]:
         return degraded_line(self.n_degraded, len(self.games), self.include_degraded, what)
 
@@ -115,14 +119,12 @@ def _models(c: Context) -> list[str]:
     written, degraded = c.written, c.degraded
     s = ["## Models: win rate by side and by role\n",
          "Per seat-game; intervals resample games. `n` counts seat-games, `n_games` games.\n",
-         markdown_table(per_condition(lambda t: A.role_win_rates(t.games, t.players, ["spec", "side"]),
-                                      games, tables, by)), *degraded()]
+         c.table(lambda t: A.role_win_rates(t.games, t.players, ["spec", "side"])), *degraded()]
     if one_model_per_side(tables.players):
         s.append("By role: not shown — every game has one model per side, so a model's win rate is the "
                  "same for every village role by construction.\n")
     else:
-        s.append(markdown_table(per_condition(lambda t: A.role_win_rates(t.games, t.players, ["spec", "role"]),
-                                              games, tables, by)))
+        s.append(c.table(lambda t: A.role_win_rates(t.games, t.players, ["spec", "role"])))
     ratings = per_condition(lambda t: A.ratings(t.games, t.players, by_side=True) if rateable(t) else None,
                             games, tables, by)
     unrated = [", ".join(f"{k}={v}" for k, v in key.items()) for key, g in A.groups(games, by)
@@ -147,7 +149,7 @@ def _models(c: Context) -> list[str]:
           "Which models the data can tell apart: the difference, its 95% interval, `p` and Holm's "
           "adjusted `p_holm` over every pair of the table; the verdict names an order only when "
           "`p_holm` < 0.05 (family-wise):\n",
-          markdown_table(per_condition(lambda t: A.separation(t.games, t.players), games, tables, by))]
+          c.table(lambda t: A.separation(t.games, t.players))]
     return s + sequential_ratings_section(tables, games, by)
 
 
@@ -173,28 +175,26 @@ def _votes(c: Context) -> list[str]:
             "games); `random` = what uniformly random legal answers (passing, abstaining, voting for oneself "
             "where the rules allow) score on the same units. For a ballot the bar is a random other candidate, "
             "never oneself and never abstaining. First-round and revote ballots are separate (`round`).\n",
-            markdown_table(per_condition(lambda t: A.vote_accuracy(t.events, t.players, vote_by, games=t.games),
-                                         games, tables, by)),
+            c.table(lambda t: A.vote_accuracy(t.events, t.players, vote_by, games=t.games)),
             "By day (first round, per model): later days are survivors — games still running, and in them the "
             "players still alive — so a day's rate is not the same population as day 1's:\n",
-            markdown_table(per_condition(_first_round_by_day, games, tables, by)),
+            c.table(_first_round_by_day),
             *vote_plots,
-            *_exile_sections(tables, games, by, multi)]
+            *_exile_sections(c)]
 
 
 def _survival(c: Context) -> list[str]:
-    tables, games, by = c.tables, c.games, c.by
     return ["## Survival and dominance\n",
             "KSR (seat survived to the end) by model and role — mostly a restatement of the win (a winning "
             "side's seats survive more); margin of win (living share of the winning side) and speed of win "
             "(1 / days) are over **won** seat-games only, so a model that rarely wins and wins only early looks "
             "fast: read them beside the win rate, never alone:\n",
-            markdown_table(per_condition(lambda t: A.ksr(t.games, t.players), games, tables, by)),
-            markdown_table(per_condition(lambda t: A.win_margin_speed(t.games, t.players), games, tables, by)),
+            c.table(lambda t: A.ksr(t.games, t.players)),
+            c.table(lambda t: A.win_margin_speed(t.games, t.players)),
             "Their unconditional counterpart: each model's win rate per side against what its roles win on "
             "average in these games (`adjusted` = rate − role baseline; every seat-game, won or lost; the "
             "interval is the adjusted value's):\n",
-            markdown_table(per_condition(lambda t: A.role_adjusted_wins(t.games, t.players), games, tables, by))]
+            c.table(lambda t: A.role_adjusted_wins(t.games, t.players))]
 
 
 def _night(c: Context) -> list[str]:
@@ -207,52 +207,44 @@ def _night(c: Context) -> list[str]:
 
 
 def _beliefs(c: Context) -> list[str]:
-    tables, games, by = c.tables, c.games, c.by
+    tables = c.tables
     s = ["## Beliefs and deception\n"]
     if len(tables.beliefs):
         s += ["Identity inference (guessed role = true role), by model and side: `chance` = the best constant "
               "guess per model, believer role and day (the role most often true on those rows; a tie shares the "
               "hit), `lift` the lift over it — the number to read; `random` = a random guess among the roles:\n",
-              markdown_table(per_condition(lambda t: A.identity_accuracy(t.beliefs, t.players, ["spec", "side"]),
-                                           games, tables, by)),
+              c.table(lambda t: A.identity_accuracy(t.beliefs, t.players, ["spec", "side"])),
               "Balanced accuracy (the mean over true roles of the share guessed right; a constant guess scores "
               "1 / roles, like chance):\n",
-              markdown_table(per_condition(lambda t: A.balanced_accuracy(t.beliefs, t.players, ["spec", "side"]),
-                                           games, tables, by)),
+              c.table(lambda t: A.balanced_accuracy(t.beliefs, t.players, ["spec", "side"])),
               "By day (later days are survivors):\n",
-              markdown_table(per_condition(lambda t: A.identity_accuracy(t.beliefs, t.players, ["spec", "day"]),
-                                           games, tables, by)),
+              c.table(lambda t: A.identity_accuracy(t.beliefs, t.players, ["spec", "day"])),
               "Proper scores of the stated confidences (lower is better), and their skill against the no-skill "
               "forecast that always states the observed accuracy (`brier_skill`, `log_skill`: above 0 the "
               "confidences carry information):\n",
-              markdown_table(per_condition(lambda t: A.brier(t.beliefs, t.players, ["spec"]), games, tables,
-                                           by)),
+              c.table(lambda t: A.brier(t.beliefs, t.players, ["spec"])),
               "The village's detection of the wolves by model and day: recall (`rate`: rows about a wolf that "
               "guess Werewolf) against its bar, the false-positive rate (rows about a village player that guess "
               "Werewolf: `chance`); `lift` = recall − false-positive rate, 0 for any guess that ignores the "
               "game, with a paired interval resampling games:\n",
-              markdown_table(per_condition(lambda t: A.wolf_detection(t.beliefs, t.players, ["spec", "day"]),
-                                           games, tables, by))]
+              c.table(lambda t: A.wolf_detection(t.beliefs, t.players, ["spec", "day"]))]
     else:
         s.append("The `beliefs` table is empty in these results (no player reflected with role guesses), so "
                  "identity inference, Brier scores and detection over time are not reported.\n")
     return s + [
         "Claims in speeches checked against the truth (a role claim is false when it is not the speaker's "
         "role — concealment included; a check claim is false unless the Seer made that check):\n",
-        markdown_table(per_condition(lambda t: A.lie_rates(t.events, t.players, ["spec", "side", "kind"]),
-                                     games, tables, by)),
+        c.table(lambda t: A.lie_rates(t.events, t.players, ["spec", "side", "kind"])),
         "`by_construction` marks rates that the rules fix (a wolf claiming a village role always lies): counts, "
         "not choices.\n",
         "How often check claims were followed by the other village voters' later ballots that day (false vs "
         "true claims; neither the speaker's nor the accused's ballot counts; chance = 1 / (living − 1)). "
         "`claim_falsity_within_side` is false where every false claim is a wolf's and every true one the "
         "Seer's — there \"false vs true\" is \"wolf vs Seer\", not a test of falsity:\n",
-        markdown_table(per_condition(lambda t: A.false_claims_followed(t.events, t.players, t.beliefs,
-                                                                       games=t.games), games, tables, by)),
+        c.table(lambda t: A.false_claims_followed(t.events, t.players, t.beliefs, games=t.games)),
         "Vote swing: share of the other voters' ballots on the player a speech accused or suspected, against "
         "chance (a wolf speaker's fellow wolves are left out: they follow an ally, not an argument):\n",
-        markdown_table(per_condition(lambda t: A.vote_swing(t.events, t.players, games=t.games), games, tables,
-                                     by))]
+        c.table(lambda t: A.vote_swing(t.events, t.players, games=t.games))]
 
 
 def _costs(c: Context) -> list[str]:
@@ -325,11 +317,11 @@ def _conclusions_sections(tables: Results, games: pd.DataFrame, by: list[str]) -
             markdown_table(matrix_text(design_matrix(games, tables.players, by)))]
 
 
-def _exile_sections(tables: Results, games: pd.DataFrame, by: list[str], multi: bool) -> list[str]:
+def _exile_sections(c: Context) -> list[str]:
     """IRP (a ballot-level accuracy) and, beside it only, VSS and voting success (coordination)."""
     return ["IRP (every village ballot on a wolf, as the Kaggle Game Arena werewolf harness counts it: forced "
             "ballots included, an abstention a miss) against the same bar as the ballots above:\n",
-            markdown_table(per_condition(lambda t: A.irp(t.events, t.players, games=t.games), games, tables, by)),
+            c.table(lambda t: A.irp(t.events, t.players, games=t.games)),
             "**Coordination, not skill** — read beside the ballot-level accuracy above, never alone: VSS (on "
             "days a wolf was exiled, the village ballots for that wolf) and voting success (days a wolf was "
             "exiled, per village model). Both reward villagers who vote together: a convention that uses no "
@@ -337,10 +329,8 @@ def _exile_sections(tables: Results, games: pd.DataFrame, by: list[str], multi: 
             "yet scores VSS near 1. Their `chance` is what random village ballots score (simulated per day, "
             f"{A.metrics.EXILE_DRAWS} draws a kind of day, Monte-Carlo standard error ≤ 0.007; the wolves' "
             "ballots as cast; the preset's tie rule, self-votes and abstentions):\n",
-            markdown_table(per_condition(lambda t: A.vss(t.events, t.players, None, t.games), games, tables, by)),
-            markdown_table(per_condition(lambda t: A.voting_success(t.events, t.players,
-                                                                    ["village_spec"] if multi else None, t.games),
-                                         games, tables, by))]
+            c.table(lambda t: A.vss(t.events, t.players, None, t.games)),
+            c.table(lambda t: A.voting_success(t.events, t.players, ["village_spec"] if c.multi else None, t.games))]
 
 
 def sequential_ratings_section(tables: Results, games: pd.DataFrame, by: list[str]) -> list[str]:

@@ -35,6 +35,8 @@ COMMANDS: dict[str, tuple[str | None, str]] = {
     "local-server": (None, "serve the small local model on 127.0.0.1 (extra: local)"),
 }
 
+PLAYS = {"play", "engineer", "engineer-suite", "sweep", "tournament"}  # commands that may call a model's endpoint
+
 EXAMPLES = """examples (tables go to git-ignored folders under results/):
   python -m toolkit play --seed 3                                   heuristic players, with a transcript
   python -m toolkit play --seat Player3=random --quiet              one random seat, result lines only
@@ -122,6 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     from toolkit.core.files import FileError
 
     try:
+        if args.command in PLAYS and os.environ.get("TOOLKIT_SHARED_LIMITS", "").strip():
+            from toolkit.llm.shared_limits import check
+
+            check()  # a Dask scheduler there that does not answer: refused now, not in every game
         return args.func(args)
     except BrokenPipeError:  # the reader went away (``| head``): nothing more to say
         sys.stdout = open(os.devnull, "w")

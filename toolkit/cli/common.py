@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from toolkit.core.printable import show  # noqa: F401  (the commands import it from here)
+from toolkit.core.printable import plural, show  # noqa: F401  (the commands import them from here)
 
 
 class TerminalFormatter(logging.Formatter):
@@ -34,10 +34,6 @@ def log_to_terminal() -> logging.Handler | None:
     handler.setFormatter(TerminalFormatter("%(message)s"))
     logging.lastResort = handler
     return replaced
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 class Transcript:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from toolkit.cli.common import CAPPED, ENDPOINT_DOWN, add_cap_arguments, endpoints_line, show
+from toolkit.cli.common import CAPPED, ENDPOINT_DOWN, add_cap_arguments, endpoints_line, plural, show
 from toolkit.study.executors import EXECUTORS, help_text
 
 DESCRIPTION = None
@@ -66,24 +66,30 @@ def run(args: argparse.Namespace) -> int:
 
 def cells_line(summary) -> int:
     """The last lines of a sweep or a tournament (cells, failed, the budget's line) and its exit code; a dead
-    endpoint that stopped the study is the last line (on stderr too), exit code 4; a spending cap that stopped
-    it, a ``stopped:`` line on stderr, exit code 3."""
+    endpoint that stopped the study is the last line (on stderr too), exit code 4, and its cells are counted
+    apart (``interrupted (endpoint)``, and the cells it kept from starting: ``not started``), not as failed: a
+    rerun resumes them; a spending cap that stopped it, a ``stopped:`` line on stderr, exit code 3."""
     import sys
 
     capped = summary["capped"].fillna(False).astype(bool) if "capped" in summary else False
-    failed = int((~summary["ok"].astype(bool) & ~capped).sum())
+    down = summary["endpoint"].dropna() if "endpoint" in summary else ()
+    ok = summary["ok"].fillna(False).astype(bool)
+    stopped = summary["endpoint"].notna() if len(down) else ok & False
+    unstarted = (summary["error"] == "not run") & ~ok if len(down) and "error" in summary else ok & False
+    failed = int((~ok & ~capped & ~stopped & ~unstarted).sum())
     show(f"cells: {len(summary)}, failed: {failed}" + (f", capped: {int(capped.sum())}" if capped is not False
-                                                         and capped.any() else ""))
+                                                         and capped.any() else "")
+         + (f", interrupted (endpoint): {int(stopped.sum())}, not started: {int(unstarted.sum())}" if len(down)
+            else ""))
     if "budget" in summary.attrs:
         show(summary.attrs["budget"])
-    down = summary["endpoint"].dropna() if "endpoint" in summary else ()
     if len(down):
         show(f"stopped: {down.iloc[0]}", file=sys.stderr)
         return ENDPOINT_DOWN
     if capped is not False and capped.any():  # on stderr too, as a dead endpoint's line (seen under --quiet)
-        spent = summary.attrs.get("budget", "").removeprefix("budget: ").split("; cap reached")[0]
-        show(f"stopped: the spending cap was reached{f' ({spent})' if spent else ''}: {int(capped.sum())} "
-             f"cell{'s' * (int(capped.sum()) != 1)} unfinished (a rerun with a higher cap resumes them)",
+        spent, cells = summary.attrs.get("spent", ""), plural(int(capped.sum()), "cell")
+        show(f"stopped: the spending cap was reached{f' ({spent})' if spent else ''}: {cells} unfinished (a rerun "
+             "with a higher cap resumes them)",
              file=sys.stderr)
     return 1 if failed else CAPPED if capped is not False and capped.any() else 0
 

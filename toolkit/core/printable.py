@@ -47,3 +47,8 @@ def show(text: object = "", file: Any = None) -> None:
     from toolkit.core.secrets import redact
 
     print(redact(printable(text, keep_lines=True)), file=file or sys.stdout)
+
+
+def plural(n: int, word: str) -> str:
+    """``1 game``, ``2 games``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"

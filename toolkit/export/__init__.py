@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from toolkit.core.printable import plural
 from toolkit.core.registry import Registry
 
 __all__ = ["EXPORTERS", "Exporter", "Flag", "Options", "register"]
@@ -89,7 +90,7 @@ def _undecided(results, o: Options) -> str:
 
     decided = set(kaggle.decided(results.games)["game_id"])
     left = len([g for g in (o.game_ids or results.games["game_id"]) if g not in decided])
-    return f"{left} undecided game{'s' * (left != 1)} left out (Kaggle's loader needs a winning side)" if left else ""
+    return f"{plural(left, 'undecided game')} left out (Kaggle's loader needs a winning side)" if left else ""
 
 
 def _inspect(results, out: Path, o: Options) -> list[Path]:
@@ -118,7 +119,7 @@ def _otel_send(results, o: Options) -> str:
     from toolkit.export import otel
 
     n = otel.send(results, o.flags["endpoint"], o.content, o.game_ids)
-    return f"sent {n} span{'s' * (n != 1)} to {o.flags['endpoint']}"
+    return f"sent {plural(n, 'span')} to {o.flags['endpoint']}"
 
 
 def _reachable(url: str) -> None:

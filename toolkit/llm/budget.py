@@ -6,7 +6,8 @@ study (the cells of a sweep or a tournament run in processes of their own) and n
 it before it is sent: ``{"pending": ID, "usd": ..., "tokens": ...}`` at an estimate (the prompt's tokens and the
 answer's limit where one is set), then ``{"settles": ID, "usd": ..., "tokens": ...}`` when its answer (or its
 failure) comes back, at what it cost. A call in flight when its process is killed stays pending, counted at its
-estimate: the provider bills it, and the ledger says so. (A plain ``{"usd": ..., "tokens": ...}`` line, what
+estimate: the provider bills it, and the ledger says so (``line`` says how many
+estimates it counts). (A plain ``{"usd": ..., "tokens": ...}`` line, what
 callers outside a game and older versions write, is one call's spending.) What has been spent is the sum of the
 ledger, read incrementally; so a rerun with a higher cap continues from what the earlier runs spent (games that
 finished are skipped by their callers; a game stopped or killed mid-way is played again from its start with its
@@ -39,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from toolkit.core.printable import plural
 from toolkit.llm.prices import price_of
 
 LEDGER = "spend.jsonl"
@@ -183,6 +185,18 @@ class Budget:
     def line(self, stopped: int = 0, skipped: int = 0, unit: str = "game") -> str:
         """``budget: spent $1.23 of $5.00 ($3.77 left), 40,000 of 100,000 tokens (60,000 left)``, and what the
         cap did to this run's games (``unit``: what the run plays, ``session`` for an engineer cell)."""
+        text = "budget: " + self.spent_text()
+        if skipped or stopped:
+            text += (f"; cap reached: {plural(skipped, unit)} not started, {stopped} stopped "
+                     "unfinished (a rerun with a higher cap plays them)")
+        if pending := len(self._pending):  # read by spent() above: the ledger's tickets with no settles line
+            text += (f"; {plural(pending, 'call')} not settled (in flight, or when a process was killed) "
+                     "counted at the estimate made before sending (the prompt, and the answer's limit where one "
+                     "is set: the bill may differ by the answers' tokens)")
+        return text
+
+    def spent_text(self) -> str:
+        """``spent $1.23 of $5.00 ($3.77 left), 40,000 of 100,000 tokens (60,000 left)``."""
         usd, tokens = self.spent()
         parts = []
         if self.max_usd is not None:
@@ -193,11 +207,7 @@ class Budget:
             parts.append(f"{tokens:,} of {self.max_tokens:,} tokens ({max(0, self.max_tokens - tokens):,} left)")
         else:
             parts.append(f"{tokens:,} tokens")
-        text = "budget: " + ("" if self.max_usd is not None or usd > 0 else "spent ") + ", ".join(parts)
-        if skipped or stopped:
-            text += (f"; cap reached: {skipped} {unit}{'s' * (skipped != 1)} not started, {stopped} stopped "
-                     "unfinished (a rerun with a higher cap plays them)")
-        return text
+        return ("" if self.max_usd is not None or usd > 0 else "spent ") + ", ".join(parts)
 
     def describe(self) -> dict[str, Any]:
         """The caps as a run's config keeps them."""

@@ -14,21 +14,39 @@ buckets) on that scheduler, as ``shared_limits.FileStore`` keeps them in a file:
 
 Each call is a round trip to the scheduler (a few per request: milliseconds on one network), which is small
 beside a model call's latency; a study whose workers share a folder may use the folder instead (``FileStore``:
-microseconds).
+microseconds). The connection is made on first use; a scheduler that does not answer within ``CONNECT_S`` is
+one clear error (``Unreachable``), and ``reachable`` says so up front (the CLI refuses such a
+``TOOLKIT_SHARED_LIMITS`` before a game starts). ``close_clients`` ends this process's clients (at exit, and when a
+study's ``shared_limits.shared`` or ``adopt`` block ends).
 """
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import contextlib
+import os
 import threading
 import time
+import weakref
 from typing import Any, Iterator
 
 from toolkit.llm import limits as L
 from toolkit.llm.limits import Limits, State, Ticket
 
 POLL_S = 0.05  # a process waiting for a slot looks again this often
+CONNECT_S = 10.0  # a scheduler that has not answered in this long is not there
 _CLIENTS: dict[tuple[int, str], Any] = {}  # (pid, address) → this process's client of that scheduler
+_STORES: "weakref.WeakSet[DaskStore]" = weakref.WeakSet()  # this process's stores (stopped before their client ends)
+_LOCK = threading.Lock()
+
+
+class Unreachable(ValueError):
+    """``TOOLKIT_SHARED_LIMITS`` names a Dask scheduler that does not answer."""
+
+    def __init__(self, address: str, why: object):
+        super().__init__(f"TOOLKIT_SHARED_LIMITS={address}: no Dask scheduler answers there within {CONNECT_S:g} s "
+                         f"({why}); start it (dask scheduler), or unset TOOLKIT_SHARED_LIMITS")
 
 
 def is_address(where: str) -> bool:
@@ -36,17 +54,59 @@ def is_address(where: str) -> bool:
     return "://" in where
 
 
+def reachable(address: str, timeout: float = CONNECT_S) -> None:
+    """Raise ``Unreachable`` unless a Dask scheduler answers at ``address`` within ``timeout`` seconds (one
+    connection, opened and closed)."""
+    from distributed.comm import connect
+
+    async def probe() -> None:
+        comm = await connect(address, timeout=timeout)
+        await comm.close()
+
+    failed: list[BaseException] = []
+
+    def run() -> None:  # a loop of its own, also where the caller's loop is running (a game's first request)
+        try:
+            asyncio.run(probe())
+        except (OSError, ValueError, TypeError) as exc:  # refused, no such host, timed out; a malformed address
+            failed.append(exc)
+
+    probing = threading.Thread(target=run, daemon=True)
+    probing.start()
+    probing.join()
+    if failed:
+        raise Unreachable(address, failed[0])
+
+
 def client(address: str) -> Any:
     """This process's own client of the scheduler at ``address`` (made once; never the default client, so the
     notebook's own Dask code is not redirected)."""
-    import os
-
     from distributed import Client
 
     key = (os.getpid(), address)
-    if key not in _CLIENTS:
-        _CLIENTS[key] = Client(address, set_as_default=False, timeout=30)
-    return _CLIENTS[key]
+    with _LOCK:
+        if key not in _CLIENTS:
+            reachable(address)  # a dead address is one clear error, not a client left retrying at exit
+            try:
+                _CLIENTS[key] = Client(address, set_as_default=False, timeout=CONNECT_S)
+            except OSError as exc:
+                raise Unreachable(address, exc) from None
+        return _CLIENTS[key]
+
+
+def close_clients(address: str | None = None) -> None:
+    """End this process's clients (of ``address``, or all): first their stores' leases stop being refreshed, then
+    each client closes (the scheduler forgets it at once)."""
+    for store in list(_STORES):
+        if address is None or store.address == address:
+            store.close()
+    with _LOCK:
+        for key in [k for k in _CLIENTS if k[0] == os.getpid() and address in (None, k[1])]:
+            with contextlib.suppress(Exception):  # a scheduler gone already: nothing to tell it
+                _CLIENTS.pop(key).close(timeout=CONNECT_S)
+
+
+atexit.register(close_clients)
 
 
 class DaskStore:
@@ -55,19 +115,30 @@ class DaskStore:
     poll_s = POLL_S
 
     def __init__(self, address: str, name: str, limits: Limits):
-        from distributed import Lock, Semaphore
-
-        c = self.client = client(address)
+        self.address, self.name = address, name
         self.key = ["toolkit-limits", name]
-        self.lock = Lock(f"toolkit-limits-{name}", scheduler_rpc=c.scheduler, loop=c.loop)
-        self.slots = Semaphore(limits.max_connections, f"toolkit-slots-{name}", scheduler_rpc=c.scheduler,
-                               loop=c.loop)
         self.last = L.fresh(limits, time.time())
         self._thread = threading.Lock()  # a Semaphore object's leases are this process's: threads take turns
+        self.client: Any = None
+        self.lock: Any = None
+        self.slots: Any = None
+        self._max = limits.max_connections
+        _STORES.add(self)
+
+    def _connect(self) -> None:
+        """The client, lock and semaphore, made on first use."""
+        if self.client is None:
+            from distributed import Lock, Semaphore
+
+            c = client(self.address)
+            self.lock = Lock(f"toolkit-limits-{self.name}", scheduler_rpc=c.scheduler, loop=c.loop)
+            self.slots = Semaphore(self._max, f"toolkit-slots-{self.name}", scheduler_rpc=c.scheduler, loop=c.loop)
+            self.client = c
 
     @contextlib.contextmanager
     def _state(self, limits: Limits, now: float) -> Iterator[State]:
         with self._thread:
+            self._connect()
             self.lock.acquire()
             try:
                 data = self.client.get_metadata(self.key, default=None)
@@ -102,3 +173,9 @@ class DaskStore:
 
     def snapshot(self, limits: Limits) -> State:
         return self.last
+
+    def close(self) -> None:
+        """The leases' refreshing stopped (the client itself is ``close_clients``')."""
+        if self.slots is not None:
+            with contextlib.suppress(Exception):
+                self.client.loop.add_callback(self.slots.refresh_callback.stop)

@@ -16,6 +16,10 @@ a dead endpoint therefore stops within the deadline of the endpoint's last answe
 however many games share the endpoint. A permanent refusal (an HTTP 4xx other than 429: a bad key, an unknown
 model) kills the endpoint at once. An offline backend (no ``base_url``: scripted, replay, chaos) has no
 endpoint: its failures stay the model's.
+
+A process whose stderr nobody reads (a sweep's or a tournament's cell kernel) names a file in
+``TOOLKIT_ENDPOINT_LINES``: each stall line is appended to it too, and the study relays it to its own stderr
+(``toolkit.study.sweep``).
 """
 
 from __future__ import annotations
@@ -25,9 +29,10 @@ import logging
 import os
 import time
 import weakref
+from collections import Counter
 from typing import Any
 
-from toolkit.core.secrets import mask_url_credentials
+from toolkit.core.secrets import mask_url_credentials, redact
 from toolkit.llm.gate import stalled
 from toolkit.llm.model import Attempt, Call, Model, now
 
@@ -35,6 +40,7 @@ log = logging.getLogger(__name__)  # a warning: on stderr whatever --quiet says 
 DEFAULT_DEADLINE_S = 90.0
 PERMANENT = ("http_error",)  # a refusal that waiting cannot cure
 MODEL_KINDS = ("injected",)  # faults a test backend injects as the model's, by design
+LINES_ENV = "TOOLKIT_ENDPOINT_LINES"  # a file each stall line is appended to as well (a study's cell kernel)
 
 
 class EndpointDown(Exception):
@@ -71,6 +77,8 @@ class EndpointHealth:
         self.dead: str | None = None
         self.stalls = 0  # stalls seen (a stall: failures with no answer in between)
         self._stalled = False
+        self._failed: Counter[str] = Counter()  # the failed requests since the last answer, by kind
+        self._live: list[list[Call]] = []  # the calls in progress (their failed attempts so far)
 
     def begin(self) -> None:
         if self.dead is not None:
@@ -84,6 +92,23 @@ class EndpointHealth:
 
     def answered(self) -> None:
         self.heard, self._stalled = time.monotonic(), False
+        self._failed.clear()
+
+    def seen(self, seconds: float) -> str:
+        """What the endpoint did for ``seconds`` since its last answer, in a few words: the kinds of the failed
+        requests of the calls done and in progress (a 429 to every request is said so)."""
+        kinds = Counter(self._failed)
+        for held in self._live:
+            kinds.update(a.error_kind for a in (held[0].attempts if held else ()) if a.error_kind != "truncated")
+        n, seconds = sum(kinds.values()), round(seconds, 1)
+        if n and set(kinds) == {"rate_limit"}:
+            return f"answered 429 to every request for {seconds:g} s ({n} requests)"
+        if n and set(kinds) == {"timeout"}:
+            return f"no answer for {seconds:g} s ({n} requests timed out)"
+        if n:
+            return (f"no answer for {seconds:g} s ({n} failed requests: "
+                    + ", ".join(f"{c} {k}" for k, c in kinds.most_common()) + ")")
+        return f"no answer for {seconds:g} s"
 
     def left(self) -> float:
         return self.heard + self.deadline - time.monotonic()
@@ -98,38 +123,53 @@ class EndpointHealth:
         return self.dead
 
     async def generate(self, model: Model, request: Any) -> Call:
-        """``model.generate(request)``, cut short when the endpoint's deadline passes meanwhile (then a call
-        that got no answer, its one attempt of kind ``deadline``)."""
+        """``model.generate(request)``, cut short when the endpoint's deadline passes meanwhile (then a call that
+        got no answer: the attempts it failed so far, and one of kind ``deadline``)."""
         if self.dead is not None:
             raise EndpointDown(self.dead)
-        started, t0 = now(), time.perf_counter()
-        task = asyncio.ensure_future(model.generate(request))
+        started, t0, held = now(), time.perf_counter(), []
+        task = asyncio.ensure_future(model.generate(request, held))
         quiet = min(model.config.timeout_s, self.deadline / 3)  # silent this long while asked: a stall
-        while True:
-            until = self.left() if self._stalled else min(self.left(), self.heard + quiet - time.monotonic())
-            done, _ = await asyncio.wait({task}, timeout=max(until, 0.0))
-            if done:
-                call = task.result()
-                if call.completion is not None:
-                    self.answered()
-                return call
-            if not self._stalled and self.left() > 0 and self.dead is None:
-                self.stalled(f"no answer for {time.monotonic() - self.heard:.0f} s")
-                continue
-            if self.left() <= 0 or self.dead is not None:
-                task.cancel()
-                why = self.dead or self.kill(f"no answer for {self.deadline:g} s")
-                ms = (time.perf_counter() - t0) * 1000
-                return Call(request, model.spec, model.name, model.base_url, started, error=why,
-                            attempts=[Attempt(1, "deadline", None, why, ms)], latency_ms=ms)
+        self._live.append(held)
+        try:
+            while True:
+                until = self.left() if self._stalled else min(self.left(), self.heard + quiet - time.monotonic())
+                done, _ = await asyncio.wait({task}, timeout=max(until, 0.0))
+                if done:
+                    call = task.result()
+                    if call.completion is not None:
+                        self.answered()
+                    else:
+                        self._failed.update(a.error_kind for a in call.attempts)
+                    return call
+                if not self._stalled and self.left() > 0 and self.dead is None:
+                    self.stalled(self.seen(time.monotonic() - self.heard))
+                    continue
+                if self.left() <= 0 or self.dead is not None:
+                    task.cancel()
+                    why = self.dead or self.kill(self.seen(self.deadline))
+                    ms = (time.perf_counter() - t0) * 1000
+                    call = held[0] if held else Call(request, model.spec, model.name, model.base_url, started)
+                    call.completion, call.error, call.latency_ms = None, why, ms  # every failed request kept
+                    call.attempts.append(Attempt(len(call.attempts) + 1, "deadline", None, why, ms))
+                    return call
+        finally:
+            self._live.remove(held)
 
     def stalled(self, why: str) -> None:
         """The line on stderr that a stall began (once per stall: until the endpoint answers again)."""
         if not self._stalled:
             self._stalled, self.stalls = True, self.stalls + 1
-            log.warning(f"endpoint {self.name}: no answer ({why}); its games wait for it, at most "
-                        f"{self.deadline:g} s from its last answer (TOOLKIT_ENDPOINT_DEADLINE_S)")
+            line = (f"endpoint {self.name}: {why}; its games wait for it, at most {self.deadline:g} s from its last "
+                    "answer (TOOLKIT_ENDPOINT_DEADLINE_S)")
+            log.warning(line)
             self._tell()
+            if path := os.environ.get(LINES_ENV):  # for the study that runs this process, to say on its stderr
+                try:
+                    with open(path, "a", encoding="utf-8") as f:
+                        f.write(redact(" ".join(line.split())) + "\n")
+                except OSError as exc:
+                    log.warning(f"{LINES_ENV}={path}: {exc}")
 
     def _tell(self, down: str | None = None) -> None:
         """The stall (or the death) in the endpoints rows of the runs open (``toolkit.llm.gate.stalled``)."""
@@ -155,12 +195,12 @@ class EndpointHealth:
         """After the endpoint's failure: wait before asking again (its ``Retry-After`` is honoured by the gate),
         or raise ``EndpointDown`` when the endpoint is dead."""
         why = self.judge(call)
-        self.stalled(why)
+        self.stalled(f"no answer ({why})")
         # the endpoint's Retry-After is honoured by its gate (toolkit.llm.gate), which holds the re-ask until then
         pause = min(2.0, max(self.left(), 0.0))
         await asyncio.sleep(pause)
         if self.left() <= 0:
-            raise EndpointDown(self.kill(f"no answer for {self.deadline:g} s (the last failure: {why[:120]})"))
+            raise EndpointDown(self.kill(f"{self.seen(self.deadline)} (the last failure: {why[:120]})"))
 
 
 _HEALTH: "weakref.WeakKeyDictionary[Model, EndpointHealth]" = weakref.WeakKeyDictionary()

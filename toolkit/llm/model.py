@@ -200,6 +200,15 @@ def _params_json(spec: str) -> str | None:
 
 
 # ------------------------------------------------------------------ the wrapper
+async def _within(answer: Any, seconds: float) -> Any:
+    """``await answer``, ``asyncio.TimeoutError`` past ``seconds``: in this task where Python has
+    ``asyncio.timeout`` (3.11), not in a task of its own as ``wait_for`` makes one (a task a call)."""
+    if not hasattr(asyncio, "timeout"):  # Python 3.10
+        return await asyncio.wait_for(answer, seconds)
+    async with asyncio.timeout(seconds):
+        return await answer
+
+
 # Endpoints that have answered at least once in this process: a refused connection to one of them is a
 # blip worth retrying; to any other, nothing is listening and retrying cannot help.
 _ANSWERED: set[str] = set()
@@ -226,8 +235,12 @@ class Model:
     def __repr__(self) -> str:
         return f"Model({self.spec!r})"
 
-    async def generate(self, request: Request) -> Call:
+    async def generate(self, request: Request, track: list[Call] | None = None) -> Call:
+        """The call (never raises for a model failure); ``track`` gets the call as soon as it exists, so that a
+        caller that cuts it short keeps the attempts it failed so far (``toolkit.llm.health``)."""
         call = Call(request, self.spec, self.backend.model, self.base_url, now(), free=self.backend.free)
+        if track is not None:
+            track.append(call)
         started = time.perf_counter()
         record = active_record() if not self.backend.free else None  # a resumed study's answers (cache.Record)
         if record is not None and (hit := record.take(self.spec, request)) is not None:
@@ -283,7 +296,7 @@ class Model:
                 gate = endpoint_gate(self.base_url, cfg.max_connections, cfg.rate_adaptive, cfg.rpm, cfg.tpm)
                 ticket = await gate.acquire(self._tokens(request) if cfg.tpm else 0)
                 try:  # the deadline counts from sending, not from waiting for a slot
-                    completion = await asyncio.wait_for(self.backend.complete(request), cfg.timeout_s)
+                    completion = await _within(self.backend.complete(request), cfg.timeout_s)
                 except TransientError as exc:
                     if exc.kind == "rate_limit":  # every game of the process (or the study) backs off together
                         gate.rate_limited(min(exc.retry_after or 0, cfg.retry_after_cap_s), ticket)

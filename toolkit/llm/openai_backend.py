@@ -29,6 +29,11 @@ from toolkit.llm.model import ModelConfig, mask_url
 from toolkit.llm.backend import Backend
 from toolkit.llm.request import Completion, LLMError, Request, TransientError
 
+try:  # a core dependency; an environment installed before it was one sends the same body through json
+    import orjson
+except ImportError:  # pragma: no cover
+    orjson = None
+
 # Endpoints that refused response_format=json_schema: from then on the schema goes in the prompt.
 _SCHEMA_IN_PROMPT: set[str] = set()
 # Per event loop: {(endpoint, key, ...): session}. Connections belong to a loop.
@@ -74,6 +79,17 @@ def _proxied() -> bool:
     then looks the proxy up in a thread for every request (two thread hops, ~0.1 ms), so only then."""
     return any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy",
                                                  "ALL_PROXY", "all_proxy"))
+
+
+def _json_bytes(payload: dict[str, Any]) -> bytes:
+    """The request body: orjson's bytes (~15 times faster than json for a prompt's body), json's where orjson is
+    missing or refuses a value (an int past 64 bits)."""
+    if orjson is not None:
+        try:
+            return orjson.dumps(payload)
+        except orjson.JSONEncodeError:
+            pass
+    return json.dumps(payload, ensure_ascii=False).encode()
 
 
 class TooLarge(Exception):
@@ -184,8 +200,7 @@ class OpenAIBackend(Backend):
         body = self._body(request)
         payload.update(body)  # the spec's parameters win over the run's sampling settings
         try:
-            async with session.post(self._url, data=json.dumps(payload, ensure_ascii=False).encode(),
-                                    headers=self._request_headers) as response:
+            async with session.post(self._url, data=_json_bytes(payload), headers=self._request_headers) as response:
                 status = response.status
                 content = await _read(response, self.config.max_response_bytes)
                 headers = response.headers

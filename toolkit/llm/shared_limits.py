@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from toolkit.llm import limits as L
-from toolkit.llm.dask_limits import DaskStore, is_address
+from toolkit.llm.dask_limits import DaskStore, close_clients, is_address, reachable
 from toolkit.llm.limits import Limits, State, Ticket
 
 ENV = "TOOLKIT_SHARED_LIMITS"
@@ -41,22 +41,36 @@ POLL_S = 0.01  # a process waiting for a slot looks again this often (another pr
 RECOUNT_S = 0.5  # a window that has looked full this long is recounted from the slots' locks
 
 _STORES: dict[tuple, Any] = {}  # (pid, where, endpoint) → store: locks belong to a process
+_ADOPTED: dict[str, int] = {}  # where → adopt blocks open in this process
+_ADOPT_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
-def shared(where: str | os.PathLike) -> Iterator[str]:
+def shared(where: str | os.PathLike | None) -> Iterator[str | None]:
     """Every process started inside shares its endpoints' limits through ``where`` (a folder, or a Dask
-    scheduler's address): sets ``TOOLKIT_SHARED_LIMITS`` for the time of the block (children inherit it)."""
+    scheduler's address; None: leaves ``TOOLKIT_SHARED_LIMITS`` as it is): sets ``TOOLKIT_SHARED_LIMITS`` for the
+    time of the block (children inherit it). When the block ends, the stores made for it are dropped and their
+    scheduler's client closed, so a process that lives on (a Dask worker) keeps nothing of that study."""
     before = os.environ.get(ENV)
-    os.environ[ENV] = str(where)
+    if where is not None:
+        os.environ[ENV] = str(where)
     try:
-        yield str(where)
+        yield None if where is None else str(where)
     finally:
         if before is None:
             os.environ.pop(ENV, None)
         else:
             os.environ[ENV] = before
-        _STORES.clear()
+        if where is not None:
+            forget(str(where))
+
+
+def forget(where: str) -> None:
+    """This process's stores of ``where`` dropped (and a scheduler's client closed)."""
+    for key in [k for k in _STORES if k[1] == where]:
+        del _STORES[key]
+    if is_address(where):
+        close_clients(where)
 
 
 def study_limits(folder: str | os.PathLike, scheduler: str | None = None) -> str:
@@ -66,11 +80,43 @@ def study_limits(folder: str | os.PathLike, scheduler: str | None = None) -> str
     return os.environ.get(ENV, "").strip() or scheduler or str(folder)
 
 
-def adopt(where: str | None) -> None:
-    """In a worker: share the study's limits through ``where`` (``study_limits``) unless the worker was started
-    with its own ``TOOLKIT_SHARED_LIMITS`` (a folder its machines share); kept for the worker's life."""
-    if where and not os.environ.get(ENV, "").strip():
-        os.environ[ENV] = where
+@contextlib.contextmanager
+def adopt(where: str | None) -> Iterator[None]:
+    """In a worker, around one piece of a study's work (a batch of games): share the study's limits through
+    ``where`` (``study_limits``) unless the worker was started with its own ``TOOLKIT_SHARED_LIMITS`` (a folder
+    its machines share); for the time of the block only, since the worker lives on to serve other studies. Blocks
+    of one study may overlap (a worker's threads): the last to end puts the worker's setting back. Blocks of two
+    studies with different places overlapping in one worker process cannot both hold: the environment is the
+    process's (the later one's place is used while both run)."""
+    with _ADOPT_LOCK:
+        current = os.environ.get(ENV, "").strip()
+        if not where or (current and current not in _ADOPTED):  # none to adopt, or the worker's own
+            where = None
+        else:
+            _ADOPTED[where] = _ADOPTED.get(where, 0) + 1
+            os.environ[ENV] = where
+    try:
+        yield
+    finally:
+        if where is not None:
+            with _ADOPT_LOCK:
+                _ADOPTED[where] -= 1
+                if not _ADOPTED[where]:
+                    del _ADOPTED[where]
+                    if os.environ.get(ENV) == where:
+                        if _ADOPTED:
+                            os.environ[ENV] = next(iter(_ADOPTED))
+                        else:
+                            os.environ.pop(ENV, None)
+                    forget(where)
+
+
+def check() -> None:
+    """Raise one clear ``ValueError`` if ``TOOLKIT_SHARED_LIMITS`` names a Dask scheduler that does not answer (the
+    CLI asks before a game starts, instead of every game failing when it first calls a model)."""
+    where = os.environ.get(ENV, "").strip()
+    if where and is_address(where):
+        reachable(where)
 
 
 def store_for(endpoint: str, limits: Limits) -> Any:

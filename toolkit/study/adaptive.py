@@ -230,23 +230,20 @@ def _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_t
                     S.max_games(designs, comps))
     sched = pd.read_parquet(schedule_path) if schedule_path.exists() else pd.DataFrame()
     bar = tqdm(total=max_games or status.cap, desc=spec["name"], unit="game", disable=not progress)
+    settings = dict(reflection=bool(spec.get("reflection", False)), concurrency=int(spec.get("concurrency", 16)),
+                    max_usd=max_usd, max_tokens=max_tokens, at_cap=at_cap, spend_dir=str(folder),
+                    on_endpoint_failure=spec.get("on_endpoint_failure") or "wait")  # every cell's (TournamentCell)
 
     def play(rnd: int) -> None:
         rows = sched[sched["round"] == rnd]
         if pool is not None:  # the round's batches on the workers; this process decides
             capped = play_round(rows, folder, schedule_path, pool[0], pool[1], on_batch=some_games,
-                                limits=study_limits(folder / ".limits", pool[2]),  # one limit per endpoint
-                                reflection=bool(spec.get("reflection", False)),
-                                concurrency=int(spec.get("concurrency", 16)), max_usd=max_usd, max_tokens=max_tokens,
-                                at_cap=at_cap, spend_dir=str(folder),
-                                on_endpoint_failure=spec.get("on_endpoint_failure") or "wait")
+                                limits=study_limits(folder / ".limits", pool[2]), **settings)  # one limit per endpoint
             if capped:
                 raise BudgetReached(capped)
             return
         for cell in sorted(set(rows["cell"])):
-            run_cell(str(folder / cell), str(schedule_path), cell, bool(spec.get("reflection", False)),
-                     int(spec.get("concurrency", 16)), max_usd, max_tokens, at_cap, str(folder),
-                     on_result=one_game, on_endpoint_failure=spec.get("on_endpoint_failure") or "wait")
+            run_cell(str(folder / cell), str(schedule_path), cell, on_result=one_game, **settings)
 
     def one_game(_) -> None:
         some_games(1)

@@ -29,6 +29,7 @@ from toolkit.agent.suite import load_tasks, run_task
 from toolkit.record.run_log import Run
 from toolkit.record.load import KEYS, Results, Tables, distinct_runs, load, run_folders, scan
 from toolkit.record.tables import TABLES
+from toolkit.core.printable import plural
 from toolkit.core.sync import run_sync
 from toolkit.werewolf.experience import ExperiencePool
 from toolkit.llm import get_model
@@ -180,7 +181,7 @@ def play_capped(configs: Sequence[GameConfig], run: Run, budget: Budget | None, 
     run_sync(play())
     if cap.endpoint is not None:
         raise EndpointDown(f"{cap.endpoint.removeprefix('interrupted (endpoint): ')} "
-                           f"({len(cap.interrupted)} game{'s' * (len(cap.interrupted) != 1)} unfinished)")
+                           f"({plural(len(cap.interrupted), 'game')} unfinished)")
     if budget is not None and cap.reached:
         raise BudgetReached(budget.line(stopped=len(cap.stopped), skipped=len(cap.skipped)))
 

@@ -8,17 +8,16 @@ a failed cell is recorded with its error and does not stop the others, and the s
 from __future__ import annotations
 
 import ast
-import ctypes
 import hashlib
 import itertools
 import json
 import os
 import re
-import signal
 import socket
+import sys
+import threading
 import time
 import traceback
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -35,9 +34,10 @@ from toolkit.record.load import games_with_params, load
 from toolkit.record.tables import TABLES
 from toolkit.core import data
 from toolkit.core.files import FileError, SweepFile, did_you_mean, load_file, one_line
+from toolkit.core.printable import plural
 from toolkit.core.secrets import Redactor, redact, redact_obj, register_carried
 from toolkit.llm.budget import Budget, BudgetError, BudgetReached
-from toolkit.llm.health import EndpointDown
+from toolkit.llm.health import LINES_ENV, EndpointDown
 from toolkit.study.executors import EXECUTORS
 from toolkit.study.experiments import check_werewolf_parameters
 from toolkit.study.shards import SHARD_GAMES, cell_status, shardable, shards
@@ -179,16 +179,21 @@ def load_sweep(path: str | Path, results_root: str | Path = "results") -> tuple[
     return spec, cells
 
 
+ENDPOINT_LINES = "endpoint.log"  # in a cell's folder: its kernel's stall lines, relayed to the sweep's stderr
+
+
 def kernel_logged_to(path: Path, limits: str | None = None) -> type:
     """A kernel manager whose kernel writes its own stdout and stderr to ``path`` (and shares its endpoints'
-    limits through ``limits`` unless this process has ``TOOLKIT_SHARED_LIMITS`` of its own). The kernel logs
+    limits through ``limits`` unless this process has ``TOOLKIT_SHARED_LIMITS`` of its own), and its endpoints'
+    stall lines to ``ENDPOINT_LINES`` beside it (``toolkit.llm.health``; ``relayed`` says them). The kernel logs
     "KeyboardInterrupt caught in kernel." as an ERROR when it is shut down after a successful cell: noise on
     the sweep's terminal, kept in the cell's folder instead (with anything else the kernel says)."""
     from jupyter_client.manager import AsyncKernelManager
 
     class KernelLogged(AsyncKernelManager):
         async def start_kernel(self, **kw):
-            env = {**kw.pop("env", os.environ), ENV: os.environ.get(ENV) or limits or ""}
+            env = {**kw.pop("env", os.environ), ENV: os.environ.get(ENV) or limits or "",
+                   LINES_ENV: str(path.parent / ENDPOINT_LINES)}
             with open(path, "ab") as log:  # the kernel process holds its own copy of the descriptor
                 return await super().start_kernel(stdout=log, stderr=log, env=env, **kw)
 
@@ -286,14 +291,6 @@ def _failed(status: dict[str, Any], folder: Path, exc: Exception) -> None:
     (folder / "FAILED.json").write_text(redact(json.dumps({**status, "traceback": traceback.format_exc()[-4000:]})))
 
 
-def _die_with_parent() -> None:
-    """Pool workers end when the sweep process is killed (Linux), instead of running on as orphans."""
-    try:
-        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
 CAP_PARAMETERS = ("max_usd", "max_tokens", "at_cap", "spend_dir")
 
 
@@ -387,7 +384,8 @@ def run_sweep(path: str | Path, workers: int = 1, executor: str = "local", sched
     limits = study_limits(Path(results_root) / spec["name"] / ".limits", scheduler)
     run = [replace(u, limits=limits) for u in run]
     try:
-        with study_server(set().union(*(cell_specs(c) for c in todo)) if scheduler is None else ()), shared(limits):
+        with study_server(set().union(*(cell_specs(c) for c in todo)) if scheduler is None else ()), shared(limits), \
+                relayed([Path(u.folder) / ENDPOINT_LINES for u in run], lambda line: tqdm.write(line, file=sys.stderr)):
             _execute(run, found, bar, workers, executor, scheduler)
     finally:  # a cell whose shards all ended is done (its DONE.json) even when the sweep is stopped
         parts.update((s["cell_id"], s) for s in found)
@@ -397,9 +395,47 @@ def run_sweep(path: str | Path, workers: int = 1, executor: str = "local", sched
     summary = summarise(spec, cells, statuses, Path(results_root) / spec["name"])
     if budget is not None:
         capped = int(summary["capped"].fillna(False).astype(bool).sum()) if "capped" in summary else 0
-        summary.attrs["budget"] = budget.line() + (f"; {capped} cell{'s' * (capped != 1)} stopped at the cap "
-                                                   "(a rerun with a higher cap plays the rest)" if capped else "")
+        summary.attrs["budget"] = budget.line() + (f"; {plural(capped, 'cell')} stopped at the cap (a rerun with a "
+                                                   "higher cap plays the rest)" if capped else "")
+        summary.attrs["spent"] = budget.spent_text()
     return summary
+
+
+@contextmanager
+def relayed(files: list[Path], say: Any, every_s: float = 0.5) -> Iterator[None]:
+    """While the block runs, every line a cell's kernel appends to its file (``ENDPOINT_LINES``: an endpoint's
+    stall) is said once through ``say`` (the sweep's stderr, above its progress bar), within ``every_s``; the
+    lines already there (an earlier run's) are not. A kernel's stderr reaches only its notebook, so a study on a
+    stalled endpoint showed nothing but its progress bar (review42 s16 F5)."""
+    read = {f: f.stat().st_size if f.exists() else 0 for f in files}
+
+    def tick() -> None:
+        for f, at in read.items():
+            try:
+                with open(f, "rb") as h:
+                    h.seek(at)
+                    chunk = h.read()
+            except FileNotFoundError:
+                continue
+            whole = chunk[:chunk.rfind(b"\n") + 1]  # a line still being written waits for the next tick
+            read[f] = at + len(whole)
+            for line in whole.decode("utf-8", "replace").splitlines():
+                say(line)
+
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(every_s):
+            tick()
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        tick()
 
 
 def _execute(todo: list[Cell], statuses: list[dict], bar: Any, workers: int, executor: str,
@@ -407,72 +443,6 @@ def _execute(todo: list[Cell], statuses: list[dict], bar: Any, workers: int, exe
     for status in EXECUTORS.one(executor).resolve("cells")(execute_cell, todo, workers, scheduler):
         statuses.append(status)
         bar.update()
-
-
-def _local_cells(run: Any, todo: list[Cell], workers: int, scheduler: str | None) -> Iterator[dict]:
-    """``run`` of each cell, handed to the pool as workers free up (a submitted cell cannot be taken back once the
-    pool has queued it): a dead endpoint stops the study, and no cell not yet started starts."""
-    with ProcessPoolExecutor(max_workers=workers, initializer=_die_with_parent) as pool:
-        waiting, dead = iter(todo), False
-        running = {pool.submit(run, c) for c in itertools.islice(waiting, workers)}
-        while running:
-            done, running = wait(running, return_when=FIRST_COMPLETED)
-            for future in done:
-                status = future.result()
-                dead = dead or bool(status.get("endpoint"))
-                yield status
-            if not dead:
-                running |= {pool.submit(run, c) for c in itertools.islice(waiting, len(done))}
-
-
-def _dask_cells(run: Any, todo: list[Cell], workers: int, scheduler: str | None) -> Iterator[dict]:
-    from dask.distributed import as_completed as dask_completed  # the optional `dask` extra
-
-    with dask_client(scheduler, workers) as client:
-        futures = client.map(run, todo, pure=False)
-        for future in dask_completed(futures):
-            if future.cancelled():
-                continue
-            status = future.result()
-            yield status
-            if status.get("endpoint"):  # a dead endpoint stops the study
-                client.cancel(futures)
-
-
-@contextmanager
-def _local_pool(workers: int, scheduler: str | None) -> Iterator[Any]:
-    with ProcessPoolExecutor(max_workers=workers, initializer=_die_with_parent) as pool:
-        yield pool.submit
-
-
-@contextmanager
-def _dask_pool(workers: int, scheduler: str | None) -> Iterator[Any]:
-    with dask_client(scheduler, workers) as client:
-        yield lambda fn, *args, **kw: client.submit(fn, *args, pure=False, **kw)
-
-
-@contextmanager
-def dask_client(scheduler: str | None, workers: int = 1) -> Iterator[Any]:
-    """A Dask client of the scheduler at ``scheduler`` (``dask scheduler``'s address, its workers started with
-    ``dask worker ADDRESS --nthreads 1``: docs/experiments.md), else of a LocalCluster of ``workers`` processes
-    owned by this one. A scheduler that does not answer is a ``FileError`` of one line."""
-    from dask.distributed import Client, LocalCluster
-
-    if scheduler is None:
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-                Client(cluster) as client:
-            yield client
-        return
-    try:
-        client = Client(scheduler, timeout=SCHEDULER_TIMEOUT_S)
-    except (OSError, ValueError, TypeError) as exc:  # no one answers, or not an address
-        raise FileError(f"--scheduler {scheduler}: no Dask scheduler answers there ({one_line(exc, 160)}); start one "
-                        "with `dask scheduler` and give the address it prints (tcp://HOST:8786)") from None
-    with client:
-        yield client
-
-
-SCHEDULER_TIMEOUT_S = 20
 
 
 # What the summary reads of each cell (never the prompts: a cell of 100,000 games holds gigabytes of them), and of

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -352,57 +353,81 @@ def run_tournament(path: str | Path, workers: int = 1, executor: str = "local", 
                      at_cap=at_cap)
 
 
-def run_cell(results_dir: str, schedule: str, cell: str, reflection: bool = False, concurrency: int = 16,
-             max_usd: float | None = None, max_tokens: int | None = None, at_cap: str = "stop",
-             spend_dir: str | None = None, error_policy: str | None = None, on_result=None,
-             seeds: list[int] | None = None, done_in: str | None = None, tables: bool = True,
-             on_endpoint_failure: str = "wait"):
-    """Play one cell's games (called from ``experiments/tournament.ipynb``); games whose seed already
-    finished in ``results_dir`` are skipped. ``schedule`` is the ``schedule.parquet`` a tournament run wrote, or
-    a tournament file (planned here, the same plan); a relative path not found from the current folder is read
-    from the repository (a notebook's kernel runs in its own folder). A spending cap (``max_usd``,
-    ``max_tokens``) is kept in ``spend_dir`` (the tournament's folder, shared by every cell; the cell's own folder
-    by default). ``on_result`` is called with each game's result as it ends. ``seeds``: only these of the cell's
-    games (a batch, ``toolkit.study.batches``); ``done_in``: the folder whose finished seeds are skipped (default
-    ``results_dir``); ``tables=False``: return the number of games played, not the tables."""
+@dataclass
+class TournamentCell:
+    """One tournament cell's settings (``experiments/tournament.ipynb``'s parameters): its games are those of
+    ``cell`` in ``schedule`` (the ``schedule.parquet`` a tournament run wrote, or a tournament file, planned here,
+    the same plan; a relative path not found from the current folder is read from the repository, as a notebook's
+    kernel runs in its own folder), played into ``results_dir``. A spending cap (``max_usd``, ``max_tokens``) is
+    kept in ``spend_dir`` (the tournament's folder, shared by every cell; the cell's own folder by default).
+    ``seeds``: only these of the cell's games (a batch, ``toolkit.study.batches``); ``done_in``: the folder whose
+    finished seeds are skipped (default ``results_dir``)."""
 
-    path = Path(schedule)
-    if not path.is_absolute() and not path.exists() and (data.root() / path).exists():
-        path = data.root() / path
-    if path.suffix in (".yaml", ".yml"):
-        spec, plan = plan_from_file(path)
-        name = spec["name"]
-    elif path.exists():
-        plan, name = pd.read_parquet(path), path.parent.name
-    else:
-        raise FileNotFoundError(f"no schedule {schedule}: give a tournament's schedule.parquet (written by "
-                                "`toolkit tournament FILE`) or a tournament file such as "
-                                "experiments/tournaments/smoke.yaml")
-    mine = plan[plan["cell"] == cell]
-    if seeds is not None:
-        mine = mine[mine["seed"].isin(set(seeds))]
-    if mine.empty:
-        raise ValueError(f"cell {cell!r} is not in {schedule}; its cells are {', '.join(sorted(set(plan['cell'])))}")
-    budget = cell_budget(results_dir, max_usd, max_tokens, at_cap, spend_dir)
-    with cell_lock(results_dir):
-        done = finished_seeds(done_in or results_dir)
+    results_dir: str
+    schedule: str
+    cell: str
+    reflection: bool = False
+    concurrency: int = 16
+    max_usd: float | None = None
+    max_tokens: int | None = None
+    at_cap: str = "stop"
+    spend_dir: str | None = None
+    error_policy: str | None = None
+    on_endpoint_failure: str = "wait"
+    seeds: list[int] | None = None
+    done_in: str | None = None
+
+    def games(self) -> tuple[pd.DataFrame, str]:
+        """The cell's rows of the plan (its seeds only, where given) and the tournament's name."""
+        path = Path(self.schedule)
+        if not path.is_absolute() and not path.exists() and (data.root() / path).exists():
+            path = data.root() / path
+        if path.suffix in (".yaml", ".yml"):
+            spec, plan = plan_from_file(path)
+            name = spec["name"]
+        elif path.exists():
+            plan, name = pd.read_parquet(path), path.parent.name
+        else:
+            raise FileNotFoundError(f"no schedule {self.schedule}: give a tournament's schedule.parquet (written by "
+                                    "`toolkit tournament FILE`) or a tournament file such as "
+                                    "experiments/tournaments/smoke.yaml")
+        mine = plan[plan["cell"] == self.cell]
+        if self.seeds is not None:
+            mine = mine[mine["seed"].isin(set(self.seeds))]
+        if mine.empty:
+            raise ValueError(f"cell {self.cell!r} is not in {self.schedule}; its cells are "
+                             f"{', '.join(sorted(set(plan['cell'])))}")
+        return mine, name
+
+
+def run_cell(cell: TournamentCell | str, *where: str, on_result=None, tables: bool = True, **settings: Any):
+    """Play one cell's games (called from ``experiments/tournament.ipynb``): a ``TournamentCell``, or its results
+    folder, schedule and cell name and its settings as keywords (``run_cell("results/x", "schedule.parquet",
+    "classic7__part0", concurrency=2)``; an unknown one is a TypeError naming it). Games whose seed already finished
+    are skipped. ``on_result`` is called with each game's result as it ends. ``tables=False``: return the number
+    of games played, not the tables."""
+    c = cell if isinstance(cell, TournamentCell) else TournamentCell(cell, *where, **settings)
+    mine, name = c.games()
+    budget = cell_budget(c.results_dir, c.max_usd, c.max_tokens, c.at_cap, c.spend_dir)
+    with cell_lock(c.results_dir):
+        done = finished_seeds(c.done_in or c.results_dir)
         configs = []
         for (seed, preset), g in mine.groupby(["seed", "preset"], sort=True):
             if int(seed) in done:
                 continue
-            seats = {s: SeatConfig(spec=m, reflection=reflection) for s, m in zip(g["seat"], g["spec"])}
+            seats = {s: SeatConfig(spec=m, reflection=c.reflection) for s, m in zip(g["seat"], g["spec"])}
             configs.append(GameConfig(preset=preset, seed=int(seed), seats=seats,
-                                      roles=dict(zip(g["seat"], g["role"])), reflection=reflection,
-                                      error_policy=error_policy, on_endpoint_failure=on_endpoint_failure))
+                                      roles=dict(zip(g["seat"], g["role"])), reflection=c.reflection,
+                                      error_policy=c.error_policy, on_endpoint_failure=c.on_endpoint_failure))
         if configs:
-            params = {"tournament": name, "cell": cell, "preset": str(mine["preset"].iloc[0]),
-                      "reflection": reflection, "error_policy": error_policy,
-                      "on_endpoint_failure": on_endpoint_failure}
-            record = unfinished_record(done_in or results_dir)  # games a stop or a kill left unfinished: replayed
-            with Run(results_dir, name, config=params, seed=int(mine["seed"].min()),
+            params = {"tournament": name, "cell": c.cell, "preset": str(mine["preset"].iloc[0]),
+                      "reflection": c.reflection, "error_policy": c.error_policy,
+                      "on_endpoint_failure": c.on_endpoint_failure}
+            record = unfinished_record(c.done_in or c.results_dir)  # games a stop or a kill left unfinished: replayed
+            with Run(c.results_dir, name, config=params, seed=int(mine["seed"].min()),
                      specs=sorted(set(mine["spec"]))) as run:
-                play_capped(configs, run, budget, record=record, concurrency=concurrency, on_result=on_result)
-    return load(results_dir, complete_games=True) if tables else len(configs)
+                play_capped(configs, run, budget, record=record, concurrency=c.concurrency, on_result=on_result)
+    return load(c.results_dir, complete_games=True) if tables else len(configs)
 
 
 KEPT_TABLES = ("runs", "games", "players", "events", "beliefs")

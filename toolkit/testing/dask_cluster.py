@@ -55,7 +55,8 @@ def dask_cluster(workers: int, folder: str | Path, env: dict[str, str] | None = 
         for i in range(workers):
             cluster.workers.append(start(["worker", address, "--nthreads", "1", "--no-dashboard", "--name",
                                           f"w{i}"], f"worker{i}.log"))
-        _wait_for_workers(address, workers, timeout)
+        if workers:  # none: the scheduler alone
+            _wait_for_workers(address, workers, timeout)
         yield cluster
     finally:
         for proc in reversed(procs):

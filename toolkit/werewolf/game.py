@@ -304,10 +304,16 @@ class GameRunner:
         truncated answer or (under ``on_endpoint_failure="fallback"``) for the endpoint. A game with one is
         ``degraded``: its result says little about the models, and ratings leave it out by default. A failed
         decision that ended the game by forfeit was not played by a fallback: the policy's verdict is the
-        measurement (a model that fails its first decision loses, and is rated so), so it is not counted."""
+        measurement (a model that fails its first decision loses, and is rated so), so it is not counted, unless no
+        decision of the game got a usable answer (every seat asked failed every time, e.g. every answer truncated):
+        a result no model made, degraded whatever the policy."""
         played = {s: (self.errors[s] - self.unplayed[s], self.decisions[s] - self.unplayed[s]) for s in self.errors}
-        return {seat: f"{errors} of {asked} decisions fell back" for seat, (errors, asked) in played.items()
-                if asked and 2 * errors > asked}
+        seats = {seat: f"{errors} of {asked} decisions fell back" for seat, (errors, asked) in played.items()
+                 if asked and 2 * errors > asked}
+        if not seats and (asked := sum(self.decisions.values())) and sum(self.errors.values()) == asked:
+            seats = {s: f"{self.errors[s]} of {n} decisions without a usable answer (no decision of the game had one)"
+                     for s, n in self.decisions.items() if n}
+        return seats
 
     async def reflect(self, seat: str) -> int:
         """One reflection of ``seat`` (its notes and beliefs); returns the model calls it took."""

@@ -58,12 +58,15 @@ def decide(obs: dict[str, Any], rng: random.Random) -> dict[str, Any]:
 
 
 def role_play(role_name: str | None, action: str) -> Any:
-    """The play a role declares for one of its decisions (``Role.plays``, else its ``heuristic``): the asked seat's
-    role's, else that of a role whose decision it is (the wolves' hunt)."""
+    """The play of a decision: the one its role declares (``Role.plays``: the asked seat's role's, else that of a
+    role whose decision it is, the wolves' hunt), else this player's own of a shipped decision (``PLAYS``), else
+    the role's ``heuristic``."""
     owner = REGISTRY.get(role_name) if action in getattr(REGISTRY.get(role_name), "actions", ()) else \
         next((r for r in REGISTRY.values() if action in r.actions), None)
     if owner is not None and action in owner.plays:
         return resolve(owner.plays[action])
+    if action in PLAYS:
+        return PLAYS[action]
     if owner is not None and owner.heuristic is not None:
         return lambda obs, choices, rng: owner.heuristic(action, obs, choices, rng)
     raise ValueError(f"the heuristic player has no play for {action!r} (nor does a registered role)")
@@ -294,6 +297,11 @@ def _vote(obs: dict[str, Any], choices: list[str], rng: random.Random) -> str:
         claimed = [p for p in seer_claims(obs) if p in village]
         return claimed[0] if claimed else (suspicion(obs, rng, village) or rng.choice(choices))
     return suspicion(obs, rng, choices) or rng.choice(choices)
+
+
+# This player's play of each shipped decision (``werewolf_names.TARGETED_ACTIONS``; the vote is every seat's), each
+# a function named after its decision; a role's new decision brings its own (``Role.plays``).
+PLAYS = {play.__name__: play for play in (hunt, protect, verify, save, poison, shoot)}
 
 
 def bid(obs: dict[str, Any], rng: random.Random) -> int:

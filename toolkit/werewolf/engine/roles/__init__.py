@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib import import_module
 
 from toolkit.core.registry import Registry
-from toolkit.core.werewolf_names import ROLES as SHIPPED
+from toolkit.core.werewolf_names import ROLES as SHIPPED, TARGETED_ACTIONS
 from toolkit.werewolf.engine.events import ENGINE, MODERATOR, EventKind
 from toolkit.werewolf.engine.roles.base import PUBLIC, PRIVATE_NIGHTS, WOLVES, Ask, Kill, Role
 
@@ -26,7 +26,7 @@ def _check(role: Role) -> None:
         raise ValueError(f"a role needs a name and a side (village or werewolves): {role!r}")
     if not all(isinstance(k, EventKind) for k in role.events):
         raise ValueError(f"{role.name}.events must hold EventKind declarations: {role.events!r}")
-    unplayed = [a for a in role.actions if a not in role.plays and role.heuristic is None]
+    unplayed = [a for a in role.actions if a not in (*role.plays, *TARGETED_ACTIONS) and role.heuristic is None]
     if unplayed:
         raise ValueError(f"role {role.name}: no rule-based play for {', '.join(map(repr, unplayed))} (Role.plays: "
                          "the heuristic player's first game would fail)")

@@ -15,7 +15,8 @@ The questions, in the order a game asks them:
 - ``shields`` and ``night_kills``: how the night resolves at dawn (who it protects or saves, whom it kills);
 - ``on_death``: what happens when it dies (a decision the death calls for, asked before the game goes on);
 - ``observe`` and ``private_lines``: what it learns (its part of a seat's observation and private record);
-- ``plays`` (or ``heuristic``): how the rule-based player takes each of its decisions; ``colour`` and
+- ``plays`` (or ``heuristic``): how the rule-based player takes each new decision (the shipped decisions,
+  ``werewolf_names.TARGETED_ACTIONS``, are the rule-based player's own: ``players.heuristic.PLAYS``); ``colour`` and
   ``terminal_colour``: its name's colour in the transcripts;
 - its prompt file ``prompts/werewolf/roles/<name>.j2``: its clause of the rules paragraph (``night()``, or a
   sentence ``death()``), where the clause stands (``text_order``), ``special`` as here (a test checks), and how
@@ -64,9 +65,10 @@ class Role:
     night_order: int | None = None  # None: never asked at night
     actions: tuple[str, ...] = ()
     events: tuple[EventKind, ...] = ()  # the kinds of events rows it emits (the engine's own are in events.ENGINE)
-    # The rule-based player's play of each of its decisions (``actions``): ``"module:function"`` or the function
-    # itself, ``(observation, choices, rng) -> target``; or ``heuristic``, one function for all of them,
-    # ``(action, observation, choices, rng) -> target``. Registering a role without a play for a decision is
+    # The rule-based player's play of each of its decisions (``actions``) that is not a shipped one
+    # (``TARGETED_ACTIONS``: the player has its own, ``players.heuristic.PLAYS``): ``"module:function"`` or the
+    # function itself, ``(observation, choices, rng) -> target``; or ``heuristic``, one function for all of them,
+    # ``(action, observation, choices, rng) -> target``. Registering a role without a play for a new decision is
     # refused (the first heuristic game would fail).
     plays: dict[str, Any] = {}
     heuristic: Any = None

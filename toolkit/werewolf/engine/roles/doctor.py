@@ -24,7 +24,6 @@ class State:
 
 class Doctor(Role):
     name = "Doctor"
-    plays = {"protect": "toolkit.werewolf.players.heuristic:protect"}
     colour, terminal_colour = "#2980b9", "34"
     special = True
     night_order = 10

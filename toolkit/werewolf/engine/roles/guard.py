@@ -23,7 +23,6 @@ class State:
 
 class Guard(Role):
     name = "Guard"
-    plays = {"protect": "toolkit.werewolf.players.heuristic:protect"}
     colour, terminal_colour = "#2c3e50", "34"
     special = True
     night_order = 20

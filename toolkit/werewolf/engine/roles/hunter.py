@@ -18,7 +18,6 @@ from toolkit.werewolf.engine.roles.base import PUBLIC, Ask, Role
 
 class Hunter(Role):
     name = "Hunter"
-    plays = {"shoot": "toolkit.werewolf.players.heuristic:shoot"}
     colour, terminal_colour = "#d35400", "33"
     special = True
     actions = ("shoot",)

@@ -21,7 +21,6 @@ class State:
 
 class Seer(Role):
     name = "Seer"
-    plays = {"verify": "toolkit.werewolf.players.heuristic:verify"}
     colour, terminal_colour = "#8e44ad", "35"
     special = True
     night_order = 40

@@ -27,7 +27,6 @@ class State:
 
 class Werewolf(Role):
     name = "Werewolf"
-    plays = {"hunt": "toolkit.werewolf.players.heuristic:hunt"}
     colour, terminal_colour = "#c0392b", "31"
     side = "werewolves"
     night_order = 30

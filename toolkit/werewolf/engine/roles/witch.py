@@ -27,7 +27,6 @@ class State:
 
 class Witch(Role):
     name = "Witch"
-    plays = {"save": "toolkit.werewolf.players.heuristic:save", "poison": "toolkit.werewolf.players.heuristic:poison"}
     colour, terminal_colour = "#16a085", "36"
     special = True
     night_order = 50
