@@ -15,10 +15,10 @@ With ``--gaps G,G,...`` (issue 45): for each gap, tournaments whose three models
 strongest to the weakest on both sides (``tournament.spread``), and the planned 95% half-width of the ratings
 at equal models and at those strengths beside the realised one, as realised ÷ promised, in ``--reruns``
 independent batches of ``--reps`` tournaments (``--true-rate``: the pool's village rate, when it is not the
-planned one). With ``--pilot N`` as well, what ``--plan --pilot N`` promises:
-before each simulated tournament a pilot of its first N planned games is simulated from the same truth, and the
-plan is made at the pilot's village rate and fitted Bradley–Terry strengths (as ``tournament.pilot_rates``
-does), so the pilot's own noise is in the promise; realised ÷ that promise per rerun, and the middle 90% of the
+planned one). With ``--pilot N`` as well, what ``--plan --pilot N`` promises: before each simulated tournament
+a pilot of its first N planned games is simulated from the same truth, and the plan is made at the pilot's
+village rate and fitted Bradley–Terry strengths (read by ``tournament.pilot_fit``, as ``--plan --pilot`` reads
+them), so the pilot's own noise is in the promise; realised ÷ that promise per rerun, and the middle 90% of the
 per-tournament ratios.
 """
 
@@ -33,9 +33,8 @@ import numpy as np
 
 def gaps(args) -> None:
     from toolkit import analysis as A
-    from toolkit.analysis.ratings import fit_ratings
     from toolkit.analysis.simulate import tournament_outcomes
-    from toolkit.study.tournament import expected_widths, schedule, spread, village_rate
+    from toolkit.study.tournament import expected_widths, pilot_fit, schedule, spread, village_rate
 
     models = ["a", "b", "c"]
     plan = schedule(models, [args.preset], games=args.games, seed=0)
@@ -67,11 +66,7 @@ def gaps(args) -> None:
                 half.append(float(((r["ci_high"] - r["ci_low"]) / 2).mean()))
                 if pilot_plan is not None:  # the pilot: its own games, from the same truth
                     seed = 7_000_000 + 10_000 * rerun + rep
-                    pg, pp = tournament_outcomes(pilot_plan, village, wolves, side, seed=seed)
-                    decided = pg[pg["winner"].isin(["village", "werewolves"])]
-                    fit = fit_ratings(pg, pp)
-                    fitted = {n: float(b) for n, b in zip(fit.design.names, fit.beta[1:])}
-                    rate = float((decided["winner"] == "village").mean())
+                    rate, _, fitted = pilot_fit(*tournament_outcomes(pilot_plan, village, wolves, side, seed=seed))
                     promised.append(float(expected_widths(plan, rate, strengths=fitted)[0]["half_width"].mean()))
                     ratios.append(half[-1] / promised[-1])
             realised.append(float(np.mean(half)))

@@ -179,6 +179,20 @@ def bounds(alpha: float, power: float, t: tuple[float, ...], v: float = 1.0, sha
     return (theta / fixed) ** 2, tuple(c), tuple(i)
 
 
+def rule(s, ss, n, c, i):
+    """The stopping rule at one look, the one place it is written (``Design.decide``, ``simulate`` and
+    ``operating`` all apply it; numbers or numpy arrays): Σd = ``s``, Σd² = ``ss`` over ``n`` pairs, bounds
+    ``c`` (efficacy) and ``i`` (futility). (order named, "within ±delta", the interval's half-width.)
+    Both bounds are compared with Σd continuity-corrected by ½ (Σd moves in whole steps): an order when
+    |Σd| − ½ ≥ c·√Σd², "within" when |Σd| + ½ < i·√Σd² (√Σd² taken as at least ½: no look divides by 0).
+    Without the correction the lump of Σd's distribution at 0 stopped far more comparisons for futility than
+    the bounds allow (power at δ 0.75–0.78 in simulation), and the bounds' error came out above α/K once that
+    was corrected alone. The half-width (c·√Σd² + ½)/n makes the interval exclude 0 exactly when an order is
+    named."""
+    spread = np.maximum(np.sqrt(ss), 0.5)
+    return (np.abs(s) - CC) / spread >= c, (np.abs(s) + CC) / spread < i, (c * spread + CC) / n
+
+
 @dataclass(frozen=True)
 class Design:
     """The constants of one preset's comparisons, fixed before the first game: family-wise ``alpha`` over ``k``
@@ -256,26 +270,19 @@ class Design:
         return batch, last, r, c, i
 
     def decide(self, look: int, scores: np.ndarray) -> tuple[str, float, float, float]:
-        """("a", "b", "within" or "open"), the estimate and the repeated interval of μ after ``look`` looks.
-        Both bounds are compared with Σd continuity-corrected by ½ (Σd moves in whole steps): an order when
-        |Σd| − ½ ≥ c_j·√Σd², "within" when |Σd| + ½ < i_j·√Σd². Without it the lump of Σd's distribution at 0
-        stopped far more comparisons for futility than the bounds allow (power at δ 0.75–0.78 in simulation),
-        and the bounds' error came out above α/K once that was corrected alone."""
+        """("a", "b", "within" or "open"), the estimate and the repeated interval of μ after ``look`` looks
+        (``rule``)."""
         n = len(scores)
         if n == 0:
             return "open", math.nan, -1.0, 1.0
-        mean = float(np.mean(scores))
-        sd = max(math.sqrt(float(np.mean(np.square(scores)))), 0.5 / math.sqrt(n))  # the spread if μ = 0
-        c, i = self.efficacy[look - 1], self.futility[look - 1]
-        spread = sd * math.sqrt(n)  # √Σd², at least ½
-        z_order, z_within = (abs(mean) * n - CC) / spread, (abs(mean) * n + CC) / spread
-        half = (c * spread + CC) / n  # the interval excludes 0 exactly when an order is named
+        total = float(np.sum(scores))
+        mean = total / n
+        order, within, half = rule(total, float(np.sum(np.square(scores))), n, self.efficacy[look - 1],
+                                   self.futility[look - 1])
         lo, hi = max(mean - half, -1.0), min(mean + half, 1.0)  # μ is in [−1, 1]
-        if z_order >= c:
+        if order:
             return ("a" if mean > 0 else "b"), mean, lo, hi
-        if z_within < i:
-            return "within", mean, lo, hi
-        return "open", mean, lo, hi
+        return ("within" if within else "open"), mean, lo, hi
 
 
 # ------------------------------------------------------------------ comparisons and the coordinator
@@ -410,17 +417,12 @@ def simulate(design: Design, p1: float, p2: float, reps: int, rng: np.random.Gen
     n = np.cumsum(design.sizes)
     s = np.cumsum(counts[..., 0] - counts[..., 1], axis=1)
     ss = np.cumsum(counts[..., 0] + counts[..., 1], axis=1)
-    mean = s / n
-    sd = np.maximum(np.sqrt(ss / n), 0.5 / np.sqrt(n))
-    spread = sd * np.sqrt(n)
-    c, i = np.array(design.efficacy), np.array(design.futility)
-    order = (np.abs(s) - CC) / spread >= c
-    stop = order | ((np.abs(s) + CC) / spread < i)
+    order, within, half = rule(s, ss, n, np.array(design.efficacy), np.array(design.futility))
+    stop = order | within
     stop[:, -1] = True
     first = stop.argmax(axis=1)
     rows = np.arange(reps)
-    half = (c[first] * spread[rows, first] + CC) / n[first]
-    covered = np.abs(mean[rows, first] - (p1 - p2)) <= half
+    covered = np.abs(s[rows, first] / n[first] - (p1 - p2)) <= half[rows, first]
     return n[first], np.where(order[rows, first], np.sign(s[rows, first]), 0).astype(int), covered
 
 
@@ -460,13 +462,12 @@ def operating(design: Design, p1: float, p2: float) -> Operating:
         mass = np.clip(fftconvolve(mass, _trinomial(m, up, down)), 0.0, None)
         n += m
         plus, minus = np.indices(mass.shape)
-        s, spread = plus - minus, np.maximum(np.sqrt(plus + minus), 0.5)
-        c, i = design.efficacy[j], design.futility[j]
-        order = (np.abs(s) - CC) / spread >= c
-        stop = np.ones_like(order) if j == len(design.sizes) - 1 else order | ((np.abs(s) + CC) / spread < i)
+        s = plus - minus
+        order, within_now, half = rule(s, plus + minus, n, design.efficacy[j], design.futility[j])
+        stop = np.ones_like(order) if j == len(design.sizes) - 1 else order | within_now
         a, b = a + mass[order & (s > 0)].sum(), b + mass[order & (s < 0)].sum()
         within += mass[stop & ~order].sum()
         pairs += n * mass[stop].sum()
-        covered += mass[stop & (np.abs(s / n - (p1 - p2)) <= (c * spread + CC) / n)].sum()
+        covered += mass[stop & (np.abs(s / n - (p1 - p2)) <= half)].sum()
         mass = np.where(stop, 0.0, mass)
     return Operating(float(a), float(b), float(within), float(pairs), float(covered))

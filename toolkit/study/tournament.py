@@ -207,13 +207,19 @@ def pilot_rates(plan: pd.DataFrame, games: int = 60, seed: int = 10_000
             with Run(folder, "pilot") as run:
                 asyncio.run(play_games(configs, run))
             t = load(folder, complete_games=True)
-            g = t.games
-            decided = g[g["winner"].isin(["village", "werewolves"])]
-            fit = fit_ratings(g, t.players) if len(decided) else None
-            fitted = {} if fit is None else {n: float(b) for n, b in zip(fit.design.names, fit.beta[1:])}
-            out[preset] = (float((decided["winner"] == "village").mean()) if len(decided) else 0.5, len(decided),
-                           fitted)
+            out[preset] = pilot_fit(t.games, t.players)
     return out
+
+
+def pilot_fit(games: pd.DataFrame, players: pd.DataFrame) -> tuple[float, int, dict[tuple[str, str], float]]:
+    """A pilot's games read: (village win rate among the decided games, games decided, (spec, side) →
+    Bradley–Terry strength in logits). Nothing decided: rate 0.5 and no strengths (a plan at an even game)."""
+    decided = games[games["winner"].isin(["village", "werewolves"])]
+    if not len(decided):
+        return 0.5, 0, {}
+    fit = fit_ratings(games, players)
+    return float((decided["winner"] == "village").mean()), len(decided), {
+        n: float(b) for n, b in zip(fit.design.names, fit.beta[1:])}
 
 
 def spread(models: list[str], gap: float) -> dict[tuple[str, str], float]:
