@@ -229,7 +229,8 @@ class Design:
 
     @classmethod
     def make(cls, alpha: float = 0.05, power: float = 0.8, delta: float = 0.5, k: int = 1,
-             p_village: float = 0.5, looks: int = LOOKS, shape: tuple[float, float] = SHAPE) -> "Design":
+             p_village: float = 0.5, looks: int = LOOKS, shape: tuple[float, float] = SHAPE, cap: float = CAP
+             ) -> "Design":
         if not (0 < alpha < 1 and 0 < power < 1 and delta > 0 and k >= 1 and 0 < p_village < 1):
             raise ValueError(f"need 0 < alpha < 1, 0 < power < 1, delta > 0, k ≥ 1, 0 < village rate < 1; got "
                              f"{alpha}, {power}, {delta}, {k}, {p_village}")
@@ -244,20 +245,21 @@ class Design:
         while looks > 2 and n_fixed / looks < MIN_BATCH:
             looks -= 1
         while True:  # as many looks as the cap allows (one look: the fixed design itself)
-            batch, last, r, c, i = cls._sized(a, power, n_fixed, looks, v, tuple(shape))
-            if looks == 1 or (c and batch * (looks - 1) + last <= CAP * n_fixed):
+            batch, last, r, c, i = cls._sized(a, power, n_fixed, looks, v, tuple(shape), cap)
+            if looks == 1 or (c and batch * (looks - 1) + last <= cap * n_fixed):
                 break
             looks -= 1
         return cls(alpha, power, delta, k, p_village, looks, batch, n_fixed, r, mu, c, i, last, tuple(shape))
 
     @staticmethod
-    def _sized(a: float, power: float, n_fixed: int, looks: int, v: float, shape: tuple[float, float]):
+    def _sized(a: float, power: float, n_fixed: int, looks: int, v: float, shape: tuple[float, float],
+               cap: float = CAP):
         """(batch, last, R, c, i): equal looks of ``batch`` pairs but the last, which takes what is left of
         ⌈R·n_fixed⌉, the bounds at those information fractions, and the R they need (so the design has its
         power with the pairs it has)."""
         n_max = math.ceil(round(bounds(a, power, tuple((j + 1) / looks for j in range(looks)), v, shape)[0], 3)
                           * n_fixed)  # (R to 3 decimals: one look gives R = 1 to the grid's accuracy)
-        if looks > 1 and n_max > CAP * n_fixed:  # too many looks for the cap: the caller takes one fewer
+        if looks > 1 and n_max > cap * n_fixed:  # too many looks for the cap: the caller takes one fewer
             return n_max, 0, math.inf, (), ()
         for _ in range(3):
             batch = round(n_max / looks)
