@@ -31,9 +31,11 @@ def dask_command() -> str:
 
 @contextmanager
 def dask_cluster(workers: int, folder: str | Path, env: dict[str, str] | None = None,
-                 timeout: float = 60) -> Iterator[Cluster]:
+                 timeout: float = 300) -> Iterator[Cluster]:
     """A scheduler and ``workers`` single-threaded workers (each its own process group, logging to
-    ``folder``), running until the block ends; then all of them are ended (SIGTERM, then SIGKILL)."""
+    ``folder``), running until the block ends; then all of them are ended (SIGTERM, then SIGKILL). ``timeout``
+    bounds the wait for the scheduler's address and for the workers: two workers took 100 s to arrive at load ~20
+    on 2 cores (each imports the toolkit, pandas and Dask)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **(env or {})}
