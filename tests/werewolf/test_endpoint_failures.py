@@ -102,6 +102,7 @@ def test_every_game_on_a_dead_endpoint_stops_and_none_starts_after(server, tmp_p
     per decision), the report names the endpoint and why. On 51c499d CapReport has no endpoint, and the games
     play on. A 3 s deadline: a loaded machine has sent its first requests (and got their 429s) well before it."""
     monkeypatch.setenv("TOOLKIT_ENDPOINT_DEADLINE_S", "3")
+    monkeypatch.setenv("TOOLKIT_TIMEOUT_S", "2")  # a 429 slow to come on a busy machine is not a timeout
     cap = CapReport()
     get_model(f"openai:429@{server.base_url}")  # the SDK imported before the clock starts
     started = time.monotonic()
@@ -138,7 +139,8 @@ def test_a_call_cut_by_the_deadline_keeps_a_row_for_every_failed_request(server,
     (review s16 F1, F2) every cut call had one ``deadline`` row and no other, and the lines said "no answer for
     8 s". The deadline is long beside the timeout so that a loaded machine still sends requests before it (at
     2 s, twice none reached the server under load)."""
-    monkeypatch.setenv("TOOLKIT_TIMEOUT_S", "0.3")
+    # a hung request times out at 0.3 s; a 429 slow to come on a busy machine must not (5 s)
+    monkeypatch.setenv("TOOLKIT_TIMEOUT_S", "0.3" if behaviour == "hang" else "5")
     monkeypatch.setenv("TOOLKIT_MAX_ATTEMPTS", "6")
     monkeypatch.setenv("TOOLKIT_ENDPOINT_DEADLINE_S", "8")
     with Run(tmp_path) as run:

@@ -49,8 +49,8 @@ _ADOPT_LOCK = threading.Lock()
 def shared(where: str | os.PathLike | None) -> Iterator[str | None]:
     """Every process started inside shares its endpoints' limits through ``where`` (a folder, or a Dask
     scheduler's address; None: leaves ``TOOLKIT_SHARED_LIMITS`` as it is): sets ``TOOLKIT_SHARED_LIMITS`` for the
-    time of the block (children inherit it). When the block ends, the stores made for it are dropped and their
-    scheduler's client closed, so a process that lives on (a Dask worker) keeps nothing of that study."""
+    time of the block (children inherit it). When the block ends, a scheduler's stores made for it are dropped and
+    its client closed, so a process that lives on (a Dask worker) keeps no connection of that study (``forget``)."""
     before = os.environ.get(ENV)
     if where is not None:
         os.environ[ENV] = str(where)
@@ -66,10 +66,13 @@ def shared(where: str | os.PathLike | None) -> Iterator[str | None]:
 
 
 def forget(where: str) -> None:
-    """This process's stores of ``where`` dropped (and a scheduler's client closed)."""
-    for key in [k for k in _STORES if k[1] == where]:
-        del _STORES[key]
+    """This process's stores of a scheduler ``where`` dropped and its client closed. A folder's stores are kept
+    (one open file per study and endpoint, reused by the study's next batch in this process): closing a file
+    releases every POSIX record lock the process holds on it, another store's of the same file too, and dropping
+    it unclosed left one descriptor per batch open (past ``ulimit -n`` in a study of thousands of batches)."""
     if is_address(where):
+        for key in [k for k in _STORES if k[1] == where]:
+            del _STORES[key]
         close_clients(where)
 
 
