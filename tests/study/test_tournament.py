@@ -150,3 +150,9 @@ def test_a_pilot_with_nothing_decided_plans_at_an_even_game():
     assert set(fitted) == {(m, side) for m in "ab" for side in ("village", "werewolves")}
     games["winner"] = "draw"  # the benchmark's own reading of a pilot failed here: fit_ratings gives None
     assert T.pilot_fit(games, players) == (0.5, 0, {})
+    games["winner"] = "village"  # decided, but every game degraded (its seats mostly fell back): no rating counts
+    games["degraded"] = True  # them, so the rate does not either (this raised AttributeError: fit_ratings gave None)
+    assert T.pilot_fit(games, players) == (0.5, 0, {})
+    games.loc[games.index[0], "degraded"] = False  # one sound game: the rate and the strengths read that one
+    rate, decided, fitted = T.pilot_fit(games, players)
+    assert (rate, decided) == (1.0, 1) and fitted

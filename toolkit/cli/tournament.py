@@ -92,7 +92,7 @@ def _plan(args: argparse.Namespace) -> int:
     if args.pilot:
         pilot = pilot_rates(plan, args.pilot)
         for preset, (p, n, _) in pilot.items():
-            show(f"pilot {preset}: the village won {p:.3f} of {n} decided games")
+            show(f"pilot {preset}: the village won {p:.3f} of {n} decided games (degraded ones left out)")
         rate = {preset: p for preset, (p, _, _) in pilot.items()}
         fitted = {preset: f for preset, (_, _, f) in pilot.items()}
     widths, pairs = expected_widths(plan, rate, difference=args.difference, strengths=fitted)

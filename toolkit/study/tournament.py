@@ -38,7 +38,7 @@ import pandas as pd
 import yaml
 
 from toolkit.analysis import sample_size
-from toolkit.analysis.ratings import fit_ratings
+from toolkit.analysis.ratings import decided_games, fit_ratings
 from toolkit.study.experiments import cell_budget, cell_lock, finished_seeds, play_capped, unfinished_record
 from toolkit.record.run_log import Run
 from toolkit.llm import get_model, parse_spec
@@ -213,11 +213,13 @@ def pilot_rates(plan: pd.DataFrame, games: int = 60, seed: int = 10_000
 
 def pilot_fit(games: pd.DataFrame, players: pd.DataFrame) -> tuple[float, int, dict[tuple[str, str], float]]:
     """A pilot's games read: (village win rate among the decided games, games decided, (spec, side) →
-    Bradley–Terry strength in logits). Nothing decided: rate 0.5 and no strengths (a plan at an even game)."""
-    decided = games[games["winner"].isin(["village", "werewolves"])]
-    if not len(decided):
+    Bradley–Terry strength in logits). The rate and the strengths read the same games, the ones a rating
+    counts (``decided_games``: not drawn, not failed, not degraded). None of those: rate 0.5 and no strengths
+    (a plan at an even game)."""
+    decided = decided_games(games)
+    fit = fit_ratings(games, players) if len(decided) else None
+    if fit is None:
         return 0.5, 0, {}
-    fit = fit_ratings(games, players)
     return float((decided["winner"] == "village").mean()), len(decided), {
         n: float(b) for n, b in zip(fit.design.names, fit.beta[1:])}
 
