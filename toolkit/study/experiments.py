@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import fcntl
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import KW_ONLY, dataclass, fields, replace
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -155,15 +155,6 @@ def check_werewolf_parameters(params: dict[str, object]) -> None:
                              f"{preset.seats[0]}..{preset.seats[-1]})")
         if not isinstance(spec, str):
             raise ValueError(f"seats.{seat} must be a model spec (a string), got {spec!r}")
-
-
-def cell_budget(results_dir: str | Path, max_usd: float | None, max_tokens: int | None, at_cap: str = "stop",
-                spend_dir: str | None = None) -> Budget:
-    """A cell's spending cap and ledger: the ledger of ``spend_dir`` (a sweep's or tournament's folder, shared by
-    all its cells) or of the cell's own folder. Without a cap the ledger is kept all the same: what the study
-    paid, calls in flight at a kill included."""
-    folder = spend_dir or results_dir
-    return Budget.at(folder, max_usd, max_tokens, at_cap) or Budget(Path(folder) / LEDGER, at_cap=at_cap)
 
 
 def play_capped(configs: Sequence[GameConfig], run: Run, budget: Budget | None, record: Record | None = None,
@@ -343,18 +334,50 @@ def _rows(results_dir: str | Path, table: str, columns: list[str], games: pd.Cat
 
 
 @dataclass(frozen=True)
-class WerewolfCell:
-    """One werewolf cell's settings (a sweep cell's parameters, the werewolf notebook's), recorded as its run's
-    config. ``n_games`` seeded games from ``seed``; ``model`` plays every seat unless ``wolf_model`` or
-    ``village_model`` (a side's seats) or ``seats`` (a seat: ``{"Player3": "random"}``) says otherwise;
-    ``max_usd``/``max_tokens``: a spending cap (``toolkit.llm.budget``) over ``spend_dir``'s ledger (default: the
-    cell's own); at the cap no new game starts, and games in flight stop or finish as ``at_cap`` says.
-    ``error_policy``: ``fallback``, ``forfeit`` or ``eliminate_after:N`` (None: the preset's).
+class CellLimits:
+    """What a werewolf cell and a tournament cell share, as keywords: ``max_usd``/``max_tokens``: a spending cap
+    (``toolkit.llm.budget``) over ``spend_dir``'s ledger (a sweep's or tournament's folder, shared by its cells;
+    default: the cell's own); at the cap no new game starts, and games in flight stop or finish as ``at_cap``
+    says. ``error_policy``: ``fallback``, ``forfeit`` or ``eliminate_after:N`` (None: the preset's).
     ``on_endpoint_failure``: ``wait`` (the endpoint's failures are not the seats'; a dead endpoint stops the cell
     with ``EndpointDown``) or ``fallback`` (Kaggle-style: they are the seats' failed decisions, judged by the error
     policy; a dead endpoint still stops the cell)."""
 
     results_dir: str
+    _: KW_ONLY
+    max_usd: float | None = None
+    max_tokens: int | None = None
+    at_cap: str = "stop"
+    spend_dir: str | None = None
+    error_policy: str | None = None
+    on_endpoint_failure: str = "wait"
+
+    @classmethod
+    def of(cls, cell: object, /, *where: object, **settings: object):
+        """``cell`` with ``settings`` applied, or a new cell of its results folder, ``where`` and ``settings``
+        (an unknown setting is a TypeError naming it)."""
+        if not isinstance(cell, cls):
+            return cls(cell, *where, **settings)  # type: ignore[arg-type]
+        if where:
+            raise TypeError(f"{cls.__name__} given with more positional settings ({', '.join(map(repr, where))}): "
+                            "change its settings with keywords")
+        return replace(cell, **settings)
+
+    def budget(self) -> Budget:
+        """The cell's spending cap and ledger. Without a cap the ledger is kept all the same: what the study
+        paid, calls in flight at a kill included."""
+        folder = self.spend_dir or self.results_dir
+        return Budget.at(folder, self.max_usd, self.max_tokens, self.at_cap) or \
+            Budget(Path(folder) / LEDGER, at_cap=self.at_cap)
+
+
+@dataclass(frozen=True)
+class WerewolfCell(CellLimits):
+    """One werewolf cell's settings (a sweep cell's parameters, the werewolf notebook's), recorded as its run's
+    config. ``n_games`` seeded games from ``seed``; ``model`` plays every seat unless ``wolf_model`` or
+    ``village_model`` (a side's seats) or ``seats`` (a seat: ``{"Player3": "random"}``) says otherwise; the
+    spending cap and failure policies: ``CellLimits``."""
+
     preset: str = "classic7"
     n_games: int = 20
     seed: int = 0
@@ -368,17 +391,12 @@ class WerewolfCell:
     concurrency: int = 16  # games played at once (model calls are capped per endpoint too)
     experiment: str = "werewolf"
     progress: bool = False  # a progress bar of the games
-    max_usd: float | None = None
-    max_tokens: int | None = None
-    at_cap: str = "stop"
-    spend_dir: str | None = None
-    error_policy: str | None = None
-    on_endpoint_failure: str = "wait"
 
     def settings(self) -> dict[str, object]:
         """What the run records as its config (and ``check_werewolf_parameters`` checks): every setting but the
-        progress bar."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "progress"}
+        progress bar, the cell's own before the limits (the order they had before ``CellLimits``)."""
+        return {f.name: getattr(self, f.name) for f in sorted(fields(self), key=lambda f: f.kw_only)
+                if f.name != "progress"}
 
     def game_config(self) -> GameConfig:
         """Every game's configuration but its seed."""
@@ -398,18 +416,18 @@ class WerewolfCell:
 def run_werewolf_cell(cell: WerewolfCell | str, **settings: object) -> Results:
     """``play_werewolf_cell``, then the cell's tables without the prompts (``calls.messages``, most of a study's
     bytes: ``load(results_dir)`` reads them). A large cell's summary reads far less: ``cell_summary``."""
-    cell = cell if isinstance(cell, WerewolfCell) else WerewolfCell(cell, **settings)  # type: ignore[arg-type]
+    cell = WerewolfCell.of(cell, **settings)
     play_werewolf_cell(cell)
     return load(cell.results_dir, complete_games=True, columns=WITHOUT_PROMPTS)
 
 
 def play_werewolf_cell(cell: WerewolfCell | str, **settings: object) -> None:
     """Play a cell's seeded games into its ``results_dir`` (finished seeds skipped): a ``WerewolfCell``, or its
-    results folder and settings as keywords (``play_werewolf_cell("results/x", n_games=20, model="random")``; an
-    unknown one is a TypeError naming it)."""
-    cell = cell if isinstance(cell, WerewolfCell) else WerewolfCell(cell, **settings)  # type: ignore[arg-type]
+    results folder and settings as keywords (``play_werewolf_cell("results/x", n_games=20, model="random")``; with
+    a ``WerewolfCell``, keywords change its settings; an unknown one is a TypeError naming it)."""
+    cell = WerewolfCell.of(cell, **settings)
     check_werewolf_parameters(cell.settings())  # a seat the preset lacks would be ignored: every game all-default
-    budget = cell_budget(cell.results_dir, cell.max_usd, cell.max_tokens, cell.at_cap, cell.spend_dir)
+    budget = cell.budget()
     with cell_lock(cell.results_dir):
         done = finished_seeds(cell.results_dir)
         todo = [s for s in range(cell.seed, cell.seed + cell.n_games) if s not in done]

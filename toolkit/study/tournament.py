@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ import yaml
 
 from toolkit.analysis import sample_size
 from toolkit.analysis.ratings import decided_games, fit_ratings
-from toolkit.study.experiments import cell_budget, cell_lock, finished_seeds, play_capped, unfinished_record
+from toolkit.study.experiments import CellLimits, cell_lock, finished_seeds, play_capped, unfinished_record
 from toolkit.record.run_log import Run
 from toolkit.llm import get_model, parse_spec
 from toolkit.core import data
@@ -361,27 +361,21 @@ def run_tournament(path: str | Path, workers: int = 1, executor: str = "local", 
                      at_cap=at_cap)
 
 
-@dataclass
-class TournamentCell:
+@dataclass(frozen=True)
+class TournamentCell(CellLimits):
     """One tournament cell's settings (``experiments/tournament.ipynb``'s parameters): its games are those of
     ``cell`` in ``schedule`` (the ``schedule.parquet`` a tournament run wrote, or a tournament file, planned here,
     the same plan; a relative path not found from the current folder is read from the repository, as a notebook's
-    kernel runs in its own folder), played into ``results_dir``. A spending cap (``max_usd``, ``max_tokens``) is
-    kept in ``spend_dir`` (the tournament's folder, shared by every cell; the cell's own folder by default).
+    kernel runs in its own folder), played into ``results_dir``; the spending cap (kept in ``spend_dir``: the
+    tournament's folder, shared by every cell) and failure policies: ``CellLimits``.
     ``seeds``: only these of the cell's games (a batch, ``toolkit.study.batches``); ``done_in``: the folder whose
     finished seeds are skipped (default ``results_dir``)."""
 
-    results_dir: str
     schedule: str
     cell: str
     reflection: bool = False
     concurrency: int = 16
-    max_usd: float | None = None
-    max_tokens: int | None = None
-    at_cap: str = "stop"
-    spend_dir: str | None = None
-    error_policy: str | None = None
-    on_endpoint_failure: str = "wait"
+    _: KW_ONLY
     seeds: list[int] | None = None
     done_in: str | None = None
 
@@ -408,15 +402,15 @@ class TournamentCell:
         return mine, name
 
 
-def run_cell(cell: TournamentCell | str, *where: str, on_result=None, tables: bool = True, **settings: Any):
+def run_cell(cell: TournamentCell | str, /, *where: str, on_result=None, tables: bool = True, **settings: Any):
     """Play one cell's games (called from ``experiments/tournament.ipynb``): a ``TournamentCell``, or its results
     folder, schedule and cell name and its settings as keywords (``run_cell("results/x", "schedule.parquet",
-    "classic7__part0", concurrency=2)``; an unknown one is a TypeError naming it). Games whose seed already finished
-    are skipped. ``on_result`` is called with each game's result as it ends. ``tables=False``: return the number
-    of games played, not the tables."""
-    c = cell if isinstance(cell, TournamentCell) else TournamentCell(cell, *where, **settings)
+    "classic7__part0", concurrency=2)``; with a ``TournamentCell``, keywords change its settings; an unknown one is
+    a TypeError naming it). Games whose seed already finished are skipped. ``on_result`` is called with each game's
+    result as it ends. ``tables=False``: return the number of games played, not the tables."""
+    c = TournamentCell.of(cell, *where, **settings)
     mine, name = c.games()
-    budget = cell_budget(c.results_dir, c.max_usd, c.max_tokens, c.at_cap, c.spend_dir)
+    budget = c.budget()
     with cell_lock(c.results_dir):
         done = finished_seeds(c.done_in or c.results_dir)
         configs = []
