@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import random
 import re
 import shutil
 from dataclasses import dataclass
@@ -129,6 +130,31 @@ def test_the_knights_rules_and_win_need_no_engine_edit(knight):
 
     g = Game(knight.model_copy(update={"win_rule": "side_kill"}), 0)
     assert "Knight" in g.roles.values() and registry.special_roles()[-1] == "Knight"
+
+
+def test_a_plug_in_roles_own_heuristic_plays_a_shipped_decision_it_takes():
+    """A role defined here that takes the Guard's decision (``protect``) with its own ``heuristic``: the rule-based
+    player asks that heuristic, not its own play of ``protect`` (which a Guard seat still gets)."""
+    from toolkit.werewolf.players.heuristic import PLAYS, decide, role_play
+
+    asked = []
+
+    class Bodyguard(Role):
+        name, night_order, actions = "Bodyguard", 25, ("protect",)
+
+        @staticmethod
+        def heuristic(action, obs, choices, rng):
+            asked.append(action)
+            return choices[-1]
+
+    registry.register(Bodyguard())
+    try:
+        obs = {"game": "werewolf", "action": "protect", "role": "Bodyguard", "seat": "Player1", "day": 1,
+               "choices": ["Player2", "Player3"], "claims": []}
+        assert decide(obs, random.Random(0)) == {"target": "Player3"} and asked == ["protect"]
+        assert role_play("Guard", "protect") is PLAYS["protect"]
+    finally:
+        del registry.REGISTRY["Bodyguard"]
 
 
 def _literals(path: Path) -> set[str]:

@@ -58,17 +58,17 @@ def decide(obs: dict[str, Any], rng: random.Random) -> dict[str, Any]:
 
 
 def role_play(role_name: str | None, action: str) -> Any:
-    """The play of a decision: the one its role declares (``Role.plays``: the asked seat's role's, else that of a
-    role whose decision it is, the wolves' hunt), else this player's own of a shipped decision (``PLAYS``), else
-    the role's ``heuristic``."""
+    """The play of a decision: the one its role declares (the asked seat's role's, else that of a role whose
+    decision it is, the wolves' hunt: ``Role.plays``, else its ``heuristic``), else this player's own of a shipped
+    decision (``PLAYS``)."""
     owner = REGISTRY.get(role_name) if action in getattr(REGISTRY.get(role_name), "actions", ()) else \
         next((r for r in REGISTRY.values() if action in r.actions), None)
     if owner is not None and action in owner.plays:
         return resolve(owner.plays[action])
-    if action in PLAYS:
-        return PLAYS[action]
     if owner is not None and owner.heuristic is not None:
         return lambda obs, choices, rng: owner.heuristic(action, obs, choices, rng)
+    if action in PLAYS:
+        return PLAYS[action]
     raise ValueError(f"the heuristic player has no play for {action!r} (nor does a registered role)")
 
 

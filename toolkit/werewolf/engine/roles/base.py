@@ -68,8 +68,8 @@ class Role:
     # The rule-based player's play of each of its decisions (``actions``) that is not a shipped one
     # (``TARGETED_ACTIONS``: the player has its own, ``players.heuristic.PLAYS``): ``"module:function"`` or the
     # function itself, ``(observation, choices, rng) -> target``; or ``heuristic``, one function for all of them,
-    # ``(action, observation, choices, rng) -> target``. Registering a role without a play for a new decision is
-    # refused (the first heuristic game would fail).
+    # ``(action, observation, choices, rng) -> target``, which a shipped decision the role takes is played by too.
+    # Registering a role without a play for a new decision is refused (the first heuristic game would fail).
     plays: dict[str, Any] = {}
     heuristic: Any = None
     colour = "#7f8c8d"  # its name's colour in the notebook's transcript (HTML) ...
