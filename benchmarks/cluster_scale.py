@@ -138,11 +138,12 @@ def main() -> None:
         one_proc, t1 = adaptive(tmp, None)
         with dask_cluster(2, tmp / "adcluster", env={"PYTHONPATH": str(REPO)}) as cluster:
             on_cluster, t2 = adaptive(tmp, cluster.address)
-        same = one_proc.monitor.table().equals(on_cluster.monitor.table()) and one_proc.games == on_cluster.games
+        same = (one_proc.coordinator.table().equals(on_cluster.coordinator.table())
+                and one_proc.games == on_cluster.games)
         print("\nAn adaptive tournament (heuristic, random, chaos:0 on classic7, seed 11):")
         for name, s, t in (("one process", one_proc, t1), ("2 Dask workers", on_cluster, t2)):
-            print(f"  {name}: {s.games} games in {s.monitor.rounds} rounds, {t:.0f} s; stopped: {s.stopped}")
-        print(on_cluster.monitor.table().to_string(index=False))
+            print(f"  {name}: {s.games} games in {s.coordinator.rounds} rounds, {t:.0f} s; stopped: {s.stopped}")
+        print(on_cluster.coordinator.table().to_string(index=False))
         print(f"  the same games and decisions in both: {same}")
 
 

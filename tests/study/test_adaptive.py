@@ -60,10 +60,13 @@ def test_an_adaptive_tournament_of_the_offline_players_stops_early_with_the_righ
 
 @pytest.mark.slow
 def test_equal_models_are_never_separated(tmp_path):
-    """``chaos:0`` is the heuristic player under another spec: two equal models."""
+    """``chaos:0`` is the heuristic player under another spec: two equal models. ``on_game`` counts the games
+    also without a progress bar (it was given the hidden bar's count, 0)."""
     path = write(tmp_path / "eq.yaml", name="equal", models=["heuristic", "chaos:0"], presets=["classic7"],
                  design="adaptive", min_difference=2.0, seed=3)
-    status = AD.run_adaptive(path, results_root=tmp_path / "results", progress=False)
+    seen: list[int] = []
+    status = AD.run_adaptive(path, results_root=tmp_path / "results", progress=False, on_game=seen.append)
+    assert seen == list(range(1, status.games + 1))
     verdicts = status.coordinator.table()["verdict"]
     assert not verdicts.str.contains(">").any(), verdicts
     assert status.stopped == "every comparison decided"
@@ -134,6 +137,30 @@ def test_design_constants_cannot_change_under_a_recorded_tournament(tmp_path):
           min_difference=1.0)
     with pytest.raises(ValueError, match="another design .*min_difference"):
         AD.run_adaptive(path, results_root=tmp_path / "r", progress=False)
+
+
+def test_why_no_next_round_is_played_is_decided_without_playing_one(tmp_path):
+    """The loop's stops before a round (a step of its own since ``run_adaptive`` takes its options as one
+    ``Options``): every comparison decided, the game cap, a dollar cap with a price unknown, a dollar cap the next
+    round would pass at the mean price of a game so far; a cap passed overrides the file's; an unknown option is a
+    TypeError naming it, before anything is written."""
+    spec = {"name": "x", "models": ["heuristic", "random"], "presets": ["classic7"], "design": "adaptive",
+            "min_difference": 2.0, "max_games": 100, "max_usd": 9.0}
+    with pytest.raises(TypeError, match="max_game"):
+        AD.run_adaptive(spec, tmp_path, max_game=3)
+    assert not (tmp_path / "x").exists()
+    rounds = AD._Rounds(spec, tmp_path, AD.Options(max_usd=1.0, progress=False))
+    batches = rounds.coordinator.next_round()
+    n = 2 * sum(pairs for *_, pairs in batches)
+    assert rounds.stop(batches) == "" and rounds.stop([]) == "every comparison decided"
+    rounds.status.games, rounds.status.spend = 10, 0.9
+    assert rounds.stop(batches) == "spending cap ($1) reached"  # 0.9 + 0.09 a game for n more games > 1
+    rounds.status.spend = 0.5
+    assert rounds.stop(batches) == ("" if 0.5 + 0.05 * n <= 1 else "spending cap ($1) reached")
+    rounds.status.spend = None
+    assert rounds.stop(batches) == "spending cap set but some prices are unknown"
+    rounds.status.games = 101 - n
+    assert rounds.stop(batches) == "game cap (100) reached"
 
 
 def test_a_tournament_file_checks_the_adaptive_keys(tmp_path):

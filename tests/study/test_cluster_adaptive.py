@@ -55,7 +55,7 @@ def test_killed_worker_and_coordinator_lose_nothing_recorded_and_the_decision_is
                                timeout=300)
     assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-2000:]
     one = AD.run_adaptive(path, results_root=tmp_path / "one", progress=False)
-    assert pd.read_parquet(folder / "comparisons.parquet").equals(one.monitor.table())  # the same decision
+    assert pd.read_parquet(folder / "comparisons.parquet").equals(one.coordinator.table())  # the same decision
     everything = load(folder, complete_games=False)
     partial = set(everything.events["game_id"]) - set(everything.games["game_id"])
     assert len(partial) <= 1  # the killed worker's game in flight (one at a time: concurrency 1), nothing else

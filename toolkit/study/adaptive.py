@@ -52,10 +52,6 @@ class Status:
     fixed: int  # games of the fixed design of the same error and power
     cap: int  # the most games the design can take (every comparison to its last look)
 
-    @property
-    def monitor(self) -> S.Coordinator:  # the name callers used before issue 45
-        return self.coordinator
-
     def left(self) -> tuple[int, int]:
         """(next round, at most) games still to play: the next round's batch of side-swapped pairs, and every
         open comparison run to its last look."""
@@ -182,149 +178,170 @@ def adaptive_spec(path: str | Path) -> dict[str, Any]:
     return spec | {"design": "adaptive", "name": f"{spec['name']}-adaptive"}
 
 
-def run_adaptive(path: str | Path | dict[str, Any], results_root: str | Path = "results",
-                 max_games: int | None = None, max_usd: float | None = None, progress: bool = True,
-                 on_round: Callable[[Status], None] | None = None, max_tokens: int | None = None,
-                 at_cap: str | None = None, on_game: Callable[[int], None] | None = None, workers: int = 1,
-                 executor: str = "local", scheduler: str | None = None, batch_games: int = BATCH_GAMES) -> Status:
-    """Play the adaptive tournament of the file at ``path`` (or of a spec from ``adaptive_spec``; resuming
-    whatever is recorded under ``RESULTS/<name>/``) until it stops; write ``comparisons.parquet`` and
-    ``adaptive.md`` there. ``max_games``/``max_usd`` override the file's caps (a cap
-    only ends the run earlier, which leaves every guarantee intact). The spending caps (``max_usd``,
-    ``max_tokens``, ``at_cap``) are the study-wide ledger of ``toolkit.llm.budget``, kept in the tournament's
-    folder. A round the cap cut short is not counted until a rerun with a higher cap finishes it: which of its
-    games were cut depends on how long they ran, which may depend on who was winning. ``on_round`` gets the
-    ``Status`` after every round, ``on_game`` the number of games played each time a game ends (with workers:
-    each time a batch ends). With ``workers`` above 1, ``executor="dask"`` or a Dask ``scheduler``'s address, a
-    round's games are handed out as batches of at most ``batch_games`` (``toolkit.study.batches``) and this process
-    only decides: the same games, seeds and decisions as in one process."""
-    from tqdm.auto import tqdm
+@dataclass
+class Options:
+    """How to run an adaptive tournament (``run_adaptive``'s keywords). ``max_games``/``max_usd`` override the
+    file's caps (a cap only ends the run earlier, which leaves every guarantee intact). The spending caps
+    (``max_usd``, ``max_tokens``, ``at_cap``) are the study-wide ledger of ``toolkit.llm.budget``, kept in the
+    tournament's folder. ``on_round`` gets the ``Status`` after every round, ``on_game`` the number of games played
+    each time a game ends (with workers: each time a batch ends). With ``workers`` above 1, ``executor="dask"`` or a
+    Dask ``scheduler``'s address, a round's games are handed out as batches of at most ``batch_games``
+    (``toolkit.study.batches``) and this process only decides: the same games, seeds and decisions as in one
+    process."""
 
+    max_games: int | None = None
+    max_usd: float | None = None
+    max_tokens: int | None = None
+    at_cap: str | None = None
+    progress: bool = True
+    on_round: Callable[[Status], None] | None = None
+    on_game: Callable[[int], None] | None = None
+    workers: int = 1
+    executor: str = "local"
+    scheduler: str | None = None
+    batch_games: int = BATCH_GAMES
+
+
+def run_adaptive(path: str | Path | dict[str, Any], results_root: str | Path = "results", **options: Any) -> Status:
+    """Play the adaptive tournament of the file at ``path`` (or of a spec from ``adaptive_spec``; resuming
+    whatever is recorded under ``RESULTS/<name>/``) until it stops, as ``options`` say (``Options``: caps,
+    callbacks, workers; an unknown one is a TypeError naming it); write ``comparisons.parquet`` and ``adaptive.md``
+    there. A round the cap cut short is not counted until a rerun with a higher cap finishes it: which of its
+    games were cut depends on how long they ran, which may depend on who was winning."""
     from toolkit.study.executors import work_pool
 
+    o = Options(**options)
     with warnings.catch_warnings():  # a partial game a kill left is expected here: its seed is played again
         warnings.simplefilter("ignore", LoadWarning)
-        if workers == 1 and executor == "local" and scheduler is None:
-            return _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_tokens, at_cap, on_game)
-        with work_pool(workers, executor, scheduler) as submit:
-            return _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_tokens, at_cap, on_game,
-                        (submit, batch_games, scheduler))
+        if o.workers == 1 and o.executor == "local" and o.scheduler is None:
+            return _Rounds(path, results_root, o).run()
+        with work_pool(o.workers, o.executor, o.scheduler) as submit:
+            return _Rounds(path, results_root, o, submit).run()
 
 
-# Over 60 lines on purpose: one loop (finish the recorded rounds, then plan, play and absorb new ones until a
-# stop) whose small closures share its bar, schedule and coordinator; split, each piece would take most of them.
-def _run(path, results_root, max_games, max_usd, progress, on_round, tqdm, max_tokens, at_cap, on_game,
-         pool=None) -> Status:
-    spec = path if isinstance(path, dict) else adaptive_spec(path)
-    seed = int(spec.get("seed", 0))
-    designs, comps = design_of(spec)
-    max_games = max_games if max_games is not None else spec.get("max_games")
-    max_usd = max_usd if max_usd is not None else spec.get("max_usd")
-    max_tokens = max_tokens if max_tokens is not None else spec.get("max_tokens")
-    at_cap = at_cap or spec.get("at_cap", "stop")
-    folder = Path(results_root) / spec["name"]
-    _check_design(folder, spec, designs, comps)
-    schedule_path = folder / "schedule.parquet"
-    coordinator = S.Coordinator(designs, comps)
-    status = Status(spec["name"], folder, coordinator, 0, 0.0, "", S.fixed_games(designs, comps),
-                    S.max_games(designs, comps))
-    sched = pd.read_parquet(schedule_path) if schedule_path.exists() else pd.DataFrame()
-    bar = tqdm(total=max_games or status.cap, desc=spec["name"], unit="game", disable=not progress)
-    settings = dict(reflection=bool(spec.get("reflection", False)), concurrency=int(spec.get("concurrency", 16)),
-                    max_usd=max_usd, max_tokens=max_tokens, at_cap=at_cap, spend_dir=str(folder),
-                    on_endpoint_failure=spec.get("on_endpoint_failure") or "wait")  # every cell's (TournamentCell)
+class _Rounds:
+    """One run of an adaptive tournament: finish the recorded rounds, then plan, play and absorb new ones until a
+    stop. It holds what the steps share: the spec and caps, the schedule, the coordinator, the status and the bar."""
 
-    def play(rnd: int) -> None:
-        rows = sched[sched["round"] == rnd]
-        if pool is not None:  # the round's batches on the workers; this process decides
-            capped = play_round(rows, folder, schedule_path, pool[0], pool[1], on_batch=some_games,
-                                limits=study_limits(folder / ".limits", pool[2]), **settings)  # one limit per endpoint
+    def __init__(self, path: str | Path | dict[str, Any], results_root: str | Path, o: Options,
+                 submit: Callable | None = None) -> None:
+        from tqdm.auto import tqdm
+
+        spec = path if isinstance(path, dict) else adaptive_spec(path)
+        self.o, self.submit, self.seed = o, submit, int(spec.get("seed", 0))
+        designs, self.comps = design_of(spec)
+        self.max_games = o.max_games if o.max_games is not None else spec.get("max_games")
+        self.max_usd = o.max_usd if o.max_usd is not None else spec.get("max_usd")
+        self.folder = folder = Path(results_root) / spec["name"]
+        _check_design(folder, spec, designs, self.comps)
+        self.schedule_path = folder / "schedule.parquet"
+        self.coordinator = S.Coordinator(designs, self.comps)
+        self.status = Status(spec["name"], folder, self.coordinator, 0, 0.0, "", S.fixed_games(designs, self.comps),
+                             S.max_games(designs, self.comps))
+        self.sched = pd.read_parquet(self.schedule_path) if self.schedule_path.exists() else pd.DataFrame()
+        self.bar = tqdm(total=self.max_games or self.status.cap, desc=spec["name"], unit="game",
+                        disable=not o.progress)
+        self.done = 0  # games played so far (a bar not shown counts none)
+        self.settings = dict(reflection=bool(spec.get("reflection", False)),  # every cell's (TournamentCell)
+                             concurrency=int(spec.get("concurrency", 16)), max_usd=self.max_usd,
+                             max_tokens=o.max_tokens if o.max_tokens is not None else spec.get("max_tokens"),
+                             at_cap=o.at_cap or spec.get("at_cap", "stop"), spend_dir=str(folder),
+                             on_endpoint_failure=spec.get("on_endpoint_failure") or "wait")
+
+    def run(self) -> Status:
+        status, sched = self.status, self.sched
+        tables = load(self.folder, complete_games=True) if self.folder.exists() else None
+        for rnd in sorted(set(sched["round"])) if len(sched) else []:  # the record, in its order
+            scheduled = set(sched.loc[sched["round"] == rnd, "seed"])
+            finished = set(tables.games.loc[tables.games["winner"] != "error", "seed"]) if tables else set()
+            if not scheduled <= finished:  # a round a stop, a cap or a kill left unfinished: finish it first
+                if not self.played(rnd):
+                    break
+                tables = load(self.folder, complete_games=True)
+            self.absorb(rnd, tables)
+        self.bar.update(status.games - self.done)
+        self.done = status.games
+        if tables is not None and status.games:  # a resumed run: its state before the next round
+            self.show(tables)
+        while not status.stopped:
+            batches = self.coordinator.next_round()
+            status.stopped = self.stop(batches)
+            if status.stopped:
+                break
+            rnd = self.coordinator.rounds + 1
+            first = int(self.sched["game"].max()) + 1 if len(self.sched) else 0
+            self.sched = pd.concat([self.sched, _round_rows(batches, rnd, first, self.seed)], ignore_index=True)
+            _write_schedule(self.schedule_path, self.sched)
+            if not self.played(rnd):
+                break
+            tables = load(self.folder, complete_games=True)
+            self.absorb(rnd, tables)
+            self.show(tables)
+        self.bar.close()
+        if tables is not None:
+            status.spend = spend(tables)
+            write_outputs(status, tables)
+        return status
+
+    def stop(self, batches: list[tuple[str, str, str, int]]) -> str:
+        """Why no next round is played ("" when it is): every comparison decided, or a cap it would pass."""
+        status, n = self.status, 2 * sum(pairs for *_, pairs in batches)
+        if not batches:
+            return "every comparison decided"
+        if self.max_games is not None and status.games + n > self.max_games:
+            return f"game cap ({self.max_games}) reached"
+        if self.max_usd is None:
+            return ""
+        if status.spend is None:
+            return "spending cap set but some prices are unknown"
+        per_game = status.spend / status.games if status.games else None
+        over = status.spend >= self.max_usd or (per_game and status.spend + per_game * n > self.max_usd)
+        return f"spending cap (${self.max_usd:g}) reached" if over else ""
+
+    def played(self, rnd: int) -> bool:
+        """Play round ``rnd``; False when a cap or a dead endpoint cut it (``status.stopped`` says which): the round
+        stays unfinished, and a rerun with a higher cap, or once the endpoint answers again, finishes it."""
+        rows = self.sched[self.sched["round"] == rnd]
+        try:
+            if self.submit is None:
+                for cell in sorted(set(rows["cell"])):
+                    run_cell(str(self.folder / cell), str(self.schedule_path), cell,
+                             on_result=lambda _: self.some_games(1), **self.settings)
+                return True
+            capped = play_round(rows, self.folder, self.schedule_path, self.submit, self.o.batch_games,
+                                on_batch=self.some_games, **self.settings,  # the round's batches on the workers
+                                limits=study_limits(self.folder / ".limits", self.o.scheduler))  # one per endpoint
             if capped:
                 raise BudgetReached(capped)
-            return
-        for cell in sorted(set(rows["cell"])):
-            run_cell(str(folder / cell), str(schedule_path), cell, on_result=one_game, **settings)
+        except BudgetReached as exc:
+            self.status.stopped = f"spending cap: {exc}"
+        except EndpointDown as exc:
+            self.status.stopped = f"endpoint down: {exc}"
+        return not self.status.stopped
 
-    def one_game(_) -> None:
-        some_games(1)
+    def some_games(self, n: int) -> None:
+        self.done += n
+        self.bar.update(n)
+        if self.o.on_game:
+            self.o.on_game(self.done)
 
-    def some_games(n: int) -> None:
-        bar.update(n)
-        if on_game:
-            on_game(bar.n)
-
-    def absorb(rnd: int, tables) -> None:
-        rows = sched[sched["round"] == rnd]
+    def absorb(self, rnd: int, tables) -> None:
+        rows = self.sched[self.sched["round"] == rnd]
         games = tables.games[tables.games["seed"].isin(set(rows["seed"]))]
-        coordinator.add_round(round_scores(rows, games, comps), int(rows["game"].nunique()))
-        status.games = coordinator.games
-        (folder / "coordinator.json").write_text(json.dumps(coordinator.state()))
+        self.coordinator.add_round(round_scores(rows, games, self.comps), int(rows["game"].nunique()))
+        self.status.games = self.coordinator.games
+        (self.folder / "coordinator.json").write_text(json.dumps(self.coordinator.state()))
 
-    def show(tables) -> None:
+    def show(self, tables) -> None:
+        status = self.status
         status.spend = spend(tables)
         nxt, most = status.left()
-        bar.total = status.games + most
-        bar.set_postfix_str(f"decided {coordinator.decided}/{len(comps)}, spent ${status.spend or 0:.2f}"
-                            f"{'' if status.spend is not None else ' (some prices unknown)'}, "
-                            f"next round {nxt} games, at most {most} left", refresh=True)
-        if on_round:
-            on_round(status)
-
-    tables = load(folder, complete_games=True) if folder.exists() else None
-    for rnd in sorted(set(sched["round"])) if len(sched) else []:  # the record, in its order
-        scheduled = set(sched.loc[sched["round"] == rnd, "seed"])
-        finished = set(tables.games.loc[tables.games["winner"] != "error", "seed"]) if tables else set()
-        if not scheduled <= finished:  # a round a stop, a cap or a kill left unfinished: finish it first
-            try:
-                play(rnd)
-            except BudgetReached as exc:
-                status.stopped = f"spending cap: {exc}"
-                break
-            except EndpointDown as exc:  # the round stays unfinished: a rerun finishes it
-                status.stopped = f"endpoint down: {exc}"
-                break
-            tables = load(folder, complete_games=True)
-        absorb(rnd, tables)
-    bar.update(status.games - bar.n)
-    if tables is not None and status.games:  # a resumed run: its state before the next round
-        show(tables)
-    while not status.stopped:
-        batches = coordinator.next_round()
-        if not batches:
-            status.stopped = "every comparison decided"
-            break
-        n = 2 * sum(pairs for *_, pairs in batches)
-        if max_games is not None and status.games + n > max_games:
-            status.stopped = f"game cap ({max_games}) reached"
-            break
-        if max_usd is not None:
-            per_game = (status.spend / status.games) if status.spend is not None and status.games else None
-            if status.spend is None:
-                status.stopped = "spending cap set but some prices are unknown"
-                break
-            if status.spend >= max_usd or (per_game and status.spend + per_game * n > max_usd):
-                status.stopped = f"spending cap (${max_usd:g}) reached"
-                break
-        rnd = coordinator.rounds + 1
-        first = int(sched["game"].max()) + 1 if len(sched) else 0
-        sched = pd.concat([sched, _round_rows(batches, rnd, first, seed)], ignore_index=True)
-        _write_schedule(schedule_path, sched)
-        try:
-            play(rnd)
-        except BudgetReached as exc:  # the round stays unfinished: a rerun with a higher cap finishes it
-            status.stopped = f"spending cap: {exc}"
-            break
-        except EndpointDown as exc:  # the same: a rerun once the endpoint answers again finishes it
-            status.stopped = f"endpoint down: {exc}"
-            break
-        tables = load(folder, complete_games=True)
-        absorb(rnd, tables)
-        show(tables)
-    bar.close()
-    if tables is not None:
-        status.spend = spend(tables)
-        write_outputs(status, tables)
-    return status
+        self.bar.total = status.games + most
+        unknown = "" if status.spend is not None else " (some prices unknown)"
+        self.bar.set_postfix_str(f"decided {self.coordinator.decided}/{len(self.comps)}, spent ${status.spend or 0:.2f}"
+                                 f"{unknown}, next round {nxt} games, at most {most} left", refresh=True)
+        if self.o.on_round:
+            self.o.on_round(status)
 
 
 def write_outputs(status: Status, tables) -> None:

@@ -54,7 +54,7 @@ class AdaptiveTournament(W.VBox):
         self.games.value = f"<p>{played} games played</p>"
 
     def run(self) -> Status:
-        status = run_adaptive(self.spec, self.results_root, self.max_games, self.max_usd, progress=True,
+        status = run_adaptive(self.spec, self.results_root, max_games=self.max_games, max_usd=self.max_usd,
                               on_round=self.update, on_game=self.game_done)
         self.update(status)
         return status
