@@ -164,3 +164,61 @@ def test_a_game_stopped_before_calls_rows_had_a_request_key_is_replayed_all_the_
                                     for r in rows))
     cell(tmp_path / "resumed", det.base_url, max_usd=5.0, spend_dir=str(tmp_path))
     assert len(det.billed) - whole == whole  # the stopped game's calls were not asked again
+
+
+# The subprocess of the next test: the cell of ``cell()``, killed -9 by its own hand right after the first of the
+# two writes of its K-th call (its ``settles`` line in the ledger, or its calls row, whichever the code writes
+# first). A hook, not a timed kill: the window between the two writes is a few microseconds.
+KILL_BETWEEN_WRITES = """
+import os, signal, sys
+from toolkit.llm.budget import Budget
+from toolkit.record.run_log import Run
+from toolkit.study.experiments import play_werewolf_cell
+
+K, seen = 4, {"settles": 0, "rows": 0}
+append, write = Budget._append, Run.write
+
+def reached(kind):
+    seen[kind] += 1
+    if seen[kind] == K:
+        print(kind, flush=True)  # which write came first
+        os.kill(os.getpid(), signal.SIGKILL)
+
+def _append(self, entry):
+    append(self, entry)
+    if "settles" in entry:
+        reached("settles")
+
+def _write(self, row):
+    write(self, row)
+    if type(row).__name__ == "CallRow":
+        reached("rows")
+
+Budget._append, Run.write = _append, _write
+folder, spend, url = sys.argv[1:]
+play_werewolf_cell(folder, n_games=1, seed=7, model="openai:det@" + url, concurrency=1, max_usd=5.0,
+                   spend_dir=spend)
+"""
+
+
+@pytest.mark.slow
+def test_a_call_answered_just_before_a_kill_is_paid_once(tmp_path, det):
+    """A process killed -9 between a call's two writes (its calls row, its settling in the ledger): the resumed
+    study pays nothing the uninterrupted one did not, and the ledger counts that call at its estimate, as a call
+    in flight. On the code before, the ledger was settled first: a kill before the row left an answer paid and
+    settled with no row, so the resume asked and paid for it again (issue 42 point 5, review s16 F3)."""
+    cell(tmp_path / "whole", det.base_url)
+    whole = len(det.billed)
+    folder, spend = tmp_path / "killed", tmp_path / "killed-spend"
+    out = subprocess.run([sys.executable, "-c", KILL_BETWEEN_WRITES, str(folder), str(spend), det.base_url],
+                         cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == -signal.SIGKILL, out.stderr[-2000:]
+    assert len(det.billed) - whole == 4  # one call at a time: the fourth answered, none in flight
+    pending, settled = ledger_lines(spend / "spend.jsonl")
+    unsettled = len(pending - settled)
+    cell(folder, det.base_url, max_usd=5.0, spend_dir=str(spend))
+    assert len(load(folder).games) == 1
+    assert len(det.billed) - whole == whole, out.stdout  # paid once: the resume replayed the fourth call's row
+    assert unsettled == 1 and out.stdout.split() == ["rows"]  # the row came first; its settling never did
+    assert "1 call not settled" in Budget(spend / "spend.jsonl").line()

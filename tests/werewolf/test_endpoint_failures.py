@@ -5,6 +5,7 @@ against the loopback server (real HTTP) and fails on 51c499d."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
 
@@ -156,6 +157,33 @@ def test_a_call_cut_by_the_deadline_keeps_a_row_for_every_failed_request(server,
         assert set(kinds) <= {"rate_limit", "deadline"} and sent - cut <= kinds["rate_limit"] <= sent, (kinds, sent)
         said = re.search(r"is down: answered 429 to every request for 8 s \((\d+) requests\)", result.win_reason)
         assert said and 1 <= int(said[1]) <= sent, result.win_reason
+
+
+@pytest.mark.slow
+def test_a_call_cut_by_the_deadline_is_settled_in_the_ledger_at_nothing(server, tmp_path, monkeypatch, prices):
+    """A study cell on a hanging endpoint under a spending cap: the calls the deadline cut (0.5 s timeouts, six
+    attempts each, a 2 s deadline: every call is cut in flight) got no answer and are settled at 0, so the budget
+    line counts no call at an estimate. On the code before (diff read s17, F6) the cut skipped the settling: the
+    cut calls stayed pending at their estimates, and the line blamed "in flight, or when a process was killed"."""
+    from toolkit.llm.budget import Budget
+    from toolkit.llm.health import EndpointDown
+    from toolkit.study.experiments import play_werewolf_cell
+
+    prices("hang: {input: 1.0, output: 4.0}")
+    monkeypatch.setenv("TOOLKIT_TIMEOUT_S", "0.5")
+    monkeypatch.setenv("TOOLKIT_MAX_ATTEMPTS", "6")
+    monkeypatch.setenv("TOOLKIT_ENDPOINT_DEADLINE_S", "2")
+    with pytest.raises(EndpointDown):
+        play_werewolf_cell(str(tmp_path / "cell"), n_games=1, model=f"openai:hang@{server.base_url}", max_usd=5.0,
+                           spend_dir=str(tmp_path))
+    cut = load(tmp_path / "cell", complete_games=False).attempts
+    assert (cut["error_kind"] == "deadline").any()
+    lines = [json.loads(x) for x in (tmp_path / "spend.jsonl").read_text().splitlines() if x.strip()]
+    pending = {x["pending"] for x in lines if "pending" in x}
+    assert pending and pending == {x["settles"] for x in lines if "settles" in x}
+    assert all(x["usd"] == 0 and x["tokens"] == 0 for x in lines if "settles" in x)
+    budget = Budget(tmp_path / "spend.jsonl", max_usd=5.0)
+    assert budget.spent() == (pytest.approx(0.0, abs=1e-12), 0) and "not settled" not in budget.line()
 
 
 def test_a_permanent_refusal_stops_at_once(server, tmp_path, quick, monkeypatch):

@@ -4,11 +4,12 @@ A ``Budget`` is a cap (``max_usd``, ``max_tokens``, either, both or neither: a s
 a cap too) and a ledger: ``spend.jsonl`` in the study's folder, appended by every process that plays a game of the
 study (the cells of a sweep or a tournament run in processes of their own) and never rewritten. A paid call is in
 it before it is sent: ``{"pending": ID, "usd": ..., "tokens": ...}`` at an estimate (the prompt's tokens and the
-answer's limit where one is set), then ``{"settles": ID, "usd": ..., "tokens": ...}`` when its answer (or its
-failure) comes back, at what it cost. A call in flight when its process is killed stays pending, counted at its
-estimate: the provider bills it, and the ledger says so (``line`` says how many
-estimates it counts). (A plain ``{"usd": ..., "tokens": ...}`` line, what
-callers outside a game and older versions write, is one call's spending.) What has been spent is the sum of the
+answer's limit where one is set), then ``{"settles": ID, "usd": ..., "tokens": ...}`` at what it cost (0 for a
+failure) once its ``calls`` row is written (``Call.settle``, from ``CallLog.write``: a call settled before its row
+and killed between the two was paid again by the resumed study). A call in flight when its process is killed (or
+answered, not yet written) stays pending, counted at its estimate: the provider bills it, and the ledger says so
+(``line`` says how many estimates it counts). (A plain ``{"usd": ..., "tokens": ...}`` line, what callers
+outside a game and older versions write, is one call's spending.) What has been spent is the sum of the
 ledger, read incrementally; so a rerun with a higher cap continues from what the earlier runs spent (games that
 finished are skipped by their callers; a game stopped or killed mid-way is played again from its start with its
 recorded calls replayed, not paid again: ``toolkit.llm.cache.Record``).
@@ -21,7 +22,8 @@ The API (used by ``toolkit.werewolf.game.play_games`` and by any runner above it
 - ``exhausted()``: a cap is reached: no new game may start (``at_cap="stop"``: games in flight stop too);
 - ``charge(usd, tokens)``: one call's spending (``CallLog`` does it for a call the model did not settle);
 - ``reserve(usd, tokens, what)`` → a ticket whose ``settle(usd, tokens)`` says what the call cost; the model
-  wrapper does both around every paid request made while the budget is ``spending`` (``active_budget``);
+  wrapper reserves every paid request made while the budget is ``spending`` (``active_budget``), and settles it
+  unless its caller does after writing its row (``Model.generate(settle=False)``);
 - ``check_prices(models)``: a dollar cap with a model whose price is unknown is refused up front (one line),
   rather than never firing; ``line()``: the one line a run ends with (spent, left, the caps).
 """

@@ -122,13 +122,14 @@ class EndpointHealth:
             self._tell(down=self.dead)
         return self.dead
 
-    async def generate(self, model: Model, request: Any) -> Call:
-        """``model.generate(request)``, cut short when the endpoint's deadline passes meanwhile (then a call that
-        got no answer: the attempts it failed so far, and one of kind ``deadline``)."""
+    async def generate(self, model: Model, request: Any, settle: bool = True) -> Call:
+        """``model.generate(request, settle=settle)``, cut short when the endpoint's deadline passes meanwhile
+        (then a call that got no answer: the attempts it failed so far, and one of kind ``deadline``; settled at 0
+        in the ledger, or by the caller with ``settle=False``)."""
         if self.dead is not None:
             raise EndpointDown(self.dead)
         started, t0, held = now(), time.perf_counter(), []
-        task = asyncio.ensure_future(model.generate(request, held))
+        task = asyncio.ensure_future(model.generate(request, held, settle))
         quiet = min(model.config.timeout_s, self.deadline / 3)  # silent this long while asked: a stall
         self._live.append(held)
         try:
@@ -152,6 +153,8 @@ class EndpointHealth:
                     call = held[0] if held else Call(request, model.spec, model.name, model.base_url, started)
                     call.completion, call.error, call.latency_ms = None, why, ms  # every failed request kept
                     call.attempts.append(Attempt(len(call.attempts) + 1, "deadline", None, why, ms))
+                    if settle:  # the cut skipped the model's own settling: it got no answer, so 0
+                        call.settle()
                     return call
         finally:
             self._live.remove(held)

@@ -135,7 +135,16 @@ class Call:
     fallback: bool = False
     seq: int = 0
     free: bool = False  # an offline backend answered: nothing was spent (a spending cap does not count it)
-    charged: bool = False  # the model wrapper settled it in the active budget's ledger (``CallLog`` does not)
+    charged: bool = False  # the model wrapper put it in the active budget's ledger (``CallLog`` does not charge it)
+    ticket: Ticket | None = field(default=None, repr=False, compare=False)  # its place in that ledger
+
+    def settle(self) -> None:
+        """Say in the ledger what the call cost (once; nothing to say for a call with no ticket): its answer's
+        tokens at their price, 0 for a failure (a refused or unanswered request is not billed)."""
+        if self.ticket is not None:
+            c = self.completion
+            tokens = (c.prompt_tokens or 0) + output_tokens(c.completion_tokens or 0, c.reasoning_tokens) if c else 0
+            self.ticket.settle(c.cost_usd if c else 0.0, tokens)
 
     @property
     def text(self) -> str | None:
@@ -235,9 +244,12 @@ class Model:
     def __repr__(self) -> str:
         return f"Model({self.spec!r})"
 
-    async def generate(self, request: Request, track: list[Call] | None = None) -> Call:
+    async def generate(self, request: Request, track: list[Call] | None = None, settle: bool = True) -> Call:
         """The call (never raises for a model failure); ``track`` gets the call as soon as it exists, so that a
-        caller that cuts it short keeps the attempts it failed so far (``toolkit.llm.health``)."""
+        caller that cuts it short keeps the attempts it failed so far (``toolkit.llm.health``). ``settle=False``:
+        the caller settles it in the ledger (``Call.settle``) once its row is written (``CallLog.write``), so that
+        a process killed between the two leaves it pending, as a call in flight, and a resumed study replays it
+        from its row rather than paying for it again."""
         call = Call(request, self.spec, self.backend.model, self.base_url, now(), free=self.backend.free)
         if track is not None:
             track.append(call)
@@ -251,7 +263,8 @@ class Model:
         if key and (hit := self.cache.get(key)) is not None:
             call.completion = hit
             return call
-        ticket = self._reserve(request)  # in the study's ledger before it is sent (budget.Budget.reserve)
+        call.ticket = self._reserve(request)  # in the study's ledger before it is sent (budget.Budget.reserve)
+        call.charged = call.ticket is not None
         try:
             completion = await self._attempt(request, call)  # the common case: no retry machinery at all
         except TransientError as exc:
@@ -267,11 +280,8 @@ class Model:
                 call.attempts.append(Attempt(len(call.attempts) + 1, "truncated", 200 if self.base_url else None,
                                              f"the answer was cut at the output token limit (finish_reason length, "
                                              f"{c.completion_tokens} output tokens)", call.latency_ms))
-        if ticket is not None:
-            c = call.completion  # a failure settles at 0: a refused or unanswered request is not billed
-            tokens = (c.prompt_tokens or 0) + output_tokens(c.completion_tokens or 0, c.reasoning_tokens) if c else 0
-            ticket.settle(c.cost_usd if c else 0.0, tokens)
-            call.charged = True
+        if settle:
+            call.settle()
         return call
 
     def _reserve(self, request: Request) -> Ticket | None:

@@ -176,6 +176,14 @@ def parse(text: str, model: type[BaseModel]) -> tuple[BaseModel | None, str | No
         return None, "; ".join(problems)
 
 
+def _record(log: CallLog | None, call: Call) -> None:
+    """The call's row (which settles it in the ledger), or with no log its settling alone."""
+    if log is not None:
+        log.write(call)
+    else:
+        call.settle()
+
+
 class Action:
     """A named, prompted decision. ``parse`` may be overridden (the agent reads native tool calls)."""
 
@@ -226,12 +234,14 @@ class Action:
         error, calls, reasked, truncations = None, 0, False, 0
         while True:
             seq = log.next_seq() if log is not None else 0
-            call = await (guard[0].generate(model, request) if guard else model.generate(request))
+            # settled in the ledger once its row is written (CallLog.write), not before: a kill between the two
+            # would leave an answer paid and never recorded, paid again by the resumed study
+            call = await (guard[0].generate(model, request, settle=False) if guard
+                          else model.generate(request, settle=False))
             call.seq, calls = seq, calls + 1
             if guard is not None and guard[1] == "wait" and endpoint_fault(model, call):
                 call.ok, call.fallback = False, False  # no decision was made: the endpoint is waited for
-                if log is not None:
-                    log.write(call)
+                _record(log, call)
                 await guard[0].wait(call)  # EndpointDown when the endpoint is dead
                 continue
             truncated = call.completion is not None and call.completion.truncated
@@ -246,8 +256,7 @@ class Action:
             last = (value is not None or call.completion is None  # a transport failure teaches the model nothing
                     or (truncated and truncations >= truncation_reasks) or (not truncated and reasked))
             call.fallback = value is None and last
-            if log is not None:
-                log.write(call)
+            _record(log, call)
             if value is not None:
                 return ActionResult(value, messages=request.messages, calls=calls, call_id=call.call_id,
                                     truncations=truncations)

@@ -178,11 +178,14 @@ class CallLog:
                 self.cost_usd = None  # one call of unknown price makes the total unknown, not smaller
             else:
                 self.cost_usd += c.cost_usd
-            # a cached or replayed answer was paid for once; a call the model wrapper settled is in the ledger
-            if self.budget is not None and not c.cache_hit and not call.free and not call.charged:
-                self.budget.charge(c.cost_usd, (c.prompt_tokens or 0)
-                                   + output_tokens(c.completion_tokens or 0, c.reasoning_tokens))
         if self.run is not None:
             self.run.write(CallRow.of(call.row(self.run.run_id)))
             for row in call.attempt_rows():
                 self.run.write(AttemptRow.of(row))
+        # In the ledger after its row: a process killed between the two leaves the call pending (a call in flight,
+        # at its estimate), and a rerun replays its answer from the row; the other order paid it a second time.
+        call.settle()
+        # a cached or replayed answer was paid for once; a call the model wrapper reserved is in the ledger
+        if c is not None and self.budget is not None and not c.cache_hit and not call.free and not call.charged:
+            self.budget.charge(c.cost_usd, (c.prompt_tokens or 0)
+                               + output_tokens(c.completion_tokens or 0, c.reasoning_tokens))
