@@ -268,6 +268,9 @@ SETTINGS = [
     ("TOOLKIT_PRICES", "prices_negative.yaml", "non-negative number"),
     ("TOOLKIT_PRICES", "prices_no_output.yaml", "needs input and output"),
     ("TOOLKIT_CACHE_DIR", "a_file.txt", "TOOLKIT_CACHE_DIR a_file.txt: is a file"),
+    ("TOOLKIT_ENDPOINT_DEADLINE_S", "0", "must be above 0"),
+    # below 1.5 x the default 60 s timeout: it was raised to 90 s without a word (review s17 D)
+    ("TOOLKIT_ENDPOINT_DEADLINE_S", "5", "is below 1.5 x the request timeout (60 s"),
 ]
 
 

@@ -98,12 +98,6 @@ def check_play(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str]
             parse_error_policy(args.error_policy)
         except ValueError as exc:
             raise FileError(f"--error-policy: {exc}") from None
-    from toolkit.llm.health import deadline_s
-
-    try:
-        deadline_s(60)
-    except ValueError as exc:
-        raise FileError(str(exc)) from None
     out_folder(args.out)
     return seats, roles
 

@@ -52,10 +52,12 @@ def make_folder(path: str | os.PathLike, option: str = "--out") -> Path:
 def check_settings() -> None:
     """The model settings from the environment (TOOLKIT_* numbers, the price file, the cache folder),
     checked before anything is written: each bad one is a ``FileError`` naming it."""
+    from toolkit.llm.health import deadline_s
     from toolkit.llm.model import ModelConfig, read_prices
 
     try:
         config = ModelConfig.from_env()
+        deadline_s(config.timeout_s, refuse=True)
         if os.environ.get("TOOLKIT_PRICES"):
             read_prices(os.environ["TOOLKIT_PRICES"])
     except ValueError as exc:

@@ -48,11 +48,12 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from toolkit.cli.preflight import check_executor
+    from toolkit.cli.preflight import check_executor, check_settings
     from toolkit.core.files import one_line
     from toolkit.study.tournament import export_tables, load_tournament, run_tournament
 
     check_executor(args)  # a Dask scheduler's address: the study runs there
+    check_settings()  # the TOOLKIT_* settings, before anything is written
     try:
         if args.adaptive or _design(args.file) == "adaptive":
             return _run_adaptive(args)

@@ -48,8 +48,10 @@ class EndpointDown(Exception):
     unfinished (a rerun resumes it). The message is the one line saying which endpoint and why."""
 
 
-def deadline_s(timeout_s: float) -> float:
-    """The endpoint's deadline: ``TOOLKIT_ENDPOINT_DEADLINE_S`` (90 s by default), at least 1.5 × the timeout."""
+def deadline_s(timeout_s: float, refuse: bool = False) -> float:
+    """The endpoint's deadline: ``TOOLKIT_ENDPOINT_DEADLINE_S`` (90 s by default), at least 1.5 × the timeout.
+    ``refuse``: a deadline set below that is a ValueError (the commands' check, before anything is written);
+    otherwise (a model given a longer timeout in Python) it is raised to it, with a warning."""
     raw = os.environ.get("TOOLKIT_ENDPOINT_DEADLINE_S")
     try:
         chosen = float(raw) if raw else DEFAULT_DEADLINE_S
@@ -57,6 +59,12 @@ def deadline_s(timeout_s: float) -> float:
         raise ValueError(f"TOOLKIT_ENDPOINT_DEADLINE_S={raw!r} is not a number of seconds") from None
     if not chosen > 0:
         raise ValueError(f"TOOLKIT_ENDPOINT_DEADLINE_S={raw!r} must be above 0")
+    if raw and chosen < 1.5 * timeout_s:  # set so (the default is raised without a word)
+        said = (f"TOOLKIT_ENDPOINT_DEADLINE_S={raw} is below 1.5 x the request timeout ({timeout_s:g} s, "
+                "TOOLKIT_TIMEOUT_S): a slow answer within its timeout would be taken for a dead endpoint")
+        if refuse:
+            raise ValueError(f"{said}; set it to {1.5 * timeout_s:g} or more, or a shorter TOOLKIT_TIMEOUT_S")
+        log.warning(f"{said}; raised to {1.5 * timeout_s:g} s")
     return max(chosen, 1.5 * timeout_s)
 
 
