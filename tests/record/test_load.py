@@ -360,3 +360,9 @@ def test_a_partial_game_played_again_to_its_end_is_not_reported_missing(tmp_path
     assert len([w for w in seen if "partial" in str(w.message)]) == 1
     assert sorted(results.games["seed"]) == [0, 5]
     assert not {"g5-stopped", "g7-stopped"} & set(results.events["game_id"])  # both left out all the same
+    # what a sweep's summary reads of each cell (its games' few columns, no run_id or seed): the same count; it
+    # said 2, for every cell of a finished, resumed sweep (review s17 E)
+    with pytest.warns(LoadWarning, match="left out 1 partial game") as seen:
+        few = load(tmp_path, columns={"games": ["game_id", "winner", "n_calls", "n_fallbacks"]})
+    assert len([w for w in seen if "partial" in str(w.message)]) == 1
+    assert list(few.games.columns) == ["game_id", "winner", "n_calls", "n_fallbacks"] and len(few.games) == 2

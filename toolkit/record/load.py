@@ -317,8 +317,10 @@ def load(path: str | Path, complete_games: bool = True, strict: bool = False,
     if unknown:
         raise ValueError(f"load: no table {unknown[0]!r}; the tables are {', '.join(TABLES)}")
     files = Tables(distinct_runs(run_folders(path), strict), strict)
+    # the completeness checks' columns, read whatever the caller asked for (its columns are all it gets back):
+    # without run_id and seed a resumed game looked partial, and a summary warned of games a rerun had finished
     games = files.read("games", None if wanted.get("games", ...) is None else
-                       list(dict.fromkeys([*wanted["games"], "game_id", "n_events"])))
+                       list(dict.fromkeys([*wanted["games"], "game_id", "n_events", "run_id", "seed"])))
     stats, seated = game_stats(files)
     truncated = truncated_game_ids(games, stats)
     if truncated:  # named whether or not they are kept: a metric over half a game's events is wrong
