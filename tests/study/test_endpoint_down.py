@@ -40,7 +40,7 @@ grid:
     assert len(stopped) == 1 and stopped[0].startswith(f"stopped: endpoint openai:hang@{url} is down: no answer "
                                                        "for 2 s"), done.stderr[-2000:]
     assert stopped[0].endswith("; every game on it stopped unfinished (a rerun resumes them) (3 games unfinished)")
-    assert done.stdout.count("not run") == 2  # the other cells never started
+    assert done.stdout.count("not started") == 2 + 1  # the other cells never started (the table, the last line)
     assert not list((tmp_path / "results" / "dead").glob("*/DONE.json"))  # a rerun resumes them
     # the stall reached the sweep's stderr (it was only in the cell's notebook: review42 s16 F5), once, before the
     # stop; the cell the endpoint stopped is not a failed one
@@ -53,18 +53,33 @@ grid:
 
 def test_the_last_line_of_a_study_an_endpoint_stopped(capsys):
     """The cells a dead endpoint stopped or kept from starting are counted apart, not as failed (on the code
-    before: ``failed: 3``); a cell that failed on its own still is."""
+    before: ``failed: 3``); a cell that failed on its own still is. A sharded cell whose shards were kept from
+    starting, all or some, is not started (diff read s17 F4: its error names a shard, and it was ``failed``)."""
     import pandas as pd
 
-    summary = pd.DataFrame([{"cell_id": "a", "ok": False, "capped": False, "endpoint": "endpoint X is down: why",
-                             "error": "endpoint X is down: why"},
-                            {"cell_id": "b", "ok": False, "capped": False, "endpoint": None, "error": "not run"},
-                            {"cell_id": "c", "ok": False, "capped": False, "endpoint": None, "error": "KeyError: x"},
-                            {"cell_id": "d", "ok": True, "capped": False, "endpoint": None, "error": None}])
+    from toolkit.study.shards import NOT_STARTED, cell_status
+    from toolkit.study.sweep import Cell
+
+    def sharded(name, *shards):
+        cell = Cell(sweep="s", cell_id=name, notebook="n.ipynb", folder=f"/nonexistent/{name}", parameters={},
+                    grid_values={})
+        return cell_status(cell, [{"cell_id": f"{name}/shard{k}", **s} for k, s in enumerate(shards)])
+
+    done = {"ok": True, "error": None}
+    rows = [{"cell_id": "a", "ok": False, "capped": False, "endpoint": "endpoint X is down: why",
+             "error": "endpoint X is down: why"},
+            {"cell_id": "b", **NOT_STARTED, "capped": False, "endpoint": None},
+            {"cell_id": "c", "ok": False, "capped": False, "endpoint": None, "error": "KeyError: x"},
+            {"cell_id": "d", "ok": True, "capped": False, "endpoint": None, "error": None},
+            sharded("e", NOT_STARTED, NOT_STARTED), sharded("f", done, NOT_STARTED),
+            sharded("g", done, {"ok": False, "error": "KeyError: y"}, NOT_STARTED)]
+    assert [r["error"] for r in rows[4:]] == ["not started", "1 of 2 shards not done; f/shard1: not started",
+                                              "2 of 3 shards not done; g/shard1: KeyError: y"]
+    summary = pd.DataFrame(rows)[["cell_id", "ok", "capped", "endpoint", "error", "not_started"]]
     assert cells_line(summary) == 4
     out = capsys.readouterr()
     assert out.err == "stopped: endpoint X is down: why\n"
-    assert out.out == "cells: 4, failed: 1, interrupted (endpoint): 1, not started: 1\n"
+    assert out.out == "cells: 7, failed: 2, interrupted (endpoint): 1, not started: 3\n"
 
 
 def test_the_stall_lines_of_a_study_s_kernels_are_said_once_each(tmp_path):
@@ -87,6 +102,33 @@ def test_the_stall_lines_of_a_study_s_kernels_are_said_once_each(tmp_path):
         with b.open("a") as f:
             f.write("ne\n")
     assert sorted(said) == ["half a line", "stall 1 of a", "stall 1 of b"]
+
+
+def _said_soon(said, line):
+    deadline = time.monotonic() + 5
+    while line not in said and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return line in said
+
+
+def test_the_relay_outlives_a_file_it_cannot_read_and_reads_a_file_made_again_shorter(tmp_path):
+    """A cell's file that cannot be read for a while (here a folder stands in its place) does not stop the relay,
+    and a file made again shorter than what was read of it is read from its start. On the code before (diff
+    read s17 F10) the first stopped the relay's thread for good (only the end's last look said anything) and
+    the second was never read again."""
+    from toolkit.study.sweep import relayed
+
+    odd, shrunk = tmp_path / "odd.log", tmp_path / "shrunk.log"
+    odd.mkdir()
+    shrunk.write_text("an earlier run's long stall line\n")
+    said: list[str] = []
+    with relayed([odd, shrunk], said.append, every_s=0.01):
+        time.sleep(0.1)  # a few ticks meet the folder
+        odd.rmdir()
+        odd.write_text("stall of odd\n")
+        shrunk.write_text("short\n")
+        assert _said_soon(said, "stall of odd") and _said_soon(said, "short"), said
+    assert sorted(said) == ["short", "stall of odd"]
 
 
 def test_the_last_line_of_a_study_a_spending_cap_stopped(capsys, tmp_path):

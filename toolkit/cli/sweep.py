@@ -75,7 +75,9 @@ def cells_line(summary) -> int:
     down = summary["endpoint"].dropna() if "endpoint" in summary else ()
     ok = summary["ok"].fillna(False).astype(bool)
     stopped = summary["endpoint"].notna() if len(down) else ok & False
-    unstarted = (summary["error"] == "not run") & ~ok if len(down) and "error" in summary else ok & False
+    # the cells it kept from starting, sharded ones too (their error names a shard; the column says it)
+    unstarted = ((summary["not_started"].fillna(False).astype(bool) if "not_started" in summary
+                  else summary.get("error", ok & False) == "not started") & ~ok & ~stopped) if len(down) else ok & False
     failed = int((~ok & ~capped & ~stopped & ~unstarted).sum())
     show(f"cells: {len(summary)}, failed: {failed}" + (f", capped: {int(capped.sum())}" if capped is not False
                                                          and capped.any() else "")

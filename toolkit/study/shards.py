@@ -23,6 +23,8 @@ from toolkit.record.load import run_folders
 
 Cell = Any  # a sweep's cell (toolkit.study.sweep.Cell, which imports this module)
 
+# A cell (or a shard) the study never started (a dead endpoint stopped it first): not done, not failed either.
+NOT_STARTED = {"ok": False, "error": "not started", "not_started": True}
 SHARD_GAMES = 1_000  # ~75 s of heuristic games a shard: a kernel's start (a few seconds) is a small part of it
 SHARDED = {"preset", "n_games", "seed", "seats", "results_dir"}  # a notebook that takes these plays seeded games
 
@@ -68,16 +70,21 @@ def shards(cell: Cell, shard_games: int) -> list[Cell]:
 
 def cell_status(cell: Cell, parts: list[dict[str, Any]]) -> dict[str, Any]:
     """The cell's status from its shards' (each ``execute_cell``'s): ok when every shard is, capped when one is,
-    the first failed shard's error, the shards' wall time summed; written as the cell's ``DONE.json`` when ok."""
+    the first failed shard's error, the shards' wall time summed; written as the cell's ``DONE.json`` when ok.
+    ``not_started`` when no shard of it failed but some were never started (``NOT_STARTED``): its error is
+    ``not started`` when none was."""
     if len(parts) == 1 and parts[0]["cell_id"] == cell.cell_id:
         return parts[0]
     failed = [p for p in parts if not p.get("ok")]
     status = {**parts[0], "cell_id": cell.cell_id, "ok": not failed, "capped": any(p.get("capped") for p in parts),
               "error": None, "wall_s": round(sum(p.get("wall_s") or 0 for p in parts), 2), "shards": len(parts),
               "where": sorted({p["where"] for p in parts if p.get("where")}),
-              "endpoint": next((p["endpoint"] for p in parts if p.get("endpoint")), None)}  # a dead endpoint's line
-    if failed:
-        first = next((p for p in failed if not p.get("capped")), failed[0])
+              "endpoint": next((p["endpoint"] for p in parts if p.get("endpoint")), None),  # a dead endpoint's line
+              "not_started": bool(failed) and all(p.get("not_started") for p in failed)}
+    if failed and len(failed) == len(parts) and status["not_started"]:
+        status["error"] = NOT_STARTED["error"]
+    elif failed:
+        first = next((p for p in failed if not p.get("capped") and not p.get("not_started")), failed[0])
         status["error"] = f"{len(failed)} of {len(parts)} shards not done; {first['cell_id']}: {first.get('error')}"
     else:
         (Path(cell.folder) / "DONE.json").write_text(json.dumps(status))

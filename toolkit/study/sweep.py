@@ -40,7 +40,7 @@ from toolkit.llm.budget import Budget, BudgetError, BudgetReached
 from toolkit.llm.health import LINES_ENV, EndpointDown
 from toolkit.study.executors import EXECUTORS
 from toolkit.study.experiments import check_werewolf_parameters
-from toolkit.study.shards import SHARD_GAMES, cell_status, shardable, shards
+from toolkit.study.shards import NOT_STARTED, SHARD_GAMES, cell_status, shardable, shards
 from toolkit.werewolf.engine.preset import preset_models
 
 REPO = data.root()  # relative notebook paths start here: the repository, or the installed package's data
@@ -389,7 +389,7 @@ def run_sweep(path: str | Path, workers: int = 1, executor: str = "local", sched
             _execute(run, found, bar, workers, executor, scheduler)
     finally:  # a cell whose shards all ended is done (its DONE.json) even when the sweep is stopped
         parts.update((s["cell_id"], s) for s in found)
-        statuses += [cell_status(c, [parts.get(u.cell_id, {"cell_id": u.cell_id, "ok": False, "error": "not run"})
+        statuses += [cell_status(c, [parts.get(u.cell_id, {"cell_id": u.cell_id, **NOT_STARTED})
                                      for u in units[c.cell_id]]) for c in todo]
     bar.close()
     summary = summarise(spec, cells, statuses, Path(results_root) / spec["name"])
@@ -413,9 +413,11 @@ def relayed(files: list[Path], say: Any, every_s: float = 0.5) -> Iterator[None]
         for f, at in read.items():
             try:
                 with open(f, "rb") as h:
+                    if os.fstat(h.fileno()).st_size < at:  # made again, shorter: its lines are new
+                        at = 0
                     h.seek(at)
                     chunk = h.read()
-            except FileNotFoundError:
+            except OSError:  # not there yet, or not readable now: the next tick tries again (the thread lives on)
                 continue
             whole = chunk[:chunk.rfind(b"\n") + 1]  # a line still being written waits for the next tick
             read[f] = at + len(whole)
@@ -458,10 +460,11 @@ def summarise(spec: dict[str, Any], cells: list[Cell], statuses: list[dict], fol
     by_id = {s["cell_id"]: s for s in statuses}
     rows = []
     for cell in cells:
-        status = by_id.get(cell.cell_id, {"ok": False, "error": "not run"})
+        status = by_id.get(cell.cell_id, NOT_STARTED)
         row = {"cell_id": cell.cell_id, **redact_obj(cell.grid_values), "ok": status.get("ok"),
                "error": status.get("error"), "endpoint": status.get("endpoint"),
-               "capped": bool(status.get("capped")), "wall_s": status.get("wall_s")}
+               "capped": bool(status.get("capped")), "not_started": bool(status.get("not_started")),
+               "wall_s": status.get("wall_s")}
         if Path(cell.folder).exists():
             tables = load(cell.folder, complete_games=True,
                           columns={**CELL_COLUMNS, "sessions": [*CELL_COLUMNS["sessions"], "ended_by"]})
