@@ -163,3 +163,26 @@ def test_a_dead_scheduler_address_is_refused_before_a_game(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("error: ") and f"TOOLKIT_SHARED_LIMITS={address}" in lines[0]
     assert "no Dask scheduler answers there" in lines[0]
     assert not (tmp_path / "out").exists()
+
+
+def test_a_probe_that_fails_unexpectedly_is_not_taken_for_an_answer(monkeypatch):
+    """``reachable``: a probe that raises something other than a connection error (a bug, a RuntimeError of
+    distributed's) raises it in the caller; on the code before (diff read s17 F9) it ended the probe's thread with
+    a traceback and the address was taken as reachable. A test double: a real scheduler cannot be made to fail
+    so on demand. A closed port is still ``Unreachable``."""
+    import distributed.comm
+
+    from toolkit.llm.dask_limits import Unreachable, reachable
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nobody listens there
+    with pytest.raises(Unreachable):
+        reachable(f"tcp://127.0.0.1:{port}", timeout=0.3)
+
+    async def broken(address, timeout=None):
+        raise RuntimeError("the probe broke")
+
+    monkeypatch.setattr(distributed.comm, "connect", broken)
+    with pytest.raises(RuntimeError, match="the probe broke"):
+        reachable(f"tcp://127.0.0.1:{port}", timeout=2)

@@ -68,14 +68,16 @@ def reachable(address: str, timeout: float = CONNECT_S) -> None:
     def run() -> None:  # a loop of its own, also where the caller's loop is running (a game's first request)
         try:
             asyncio.run(probe())
-        except (OSError, ValueError, TypeError) as exc:  # refused, no such host, timed out; a malformed address
+        except BaseException as exc:  # handed to the calling thread (here it would end the thread, unseen)
             failed.append(exc)
 
     probing = threading.Thread(target=run, daemon=True)
     probing.start()
     probing.join()
-    if failed:
-        raise Unreachable(address, failed[0])
+    if failed and isinstance(failed[0], (OSError, ValueError, TypeError)):  # refused, no such host, timed out;
+        raise Unreachable(address, failed[0])  # a malformed address
+    if failed:  # anything else is not an answer either: the caller's error, as it is
+        raise failed[0]
 
 
 def client(address: str) -> Any:
