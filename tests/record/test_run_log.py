@@ -306,7 +306,9 @@ def test_an_experiment_name_cannot_place_a_run_outside_its_results_folder(tmp_pa
 @pytest.mark.parametrize("with_orjson", [True, False])
 def test_a_row_reads_back_the_same_whichever_encoder_wrote_it(tmp_path, monkeypatch, with_orjson):
     """Rows of plain values go through orjson (the hot path: a calls row holds the whole prompt), the rest and
-    every row where orjson is missing through json: each reads back as json.dumps(default=str) would have it."""
+    every row where orjson is missing through json: each reads back as json.dumps(default=str) would have it.
+    Before (diff read s17 F7) the row of tricky text also held an int past 64 bits, so json wrote it: orjson's
+    escaping was never read back."""
     import datetime as dt
     import math
     import toolkit.record.run_log as run_log
@@ -315,13 +317,18 @@ def test_a_row_reads_back_the_same_whichever_encoder_wrote_it(tmp_path, monkeypa
         pytest.importorskip("orjson")  # a core dependency; a venv installed before it was one has none
     else:
         monkeypatch.setattr(run_log, "orjson", None)
-    rows = [{"text": "é «quote» \"\\ \n\t\u2028 😀 \x00", "n": 2**63 - 1, "big": 2**70, "f": 1e-7, "neg": -0.0,
-             "ok": True, "none": None},
+    # the first row is all plain (orjson writes it where it is there: asserted below); the others are not: an int
+    # past 64 bits, NaN, a date, a list (json writes them)
+    rows = [{"text": "é «quote» \"\\ \n\t\u2028 😀 \x00", "n": 2**63 - 1, "f": 1e-7, "neg": -0.0, "ok": True,
+             "none": None},
+            {"big": 2**70, "n": 1},
             {"nan": math.nan, "inf": -math.inf, "f": 0.1},
             {"when": dt.datetime(2026, 12, 7, 16, 5, tzinfo=dt.timezone.utc), "list": [1, "a", None],
              "obj": {"k": 1.5}}]
-    for values in rows:
+    for i, values in enumerate(rows):
         line = run_log.row_line(values)
+        by_orjson = line.startswith('{"') and '": ' not in line and '", ' not in line  # its compact separators
+        assert by_orjson == (with_orjson and i == 0), line  # the tricky text went through orjson where it is
         expected = json.loads(json.dumps(values, ensure_ascii=False, default=str))
         got = json.loads(line)
         assert got.keys() == expected.keys()
