@@ -17,17 +17,19 @@ new design's exact error when the true village rate is not the one it was sized 
 bounds ignored (as if non-binding).
 
 Old: Lan–DeMets O'Brien–Fleming α-spending, futility by β·t³ (non-binding), up to 10 equal looks, sized
-with the no-difference spread (``git show 03f59fe:toolkit/analysis/sequential.py``). New: α·t³ and β·t²
-spending (Kim–DeMets power family), futility binding, both bounds continuity-corrected by half a step of Σd,
-up to 10 looks, the last one taking what is left of the cap, sized with the statistic's spread at the design
-difference (the same spread sizes the fixed design).
+with the no-difference spread (``git show 03f59fe:toolkit/analysis/sequential.py``). New: the spending of an
+optimal design (``sequential.OPTIMAL``, which ``--derive`` derives again), futility binding, both bounds
+continuity-corrected by 0.2 of a step of Σd, up to 10 looks, the last one taking what is left of the cap, sized
+with the statistic's spread at the design difference (the same spread sizes the fixed design). The design of
+sessions 16–17 (α·t³, β·t², a correction of ½) is a row of ``--frontier``.
 
 Then whole tournaments (every comparison at once): the family-wise error with three equal models, and with
 strengths that depend on the opponent (A and B even against each other, A far stronger than C and B weaker:
 no Bradley–Terry order), and when the village rate the design assumed is wrong. ``--frontier`` prints the
-spending shapes and numbers of looks the new design was chosen from (exactly computed).
+spending functions, corrections and numbers of looks the new design was chosen from (exactly computed).
 
     .venv/bin/python benchmarks/sequential_tournament.py [--reps 4000] [--frontier] [--real]
+    .venv/bin/python benchmarks/sequential_tournament.py --derive
 """
 
 from __future__ import annotations
@@ -203,35 +205,110 @@ def tournaments(reps: int, rng: np.random.Generator, old) -> None:
 
 
 def frontier() -> None:
-    """The new design's family: spending shapes (ρ_α, ρ_β) and looks asked, each at every rate and gap of the
-    table, computed exactly (``operating``); then two with the cap relaxed to 1.3 and 1.5 × the fixed design."""
+    """The new design's family: spending functions (``optimal``, or the power family's (ρ_α, ρ_β)), looks asked,
+    the cap and the rule's continuity correction, each at every rate and gap of the table, computed exactly
+    (``operating``). The bounds do not depend on the correction, so a row with another is the same design with
+    ``cc`` replaced."""
+    from dataclasses import replace
+
     from toolkit.analysis.sequential import Design, operating
 
-    print("\n| cap asked | looks asked | looks the cap allows | ρ_α | ρ_β | saving: median | mean | equal models | "
-          "δ/2–δ | largest error (α/K 0.0167) | power at δ | cap ÷ fixed |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    designs = [(looks, shape, 1.1) for looks, shape in (
-        (10, (3.0, 2.0)), (10, (3.0, 3.0)), (10, (2.5, 2.5)), (10, (3.5, 1.5)), (10, (4.0, 2.0)), (10, (4.0, 1.5)),
-        (10, (2.0, 2.0)), (10, (3.0, 1.0)), (10, (4.0, 1.0)), (10, (5.0, 1.0)), (10, (3.0, 0.75)), (8, (3.0, 2.0)),
-        (15, (3.0, 2.0)))]
-    designs += [(10, (3.0, 1.0), 1.3), (10, (3.0, 0.75), 1.5)]  # the cap relaxed: what the 1.1 cap costs
-    for looks, shape, cap in designs:
+    print("\n| spending | cc | cap asked | looks asked | looks the cap allows | saving: median | mean | equal models | "
+          "δ/2–δ | 2δ | largest error (α/K 0.0167) | power at δ | cap ÷ fixed |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    designs = [("optimal", 0.2, 10, 1.1), ("optimal", 0.15, 10, 1.1), ("optimal", 0.25, 10, 1.1),
+               ("optimal", 0.5, 10, 1.1), ((3.0, 2.0), 0.5, 10, 1.1), ((3.0, 2.0), 0.2, 10, 1.1)]
+    designs += [(shape, 0.5, looks, 1.1) for looks, shape in (
+        (10, (3.0, 3.0)), (10, (2.5, 2.5)), (10, (3.5, 1.5)), (10, (4.0, 2.0)), (10, (4.0, 1.5)), (10, (2.0, 2.0)),
+        (10, (3.0, 1.0)), (10, (4.0, 1.0)), (10, (5.0, 1.0)), (10, (3.0, 0.75)), (8, (3.0, 2.0)), (15, (3.0, 2.0)))]
+    designs += [((3.0, 1.0), 0.5, 10, 1.3), ((3.0, 0.75), 0.5, 10, 1.5)]  # the cap relaxed: what the 1.1 cap costs
+    for shape, cc, looks, cap in designs:
         rows, allowed = [], set()
         for p in RATES:
-            d = Design.make(0.05, 0.8, 0.5, 3, p, looks=looks, shape=shape, cap=cap)
+            d = replace(Design.make(0.05, 0.8, 0.5, 3, p, looks=looks, shape=shape, cap=cap), cc=cc)
             allowed.add(d.looks)
             h = math.log(p / (1 - p))
             for gap in GAPS:
                 o = operating(d, float(expit(h + gap)), float(expit(h - gap)))
                 rows.append((gap, 1 - o.pairs / d.n_fixed, o.a + o.b if gap == 0 else o.a, d.n_max / d.n_fixed))
         s = np.array([r[1] for r in rows])
-        eq = [r[1] for r in rows if r[0] == 0]
-        mid = [r[1] for r in rows if r[0] in (0.25, 0.5)]
+        at = {g: [r[1] for r in rows if r[0] in g] for g in ((0.0,), (0.25, 0.5), (1.0,))}
         power = [r[2] for r in rows if r[0] == 0.5]
-        print(f"| {cap:g} | {looks} | {min(allowed)}–{max(allowed)} | {shape[0]:g} | {shape[1]:g} | "
-              f"{np.median(s):.1%} | {s.mean():.1%} | {min(eq):.0%}–{max(eq):.0%} | {min(mid):.0%}–{max(mid):.0%} | "
-              f"{max(r[2] for r in rows if r[0] == 0):.4f} | {min(power):.3f}–{max(power):.3f} | "
+        name = shape if isinstance(shape, str) else f"power {shape[0]:g}, {shape[1]:g}"
+        print(f"| {name} | {cc:g} | {cap:g} | {looks} | {min(allowed)}–{max(allowed)} | {np.median(s):.1%} | "
+              f"{s.mean():.1%} | " + " | ".join(f"{min(x):.1%}–{max(x):.1%}" for x in at.values()) +
+              f" | {max(r[2] for r in rows if r[0] == 0):.4f} | {min(power):.4f}–{max(power):.4f} | "
               f"{max(r[3] for r in rows):.3f} |")
+
+
+def _normal_run(t, c, i, drift: float, v: float):
+    """Normal theory of bounds ``c`` (efficacy), ``i`` (futility) at looks ``t``: Z·√t Brownian motion with drift
+    ``drift`` and variance ``v`` per unit of t. (chance of stopping at each look for an order, for "within")."""
+    from toolkit.analysis.sequential import GRID, _mass, _share
+
+    grid = np.arange(-9.0, 9.0 + abs(drift) + GRID, GRID)
+    order, within, h = [], [], None
+    for j, tj in enumerate(t):
+        dt = tj - (t[j - 1] if j else 0.0)
+        if j == 0:
+            h = _mass(grid, drift * dt, v * dt)
+        else:
+            m = min(int((9 * math.sqrt(dt) + abs(drift) * dt) / GRID) + 1, (len(grid) - 1) // 2)
+            h = np.convolve(h, _mass(np.arange(-m, m + 1) * GRID, drift * dt, v * dt), mode="same")
+        az, w = np.abs(grid / math.sqrt(tj)), GRID / math.sqrt(tj)
+        go = _share(c[j], az, w) - (_share(i[j], az, w) if j < len(t) - 1 else _share(c[j], az, w))
+        order.append(float(h @ (1 - _share(c[j], az, w))))
+        within.append(float(h.sum()) - order[-1] - float(h @ go))
+        h = h * go
+    return np.array(order), np.array(within)
+
+
+def derive(p: float = 0.29, looks: int = 10, r: float = 1.088) -> None:
+    """The optimal design ``sequential.OPTIMAL`` is read from: ``looks`` equal looks, ``r`` × the fixed design's
+    information, its bounds free (c_1..c_J, i_1..i_{J−1}; i_J = c_J), chosen by SLSQP from the power family's
+    (3, 2) to make (saving with equal models + saving at 2δ) / 2 as large as it can be with error α/K and power
+    0.8 at δ, in normal theory (the statistic's spread at each gap, village rate ``p``). Prints its savings and
+    the shares of α and β it spends by each look: the table ``OPTIMAL`` holds."""
+    from scipy.optimize import minimize
+
+    from toolkit.analysis.sequential import _norm, bounds
+
+    norm, a = _norm(), 0.05 / 3
+    h = math.log(p / (1 - p))
+
+    def moments(gap):  # Z's mean per √(pairs) and its variance at a gap
+        up, down = float(expit(h + gap)), float(expit(h - gap))
+        mu, psi = up - down, up * (1 - down) + (1 - up) * down
+        return mu / math.sqrt(psi), 1 - (mu / psi) ** 2 * (3 + psi) / 4
+
+    (m1, v1), (m2, v2) = moments(0.5), moments(1.0)
+    theta = (norm.isf(a / 2) + norm.ppf(0.8) * math.sqrt(v1)) * math.sqrt(r)
+    t = tuple((j + 1) / looks for j in range(looks))
+
+    def run(x, drift, v):
+        c = np.array(x[:looks])
+        return _normal_run(t, c, np.minimum(np.append(x[looks:], c[-1]), c), drift, v)
+
+    def saving(x, drift, v):
+        order, within = run(x, drift, v)
+        return 1 - r * float(np.dot(t, order + within))
+
+    def goal(x):
+        return -(saving(x, 0.0, 1.0) + saving(x, theta * m2 / m1, v2)) / 2
+
+    _, c, i = bounds(a, 0.8, t, round(v1, 3), (3.0, 2.0))
+    limits = [{"type": "ineq", "fun": lambda x: 1000 * (a - run(x, 0.0, 1.0)[0].sum())},
+              {"type": "ineq", "fun": lambda x: 100 * (run(x, theta, v1)[0].sum() - 0.8)}]
+    x = minimize(goal, np.concatenate([c, i[:-1]]), method="SLSQP", constraints=limits,
+                 bounds=[(0.5, 8.0)] * looks + [(0.0, 4.0)] * (looks - 1), options={"maxiter": 60, "eps": 1e-3}).x
+    spent_a, spent_b = np.cumsum(run(x, 0.0, 1.0)[0]), np.cumsum(run(x, theta, v1)[1])
+    print(f"\noptimal design at village rate {p}, {looks} looks, R = {r} (normal theory): saving with equal models "
+          f"{saving(x, 0.0, 1.0):.3f}, at 2δ {saving(x, theta * m2 / m1, v2):.3f}, at δ {saving(x, theta, v1):.3f}; "
+          f"error {spent_a[-1]:.4f}, power {run(x, theta, v1)[0].sum():.3f}")
+    print("efficacy", np.round(x[:looks], 3).tolist())
+    print("futility", np.round(np.append(x[looks:], x[looks - 1]), 3).tolist())
+    print("t", list(t), "\nshare of α", np.round(spent_a / spent_a[-1], 4).tolist(),
+          "\nshare of β", np.round(spent_b / spent_b[-1], 4).tolist())
 
 
 def real_run() -> None:
@@ -258,7 +335,11 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=4000)
     ap.add_argument("--frontier", action="store_true", help="also print the shapes the design was chosen from")
     ap.add_argument("--real", action="store_true", help="also play one small adaptive tournament offline")
+    ap.add_argument("--derive", action="store_true", help="only derive the spending of sequential.OPTIMAL")
     args = ap.parse_args()
+    if args.derive:
+        derive()
+        return 0
     rng = np.random.default_rng(45)
     old = old_module()
     started = time.perf_counter()

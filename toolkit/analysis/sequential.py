@@ -16,19 +16,24 @@ look's batch; equal batches, the last taking what is left of the cap), Z_j = Σd
 statistic (pairs one side won both games of, against the other's, over the square root of their sum), a
 self-normalised sum whose tails under "no difference" (d then symmetric about 0) are no heavier than the
 normal's, so the bounds hold with the spread estimated from few pairs (a sample standard deviation instead made
-the error 10–15% too high at 8–40 pairs a look). Efficacy: |Z_j| ≥ c_j, spending α/K two-sided as (α/K)·t³
-(K comparisons: Bonferroni). Futility: |Z_j| < i_j, spending β as β·t² at a true difference of ``delta``
-logits: A and B are then "within ±delta" — a difference as large as the design difference would have been
+the error 10–15% too high at 8–40 pairs a look). Efficacy: |Z_j| ≥ c_j, spending α/K two-sided (K
+comparisons: Bonferroni). Futility: |Z_j| < i_j, spending β at a true difference of ``delta`` logits: A and B
+are then "within ±delta" — a difference as large as the design difference would have been
 found with the design's power, the same claim a fixed design makes when it cannot separate two models (its
 error is β at |Δ| = delta, not α). The futility bounds are **binding**: the efficacy bounds count on every
 "within" verdict being final, which ``Coordinator`` enforces (a decided comparison gets no more pairs); stopping
 earlier for any other reason (a cap, a kill) can only lower the error, so the family-wise chance of naming a
 wrong order is at most α however the run stops. (Ignoring a "within" verdict and going on would raise each
-comparison's error: computed exactly, to 0.0179 against α/K = 0.0167 in one of the benchmark's designs.) The
+comparison's error: computed exactly, to 0.0189 against α/K = 0.0167 in one of the benchmark's designs.) The
 bounds meet at the last look, so every comparison is decided by
 then. Its pairs at most, ``n_max``, are R × the fixed design's (``n_fixed``: McNemar's test at α/K with the
-same power), R ≈ 1.09–1.10 — the hard cap, within 1.1 × the fixed design. The spending shapes were chosen from
-the power family (ρ_α 2–5, ρ_β 0.75–3, 8–15 looks) for the largest saving over gaps of 0–4 × delta within that cap.
+same power), R ≈ 1.09 — the hard cap, within 1.1 × the fixed design. The spending functions (``OPTIMAL``) are
+those of an optimal design: 10 equal looks at R = 1.088, its 19 bounds chosen freely (normal theory, SLSQP) to
+make the saving with equal models plus the saving at a gap of 2·delta as large as they can be at the error and
+power asked (``benchmarks/sequential_tournament.py --derive`` derives them again). They spend little α until the
+last look (28% of it by t = 0.9) and under 5% of β before t = 0.3, then most of it early. Against the best
+power-family shape (α·t³, β·t², the design before), equal models stop 7–8 points earlier and gaps of
+2·delta about 6 (``--frontier``).
 
 **Sizing.** ``delta`` (logits) is a difference on each side: with the preset's village rate p, h = logit p,
 A's side wins with probability p₊ = expit(h + delta) and B's with p₋ = expit(h − delta), so μ_delta = p₊ − p₋
@@ -66,15 +71,20 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-METHOD = ("group-sequential test on side-swapped game pairs (McNemar's statistic; α-spending α·t³, binding β-spending "
-          "futility β·t² for 'within ±δ'), Bonferroni over the comparisons asked, repeated confidence intervals")
+METHOD = ("group-sequential test on side-swapped game pairs (McNemar's statistic; α- and binding β-spending ('within "
+          "±δ') of an optimal design), Bonferroni over the comparisons asked, repeated confidence intervals")
 LOOKS = 10  # looks at most; fewer where a look would hold under MIN_BATCH pairs or pass the cap
 MIN_BATCH = 8  # pairs per look at least: the standard deviation is estimated from the pairs
-SHAPE = (3.0, 2.0)  # α spent as α·t^3, β as β·t^2 (Kim & DeMets' power family): chosen among ρ_α 2–5, ρ_β 0.75–3 and
-# 8–15 looks for the mean saving over the benchmark's gaps within the 1.1 cap (benchmarks/sequential_tournament.py
-# --frontier prints them)
+SHAPE = "optimal"  # the spending functions: ``OPTIMAL``; (ρ_α, ρ_β) is Kim & DeMets' power family α·t^ρ_α, β·t^ρ_β
+# (the design before was (3, 2): benchmarks/sequential_tournament.py --frontier compares them)
+# Share of α (second row) and of β (third) spent by information fraction t (first row), linear between: the optimal
+# design's at village rate 0.29 (see the module's doc; ``--derive`` prints them, within 0.0001). The optimal designs
+# at village rates 0.05, 0.15 and 0.5 (computed at R = 1.1) spend shares within 0.03 of these.
+OPTIMAL = ((0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
+           (0.0, 0.0007, 0.0444, 0.1181, 0.1663, 0.1983, 0.2182, 0.2314, 0.2454, 0.2808, 1.0),
+           (0.0, 0.036, 0.0488, 0.2288, 0.368, 0.4423, 0.5047, 0.5628, 0.6208, 0.7105, 1.0))
 CAP = 1.1  # the most pairs a comparison may take, as a multiple of the fixed design's: fewer looks where needed
-CC = 0.5  # continuity correction of both tests: half a step of Σd (see Design.decide)
+CC = 0.2  # continuity correction of both bounds, in steps of Σd (see ``rule``)
 GRID = 0.02  # step of the grid the boundary recursion integrates on (score scale)
 
 
@@ -125,6 +135,17 @@ def _inner_bound(mass: np.ndarray, az: np.ndarray, w: float, want: float, cap: f
     return _solve(lambda x: float(mass @ _share(x, az, w)), want, cap)
 
 
+def spending(shape, alpha: float, beta: float):
+    """t → (α spent, β spent) by information fraction t: ``shape`` (ρ_α, ρ_β) is the power family α·t^ρ_α,
+    β·t^ρ_β; "optimal" is ``OPTIMAL`` interpolated linearly in t; a function is taken as it is."""
+    if callable(shape):
+        return shape
+    if shape == "optimal":
+        return lambda tj: (alpha * float(np.interp(tj, *OPTIMAL[:2])), beta * float(np.interp(tj, OPTIMAL[0],
+                                                                                             OPTIMAL[2])))
+    return lambda tj: (alpha * tj ** shape[0], beta * tj ** shape[1])
+
+
 def _pass(alpha: float, beta: float, t: tuple[float, ...], theta: float, v: float, shape
           ) -> tuple[list[float], list[float], float]:
     """Both bounds at information fractions ``t`` (t_J = 1) for a design whose drift at t = 1 is ``theta`` on the
@@ -134,7 +155,7 @@ def _pass(alpha: float, beta: float, t: tuple[float, ...], theta: float, v: floa
     futility binding (both densities lose what either bound stopped). At the last look i_J = c_J. ``shape`` may
     instead be a function t → (α spent, β spent) by t: another spending family (the tests check the recursion
     against published Lan–DeMets O'Brien–Fleming bounds that way)."""
-    spent = shape if callable(shape) else (lambda tj: (alpha * tj ** shape[0], beta * tj ** shape[1]))
+    spent = spending(shape, alpha, beta)
     grid = np.arange(-9.0, 9.0 + theta + GRID, GRID)
     a_spent, b_spent, power = 0.0, 0.0, 0.0
     c, i = [], []
@@ -179,18 +200,20 @@ def bounds(alpha: float, power: float, t: tuple[float, ...], v: float = 1.0, sha
     return (theta / fixed) ** 2, tuple(c), tuple(i)
 
 
-def rule(s, ss, n, c, i):
+def rule(s, ss, n, c, i, cc: float = CC):
     """The stopping rule at one look, the one place it is written (``Design.decide``, ``simulate`` and
     ``operating`` all apply it; numbers or numpy arrays): Σd = ``s``, Σd² = ``ss`` over ``n`` pairs, bounds
     ``c`` (efficacy) and ``i`` (futility). (order named, "within ±delta", the interval's half-width.)
-    Both bounds are compared with Σd continuity-corrected by ½ (Σd moves in whole steps): an order when
-    |Σd| − ½ ≥ c·√Σd², "within" when |Σd| + ½ < i·√Σd² (√Σd² taken as at least ½: no look divides by 0).
-    Without the correction the lump of Σd's distribution at 0 stopped far more comparisons for futility than
-    the bounds allow (power at δ 0.75–0.78 in simulation), and the bounds' error came out above α/K once that
-    was corrected alone. The half-width (c·√Σd² + ½)/n makes the interval exclude 0 exactly when an order is
-    named."""
+    Both bounds are compared with Σd continuity-corrected by ``cc`` (Σd moves in whole steps): an order when
+    |Σd| − cc ≥ c·√Σd², "within" when |Σd| + cc < i·√Σd² (√Σd² taken as at least ½: no look divides by 0).
+    Without a correction the lump of Σd's distribution at 0 stopped more comparisons for futility than the
+    bounds allow (the power-family design before: power at δ 0.73–0.75, computed exactly). Designs made now
+    take ``CC`` = 0.2 (a fifth of a step): with the ``OPTIMAL`` spending it keeps the exact power at δ at 0.8
+    or more and the error within α/K at every village rate the benchmark computes, where ½ (the design
+    before's) gives away saving (``benchmarks/sequential_tournament.py --frontier`` compares them). The half-width
+    (c·√Σd² + cc)/n makes the interval exclude 0 exactly when an order is named."""
     spread = np.maximum(np.sqrt(ss), 0.5)
-    return (np.abs(s) - CC) / spread >= c, (np.abs(s) + CC) / spread < i, (c * spread + CC) / n
+    return (np.abs(s) - cc) / spread >= c, (np.abs(s) + cc) / spread < i, (c * spread + cc) / n
 
 
 @dataclass(frozen=True)
@@ -211,7 +234,9 @@ class Design:
     efficacy: tuple[float, ...]
     futility: tuple[float, ...]
     last: int = 0  # pairs at the last look (0: ``batch``, as designs written before it had)
-    shape: tuple[float, float] = SHAPE  # ρ_α, ρ_β of the spending functions
+    shape: tuple[float, float] | str = (3.0, 2.0)  # the spending functions (``spending``; designs written before
+    # it was stored had the power family's (3, 2))
+    cc: float = 0.5  # the rule's continuity correction (``rule``; designs written before it was stored had ½)
 
     @property
     def sizes(self) -> list[int]:
@@ -235,6 +260,7 @@ class Design:
             raise ValueError(f"need 0 < alpha < 1, 0 < power < 1, delta > 0, k ≥ 1, 0 < village rate < 1; got "
                              f"{alpha}, {power}, {delta}, {k}, {p_village}")
         norm = _norm()
+        shape = shape if isinstance(shape, str) else tuple(shape)
         a = round(alpha / k, 12)
         h = logit(p_village)
         up, down = expit(h + delta), expit(h - delta)  # A's side's village rate, B's, at the design difference
@@ -245,11 +271,11 @@ class Design:
         while looks > 2 and n_fixed / looks < MIN_BATCH:
             looks -= 1
         while True:  # as many looks as the cap allows (one look: the fixed design itself)
-            batch, last, r, c, i = cls._sized(a, power, n_fixed, looks, v, tuple(shape), cap)
+            batch, last, r, c, i = cls._sized(a, power, n_fixed, looks, v, shape, cap)
             if looks == 1 or (c and batch * (looks - 1) + last <= cap * n_fixed):
                 break
             looks -= 1
-        return cls(alpha, power, delta, k, p_village, looks, batch, n_fixed, r, mu, c, i, last, tuple(shape))
+        return cls(alpha, power, delta, k, p_village, looks, batch, n_fixed, r, mu, c, i, last, shape, CC)
 
     @staticmethod
     def _sized(a: float, power: float, n_fixed: int, looks: int, v: float, shape: tuple[float, float],
@@ -262,12 +288,13 @@ class Design:
         if looks > 1 and n_max > cap * n_fixed:  # too many looks for the cap: the caller takes one fewer
             return n_max, 0, math.inf, (), ()
         for _ in range(3):
-            batch = round(n_max / looks)
-            batch -= batch * (looks - 1) >= n_max
-            last = n_max - batch * (looks - 1)
-            r, c, i = bounds(a, power, tuple(batch * (j + 1) / n_max for j in range(looks - 1)) + (1.0,), v, shape)
-            if math.ceil(round(r, 3) * n_fixed) <= n_max:
-                break
+            for batch in sorted({round(n_max / looks), n_max // looks}, reverse=True):  # the nearer batch first,
+                batch -= batch * (looks - 1) >= n_max  # then a smaller one with a longer last look
+                last = n_max - batch * (looks - 1)
+                r, c, i = bounds(a, power, tuple(batch * (j + 1) / n_max for j in range(looks - 1)) + (1.0,), v,
+                                 shape)
+                if math.ceil(round(r, 3) * n_fixed) <= n_max:
+                    return batch, last, r, c, i
             n_max = math.ceil(round(r, 3) * n_fixed)
         return batch, last, r, c, i
 
@@ -280,7 +307,7 @@ class Design:
         total = float(np.sum(scores))
         mean = total / n
         order, within, half = rule(total, float(np.sum(np.square(scores))), n, self.efficacy[look - 1],
-                                   self.futility[look - 1])
+                                   self.futility[look - 1], self.cc)
         lo, hi = max(mean - half, -1.0), min(mean + half, 1.0)  # μ is in [−1, 1]
         if order:
             return ("a" if mean > 0 else "b"), mean, lo, hi
@@ -419,7 +446,7 @@ def simulate(design: Design, p1: float, p2: float, reps: int, rng: np.random.Gen
     n = np.cumsum(design.sizes)
     s = np.cumsum(counts[..., 0] - counts[..., 1], axis=1)
     ss = np.cumsum(counts[..., 0] + counts[..., 1], axis=1)
-    order, within, half = rule(s, ss, n, np.array(design.efficacy), np.array(design.futility))
+    order, within, half = rule(s, ss, n, np.array(design.efficacy), np.array(design.futility), design.cc)
     stop = order | within
     stop[:, -1] = True
     first = stop.argmax(axis=1)
@@ -465,7 +492,7 @@ def operating(design: Design, p1: float, p2: float) -> Operating:
         n += m
         plus, minus = np.indices(mass.shape)
         s = plus - minus
-        order, within_now, half = rule(s, plus + minus, n, design.efficacy[j], design.futility[j])
+        order, within_now, half = rule(s, plus + minus, n, design.efficacy[j], design.futility[j], design.cc)
         stop = np.ones_like(order) if j == len(design.sizes) - 1 else order | within_now
         a, b = a + mass[order & (s > 0)].sum(), b + mass[order & (s < 0)].sum()
         within += mass[stop & ~order].sum()
