@@ -206,3 +206,68 @@ def test_a_study_s_line_sums_its_runs_figures_per_endpoint(tmp_path):
     with Run(tmp_path / "offline", "cell"):  # a run that asked no endpoint adds nothing
         pass
     assert endpoints_line(tmp_path / "offline") is None
+
+
+def test_the_x_ratelimit_headers_openai_sends_are_read():
+    """OpenAI's x-ratelimit-* headers, as it writes them, into limits.Told; a value that does not parse is left
+    unsaid (before: the headers were not read at all)."""
+    from toolkit.llm.limits import Told
+    from toolkit.llm.openai_backend import _told
+
+    said = _told({"x-ratelimit-limit-requests": "600", "x-ratelimit-remaining-requests": "599",
+                  "x-ratelimit-reset-requests": "6m0s", "x-ratelimit-limit-tokens": "150000",
+                  "x-ratelimit-remaining-tokens": "149984", "x-ratelimit-reset-tokens": "20ms"})
+    assert said == Told(600, 599, 360, 150000, 149984, 0.02)
+    assert _told({"x-ratelimit-reset-requests": "1h2m3.5s"}).reset_requests == 3723.5
+    assert _told({"x-ratelimit-limit-requests": "lots", "x-ratelimit-reset-requests": "soon"}) == Told()
+    assert _told({"content-type": "application/json"}) is None
+
+
+def test_a_told_rate_is_kept_to_as_a_stated_one_and_a_remaining_count_lowers_the_bucket():
+    """An endpoint that says 600 requests a minute, with no limit in the spec: the gate keeps to 600 a minute from
+    then on, exactly as with ?rpm=600; a remaining count below the bucket lowers it; a fixed gate learns nothing."""
+    from toolkit.llm import limits as L
+
+    now, told = 1000.0, L.Told(limit_requests=600, remaining_requests=599, reset_requests=0.1)
+    learned, stated = L.fresh(L.Limits(), now), L.fresh(L.Limits(rpm=600), now)
+    assert told.news(learned, L.Limits())
+    L.told(learned, L.Limits(), now, *told)
+    assert learned.rpm_told == 600 and not told.news(learned, L.Limits())  # nothing new the second time
+    for s, limits in ((learned, L.Limits()), (stated, L.Limits(rpm=600))):
+        starts = [L.rate_wait(s, limits, now, 0) == 0 and (L.take(s, 0) or True) for _ in range(10)]
+        assert sum(starts) == 5  # half a second's burst, then a wait
+        assert 0.09 < L.rate_wait(s, limits, now, 0) < 0.11  # one request every 1/9.7 s
+    L.told(learned, L.Limits(), now + 1, 600, 0, 0.1)  # the endpoint has none left: the bucket has none either
+    assert learned.requests == 0
+    fixed = L.fresh(L.Limits(adaptive=False), now)
+    assert not told.news(fixed, L.Limits(adaptive=False))
+    L.told(fixed, L.Limits(adaptive=False), now, *told)
+    assert fixed.rpm_told == 0 and L.rate_wait(fixed, L.Limits(adaptive=False), now, 0) == 0
+
+
+def test_a_429_cuts_the_window_to_half_of_what_was_in_flight():
+    """24 requests in flight when the endpoint refuses: the window goes to 12, not to half of 64 (32, above what
+    was sent: the next round trip would meet the same limit)."""
+    from toolkit.llm import limits as L
+
+    s = L.fresh(L.Limits(), 1000.0)
+    s.in_flight = 24
+    L.rate_limited(s, L.Limits(), 1000.0, 999.9, 1.0)
+    assert s.limit == 12
+
+
+@pytest.mark.slow
+def test_an_endpoint_saying_its_rpm_in_headers_is_kept_to_without_a_limit_in_the_spec():
+    """The loopback endpoint allows 1200 requests a minute and says so in x-ratelimit-* headers, as OpenAI does; no
+    rpm in the spec. After one answer, 40 requests at once: the gate paces them at the rate it was told (one
+    429 at most). Before, the headers were not read: the 40 went at once and about 20 met a 429."""
+    with FakeOpenAIServer(rpm=1200, ratelimit_headers=True) as server:
+        async def run():
+            model = get_model(f"openai:ok@{server.base_url}", backoff_initial_s=0.05, max_attempts=40)
+            await model.generate(Request())
+            return await asyncio.gather(*(model.generate(Request(messages=[{"role": "user", "content": str(i)}]))
+                                          for i in range(40)))
+
+        calls = asyncio.run(run())
+    assert all(c.completion is not None for c in calls)
+    assert server.accepted == 41 and server.rejected <= 1

@@ -1,23 +1,28 @@
-"""One limit per endpoint for the processes of a study on a Dask cluster, kept by the cluster's scheduler with
-Dask's own coordination primitives (no folder the machines share is needed, and no service of ours to run).
+"""One limit per endpoint for the processes of a study on a Dask cluster, kept by the cluster's scheduler (no
+folder the machines share is needed, and no service of ours to run).
 
 ``TOOLKIT_SHARED_LIMITS`` set to a scheduler's address (``tcp://HOST:8786``) makes every gate of the process keep
 its endpoint's figures (``toolkit.llm.limits.State``: the learned window, the Retry-After pause, the rpm and tpm
-buckets) on that scheduler, as ``shared_limits.FileStore`` keeps them in a file:
+buckets) on that scheduler, as ``shared_limits.FileStore`` keeps them in a file. The scheduler's side is a Dask
+scheduler plugin (``limits_on_scheduler.OnScheduler``, registered by a study's first client,
+``Client.register_plugin``) that adds three handlers to the scheduler's own server: ``enter`` (may a request
+start?), ``leave`` (it ended) and ``update`` (an answer or a 429 came back, as a ``limits.Change``). Each is one
+round trip, and each runs to its end on the scheduler's event loop, so no two processes change the figures at
+once, without a lock (Dask's own
+``Lock`` and ``Semaphore`` cost six round trips a request here, which a busy scheduler turned into most of a
+second). The figures are the scheduler's metadata (``Client.get_metadata(["toolkit-limits", NAME])``: the packed
+``State``); the requests in flight are counted per client of the scheduler, and a client the scheduler removes
+(its process killed, or its connection dead: Dask's TCP timeout, ``distributed.comm.timeouts.tcp``) gives its
+requests' slots back at once. A process stopped with its connection open (SIGSTOP) keeps its slots until it
+goes on or its connection dies. The scheduler must be able to import ``toolkit`` (start it from the study's
+environment, as Dask expects of its scheduler and workers); one that cannot is one clear error.
 
-- the figures are the scheduler's metadata (``Client.set_metadata``: the packed ``State``), read and written
-  under a ``distributed.Lock``, so one process at a time changes them;
-- each request in flight holds a lease of a ``distributed.Semaphore`` (as many leases as ``max_connections``);
-  a request starts only while the leases held are fewer than the window. A lease is Dask's: its client refreshes
-  it, and the scheduler takes back the leases (and the lock) of a process that stops refreshing them (a killed
-  worker or kernel) after ``distributed.scheduler.locks.lease-timeout`` (30 s by default).
-
-Each call is a round trip to the scheduler (a few per request: milliseconds on one network), which is small
-beside a model call's latency; a study whose workers share a folder may use the folder instead (``FileStore``:
-microseconds). The connection is made on first use; a scheduler that does not answer within ``CONNECT_S`` is
-one clear error (``Unreachable``), and ``reachable`` says so up front (the CLI refuses such a
-``TOOLKIT_SHARED_LIMITS`` before a game starts). ``close_clients`` ends this process's clients (at exit, and when a
-study's ``shared_limits.shared`` or ``adopt`` block ends).
+The round trips never hold up the games' event loop: the gate asks ``enter`` from a thread (``blocking``), which
+hands it to the client's own loop; ``leave`` and ``update`` go to this store's thread (in order) and return at
+once (``snapshot`` is the figures as last read). The connection is made on first use; a scheduler that does not
+answer within ``CONNECT_S`` is one clear error (``Unreachable``), and ``reachable`` says so up front (the CLI
+refuses such a ``TOOLKIT_SHARED_LIMITS`` before a game starts). ``close_clients`` ends this process's clients (at
+exit, and when a study's ``shared_limits.shared`` or ``adopt`` block ends).
 """
 
 from __future__ import annotations
@@ -25,11 +30,14 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import logging
 import os
 import threading
 import time
 import weakref
-from typing import Any, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import astuple
+from typing import Any
 
 from toolkit.llm import limits as L
 from toolkit.llm.limits import Limits, State, Ticket
@@ -39,6 +47,7 @@ CONNECT_S = 10.0  # a scheduler that has not answered in this long is not there
 _CLIENTS: dict[tuple[int, str], Any] = {}  # (pid, address) → this process's client of that scheduler
 _STORES: "weakref.WeakSet[DaskStore]" = weakref.WeakSet()  # this process's stores (stopped before their client ends)
 _LOCK = threading.Lock()
+log = logging.getLogger(__name__)
 
 
 class Unreachable(ValueError):
@@ -47,6 +56,14 @@ class Unreachable(ValueError):
     def __init__(self, address: str, why: object):
         super().__init__(f"TOOLKIT_SHARED_LIMITS={address}: no Dask scheduler answers there within {CONNECT_S:g} s "
                          f"({why}); start it (dask scheduler), or unset TOOLKIT_SHARED_LIMITS")
+
+
+class NotOnScheduler(ValueError):
+    """The scheduler at ``TOOLKIT_SHARED_LIMITS`` cannot run the limits' side of the study (no ``toolkit`` there)."""
+
+    def __init__(self, address: str, why: object):
+        super().__init__(f"TOOLKIT_SHARED_LIMITS={address}: the Dask scheduler there cannot keep the study's limits "
+                         f"({type(why).__name__}: {why}); start it from the study's environment (dask scheduler)")
 
 
 def is_address(where: str) -> bool:
@@ -90,15 +107,23 @@ def client(address: str) -> Any:
         if key not in _CLIENTS:
             reachable(address)  # a dead address is one clear error, not a client left retrying at exit
             try:
-                _CLIENTS[key] = Client(address, set_as_default=False, timeout=CONNECT_S)
+                made = Client(address, set_as_default=False, timeout=CONNECT_S)
             except OSError as exc:
                 raise Unreachable(address, exc) from None
+            try:
+                from toolkit.llm.limits_on_scheduler import OnScheduler
+
+                made.register_plugin(OnScheduler(), name=OnScheduler.name)  # once per scheduler (idempotent)
+            except Exception as exc:  # the scheduler's environment has no toolkit (it cannot unpickle the plugin)
+                made.close()
+                raise NotOnScheduler(address, exc) from None
+            _CLIENTS[key] = made
         return _CLIENTS[key]
 
 
 def close_clients(address: str | None = None) -> None:
-    """End this process's clients (of ``address``, or all): first their stores' leases stop being refreshed, then
-    each client closes (the scheduler forgets it at once)."""
+    """End this process's clients (of ``address``, or all): first their stores' queued round trips are done,
+    then each client closes (the scheduler forgets it at once, and frees any slot it held)."""
     for store in list(_STORES):
         if address is None or store.address == address:
             store.close()
@@ -115,69 +140,65 @@ class DaskStore:
     """An endpoint's figures on a Dask scheduler (see the module's docstring); the gate's store interface."""
 
     poll_s = POLL_S
+    blocking = True  # the gate asks ``enter`` from a thread
 
     def __init__(self, address: str, name: str, limits: Limits):
         self.address, self.name = address, name
-        self.key = ["toolkit-limits", name]
-        self.last = L.fresh(limits, time.time())
-        self._thread = threading.Lock()  # a Semaphore object's leases are this process's: threads take turns
+        self.last = L.fresh(limits, time.time(), L.SHARED_START)
+        self._connecting = threading.Lock()
         self.client: Any = None
-        self.lock: Any = None
-        self.slots: Any = None
-        self._max = limits.max_connections
+        self._later = ThreadPoolExecutor(1, thread_name_prefix=f"toolkit-limits-{name}")  # leave, update: in order
         _STORES.add(self)
 
-    def _connect(self) -> None:
-        """The client, lock and semaphore, made on first use."""
-        if self.client is None:
-            from distributed import Lock, Semaphore
+    def _connect(self) -> Any:
+        """This process's client of the scheduler, made on first use."""
+        with self._connecting:
+            if self.client is None:
+                self.client = client(self.address)
+            return self.client
 
-            c = client(self.address)
-            self.lock = Lock(f"toolkit-limits-{self.name}", scheduler_rpc=c.scheduler, loop=c.loop)
-            self.slots = Semaphore(self._max, f"toolkit-slots-{self.name}", scheduler_rpc=c.scheduler, loop=c.loop)
-            self.client = c
-
-    @contextlib.contextmanager
-    def _state(self, limits: Limits, now: float) -> Iterator[State]:
-        with self._thread:
-            self._connect()
-            self.lock.acquire()
-            try:
-                data = self.client.get_metadata(self.key, default=None)
-                s = State.unpack(data) if data else L.fresh(limits, now)  # None: the study's first request
-                s.window = min(s.window, limits.max_connections)
-                yield s
-                self.client.set_metadata(self.key, s.pack())
-                self.last = s
-            finally:
-                self.lock.release()
+    def _call(self, handler: str, **kw: Any) -> Any:
+        """One handler of ``OnScheduler``, one round trip (from any thread but the client's loop)."""
+        c = self._connect()
+        return c.sync(getattr(c.scheduler, f"toolkit_limits_{handler}"), name=self.name, **kw)
 
     def enter(self, limits: Limits, tokens: int, now: float) -> tuple[Ticket | None, float | None]:
-        with self._state(limits, now) as s:
-            wait = L.rate_wait(s, limits, now, tokens)
-            if wait > 0:
-                return None, wait
-            s.in_flight, s.counted_at = self.slots.get_value(), now  # leases of dead processes: until they expire
-            if s.in_flight < s.limit and self.slots.acquire(timeout=0):
-                L.take(s, tokens)
-                return Ticket(0, now, tokens), 0.0
-            s.busy_at = now
-            return None, None
+        c = self._connect()
+        reply = self._call("enter", client=c.id, limits=list(astuple(limits)), tokens=tokens, now=now)
+        self.last = State.unpack(reply["state"])
+        return (Ticket(0, now, tokens) if reply["granted"] else None), reply["wait"]
 
     def leave(self, ticket: Ticket) -> None:
-        with self._thread:
-            self.slots.release()
+        """The request's slot given back, on this store's thread (returns at once)."""
+        def give_back() -> None:
+            data = self._call("leave", client=self.client.id)
+            if data:
+                self.last = State.unpack(data)
+        self._queue(give_back)
 
-    def update(self, limits: Limits | None, change: Any) -> State:
-        with self._state(limits or Limits(), time.time()) as s:
-            change(s)
-        return s
+    def update(self, limits: Limits | None, change: L.Change) -> State:
+        """``change`` applied to the shared figures on this store's thread; returns the figures as last read."""
+        if not isinstance(change, L.Change):
+            raise TypeError(f"a Dask scheduler applies a limits.Change, not {change!r}")
+
+        def apply() -> None:
+            self.last = State.unpack(self._call("update", limits=list(astuple(change.limits)), change=change.op,
+                                                args=list(change.args), now=time.time()))
+        self._queue(apply)
+        return self.last
+
+    def _queue(self, job: Any) -> None:
+        def logged() -> None:
+            try:
+                job()
+            except Exception as exc:  # a scheduler gone mid-study: it has forgotten this client's slots
+                log.warning("shared limits at %s: %s", self.address, exc)
+        with contextlib.suppress(RuntimeError):  # closed: the process is ending
+            self._later.submit(logged)
 
     def snapshot(self, limits: Limits) -> State:
         return self.last
 
     def close(self) -> None:
-        """The leases' refreshing stopped (the client itself is ``close_clients``')."""
-        if self.slots is not None:
-            with contextlib.suppress(Exception):
-                self.client.loop.add_callback(self.slots.refresh_callback.stop)
+        """Queued round trips done (the client itself is ``close_clients``'; closing it frees its slots)."""
+        self._later.shutdown(wait=True)

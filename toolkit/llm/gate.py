@@ -13,7 +13,8 @@ how far the process is from the endpoint's limits: the peak in flight, the limit
 
 The figures live in a store: ``MemoryStore`` (this process alone, the default) or a shared one
 (``shared_limits.store_for``, chosen by ``TOOLKIT_SHARED_LIMITS``). A request holds a ``Ticket`` from
-``acquire`` to ``release``; ``answered`` and ``rate_limited`` tell the store what came back.
+``acquire`` to ``release``; ``answered`` and ``rate_limited`` tell the store what came back. A store whose calls
+wait on another process (``blocking``: a Dask scheduler's) is asked from a thread, so the loop's other games go on.
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class EndpointGate:
         self.throttled = 0  # 429s this process saw
         self._turn = asyncio.Lock()  # one request at a time waits at the head; the rest queue behind it
         self._freed = asyncio.Event()
+        self.blocking = getattr(self.store, "blocking", False)  # its enter waits on the network: ask from a thread
 
     @property
     def max(self) -> int:
@@ -92,15 +94,17 @@ class EndpointGate:
         """``time.time()`` before which no new request starts (0: none held)."""
         return self.store.snapshot(self.limits).resume_at
 
+    @property
+    def counts_tokens(self) -> bool:
+        """Whether requests are charged their tokens: a tokens-a-minute limit stated, or said by the endpoint."""
+        return self.limits.tpm is not None or bool(self.store.snapshot(self.limits).tpm_told)
+
     def lower(self, limits: Limits) -> None:
         """A model with stricter limits for this endpoint makes its gate's stricter."""
         lowered = self.limits.lower(limits)
         if lowered != self.limits:
             self.limits = lowered
-
-            def clamp(s: State) -> None:
-                s.window = min(s.window, lowered.max_connections)
-            self.store.update(lowered, clamp)
+            self.store.update(lowered, L.Change("clamp", lowered))
 
     def lower_max(self, max_connections: int) -> None:
         self.lower(Limits(max_connections, adaptive=self.limits.adaptive))
@@ -110,7 +114,10 @@ class EndpointGate:
         asked = time.monotonic()
         async with self._turn:
             while True:
-                ticket, wait = self.store.enter(self.limits, tokens, time.time())
+                if self.blocking:  # round trips to another process (a Dask scheduler): not on the games' loop
+                    ticket, wait = await asyncio.to_thread(self.store.enter, self.limits, tokens, time.time())
+                else:
+                    ticket, wait = self.store.enter(self.limits, tokens, time.time())
                 if ticket is not None:
                     break
                 wait = self.store.poll_s if wait is None else wait
@@ -139,24 +146,33 @@ class EndpointGate:
         """``async with gate.slot() as ticket``: acquire and release around a request."""
         return _Slot(self, tokens)
 
-    def rate_limited(self, retry_after: float | None, ticket: Ticket | None = None) -> None:
+    def rate_limited(self, retry_after: float | None, ticket: Ticket | None = None, told: tuple | None = None) -> None:
         """A 429 (to the request of ``ticket``): the window halves (once per round trip) and new requests wait
-        ``retry_after`` seconds (adaptive gates)."""
+        ``retry_after`` seconds (adaptive gates); what its ``x-ratelimit-*`` headers said (``told``) is kept."""
         self.throttled += 1
         sent_at = ticket.sent_at if ticket is not None else None
-        s = self.store.update(self.limits, lambda s: L.rate_limited(s, self.limits, time.time(), sent_at, retry_after))
+        self.heard(told)
+        s = self.store.update(self.limits, L.Change("rate_limited", self.limits, (time.time(), sent_at, retry_after)))
         for w in _WATCHES:
             f = w.figures(self)
             f["rate_limited"] += 1
             f["lowest_limit"] = min(f["lowest_limit"], s.limit)
 
-    def answered(self, ticket: Ticket | None = None, used_tokens: int | None = None) -> None:
-        """An answer (to the request of ``ticket``, which used ``used_tokens``): the window may grow."""
+    def answered(self, ticket: Ticket | None = None, used_tokens: int | None = None, told: tuple | None = None) -> None:
+        """An answer (to the request of ``ticket``, which used ``used_tokens``): the window may grow; what its
+        ``x-ratelimit-*`` headers said (``told``: the endpoint's rates and what remains of them) is kept."""
+        self.heard(told)
         if ticket is None:
-            self.store.update(self.limits, lambda s: L.answered(s, self.limits, None))
-        elif self.limits.tpm is not None or (self.limits.adaptive and self._may_grow(ticket)):
-            self.store.update(self.limits, lambda s: L.answered(s, self.limits, ticket.sent_at, ticket.tokens,
-                                                                 used_tokens))
+            self.store.update(self.limits, L.Change("answered", self.limits, (None,)))
+        elif self.counts_tokens or (self.limits.adaptive and self._may_grow(ticket)):
+            self.store.update(self.limits, L.Change("answered", self.limits, (ticket.sent_at, ticket.tokens,
+                                                                              used_tokens)))
+
+    def heard(self, told: tuple | None) -> None:
+        """An answer's ``x-ratelimit-*`` headers (``limits.Told``) into the figures, when they say something new
+        (a limit not known yet, or less left than the buckets hold): the rates learned are kept to as if stated."""
+        if told and L.Told(*told).news(self.store.snapshot(self.limits), self.limits):
+            self.store.update(self.limits, L.Change("told", self.limits, (time.time(), *told)))
 
     def _may_grow(self, ticket: Ticket) -> bool:
         s = self.store.snapshot(self.limits)

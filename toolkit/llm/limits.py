@@ -23,8 +23,12 @@ import math
 import random
 import struct
 from dataclasses import astuple, dataclass
+from typing import NamedTuple
 
 START = 64  # requests in flight a new endpoint is allowed before its answers say more
+SHARED_START = 4  # the same for a study whose processes share the figures (``shared_limits``): what every worker
+# starts at once reaches the endpoint before any answer, its x-ratelimit-* headers or 429s, can say how much it
+# takes (24 first requests against a limit of 6 in flight: 18 429s); slow start doubles it per round trip
 BURST_S = 0.5  # a rate bucket holds this many seconds of its rate: half the second providers allow, so requests
 # that reach the endpoint bunched (sent apart, delayed on the way) still find its bucket with room
 MARGIN = 0.97  # a stated rate is kept 3% below: the jitter of sending never crosses the endpoint's own bucket
@@ -71,8 +75,10 @@ class State:
     backoff: float = 0.0  # seconds the last 429 without Retry-After held new requests (0: none since an answer)
     rate_limited: int = 0  # 429s seen by every process
     in_flight: int = 0  # requests in flight (a hint where slots are locks: see shared_limits)
+    rpm_told: float = 0.0  # requests a minute the endpoint said it allows (x-ratelimit-limit-requests; 0: unsaid)
+    tpm_told: float = 0.0  # tokens a minute it said (x-ratelimit-limit-tokens)
 
-    FORMAT = struct.Struct("<10d2q")
+    FORMAT = struct.Struct("<10d2q2d")
 
     def pack(self) -> bytes:
         return self.FORMAT.pack(*astuple(self))
@@ -86,8 +92,10 @@ class State:
         return max(1, int(self.window))
 
 
-def fresh(limits: Limits, now: float) -> State:
-    start = min(START, limits.max_connections) if limits.adaptive else limits.max_connections
+def fresh(limits: Limits, now: float, start: int = START) -> State:
+    """The figures of an endpoint not heard from yet: a window of ``start`` (``SHARED_START`` where a study's
+    processes share it)."""
+    start = min(start, limits.max_connections) if limits.adaptive else limits.max_connections
     return State(window=start, ssthresh=limits.max_connections, requests=_capacity(limits.rpm),
                  tokens=_capacity(limits.tpm), stamp=now)
 
@@ -96,25 +104,35 @@ def _capacity(per_minute: float | None) -> float:
     return math.inf if per_minute is None else max(1.0, per_minute / 60 * BURST_S)
 
 
+def rates(s: State, limits: Limits) -> tuple[float | None, float | None]:
+    """The requests and tokens a minute kept to: the stricter of the spec's and what the endpoint said."""
+    def least(stated: float | None, told: float) -> float | None:
+        return stated if not told else told if stated is None else min(stated, told)
+
+    return least(limits.rpm, s.rpm_told), least(limits.tpm, s.tpm_told)
+
+
 def refill(s: State, limits: Limits, now: float) -> None:
     elapsed = max(0.0, now - s.stamp)
     s.stamp = now
-    if limits.rpm is not None:
-        s.requests = min(_capacity(limits.rpm), s.requests + elapsed * limits.rpm * MARGIN / 60)
-    if limits.tpm is not None:
-        s.tokens = min(_capacity(limits.tpm), s.tokens + elapsed * limits.tpm * MARGIN / 60)
+    rpm, tpm = rates(s, limits)
+    if rpm is not None:
+        s.requests = min(_capacity(rpm), s.requests + elapsed * rpm * MARGIN / 60)
+    if tpm is not None:
+        s.tokens = min(_capacity(tpm), s.tokens + elapsed * tpm * MARGIN / 60)
 
 
 def rate_wait(s: State, limits: Limits, now: float, tokens: int) -> float:
     """Seconds before a request of ``tokens`` may start as far as Retry-After and the rates go (0: now)."""
     refill(s, limits, now)
     wait = max(0.0, s.resume_at - now)
-    if limits.rpm is not None and s.requests < 1:
-        wait = max(wait, (1 - s.requests) * 60 / (limits.rpm * MARGIN))
-    if limits.tpm is not None:
-        need = min(tokens, _capacity(limits.tpm))  # a request larger than the burst goes when the bucket is full
+    rpm, tpm = rates(s, limits)
+    if rpm is not None and s.requests < 1:
+        wait = max(wait, (1 - s.requests) * 60 / (rpm * MARGIN))
+    if tpm is not None:
+        need = min(tokens, _capacity(tpm))  # a request larger than the burst goes when the bucket is full
         if s.tokens < need:
-            wait = max(wait, (need - s.tokens) * 60 / (limits.tpm * MARGIN))
+            wait = max(wait, (need - s.tokens) * 60 / (tpm * MARGIN))
     return wait
 
 
@@ -151,9 +169,72 @@ def rate_limited(s: State, limits: Limits, now: float, sent_at: float | None, re
         s.resume_at = max(s.resume_at, now + retry_after)
     if sent_at is not None and sent_at < s.cut_at:
         return
-    s.window = s.ssthresh = max(1.0, float(s.limit // 2))
+    flight = min(s.limit, s.in_flight) if s.in_flight > 0 else s.limit  # what the endpoint refused at (TCP's
+    s.window = s.ssthresh = max(1.0, float(flight // 2))  # FlightSize/2), not a window far above it
     s.cut_at = now
     if not retry_after:  # none, or 0 ("now"), which an endpoint refusing everything says every time
         s.window = 1.0  # one probe at a time, then slow start back to the halved window (TCP after a timeout)
         s.backoff = min(BACKOFF_MAX_S, max(BACKOFF_START_S, 2 * s.backoff))
         s.resume_at = max(s.resume_at, now + s.backoff * (1 - _JITTER.random() / 2))
+
+
+class Told(NamedTuple):
+    """What an endpoint said of its limits in an answer's ``x-ratelimit-*`` headers (None: not said): its
+    requests and tokens a minute, what remains of them, and seconds until they are whole again."""
+
+    limit_requests: float | None = None
+    remaining_requests: float | None = None
+    reset_requests: float | None = None
+    limit_tokens: float | None = None
+    remaining_tokens: float | None = None
+    reset_tokens: float | None = None
+
+    def news(self, s: State, limits: Limits) -> bool:
+        """Whether it changes anything: a limit not known yet, or less left than the gate's buckets hold."""
+        rpm, tpm = rates(s, limits)
+        return bool(limits.adaptive and (
+            (self.limit_requests and self.limit_requests != s.rpm_told)
+            or (self.limit_tokens and self.limit_tokens != s.tpm_told)
+            or (self.remaining_requests is not None and rpm is not None and self.remaining_requests < s.requests)
+            or (self.remaining_tokens is not None and tpm is not None and self.remaining_tokens < s.tokens)))
+
+
+def told(s: State, limits: Limits, now: float, *said: float | None) -> None:
+    """An answer's ``x-ratelimit-*`` headers (``Told``'s fields in order): the rates it states are kept to from now
+    on (``rates``), and the buckets hold no more than it says remain (an adaptive gate only, as with 429s). A
+    remaining count is as old as the answer's latency; it only ever lowers the bucket."""
+    t = Told(*said)
+    if not limits.adaptive:
+        return
+    refill(s, limits, now)
+    if t.limit_requests:
+        s.rpm_told = float(t.limit_requests)
+    if t.limit_tokens:
+        s.tpm_told = float(t.limit_tokens)
+    refill(s, limits, now)  # a rate told for the first time: the bucket from infinite to its capacity
+    rpm, tpm = rates(s, limits)
+    if t.remaining_requests is not None and rpm is not None:
+        s.requests = min(s.requests, float(t.remaining_requests))
+    if t.remaining_tokens is not None and tpm is not None:
+        s.tokens = min(s.tokens, float(t.remaining_tokens))
+
+
+def clamp(s: State, limits: Limits) -> None:
+    """Stricter limits for the endpoint (another model's): the window no wider than their ``max_connections``."""
+    s.window = min(s.window, limits.max_connections)
+
+
+CHANGES = {"answered": answered, "rate_limited": rate_limited, "clamp": clamp, "told": told}
+
+
+@dataclass(frozen=True)
+class Change:
+    """What came back, as a change to the figures named in ``CHANGES`` (``op``) with its arguments after the state
+    and the limits: a name and numbers, so a store in another process (a Dask scheduler) can apply it too."""
+
+    op: str
+    limits: Limits
+    args: tuple = ()
+
+    def __call__(self, s: State) -> None:
+        CHANGES[self.op](s, self.limits, *self.args)

@@ -304,17 +304,18 @@ class Model:
             else:
                 cfg = self.config
                 gate = endpoint_gate(self.base_url, cfg.max_connections, cfg.rate_adaptive, cfg.rpm, cfg.tpm)
-                ticket = await gate.acquire(self._tokens(request) if cfg.tpm else 0)
+                ticket = await gate.acquire(self._tokens(request) if gate.counts_tokens else 0)
                 try:  # the deadline counts from sending, not from waiting for a slot
                     completion = await _within(self.backend.complete(request), cfg.timeout_s)
                 except TransientError as exc:
                     if exc.kind == "rate_limit":  # every game of the process (or the study) backs off together
-                        gate.rate_limited(min(exc.retry_after or 0, cfg.retry_after_cap_s), ticket)
+                        gate.rate_limited(min(exc.retry_after or 0, cfg.retry_after_cap_s), ticket,
+                                          getattr(exc, "told", None))
                     raise
                 finally:
                     gate.release(ticket)
                 gate.answered(ticket, (completion.prompt_tokens or 0) + (completion.completion_tokens or 0)
-                              if completion.prompt_tokens is not None else None)
+                              if completion.prompt_tokens is not None else None, completion.told)
         except asyncio.TimeoutError as exc:  # a server that drips bytes or never finishes its body
             error = TransientError(f"timed out after {self.config.timeout_s:g}s (the deadline for a whole answer, "
                                    "TOOLKIT_TIMEOUT_S)", kind="timeout")

@@ -16,7 +16,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import math
 import os
+import re
 import weakref
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -27,6 +29,7 @@ from toolkit.core.files import one_line
 from toolkit.llm.keys import DEFAULT_ENDPOINT, is_local, key_rule, key_setting
 from toolkit.llm.model import ModelConfig, mask_url
 from toolkit.llm.backend import Backend
+from toolkit.llm.limits import Told
 from toolkit.llm.request import Completion, LLMError, Request, TransientError
 
 try:  # a core dependency; an environment installed before it was one sends the same body through json
@@ -125,6 +128,50 @@ def _retry_after(headers: Any) -> float | None:
         return None
 
 
+_RATE_HEADERS = ("x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests",
+                 "x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens")
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _told(headers: Any) -> Told | None:
+    """What an answer's ``x-ratelimit-*`` headers say of the endpoint's limits, as OpenAI and the providers that
+    copy it send them (counts; resets as ``1s``, ``6m0s``, ``20ms`` or seconds); None without any. A value that
+    does not parse is left unsaid."""
+    try:
+        values = [headers.get(name) for name in _RATE_HEADERS]
+    except AttributeError:
+        return None
+    if not any(values):
+        return None
+    said: list[float | None] = []
+    for name, value in zip(_RATE_HEADERS, values):
+        said.append(_duration(value) if name.startswith("x-ratelimit-reset") else _number(value))
+    return Told(*said)
+
+
+def _number(value: str | None) -> float | None:
+    try:
+        number = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return number if number is not None and math.isfinite(number) and number >= 0 else None
+
+
+def _duration(value: str | None) -> float | None:
+    """Seconds from ``1s``, ``6m0s``, ``1h2m3.5s``, ``20ms`` or a plain number."""
+    if value is None:
+        return None
+    value = value.strip()
+    plain = _number(value)
+    if plain is not None:
+        return plain
+    parts = _DURATION.findall(value)
+    if not parts or "".join(n + u for n, u in parts) != value:
+        return None
+    return sum(float(n) * _UNIT_S[u] for n, u in parts)
+
+
 def _refused(exc: BaseException) -> bool:
     """True when nothing listens at the address (not a dropped or reset connection)."""
     seen = 0
@@ -218,7 +265,9 @@ class OpenAIBackend(Backend):
             response = json.loads(content)
         except ValueError as exc:  # a 200 whose body is not JSON
             raise TransientError(f"malformed response body: {one_line(exc, 200)}", kind="malformed") from exc
-        return self._completion(response)
+        completion = self._completion(response)
+        completion.told = _told(headers)
+        return completion
 
     async def _refusal(self, request: Request, status: int, content: bytes, headers: Any,
                        body: dict[str, Any]) -> Completion:
@@ -227,7 +276,7 @@ class OpenAIBackend(Backend):
         said = _said(content, status)
         if status == 429:
             raise TransientError(f"429 rate limited: {said}", kind="rate_limit", status_code=429,
-                                 retry_after=_retry_after(headers))
+                                 retry_after=_retry_after(headers), told=_told(headers))
         if status >= 500:
             raise TransientError(f"{status} server error: {said}", kind="server_error", status_code=status,
                                  retry_after=_retry_after(headers))

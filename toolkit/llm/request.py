@@ -75,6 +75,7 @@ class Completion:
     finish_reason: str | None = None  # "stop", "length" (cut at the token limit), "tool_calls"...; None: unknown
     reasoning_tokens: int | None = None  # hidden reasoning, where the endpoint reports it (part of the output)
     reasoning: str | None = None  # the reasoning text, where the endpoint sends it (reasoning_content)
+    told: tuple | None = field(default=None, repr=False, compare=False)  # its x-ratelimit-* headers (limits.Told)
 
     @property
     def truncated(self) -> bool:
@@ -99,9 +100,10 @@ class TransientError(LLMError):
     kind = "transient"
 
     def __init__(self, message: str, *, kind: str | None = None, status_code: int | None = None,
-                 retry_after: float | None = None):
+                 retry_after: float | None = None, told: tuple | None = None):
         super().__init__(message, kind=kind, status_code=status_code)
         self.retry_after = retry_after
+        self.told = told  # the answer's x-ratelimit-* headers (limits.Told), where it had any
 
 
 def estimate_tokens(text: str) -> int:

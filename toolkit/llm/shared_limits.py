@@ -13,8 +13,9 @@ processes it starts inherit it):
   says the window is full). No server to run: the file system is the coordinator (``flock``/``lockf`` is what
   ``filelock`` and SQLite build on; neither offers counting slots that die with their process).
 - a Dask scheduler's address (``tcp://HOST:8786``): ``dask_limits.DaskStore``, for the processes of a study on a
-  Dask cluster whose machines share no folder: the figures are kept in the scheduler's metadata under Dask's own Lock,
-  each request in flight a Semaphore lease (a dead process's slots come back when its leases expire).
+  Dask cluster whose machines share no folder: the figures are kept in the scheduler's metadata and changed by a
+  scheduler plugin of ours, one round trip a call (a dead process's slots come back when the scheduler drops its
+  client).
 - unset: each process keeps its own (``gate.MemoryStore``), as before.
 """
 
@@ -150,7 +151,7 @@ class FileStore:
         self.path = Path(path)
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         self.held: set[int] = set()  # the slots this process holds
-        self.last = L.fresh(limits, time.time())  # the figures as last read (stats, hints)
+        self.last = L.fresh(limits, time.time(), L.SHARED_START)  # the figures as last read (stats, hints)
         self._thread = threading.Lock()  # record locks are per process: threads take turns here first
 
     @contextlib.contextmanager
@@ -159,7 +160,7 @@ class FileStore:
             fcntl.lockf(self.fd, fcntl.LOCK_EX, 1, MUTEX_AT)
             try:
                 data = os.pread(self.fd, State.FORMAT.size, 0)
-                s = State.unpack(data) if len(data) == State.FORMAT.size else L.fresh(limits, now)
+                s = State.unpack(data) if len(data) == State.FORMAT.size else L.fresh(limits, now, L.SHARED_START)
                 s.window = min(s.window, limits.max_connections)
                 yield s
                 os.pwrite(self.fd, s.pack(), 0)

@@ -37,7 +37,11 @@ time to answer), and ``capacity``: a request beyond that many in flight gets a 4
 retry_after`` (a provider's concurrency limit); ``server.rejected`` counts them. ``rpm`` (``--rpm``): requests per
 minute, enforced as providers do: a token bucket refilled continuously that holds one second of the rate; a
 request finding it empty gets a 429 whose ``Retry-After`` is the time to the next token (``server.rejected``
-counts them too, ``server.accepted`` the requests let through).
+counts them too, ``server.accepted`` the requests let through). ``ratelimit_headers=True``
+(``--ratelimit-headers``): every answer, 429s too, says the rpm limit as OpenAI does:
+``x-ratelimit-limit-requests`` (the rpm), ``x-ratelimit-remaining-requests`` (whole requests left in the bucket)
+and ``x-ratelimit-reset-requests`` (until the bucket is full again, as ``350ms`` or ``1.5s``); nothing of the
+concurrency limit (no provider says it).
 
 Hostile behaviours (a server that misbehaves on purpose):
 
@@ -87,7 +91,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
-        for k, v in (headers or {}).items():
+        owner = self.server.owner
+        told = owner.told() if owner.ratelimit_headers and owner.rpm else {}
+        for k, v in {**told, **(headers or {})}.items():
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(data)
@@ -274,8 +280,9 @@ class FakeOpenAIServer:
         owner: "FakeOpenAIServer"
 
     def __init__(self, seed: int = 0, port: int = 0, latency: float = 0.0, capacity: int | None = None,
-                 retry_after: float = 1.0, rpm: float | None = None):
+                 retry_after: float = 1.0, rpm: float | None = None, ratelimit_headers: bool = False):
         self.rng = random.Random(seed)
+        self.ratelimit_headers = ratelimit_headers
         self.latency, self.capacity, self.retry_after, self.rpm = latency, capacity, retry_after, rpm
         self.rejected = 0
         self.accepted = 0
@@ -293,14 +300,28 @@ class FakeOpenAIServer:
         self.httpd.owner = self
         self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)  # quick to stop
 
-    def rate_wait(self, now: float | None = None) -> float:
-        """Under ``self.lock``: 0 and one request taken from the rpm bucket, or the seconds to the next one."""
-        if not self.rpm:
-            return 0.0
+    def _refill(self, now: float | None = None) -> float:
+        """Under ``self.lock``: the rpm bucket refilled to ``now``; the rate a second."""
         now = time.monotonic() if now is None else now
         rate = self.rpm / 60
         self._bucket = min(max(1.0, rate), self._bucket + (now - self._stamp) * rate)
         self._stamp = now
+        return rate
+
+    def told(self) -> dict[str, str]:
+        """The ``x-ratelimit-*-requests`` headers, as OpenAI sends them, from the bucket as it is now."""
+        with self.lock:
+            rate = self._refill()
+            full = (max(1.0, rate) - self._bucket) / rate
+        return {"x-ratelimit-limit-requests": f"{self.rpm:g}",
+                "x-ratelimit-remaining-requests": str(int(self._bucket)),
+                "x-ratelimit-reset-requests": f"{full * 1000:.0f}ms" if full < 1 else f"{full:.3g}s"}
+
+    def rate_wait(self, now: float | None = None) -> float:
+        """Under ``self.lock``: 0 and one request taken from the rpm bucket, or the seconds to the next one."""
+        if not self.rpm:
+            return 0.0
+        rate = self._refill(now)
         if self._bucket < 1:
             return (1 - self._bucket) / rate
         self._bucket -= 1
@@ -465,9 +486,11 @@ if __name__ == "__main__":
     parser.add_argument("--capacity", type=int, help="requests in flight beyond this get a 429")
     parser.add_argument("--retry-after", type=float, default=1.0, help="the Retry-After of those 429s")
     parser.add_argument("--rpm", type=float, help="requests per minute beyond which a request gets a 429")
+    parser.add_argument("--ratelimit-headers", action="store_true",
+                        help="say the rpm limit in x-ratelimit-* headers, as OpenAI does")
     args = parser.parse_args()
     server = FakeOpenAIServer(seed=args.seed, port=args.port, latency=args.latency, capacity=args.capacity,
-                              retry_after=args.retry_after, rpm=args.rpm)
+                              retry_after=args.retry_after, rpm=args.rpm, ratelimit_headers=args.ratelimit_headers)
     print(server.base_url, flush=True)
     try:
         server.httpd.serve_forever()
