@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import itertools
 import math
 import subprocess
 import sys
@@ -241,6 +242,31 @@ def frontier() -> None:
               f"{max(r[3] for r in rows):.3f} |")
 
 
+def other_designs() -> None:
+    """The default design away from the benchmark's grid (K comparisons, δ logits, village rate p), exactly:
+    its error with equal models at its own rate and the largest over true rates 0.01–0.9, its power at δ, and
+    the fixed design's (McNemar's test after ``n_fixed`` pairs) exact error and power beside it."""
+    from toolkit.analysis.sequential import Design, _norm, _trinomial, operating
+
+    print("\n| K | δ | village rate | looks | cap ÷ fixed | error at the rate | largest error (true rate) | α/K | "
+          "power at δ | fixed design: pairs, error, power | saving, equal models |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    true = np.round(np.concatenate([np.arange(0.01, 0.1, 0.01), np.arange(0.1, 0.95, 0.05)]), 3)
+    for k, delta, p in itertools.product((1, 3, 6), (0.5, 1.0), (0.05, 0.29, 0.5)):
+        d, h = Design.make(0.05, 0.8, delta, k, p), math.log(p / (1 - p))
+        p1, p2 = float(expit(h + delta)), float(expit(h - delta))
+        at, power = operating(d, p, p), operating(d, p1, p2).a
+        worst, q = max((lambda o: (o.a + o.b, t))(operating(d, float(t), float(t))) for t in true)
+        up, down = np.indices((d.n_fixed + 1, d.n_fixed + 1))
+        z = np.abs(up - down) / np.sqrt(np.maximum(up + down, 1))
+        fixed = [_trinomial(d.n_fixed, a * (1 - b), (1 - a) * b)[(z >= _norm().isf(0.05 / k / 2)) &
+                                                                  ((up > down) | (a == b))].sum()
+                 for a, b in ((p, p), (p1, p2))]
+        print(f"| {k} | {delta:g} | {p:g} | {d.looks_text()} | {d.n_max / d.n_fixed:.3f} | {at.a + at.b:.4f} | "
+              f"{worst:.4f} ({q:g}) | {0.05 / k:.4f} | {power:.4f} | {d.n_fixed}, {fixed[0]:.4f}, {fixed[1]:.4f} | "
+              f"{1 - at.pairs / d.n_fixed:.1%} |")
+
+
 def _normal_run(t, c, i, drift: float, v: float):
     """Normal theory of bounds ``c`` (efficacy), ``i`` (futility) at looks ``t``: Z·√t Brownian motion with drift
     ``drift`` and variance ``v`` per unit of t. (chance of stopping at each look for an order, for "within")."""
@@ -336,6 +362,7 @@ def main() -> int:
     ap.add_argument("--frontier", action="store_true", help="also print the shapes the design was chosen from")
     ap.add_argument("--real", action="store_true", help="also play one small adaptive tournament offline")
     ap.add_argument("--derive", action="store_true", help="only derive the spending of sequential.OPTIMAL")
+    ap.add_argument("--designs", action="store_true", help="also compute designs away from the grid exactly")
     args = ap.parse_args()
     if args.derive:
         derive()
@@ -348,6 +375,8 @@ def main() -> int:
     tournaments(args.reps, rng, old)
     if args.frontier:
         frontier()
+    if args.designs:
+        other_designs()
     print(f"\n{time.perf_counter() - started:.0f} s for the simulations ({args.reps} replications a row)")
     if args.real:
         real_run()

@@ -481,7 +481,10 @@ def operating(design: Design, p1: float, p2: float) -> Operating:
     B's with ``p2``, exactly: the distribution of (pairs scored +1, pairs scored −1) is carried from look to look
     (a two-dimensional convolution with the batch's trinomial law), and every cell where ``Design.decide``
     stops is counted and removed. No normal theory and no Monte Carlo: the error under optional stopping of the
-    discrete statistic itself (draws, d = ±½, are not modelled: they only make the rule more conservative)."""
+    discrete statistic itself. Draws (d = ±½) are not modelled. Simulated with 10% or 30% of games drawn
+    (100,000 comparisons of the benchmark's design, K = 3, at village rates 0.05, 0.29 and 0.5), the error
+    stays within α/K = 0.0167: 0.0140–0.0159, against 0.0143–0.0152 with none. Draws raise it at rate 0.05 and
+    lower it at 0.5."""
     from scipy.signal import fftconvolve
 
     up, down = p1 * (1 - p2), (1 - p1) * p2
