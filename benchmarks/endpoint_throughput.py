@@ -10,9 +10,11 @@ of games, each replaced as it ends, could reach; no single wave can, since its g
 requests in flight (mean while playing, peak), and the client's CPU per model call (the process's user + system
 CPU over the games, divided by the calls: prompt rendering, the HTTP client, parsing, the rows written; after one
 warm-up game that is not counted, so that the process's imports, the templates' compilation and the first connections,
-paid once per process whatever the study's size, are not spread over these calls). The server runs in a
-process of its own. (``endpoint_concurrency.py`` compares the gates of two sessions before, against an endpoint
-with a capacity, in one process.)
+paid once per process whatever the study's size, are not spread over these calls). The new code's process sets
+its garbage collector after the warm-up as the tournament command and a study's pool workers do
+(``toolkit.core.collector``; ``--gc-defaults`` adds a line with Python's defaults, what a notebook gets). The
+server runs in a process of its own. (``endpoint_concurrency.py`` compares the gates of two sessions before,
+against an endpoint with a capacity, in one process.)
 
     python benchmarks/endpoint_throughput.py [--old /tmp/old-51c499d] [--games 64,256] [--latencies 1.0,0.2]
 """
@@ -60,6 +62,12 @@ async def study(run, model):
 with tempfile.TemporaryDirectory() as folder, Run(folder, "throughput") as run:
     loop = asyncio.new_event_loop()
     model = loop.run_until_complete(warm_up(run))
+    try:  # the collector as the tournament command and a study's workers set it; 51c499d has none (defaults)
+        from toolkit.core.collector import for_many_games
+    except ImportError:
+        for_many_games = None
+    if for_many_games is not None and os.environ.get("THROUGHPUT_GC") != "defaults":
+        for_many_games()
     cpu0, t0 = os.times(), time.perf_counter()
     results, samples = loop.run_until_complete(study(run, model))
     wall, cpu1 = time.perf_counter() - t0, os.times()
@@ -75,8 +83,8 @@ print(json.dumps({"wall": wall, "cpu": (cpu1.user - cpu0.user) + (cpu1.system - 
 """
 
 
-def play(code: Path, url: str, games: int) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(code)}
+def play(code: Path, url: str, games: int, gc_defaults: bool = False) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(code), "THROUGHPUT_GC": "defaults" if gc_defaults else "set"}
     env.pop("TOOLKIT_SHARED_LIMITS", None)
     out = subprocess.run([sys.executable, "-c", WORKER, url, str(games)], env=env, cwd=code, capture_output=True,
                          text=True, timeout=7200)
@@ -90,8 +98,11 @@ def main() -> None:
     parser.add_argument("--old", default="/tmp/old-51c499d", help="a checkout of 51c499d (git worktree add)")
     parser.add_argument("--games", default="64,256", help="games at once, comma-separated")
     parser.add_argument("--latencies", default="1.0,0.2", help="seconds an answer, comma-separated")
+    parser.add_argument("--gc-defaults", action="store_true",
+                        help="also the new code with Python's collector defaults (what a notebook gets)")
     args = parser.parse_args()
-    codes = [("old 51c499d", Path(args.old)), ("new", ROOT)]
+    codes = [("old 51c499d", Path(args.old), False), ("new", ROOT, False)]
+    codes += [("new, gc dflt", ROOT, True)] if args.gc_defaults else []
     print(f"classic7 games, every seat openai:det on the loopback server (its own process); load average "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the start")
     print(f"{'games':>5} {'latency':>7}  {'code':<12} {'games/h':>8} {'ideal/h':>8} {'of ideal':>8} "
@@ -99,13 +110,13 @@ def main() -> None:
           f"{'CPU ms/call':>11} {'wall s':>6}")
     for games in (int(x) for x in args.games.split(",")):
         for latency in (float(x) for x in args.latencies.split(",")):
-            for name, code in codes:
+            for name, code, gc_defaults in codes:
                 if not (code / "toolkit").is_dir():
                     print(f"{games:>5} {latency:>6g}s  {name:<12} (no checkout: git worktree add {code} 51c499d)")
                     continue
                 proc, url = serve_in_subprocess(seed=0, latency=latency)
                 try:
-                    r = play(code, url, games)
+                    r = play(code, url, games, gc_defaults)
                 finally:
                     proc.terminate()
                     proc.wait(10)

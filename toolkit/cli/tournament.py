@@ -50,10 +50,12 @@ def run(args: argparse.Namespace) -> int:
 
     from toolkit.cli.preflight import check_executor, check_settings
     from toolkit.core.files import one_line
+    from toolkit.core.collector import for_many_games
     from toolkit.study.tournament import export_tables, load_tournament, run_tournament
 
     check_executor(args)  # a Dask scheduler's address: the study runs there
     check_settings()  # the TOOLKIT_* settings, before anything is written
+    for_many_games()  # this process plays the games (or waits for its workers): the collector set for it
     try:
         if args.adaptive or _design(args.file) == "adaptive":
             return _run_adaptive(args)
