@@ -204,3 +204,29 @@ def test_the_seats_view_reads_the_announcements_typed_fields_not_their_text():
             seen |= {e.about for e in public if e.about}
             assert record(game, blank) == record(game, public), (preset, seed)
     assert {"speaking_order", "revote", "tie"} <= seen
+
+
+def test_the_seats_asked_at_one_moment_share_one_public_view_equal_to_their_own():
+    """The record, speeches and claims are built once per moment of the game (observation.public_view) and
+    shared by the seats asked then; each seat's observation equals one built afresh for it, so a stale view
+    (a moment taken for another) would show."""
+    from toolkit.werewolf.seat import observation
+
+    runner = GameRunner(GameConfig(seed=3, model="heuristic"))
+    game, shared = runner.game, 0
+
+    async def first_days() -> None:
+        nonlocal shared
+        while not game.over and game.day <= 2:
+            asks = game.pending()
+            views = [observe(game, a.seat, a) for a in asks]
+            for obs in views[1:]:
+                assert obs["record"] is views[0]["record"] and obs["claims"] is views[0]["claims"]
+                shared += 1
+            observation._VIEWS.clear()
+            for a, obs in zip(asks, views):
+                assert observe(game, a.seat, a) == obs
+            await runner.step()
+
+    asyncio.run(first_days())
+    assert shared > 10  # nights and votes ask several seats at one moment

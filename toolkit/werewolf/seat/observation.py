@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from toolkit.werewolf.engine.discussions import bidding
 from toolkit.werewolf.engine import claims as claims_mod
@@ -31,28 +32,48 @@ SPEECH_BUDGET = 2400  # characters of recent speech text per prompt; earlier spe
 
 def observe(game: Game, seat: str, ask: Ask, recent: int = 12) -> dict[str, Any]:
     """The observation for ``seat`` answering ``ask``. At most ``recent`` speeches are quoted, and at most
-    one round of them (as many as there are living players)."""
+    one round of them (as many as there are living players). Its public part (the record, the speeches, the
+    claims) is the same objects for every seat asked at the same moment of the game (``public_view``): read it,
+    never change it."""
     role = game.roles[seat]
     visible = [e for e in game.events if e.visible_to(seat, role)]
-    public = [e for e in visible if e.visibility == PUBLIC]
-    speeches = [e for e in public if e.kind == "speech"]
-    claims = [c for e in speeches for c in claims_mod.extract(e.actor, e.text)]
+    view = public_view(game, min(recent, len(game.alive)))
     obs: dict[str, Any] = {
         "game": "werewolf", "seat": seat, "role": role, "side": side_of(role), "day": game.day,
         "phase": game.phase, "action": ask.action, "choices": list(ask.choices), "can_pass": ask.can_pass,
         "alive": list(game.alive), "dead": [s for s in game.seats if s not in game.alive],
         "seats": list(game.seats), "roles_in_game": dict(game.preset.roles),
-        "record": record(game, public),
-        **recent_speeches(game, speeches, min(recent, len(game.alive))),
-        "claims": [list(c) for c in dict.fromkeys(claims)],
+        "record": view["record"], "speeches": view["speeches"], "omitted": view["omitted"], "claims": view["claims"],
     }
     obs.update(game.role(role).observe(game, seat, ask))  # what the role knows: checks, potions, teammates
     if ask.action == "bid":  # how far the day's bidding is, and (urgency ties) who the last speech named
-        said = [e for e in speeches if e.phase == "speech"]
+        said = [e for e in view["said"] if e.phase == "speech"]
         obs["bidding"] = {"done": game.talk.get("done", 0), "scale": list(bidding.URGENCY),
                           "named": bidding.mentioned(said[-1].text, game.seats) if said else []}
     obs["private"] = private_record(game, seat, visible)
     return obs
+
+
+# The public view of each game in play, with the moment it was made: every seat asked at that moment gets it.
+_VIEWS: WeakKeyDictionary[Game, tuple[tuple[Any, ...], dict[str, Any]]] = WeakKeyDictionary()
+
+
+def public_view(game: Game, limit: int) -> dict[str, Any]:
+    """What every seat sees alike at this moment of the game: the record, the recent speeches (at most
+    ``limit``) and the public claims. Made once per moment (the game's events are only ever appended to, so
+    their number, with the day, the phase and the living, marks one) and shared by the seats asked then: the
+    seats of a night or a vote do not each rebuild it. Read only."""
+    moment = (len(game.events), game.day, game.phase, len(game.alive), limit)
+    held = _VIEWS.get(game)
+    if held is not None and held[0] == moment:
+        return held[1]
+    public = [e for e in game.events if e.visibility == PUBLIC]
+    speeches = [e for e in public if e.kind == "speech"]
+    claims = [c for e in speeches for c in claims_mod.extract(e.actor, e.text)]
+    view = {"record": record(game, public), **recent_speeches(game, speeches, limit),
+            "claims": [list(c) for c in dict.fromkeys(claims)], "said": speeches}
+    _VIEWS[game] = (moment, view)
+    return view
 
 
 # ---------------------------------------------------------------------------------------------- record
