@@ -132,7 +132,7 @@ def test_doctor_consecutive_saves_decides_whether_last_nights_patient_may_be_hea
     # a night without a heal frees the patient again (Kaggle forgets after a skipped night)
     g = game(doctor_consecutive_saves=False)
     night(g, ["Player6", "Player6"], heal=None)
-    assert g.state_of("Doctor").last_healed is None
+    assert g.state_of("Doctor").last_protected is None
 
 
 # ---------------------------------------------------------------- seer_learns

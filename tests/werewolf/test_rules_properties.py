@@ -102,10 +102,10 @@ def check_asks(game: Game) -> None:
                 assert game.state_of("Guard").last_protected not in ask.choices
             if role == "Doctor":
                 may_self = game.preset.doctor_self_save and (game.preset.doctor_consecutive_saves
-                                                             or game.state_of("Doctor").last_healed != ask.seat)
+                                                             or game.state_of("Doctor").last_protected != ask.seat)
                 assert (ask.seat in ask.choices) == may_self
-                if not game.preset.doctor_consecutive_saves and game.state_of("Doctor").last_healed:
-                    assert game.state_of("Doctor").last_healed not in ask.choices
+                if not game.preset.doctor_consecutive_saves and game.state_of("Doctor").last_protected:
+                    assert game.state_of("Doctor").last_protected not in ask.choices
         if ask.action in ("save", "poison"):
             assert role == "Witch" and ask.can_pass
         if ask.action == "save":

@@ -1,5 +1,5 @@
 """The Guard: protects one player a night from the wolves' attack (``guard_no_repeat``: not the same one two
-nights running); may protect themselves."""
+nights running); may protect themselves. The Doctor is a Guard under other rules (``doctor.Doctor``)."""
 
 from __future__ import annotations
 
@@ -31,20 +31,25 @@ class Guard(Role):
     events = (EventKind("protect", decision="protect", kaggle=("DoctorHealActionDataEntry", "heal_action")),)
     Night = Night
     State = State
+    verbs = ("protect", "protected")  # its events row's kind (and what it does), its private lines' verb
+
+    def barred(self, game: Any, seat: str, last: str | None) -> set[str]:
+        """Whom ``seat`` may not protect tonight (``last``: whom it protected last night)."""
+        return {last} if game.preset.guard_no_repeat and last else set()
 
     def night_asks(self, game: Any) -> list[Ask]:
         guard = game.living(self.name)
         if not guard or game.tonight(self.name).done:
             return []
-        blocked = game.state_of(self.name).last_protected if game.preset.guard_no_repeat else None
-        return [Ask(guard[0], "protect", tuple(s for s in game.alive if s != blocked), can_pass=True)]
+        barred = self.barred(game, guard[0], game.state_of(self.name).last_protected)
+        return [Ask(guard[0], "protect", tuple(s for s in game.alive if s not in barred), can_pass=True)]
 
     def act(self, game: Any, seat: str, action: str, target: str | None, fallback: bool) -> None:
         n = game.tonight(self.name)
         n.protect, n.done = target, True
         game.state_of(self.name).last_protected = target
-        game.emit("protect", seat, target, f"You protect {target}." if target else "You protect nobody.",
-                  seat, fallback)
+        verb = self.verbs[0]
+        game.emit(verb, seat, target, f"You {verb} {target}." if target else f"You {verb} nobody.", seat, fallback)
 
     def shields(self, game: Any) -> list[tuple[str, str]]:
         target = game.tonight(self.name).protect
@@ -54,7 +59,7 @@ class Guard(Role):
         return {"last_protected": game.state_of(self.name).last_protected}
 
     def private_lines(self, game: Any, seat: str, visible: list[Any]) -> list[str]:
-        return protections(visible, "protect", "protected")
+        return protections(visible, *self.verbs)
 
 
 def protections(visible: list[Any], kind: str, verb: str) -> list[str]:
