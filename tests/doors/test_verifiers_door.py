@@ -136,3 +136,24 @@ def test_a_reply_the_game_cannot_read_is_asked_again_then_falls_back(door, serve
             assert [n.message.role for n in nodes[:4]] == ["user", "assistant", "user", "assistant"]
             assert nodes[1].message.content == "ok"
             assert nodes[2].message.content.startswith("Your previous answer could not be used")
+
+
+@pytest.mark.slow
+def test_an_agent_whose_endpoint_fails_leaves_its_seat_to_the_fallback(door, server, tmp_path):
+    """Every agent's endpoint answers HTTP 401 (the loopback server's ``401``: a refused key, which no client
+    retries): verifiers ends each agent's exchange at its first turn and marks the episode not ok; the game is still
+    played to its end, every door decision on the seeded legal fallback, without another turn (verifiers refuses a
+    turn after the end)."""
+    from toolkit.record import load
+
+    env = door.WerewolfEnv(config(door, "classic7", seed=5, record=str(tmp_path / "door")))
+    (episode,) = play(env, env.taskset.take(1), server, model="401")
+    assert not episode.ok
+    (run,) = (tmp_path / "door").iterdir()
+    (game,) = load(run).games.itertuples()
+    assert game.winner in ("village", "werewolves", "draw")
+    assert {t.info["seat"] for t in episode.traces} == set(load(run).players["seat"])
+    for trace in episode.traces:
+        calls = door_calls(run, game.game_id, trace.info["seat"])
+        assert trace.num_turns == 0 and not calls["ok"].any() and len(calls) == 2 * calls["fallback"].sum()
+    assert game.n_fallbacks == sum(len(door_calls(run, game.game_id, t.info["seat"])) for t in episode.traces) / 2
