@@ -3,6 +3,7 @@ subprocess for the kill -9): they stop when the comparisons asked are decided, i
 models are never separated; a killed run resumes to the very state an uninterrupted one reaches; an adaptive
 and a fixed run on the same seeds go in one report."""
 
+import json
 import os
 import signal
 import subprocess
@@ -137,6 +138,25 @@ def test_design_constants_cannot_change_under_a_recorded_tournament(tmp_path):
           min_difference=1.0)
     with pytest.raises(ValueError, match="another design .*min_difference"):
         AD.run_adaptive(path, results_root=tmp_path / "r", progress=False)
+
+
+def test_a_tournament_started_under_another_design_is_refused_naming_the_fields_that_differ(tmp_path):
+    """What a run begun before 6fbbaba left behind (its adaptive.json: power-family shape [3, 2], no ``cc``) is
+    refused on resume, and the one line names the design's own fields that differ, not only "designs" (on the
+    code before, the message said "(designs changed)" and nothing more). No game is played: the check is made
+    when the run is set up."""
+    spec = {"name": "x", "models": ["heuristic", "random"], "presets": ["classic7"], "design": "adaptive",
+            "min_difference": 2.0}
+    AD._Rounds(dict(spec), tmp_path, AD.Options(progress=False))
+    path = tmp_path / "x" / "adaptive.json" if (tmp_path / "x" / "adaptive.json").exists() else next(
+        tmp_path.rglob("adaptive.json"))
+    stored = json.loads(path.read_text())
+    for design in stored["designs"].values():
+        design.pop("cc")
+        design["shape"] = [3.0, 2.0]
+    path.write_text(json.dumps(stored))
+    with pytest.raises(ValueError, match=r"another design \(designs: cc, shape changed\)"):
+        AD._Rounds(dict(spec), tmp_path, AD.Options(progress=False))
 
 
 def test_why_no_next_round_is_played_is_decided_without_playing_one(tmp_path):

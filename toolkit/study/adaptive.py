@@ -102,6 +102,11 @@ def _check_design(folder: Path, spec: dict[str, Any], designs: dict[str, S.Desig
     if path.exists():
         old = json.loads(path.read_text())
         changed = sorted(k for k in wanted if old.get(k) != wanted[k])
+        if "designs" in changed:  # name the design's own fields too (shape, cc, looks, bounds ...)
+            was, now = old.get("designs") or {}, wanted["designs"]
+            fields = sorted({f for p in set(was) | set(now) for f in set((was.get(p) or {})) | set(now.get(p) or {})
+                             if (was.get(p) or {}).get(f) != (now.get(p) or {}).get(f)})
+            changed[changed.index("designs")] = f"designs: {', '.join(fields)}" if fields else "designs"
         if changed:
             raise ValueError(f"{folder} holds an adaptive tournament with another design ({', '.join(changed)} "
                              "changed): its error guarantee was fixed before its first game; use a new name or "
