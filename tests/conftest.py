@@ -1,3 +1,4 @@
+import gc
 import os
 import shutil
 import sys
@@ -25,6 +26,19 @@ def _no_real_endpoint(monkeypatch):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.delenv("TOOLKIT_CACHE_DIR", raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-0123456789")
+
+
+@pytest.fixture(autouse=True)
+def _collector_as_found():
+    # The `tournament` command sets the collector for a process that plays many games (toolkit.core.collector:
+    # frozen heap, youngest generation every 10,000 objects). Tests that call the command in their own process
+    # would leave it set for the tests after them (a tracemalloc peak then holds more garbage in cycles: CI, ci8).
+    threshold, enabled = gc.get_threshold(), gc.isenabled()
+    yield
+    if gc.get_freeze_count():
+        gc.unfreeze()
+    gc.set_threshold(*threshold)
+    (gc.enable if enabled else gc.disable)()
 
 
 GUARD = Path(__file__).resolve().parent / "write_guard"

@@ -245,3 +245,19 @@ async def test_credentials_in_the_url_travel_as_basic_auth_and_are_in_no_row(ser
     assert server.headers[-1]["authorization"] == "Basic " + base64.b64encode(b"alice:pw-9f8e7d6c").decode()
     assert "pw-9f8e7d6c" not in m.backend.endpoint
     assert not [f for f in tmp_path.rglob("*") if f.is_file() and b"pw-9f8e7d6c" in f.read_bytes()]
+
+
+@pytest.mark.parametrize("value,expected", [
+    ("3", 3.0), ("0", 0.0), (" 2.5 ", 2.5), ("-5", None), ("nan", None), ("inf", None), ("soon", None),
+    (None, None), ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0),  # a date gone by: now
+])
+def test_a_retry_after_that_is_not_a_wait_falls_back_to_the_backoff(value, expected):
+    # Review s18: `Retry-After: -5` switched the backoff off (92 requests in a 15 s storm), `nan` held a call ~85 s
+    headers = {} if value is None else {"Retry-After": value}
+    assert openai_backend._retry_after(headers) == expected
+
+
+def test_a_retry_after_given_as_a_date_waits_until_that_date():
+    import email.utils
+    in_30_s = email.utils.formatdate(time.time() + 30, usegmt=True)
+    assert 25 <= openai_backend._retry_after({"Retry-After": in_30_s}) <= 31

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import datetime
+import email.utils
 import json
 import math
 import os
@@ -121,11 +123,26 @@ async def _read(response: aiohttp.ClientResponse, limit: int) -> bytes:
 
 
 def _retry_after(headers: Any) -> float | None:
+    """Seconds a ``Retry-After`` asks for: a number of seconds, or an HTTP date (RFC 9110), 0 for one past; None
+    for a value that is neither, negative or not finite (``-5``, ``nan``), so the usual backoff applies."""
     try:
         value = headers.get("Retry-After")
-        return float(value) if value is not None else None
-    except (AttributeError, ValueError):
+    except AttributeError:
         return None
+    if value is None:
+        return None
+    value = str(value).strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            return None
+        return max(0.0, (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds())
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
 _RATE_HEADERS = ("x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests",
