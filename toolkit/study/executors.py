@@ -70,7 +70,7 @@ def local_cells(run: Any, todo: list[Any], workers: int, scheduler: str | None) 
     pool has queued it): a dead endpoint stops the study, and no cell not yet started starts."""
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-    with ProcessPoolExecutor(max_workers=workers, initializer=worker_start) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=die_with_parent) as pool:
         waiting, dead = iter(todo), False
         running = {pool.submit(run, c) for c in itertools.islice(waiting, workers)}
         while running:
@@ -101,7 +101,7 @@ def dask_cells(run: Any, todo: list[Any], workers: int, scheduler: str | None) -
 def local_pool(workers: int, scheduler: str | None) -> Iterator[Any]:
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(max_workers=workers, initializer=worker_start) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=die_with_parent) as pool:
         yield pool.submit
 
 
