@@ -11,7 +11,7 @@ requests in flight (mean while playing, peak), and the client's CPU per model ca
 CPU over the games, divided by the calls: prompt rendering, the HTTP client, parsing, the rows written; after one
 warm-up game that is not counted, so that the process's imports, the templates' compilation and the first connections,
 paid once per process whatever the study's size, are not spread over these calls). The new code's process sets
-its garbage collector after the warm-up as the tournament command and a study's pool workers do
+its garbage collector after the warm-up as the tournament command does
 (``toolkit.core.collector``; ``--gc-defaults`` adds a line with Python's defaults, what a notebook gets). The
 server runs in a process of its own. (``endpoint_concurrency.py`` compares the gates of two sessions before,
 against an endpoint with a capacity, in one process.)

@@ -56,15 +56,6 @@ def die_with_parent() -> None:
         pass
 
 
-def worker_start() -> None:
-    """A pool worker's first step: it ends with its parent, and its collector is set for playing many games
-    (``toolkit.core.collector``: the worker is this module's own process, no user's)."""
-    from toolkit.core.collector import for_many_games
-
-    die_with_parent()
-    for_many_games()
-
-
 def local_cells(run: Any, todo: list[Any], workers: int, scheduler: str | None) -> Iterator[dict]:
     """``run`` of each cell, handed to the pool as workers free up (a submitted cell cannot be taken back once the
     pool has queued it): a dead endpoint stops the study, and no cell not yet started starts."""
