@@ -157,3 +157,12 @@ def test_an_agent_whose_endpoint_fails_leaves_its_seat_to_the_fallback(door, ser
         calls = door_calls(run, game.game_id, trace.info["seat"])
         assert trace.num_turns == 0 and not calls["ok"].any() and len(calls) == 2 * calls["fallback"].sum()
     assert game.n_fallbacks == sum(len(door_calls(run, game.game_id, t.info["seat"])) for t in episode.traces) / 2
+
+
+@pytest.mark.slow
+def test_a_seat_the_preset_does_not_have_is_refused_not_ignored(door, server):
+    """Review s18: ``players={"Player9": ...}`` or ``frozen=["Player9"]`` on classic7 (seven seats) was silently
+    ignored; the episode now ends in an error that names the seat and the preset."""
+    env = door.WerewolfEnv(config(door, "classic7", seed=5, frozen=["Player9"]))
+    (episode,) = play(env, env.taskset.take(1), server, model="ok")
+    assert not episode.ok and "Player9: not a seat of classic7 (7 seats)" in str(episode.errors)

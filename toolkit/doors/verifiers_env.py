@@ -186,6 +186,10 @@ class WerewolfEnv(vf.Env[WerewolfEnvConfig]):
         table = Table(self.game_config(task), self.record)
         try:
             await asyncio.to_thread(table.reset, task.data.info["seed"])
+            absent = [s for s in [*self.config.players, *self.config.frozen] if s not in table.runner.players]
+            if absent:  # a seat the preset does not have would be ignored: a careless config is said, not dropped
+                raise ValueError(f"{', '.join(absent)}: not a seat of {task.data.info['preset']} "
+                                 f"({len(table.runner.players)} seats)")
             seats = table.door_seats()
             async with contextlib.AsyncExitStack() as stack:
                 interactions = {seat: await stack.enter_async_context(
