@@ -62,7 +62,7 @@ async def study(run, model):
 with tempfile.TemporaryDirectory() as folder, Run(folder, "throughput") as run:
     loop = asyncio.new_event_loop()
     model = loop.run_until_complete(warm_up(run))
-    try:  # the collector as the tournament command and a study's workers set it; 51c499d has none (defaults)
+    try:  # the collector as the tournament command sets it; 51c499d has none (defaults)
         from toolkit.core.collector import for_many_games
     except ImportError:
         for_many_games = None

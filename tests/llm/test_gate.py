@@ -271,3 +271,15 @@ def test_an_endpoint_saying_its_rpm_in_headers_is_kept_to_without_a_limit_in_the
         calls = asyncio.run(run())
     assert all(c.completion is not None for c in calls)
     assert server.accepted == 41 and server.rejected <= 1
+
+
+def test_a_tokens_a_minute_limit_told_by_the_endpoint_is_corrected_by_each_answers_usage():
+    """A request is charged its estimate when sent and corrected by its usage when answered, whether the tpm was
+    given in the spec or told by the endpoint's x-ratelimit-limit-tokens (session 18's diff read: a told limit kept
+    every request at its estimate)."""
+    from toolkit.llm import limits as L
+
+    for limits, told in ((L.Limits(tpm=10_000), 0.0), (L.Limits(), 10_000.0)):
+        s = L.State(window=4, ssthresh=64, tpm_told=told, tokens=5_000)
+        L.answered(s, limits, None, estimated=1_000, used=200)
+        assert s.tokens == 5_800, (limits, told)

@@ -55,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
 
     check_executor(args)  # a Dask scheduler's address: the study runs there
     check_settings()  # the TOOLKIT_* settings, before anything is written
-    for_many_games()  # this process plays the games (or waits for its workers): the collector set for it
+    if args.workers == 1:  # this process plays the games: the collector set for it (workers forked from it would
+        for_many_games()  # inherit the setting, which a study's pool workers do not take: toolkit.core.collector)
     try:
         if args.adaptive or _design(args.file) == "adaptive":
             return _run_adaptive(args)

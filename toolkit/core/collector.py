@@ -1,6 +1,7 @@
 """Python's garbage collector set for a process that plays many games at once: ``for_many_games`` is called by
-the entry point that owns its process (the ``tournament`` command), after its imports. (A study's pool workers
-keep the defaults: set there, a killed sweep's rerun did not finish, tests/study/test_sweep.py kill_9[local].)
+the entry point that owns its process (the ``tournament`` command with one worker), after its imports. (A study's
+pool workers keep the defaults: set there, a killed sweep's rerun did not finish, tests/study/test_sweep.py
+kill_9[local].)
 Library code never calls it: it changes the whole process, so a notebook keeps Python's defaults unless it calls
 ``for_many_games()`` itself.
 

@@ -146,7 +146,7 @@ def take(s: State, tokens: int) -> None:
 def answered(s: State, limits: Limits, sent_at: float | None, estimated: int = 0, used: int | None = None) -> None:
     """An answer to a request sent at ``sent_at``: its tokens corrected; the window grows if a request waited for
     a slot while this one was out (None: unknown, it grows)."""
-    if used is not None and limits.tpm is not None:
+    if used is not None and rates(s, limits)[1] is not None:  # a stated or a told (x-ratelimit) tpm
         s.tokens += estimated - used
     s.backoff = 0.0  # it answers again: the next 429 without Retry-After starts the backoff afresh
     if not limits.adaptive or s.window >= limits.max_connections:
