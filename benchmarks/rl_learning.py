@@ -81,16 +81,21 @@ def main() -> None:
     parser.add_argument("--eval", type=int, default=200, help="evaluation games per policy")
     parser.add_argument("--quick", action="store_true", help="100 training games, 60 evaluation games each")
     parser.add_argument("--plot", type=Path, help="write the learning curve and the rates as a PNG")
+    parser.add_argument("--seed", type=int, default=2, help="the trained policy's seed (default 2, docs/rl.md's run)")
+    parser.add_argument("--train-from", type=int, default=10_000,
+                        help="the first training game's seed (default 10000; evaluation uses seeds 0 to --eval - 1)")
     args = parser.parse_args()
     if args.quick:
         args.train, args.eval = 100, 60
     side = TRAINED[args.decision]
     env = door(args.decision, args.preset)
-    train_seeds = range(10_000, 10_000 + args.train)
+    train_seeds = range(args.train_from, args.train_from + args.train)
     eval_seeds = range(args.eval)
+    if set(train_seeds) & set(eval_seeds):
+        parser.error(f"training seeds {args.train_from}.. overlap the evaluation seeds 0..{args.eval - 1}")
     started, cpu = time.perf_counter(), time.process_time()
     untrained = evaluate(env, TargetPolicy(env, seed=1), eval_seeds)
-    policy = TargetPolicy(env, seed=2)
+    policy = TargetPolicy(env, seed=args.seed)
     curve = train(env, policy, train_seeds)
     trained = evaluate(env, policy, eval_seeds)
     heuristic = heuristic_wins(eval_seeds, args.preset, side)
@@ -98,7 +103,8 @@ def main() -> None:
     wall = time.perf_counter() - started
     rates = {"untrained": rate(untrained), "trained": rate(trained), "heuristic": rate(heuristic)}
     print(f"{side}'s {args.decision} trained, preset {args.preset}: {args.train} training games, {args.eval} "
-          f"evaluation games per policy (the same seeds); {wall:.0f} s, {time.process_time() - cpu:.0f} s of CPU")
+          f"evaluation games per policy (the same seeds), policy seed {args.seed}, training seeds from "
+          f"{args.train_from}; {wall:.0f} s, {time.process_time() - cpu:.0f} s of CPU")
     print("weights: " + ", ".join(f"{f} {w:+.2f}" for f, w in zip(FEATURES, policy.weights)))
     for name, (mean, low, high) in rates.items():
         print(f"{name:>10} {side} win {mean:.3f} [{low:.3f}, {high:.3f}]  (n={args.eval} games)")

@@ -63,6 +63,8 @@ def test_the_taskset_is_one_game_per_seed_of_a_preset(door):
         next(iter(door.WerewolfEnv(config(door, "nope")).taskset))
     with pytest.raises(ValueError, match="not a seat: 'player2'"):
         config(door, frozen=["player2"])
+    with pytest.raises(ValueError, match="Player3: unknown model spec 'heuristc'.*did you mean 'heuristic'"):
+        config(door, players={"Player3": "heuristc"})  # said at once, not in every episode's errors (review s18)
 
 
 def event_rows(folder, game_id=None):

@@ -60,9 +60,11 @@ def from_index(index: int, view: dict[str, Any], seats: list[str]) -> dict[str, 
     n = len(seats)
     if not 0 <= index < n_actions(seats):
         raise IllegalAction(f"action {index} is outside the action space (0..{n_actions(seats) - 1})")
-    if view["action"] == "bid":
+    if index > n:  # a bid slot stands for a bid whatever is asked: at another decision a wrong answer, not a pass
         return {"bid": index - n - 1}
     target = seats[index] if index < n else None
+    if view["action"] == "bid":  # a seat or no one where a bid is asked: a wrong answer the bid's schema refuses
+        return {"target": target}
     if view["action"] == "speak":
         return {"speech": f"I suspect {target}." if target else NO_TARGET_SPEECH}
     return {"target": target}

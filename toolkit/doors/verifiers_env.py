@@ -50,6 +50,8 @@ from verifiers.v1.dialects.chat import message_to_wire
 from verifiers.v1.interception import InterceptionConfig, InterceptionServerConfig
 
 from toolkit.doors.table import DOOR, Table
+from toolkit.llm import registry
+from toolkit.llm.spec import parse_spec
 from toolkit.record.run_log import Run
 from toolkit.werewolf.engine.preset import available_presets
 from toolkit.werewolf.game import GameConfig
@@ -156,6 +158,16 @@ class WerewolfEnvConfig(vf.EnvConfig):
         if bad:
             raise ValueError(f"not a seat: {', '.join(map(repr, bad))} (seats are Player1 to Player{MAX_SEATS})")
         return seats
+
+    @field_validator("players")
+    @classmethod
+    def _specs(cls, players):
+        """A seat's player is a spec the toolkit knows: a typo is said here, not in every episode's error."""
+        for seat, spec in players.items():
+            if registry.find(parse_spec(spec)[0]) is None:
+                raise ValueError(f"{seat}: unknown model spec {spec!r}{registry.did_you_mean_spec(spec)}; use one "
+                                 f"of: {registry.known_specs()}")
+        return players
 
 
 def agent_name(seat: str) -> str:
