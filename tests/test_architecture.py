@@ -216,3 +216,14 @@ def test_discussions_and_votes_do_not_import_the_rules_that_use_them():
     members = {*Table.__annotations__, *(n for n in vars(Table) if not n.startswith("_"))}
     assert members >= {"talk", "emit", "around", "vote_queue"}
     assert [m for m in sorted(members) if not hasattr(game, m)] == []
+
+
+def test_no_module_imports_another_modules_private_name():
+    """A name with a leading ``_`` is its module's own (free to change without a caller elsewhere breaking): a name
+    another module needs is public (issue 46: ``preset`` took ``votes._...``; the report's rates and the loader's
+    key hashes were taken the same way)."""
+    taken = [f"{name} imports {node.module}.{a.name}" for name, path in modules().items()
+             for node in ast.walk(ast.parse(path.read_text()))
+             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("toolkit")
+             for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not taken, taken

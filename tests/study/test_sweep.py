@@ -149,3 +149,27 @@ def test_the_summary_counts_interrupted_sessions_apart(tmp_path):
     row = summarise({"name": "eng", "grid": {"model": ["scripted"]}}, [cell], [{"cell_id": "c1", "ok": True}],
                     folder).iloc[0]
     assert (row["sessions"], row["interrupted"], row["success_rate"]) == (1, 1, 1.0)
+
+
+def test_a_sweeps_and_a_tournaments_options_are_one_object_the_commands_offer_and_a_misspelt_one_writes_nothing(
+        tmp_path):
+    """``run_sweep`` and ``run_tournament`` take one ``SweepOptions`` as keywords (they took ten and nine
+    parameters, the tournament passing each on by name); each option but the progress bar is an option of both
+    commands, and a misspelt one is a TypeError naming it before the plan or any folder is written."""
+    import argparse
+    from dataclasses import fields
+
+    from toolkit.cli import sweep as sweep_cli, tournament as tournament_cli
+    from toolkit.study.sweep import SweepOptions, run_sweep
+    from toolkit.study.tournament import run_tournament
+
+    for cli in (sweep_cli, tournament_cli):
+        parser = argparse.ArgumentParser()
+        cli.add_arguments(parser)
+        offered = {a.dest for a in parser._actions}
+        assert {f.name for f in fields(SweepOptions)} - offered <= {"progress", "shard_games"}, cli.__name__
+    with pytest.raises(TypeError, match="worker"):
+        run_sweep(sweep_file(tmp_path, "s"), tmp_path / "results", worker=2)
+    with pytest.raises(TypeError, match="worker"):
+        run_tournament(REPO / "experiments" / "tournaments" / "smoke.yaml", tmp_path / "results", worker=2)
+    assert not (tmp_path / "results").exists()

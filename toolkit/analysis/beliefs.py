@@ -18,7 +18,7 @@ import pandas as pd
 
 from toolkit.analysis.bars import BARS
 from toolkit.analysis.intervals import Draws, cluster_mean, cluster_rate, groups, paired_difference
-from toolkit.analysis.metrics import N_BOOT, _rate_rows, annotate, votes
+from toolkit.analysis.metrics import N_BOOT, rate_rows, annotate, votes
 from toolkit.werewolf.engine.claims import extract
 from toolkit.werewolf.engine.roles import removing_kinds
 
@@ -75,7 +75,7 @@ def identity_accuracy(beliefs: pd.DataFrame, players: pd.DataFrame, by: list[str
     ``by`` e.g. ``["spec", "day"]`` or ``["seat"]``."""
     b = belief_table(beliefs, players)
     b["hit"] = b["correct"]
-    return pd.DataFrame(_rate_rows(b, by, chance="chance", random="random", bar=BARS["identity"]))
+    return pd.DataFrame(rate_rows(b, by, chance="chance", random="random", bar=BARS["identity"]))
 
 
 def balanced_accuracy(beliefs: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
@@ -199,7 +199,7 @@ def lie_rates(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None 
     claiming a village role always lies — or constant in the data; read those as counts, not as rates."""
     c = claims(events, players)
     c["hit"] = c["lie"]
-    out = pd.DataFrame(_rate_rows(c, by or ["kind", "side", "role"]))
+    out = pd.DataFrame(rate_rows(c, by or ["kind", "side", "role"]))
     if out.empty:
         return out
     out["by_construction"] = [_constant_claim(r) for r in out.to_dict("records")]
@@ -242,7 +242,7 @@ def false_claims_followed(events: pd.DataFrame, players: pd.DataFrame, beliefs: 
     joined["hit"] = (joined["voted"] == joined["target"]).astype(int)
     joined["chance"] = 1.0 / (joined["alive"] - 1).clip(lower=1)
     joined["random"] = 1.0 / joined["choices"].clip(lower=1)
-    rows = _rate_rows(joined, (by or ["side"]) + ["claim"], chance="chance", random="random", measure="followed",
+    rows = rate_rows(joined, (by or ["side"]) + ["claim"], chance="chance", random="random", measure="followed",
                       bar=BARS["followed"])
     mixed = {side: g["claim"].nunique() > 1 for side, g in acc.groupby("side")}
     for row in rows:
@@ -254,7 +254,7 @@ def false_claims_followed(events: pd.DataFrame, players: pd.DataFrame, beliefs: 
             columns={"seq": "bseq", "random": "chance"}), left_on=["game_id", "speaker"], right_on=["game_id", "about"])
         j = j[(j["bseq"] > j["seq"]) & (j["seat"] != j["speaker"])]
         j["hit"] = (j["guessed_role"] == j["value"]).astype(int)
-        rows += _rate_rows(j, (by or ["side"]) + ["claim"], chance="chance", random="chance", measure="believed",
+        rows += rate_rows(j, (by or ["side"]) + ["claim"], chance="chance", random="chance", measure="believed",
                            bar=BARS["believed"])
     return pd.DataFrame(rows)
 
@@ -299,5 +299,5 @@ def vote_swing(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None
     # for them, so their chance is 0, not 1 / (living − 1)
     j["chance"] = np.where(j.index.isin(gone), 0.0, 1.0 / (j["alive"] - 1).clip(lower=1))
     j["random"] = np.where(j.index.isin(gone), 0.0, 1.0 / j["choices"].clip(lower=1))
-    return pd.DataFrame(_rate_rows(j, by or ["spec", "side"], chance="chance", random="random",
+    return pd.DataFrame(rate_rows(j, by or ["spec", "side"], chance="chance", random="random",
                                    bar=BARS["vote_swing"]))

@@ -29,8 +29,8 @@ def _side(role: pd.Series) -> pd.Series:
     return np.where(role == "Werewolf", "werewolves", "village")
 
 
-def _rate_rows(units: pd.DataFrame, by: list[str] | None, hit: str = "hit", chance: str | None = None,
-               random: str | None = None, **extra) -> list[dict]:
+def rate_rows(units: pd.DataFrame, by: list[str] | None, hit: str = "hit", chance: str | None = None,
+              random: str | None = None, **extra) -> list[dict]:
     """Per group: the cluster-bootstrap rate, with ``chance`` (the bar: the best information-free strategy's
     expected hits per unit) its lift and interval, and with ``random`` the uniformly random legal answer's
     expected rate on the same units (a point: where a random player sits)."""
@@ -75,7 +75,7 @@ def role_win_rates(games: pd.DataFrame, players: pd.DataFrame, by: list[str] | N
     games (two wolves of one model in one game are one outcome, not two)."""
     pg = player_games(games, players)
     pg["hit"] = pg["won"].astype(int)
-    return pd.DataFrame(_rate_rows(pg, by or ["spec", "role"]))
+    return pd.DataFrame(rate_rows(pg, by or ["spec", "role"]))
 
 
 def win_margin_speed(games: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
@@ -126,7 +126,7 @@ def ksr(games: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None)
     seat-games in which the seat survived to the end, per ``spec`` and ``role`` by default."""
     pg = player_games(games, players)
     pg["hit"] = pg["survived"].astype(int)
-    return pd.DataFrame(_rate_rows(pg, by or ["spec", "role"]))
+    return pd.DataFrame(rate_rows(pg, by or ["spec", "role"]))
 
 
 def key_role_survival(players: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
@@ -311,7 +311,7 @@ def ballot_accuracy(ballots: pd.DataFrame, by: list[str] | None = None, side: st
     if side:
         v = v[v["side"] == side]
     metric = "irp" if abstentions else "vote_accuracy"
-    return pd.DataFrame(_rate_rows(v, by, chance="chance", random="random_irp" if abstentions else "random",
+    return pd.DataFrame(rate_rows(v, by, chance="chance", random="random_irp" if abstentions else "random",
                                    bar=BARS[metric]))
 
 
@@ -486,7 +486,7 @@ def vss(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | None = None
     v["hit"] = (v["target"] == v["exiled"]).astype(int)
     v = v.drop(columns="chance").merge(exile_chance(events, players, games)[["game_id", "day", "vss_chance"]],
                                        on=["game_id", "day"], how="left")
-    return pd.DataFrame(_rate_rows(v, by or ["spec"], chance="vss_chance", conditional="days a wolf was exiled",
+    return pd.DataFrame(rate_rows(v, by or ["spec"], chance="vss_chance", conditional="days a wolf was exiled",
                                    bar=BARS["vss"]))
 
 
@@ -506,7 +506,7 @@ def voting_success(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | 
                       on=["game_id", "day"], how="left")
     village = players[players["side"] == "village"].groupby("game_id")["spec"].agg(lambda s: s.mode().iloc[0])
     days["village_spec"] = days["game_id"].map(village)
-    return pd.DataFrame(_rate_rows(days, by, chance="p_wolf_exiled", bar=BARS["voting_success"]))
+    return pd.DataFrame(rate_rows(days, by, chance="p_wolf_exiled", bar=BARS["voting_success"]))
 
 
 # ------------------------------------------------------------------ night actions
@@ -621,31 +621,31 @@ def night_actions(events: pd.DataFrame, players: pd.DataFrame, by: list[str] | N
     (The old ``witch_save_correct`` could not fail: wolves can only target the village side.)"""
     ev = annotate(events, players)
     rows = []
-    rows += _rate_rows(_seer_checks(ev), by, chance="chance", random="random", metric="seer_wolf_check_rate",
+    rows += rate_rows(_seer_checks(ev), by, chance="chance", random="random", metric="seer_wolf_check_rate",
                        bar=BARS["seer_wolf_check_rate"])
     for kind, metric in (("protect", "guard_save_rate"), ("heal", "doctor_save_rate")):
         units = _protections(ev, kind, games)
         if len(units) or kind == "protect":
-            rows += _rate_rows(units, by, chance="chance", random="random", metric=metric, bar=BARS[metric])
+            rows += rate_rows(units, by, chance="chance", random="random", metric=metric, bar=BARS[metric])
 
     guarded = ev[ev["kind"] == "protect"][["game_id", "day", "target"]].rename(columns={"target": "guarded"})
     saves = ev[ev["kind"] == "save"].merge(guarded, on=["game_id", "day"], how="left")
     saves["hit"] = (saves["guarded"] != saves["target"]).astype(int)
-    rows += _rate_rows(saves, by, metric="witch_save_needed")
+    rows += rate_rows(saves, by, metric="witch_save_needed")
 
     poisons = ev[ev["kind"] == "poison"].copy()
     poisons["hit"] = (poisons["target_role"] == "Werewolf").astype(int)
     poisons["random"] = poisons["wolves_alive"] / (poisons["alive"] - 1).clip(lower=1)
     cleared = _told_victims(ev, poisons)
     poisons["chance"] = poisons["wolves_alive"] / (poisons["alive"] - 1 - cleared).clip(lower=1)
-    rows += _rate_rows(poisons, by, chance="chance", random="random", metric="witch_poison_on_wolf",
+    rows += rate_rows(poisons, by, chance="chance", random="random", metric="witch_poison_on_wolf",
                        bar=BARS["witch_poison_on_wolf"])
 
     shots = ev[ev["kind"] == "shot"].copy()
     shots["hit"] = (shots["target_role"] == "Werewolf").astype(int)
     shots["chance"] = shots["random"] = shots["wolves_alive"] / shots["alive"].clip(lower=1)
     if len(shots):  # only games with a shot (a preset without a Hunter gets no empty row)
-        rows += _rate_rows(shots, by, chance="chance", random="random", metric="hunter_shot_on_wolf",
+        rows += rate_rows(shots, by, chance="chance", random="random", metric="hunter_shot_on_wolf",
                            bar=BARS["hunter_shot_on_wolf"])
     table = pd.DataFrame(rows)
     timing = []

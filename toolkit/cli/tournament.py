@@ -62,9 +62,9 @@ def run(args: argparse.Namespace) -> int:
             return _run_adaptive(args)
         if args.plan:
             return _plan(args)
-        summary = run_tournament(args.file, workers=args.workers, executor=args.executor,
-                                 scheduler=args.scheduler, results_root=args.out, max_usd=args.max_usd,
-                                 max_tokens=args.max_tokens, at_cap=args.at_cap)
+        summary = run_tournament(args.file, args.out, workers=args.workers, executor=args.executor,
+                                 scheduler=args.scheduler, max_usd=args.max_usd, max_tokens=args.max_tokens,
+                                 at_cap=args.at_cap)
     except (ValueError, FileNotFoundError) as exc:
         show(f"error: {one_line(exc)}", file=sys.stderr)
         return 2

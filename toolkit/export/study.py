@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from toolkit.record.load import (KEYS, LoadWarning, Results, Tables, _key_hashes, _repeated_hashes, distinct_runs,
+from toolkit.record.load import (KEYS, LoadWarning, Results, Tables, key_hashes, repeated_hashes, distinct_runs,
                                  load, read_table, run_folders, shaped)
 from toolkit.record.tables import TABLES
 
@@ -173,14 +173,14 @@ class TableFiles:
                  if leave_out and self.by_game else None)
         repeated = None
         if key and self.dataset is not None and all(c in self.dataset.schema.names for c in key):
-            repeated = _repeated_hashes((pa.Table.from_batches([b]) for b in self.dataset.to_batches(
+            repeated = repeated_hashes((pa.Table.from_batches([b]) for b in self.dataset.to_batches(
                 columns=key, batch_size=1 << 17, **SCAN) if b.num_rows), key)
         seen: set = set()
 
         def first(df: pd.DataFrame) -> pd.DataFrame:
             if repeated is None or not len(repeated):
                 return df
-            suspect = np.isin(_key_hashes(df, key), repeated)
+            suspect = np.isin(key_hashes(df, key), repeated)
             if not suspect.any():
                 return df
             keys = list(zip(*(df.loc[suspect, c] for c in key)))

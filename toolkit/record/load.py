@@ -378,7 +378,7 @@ def scan(path: str | Path, table: str, columns: list[str], games: set[str] | Non
     # A key read twice is rare (a copied run's rows): a first pass over the keys alone finds the hashes that occur
     # more than once, and only the rows with one of those are checked against the keys seen (a set of every key
     # was 0.5 GB of Python strings at 100,000 games; the hashes are 8 bytes a row, and only while this pass runs).
-    repeated = _repeated_hashes(files.batches(table, names, rows), names) if names else None
+    repeated = repeated_hashes(files.batches(table, names, rows), names) if names else None
     seen: set = set()
     for part in files.batches(table, [*columns, *key], rows):
         if wanted is not None:
@@ -387,7 +387,7 @@ def scan(path: str | Path, table: str, columns: list[str], games: set[str] | Non
             continue
         frame = part.to_pandas()
         if repeated is not None and len(repeated):
-            suspect = np.isin(_key_hashes(frame, names), repeated)
+            suspect = np.isin(key_hashes(frame, names), repeated)
             if suspect.any():  # the first copy of each key, across batches
                 keys = frame.loc[suspect, names[0]].tolist() if len(names) == 1 else list(
                     zip(*(frame.loc[suspect, c] for c in names)))
@@ -397,14 +397,14 @@ def scan(path: str | Path, table: str, columns: list[str], games: set[str] | Non
         yield frame[columns].reset_index(drop=True)
 
 
-def _key_hashes(frame: pd.DataFrame, names: list[str]) -> np.ndarray:
+def key_hashes(frame: pd.DataFrame, names: list[str]) -> np.ndarray:
     """A 64-bit hash of each row's key (a key's values as objects: the same key hashes alike from any file)."""
     return pd.util.hash_pandas_object(frame[names].astype(object), index=False).to_numpy()
 
 
-def _repeated_hashes(batches: Iterator[pa.Table], names: list[str]) -> np.ndarray:
+def repeated_hashes(batches: Iterator[pa.Table], names: list[str]) -> np.ndarray:
     """The key hashes that occur on more than one row (sorted): every other row's key is unique."""
-    hashes = np.sort(np.concatenate([_key_hashes(b.to_pandas(), names) for b in batches] or [np.zeros(0, np.uint64)]))
+    hashes = np.sort(np.concatenate([key_hashes(b.to_pandas(), names) for b in batches] or [np.zeros(0, np.uint64)]))
     return np.unique(hashes[1:][hashes[1:] == hashes[:-1]])
 
 

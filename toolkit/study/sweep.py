@@ -322,16 +322,15 @@ def cell_specs(cell: Cell) -> set[str]:
 
 
 def apply_cap(spec: dict[str, Any], cells: list[Cell], path: str | Path, results_root: str | Path,
-              max_usd: float | None = None, max_tokens: int | None = None,
-              at_cap: str | None = None) -> Budget | None:
+              options: SweepOptions) -> Budget | None:
     """The sweep's spending cap (the options over the file's keys), put into every cell's parameters with
     the sweep folder's ledger; None without a cap. Refused in one line (``FileError``) when the notebook cannot
     take it or a model's price is unknown."""
     from toolkit.llm import get_model
 
-    max_usd = max_usd if max_usd is not None else spec.get("max_usd")
-    max_tokens = max_tokens if max_tokens is not None else spec.get("max_tokens")
-    at_cap = at_cap or spec.get("at_cap") or "stop"
+    max_usd = options.max_usd if options.max_usd is not None else spec.get("max_usd")
+    max_tokens = options.max_tokens if options.max_tokens is not None else spec.get("max_tokens")
+    at_cap = options.at_cap or spec.get("at_cap") or "stop"
     try:
         budget = Budget.at(Path(results_root) / spec["name"], max_usd, max_tokens, at_cap)
     except BudgetError as exc:
@@ -354,39 +353,55 @@ def apply_cap(spec: dict[str, Any], cells: list[Cell], path: str | Path, results
     return budget
 
 
-def run_sweep(path: str | Path, workers: int = 1, executor: str = "local", scheduler: str | None = None,
-              results_root: str | Path = "results", progress: bool = True, max_usd: float | None = None,
-              max_tokens: int | None = None, at_cap: str | None = None,
-              shard_games: int | None = None) -> pd.DataFrame:
-    """Run every cell not done yet; the summary has one row per cell. A werewolf cell of more than
-    ``shard_games`` games (the option, else the file's ``shard_games``, else ``SHARD_GAMES``) runs as shards that
-    any worker may play (``toolkit.study.shards``). With a spending cap (the file's ``max_usd``/``max_tokens``, or
-    these options) no new game starts once it is reached: the cells it stopped are ``capped`` (not done),
-    ``summary.attrs["budget"]`` is the line saying what was spent and what is left, and a rerun with a higher cap
-    plays only what is missing."""
+@dataclass(frozen=True)
+class SweepOptions:
+    """How a sweep runs (``run_sweep``'s and ``run_tournament``'s keywords, the commands' options): ``workers``
+    cells at once on the ``executor`` (``toolkit.study.executors``; ``scheduler``: a running Dask scheduler's
+    address); a spending cap (``max_usd``/``max_tokens``, ``at_cap``: over the file's keys) shared by every cell;
+    a werewolf cell of more than ``shard_games`` games (else the file's ``shard_games``, else ``SHARD_GAMES``) runs
+    as shards that any worker may play (``toolkit.study.shards``)."""
+
+    workers: int = 1
+    executor: str = "local"
+    scheduler: str | None = None
+    progress: bool = True
+    max_usd: float | None = None
+    max_tokens: int | None = None
+    at_cap: str | None = None
+    shard_games: int | None = None
+
+
+def run_sweep(path: str | Path, results_root: str | Path = "results", **options: Any) -> pd.DataFrame:
+    """Run every cell not done yet, as ``options`` say (``SweepOptions``; an unknown one is a TypeError naming
+    it, before anything is written); the summary has one row per cell. With a spending cap no new game starts
+    once it is reached: the cells it stopped are ``capped`` (not done), ``summary.attrs["budget"]`` is the line
+    saying what was spent and what is left, and a rerun with a higher cap plays only what is missing."""
+    o = SweepOptions(**options)
     spec, cells = load_sweep(path, results_root)
-    budget = apply_cap(spec, cells, path, results_root, max_usd, max_tokens, at_cap)
+    budget = apply_cap(spec, cells, path, results_root, o)
     todo = [c for c in cells if not (Path(c.folder) / "DONE.json").exists()]
     statuses = [json.loads((Path(c.folder) / "DONE.json").read_text()) for c in cells if c not in todo]
     known = set(notebook_parameters(Path(todo[0].notebook), path)) if todo else set()
-    size = shard_games or spec.get("shard_games") or SHARD_GAMES
+    size = o.shard_games or spec.get("shard_games") or SHARD_GAMES
     units = {c.cell_id: shards(c, size) if shardable(c, known) else [c] for c in todo}
     parts = {u.cell_id: json.loads((Path(u.folder) / "DONE.json").read_text())
              for us in units.values() for u in us if len(us) > 1 and (Path(u.folder) / "DONE.json").exists()}
     run = [u for us in units.values() for u in us if u.cell_id not in parts]
     total = len(cells) - len(todo) + sum(len(us) for us in units.values())
     bar = tqdm(total=total, initial=total - len(run), desc=spec["name"], unit="cell" if total == len(cells) else
-               "piece", disable=not progress)
+               "piece", disable=not o.progress)
     # One llama-server for every cell that uses the `local` model, owned by this process (not on a remote
     # cluster, whose workers cannot reach 127.0.0.1 here: there each cell starts its own).
     found: list[dict] = []
     # One limit per endpoint for every worker: given to each cell (a worker on another machine inherits nothing)
-    limits = study_limits(Path(results_root) / spec["name"] / ".limits", scheduler)
+    limits = study_limits(Path(results_root) / spec["name"] / ".limits", o.scheduler)
     run = [replace(u, limits=limits) for u in run]
     try:
-        with study_server(set().union(*(cell_specs(c) for c in todo)) if scheduler is None else ()), shared(limits), \
+        with study_server(set().union(*(cell_specs(c) for c in todo)) if o.scheduler is None else ()), shared(limits), \
                 relayed([Path(u.folder) / ENDPOINT_LINES for u in run], lambda line: tqdm.write(line, file=sys.stderr)):
-            _execute(run, found, bar, workers, executor, scheduler)
+            for status in EXECUTORS.one(o.executor).resolve("cells")(execute_cell, run, o.workers, o.scheduler):
+                found.append(status)
+                bar.update()
     finally:  # a cell whose shards all ended is done (its DONE.json) even when the sweep is stopped
         parts.update((s["cell_id"], s) for s in found)
         statuses += [cell_status(c, [parts.get(u.cell_id, {"cell_id": u.cell_id, **NOT_STARTED})
@@ -438,13 +453,6 @@ def relayed(files: list[Path], say: Any, every_s: float = 0.5) -> Iterator[None]
         stop.set()
         thread.join()
         tick()
-
-
-def _execute(todo: list[Cell], statuses: list[dict], bar: Any, workers: int, executor: str,
-             scheduler: str | None) -> None:
-    for status in EXECUTORS.one(executor).resolve("cells")(execute_cell, todo, workers, scheduler):
-        statuses.append(status)
-        bar.update()
 
 
 # What the summary reads of each cell (never the prompts: a cell of 100,000 games holds gigabytes of them), and of

@@ -45,7 +45,7 @@ from toolkit.llm import get_model, parse_spec
 from toolkit.core import data
 from toolkit.core.files import FileError, TournamentFile, load_file, one_line
 from toolkit.record.load import load
-from toolkit.study.sweep import run_sweep
+from toolkit.study.sweep import SweepOptions, run_sweep
 from toolkit.werewolf.game import GameConfig, SeatConfig, play_games
 from toolkit.werewolf.engine.preset import load_preset, parse_error_policy, preset_models
 
@@ -348,17 +348,13 @@ def write_plan(path: str | Path, results_root: str | Path = "results") -> tuple[
     return sweep_file, plan
 
 
-def run_tournament(path: str | Path, workers: int = 1, executor: str = "local", scheduler: str | None = None,
-                   results_root: str | Path = "results", progress: bool = True, max_usd: float | None = None,
-                   max_tokens: int | None = None, at_cap: str | None = None) -> pd.DataFrame:
-    """Plan, then run every cell through ``toolkit.study.sweep.run_sweep`` (resume: finished cells and games
-    are skipped). Returns the sweep summary (one row per cell). A spending cap (the file's ``max_usd``/
-    ``max_tokens``, or these options) is shared by every cell: see ``run_sweep``."""
-
+def run_tournament(path: str | Path, results_root: str | Path = "results", **options: Any) -> pd.DataFrame:
+    """Plan, then run every cell through ``toolkit.study.sweep.run_sweep`` as ``options`` say (its
+    ``SweepOptions``: workers, executor, a spending cap shared by every cell; resume: finished cells and games are
+    skipped). Returns the sweep summary (one row per cell)."""
+    SweepOptions(**options)  # an unknown option is refused before the plan is written
     sweep_file, _ = write_plan(path, results_root)
-    return run_sweep(sweep_file, workers=workers, executor=executor, scheduler=scheduler,
-                     results_root=results_root, progress=progress, max_usd=max_usd, max_tokens=max_tokens,
-                     at_cap=at_cap)
+    return run_sweep(sweep_file, results_root, **options)
 
 
 @dataclass(frozen=True)
