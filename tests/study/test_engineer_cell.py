@@ -34,3 +34,27 @@ def test_an_interrupted_session_is_run_again_by_the_next_run_of_the_cell(tmp_pat
     assert sessions.loc[sessions["session_id"] != "s-cut", "success"].tolist() == [True]
     again = run_engineer_cell(str(tmp_path / "cell"), tasks=["eval_commit"], environment="local").sessions
     assert len(again) == 2
+
+
+def test_an_engineer_cells_settings_are_one_object_recorded_as_they_were_and_a_misspelt_one_is_refused(tmp_path):
+    """``run_engineer_cell`` takes an ``EngineerCell`` or its folder and settings as keywords (it took ten
+    parameters and recorded ``dict(locals())``): the run's config keeps the old keys in their old order, the cap is
+    the werewolf cell's declaration (``CellCap``: no ledger without a cap, as before), and a misspelt setting is a
+    TypeError naming it before anything is written."""
+    import dataclasses
+
+    from toolkit.study import EngineerCell
+    from toolkit.study.experiments import CellCap, WerewolfCell
+
+    cell = EngineerCell(str(tmp_path / "cell"), tasks=["add_cli_flag"], max_usd=2.0)
+    assert list(cell.settings()) == ["results_dir", "tasks", "model", "max_steps", "experiment", "environment",
+                                     "max_usd", "max_tokens", "at_cap", "spend_dir"]
+    assert EngineerCell(str(tmp_path)).cap() is None and cell.cap().max_usd == 2.0
+    assert issubclass(EngineerCell, CellCap) and issubclass(WerewolfCell, CellCap)
+    assert "error_policy" not in {f.name for f in dataclasses.fields(EngineerCell)}  # a game's policy: not here
+    assert EngineerCell.of(cell, at_cap="finish").settings() == {**cell.settings(), "at_cap": "finish"}
+    with pytest.raises(TypeError, match="max_step"):
+        run_engineer_cell(str(tmp_path / "cell"), max_step=3)
+    with pytest.raises(EnvironmentUnavailable, match="bogus"):
+        run_engineer_cell(cell, environment="bogus")
+    assert not (tmp_path / "cell").exists()

@@ -1,7 +1,7 @@
 """Studies: one cell of an experiment (``run_werewolf_cell``, ``play_werewolf_cell`` of a ``WerewolfCell``'s
 settings and its ``cell_summary``,
-``run_engineer_cell``), a sweep file over a grid of
-cells (``run_sweep``), a tournament file (``load_tournament``, ``schedule``).
+``run_engineer_cell`` of an ``EngineerCell``'s), a sweep file over a grid of
+cells (``run_sweep`` as ``SweepOptions`` say), a tournament file (``load_tournament``, ``schedule``).
 
 Names here are imported when first used."""
 
@@ -15,7 +15,9 @@ _WHERE = {
     "WerewolfCell": "toolkit.study.experiments",
     "cell_summary": "toolkit.study.experiments",
     "run_engineer_cell": "toolkit.study.experiments",
+    "EngineerCell": "toolkit.study.experiments",
     "run_sweep": "toolkit.study.sweep",
+    "SweepOptions": "toolkit.study.sweep",
     "load_sweep": "toolkit.study.sweep",
     "load_tournament": "toolkit.study.tournament",
     "schedule": "toolkit.study.tournament",

@@ -334,14 +334,10 @@ def _rows(results_dir: str | Path, table: str, columns: list[str], games: pd.Cat
 
 
 @dataclass(frozen=True)
-class CellLimits:
-    """What a werewolf cell and a tournament cell share, as keywords: ``max_usd``/``max_tokens``: a spending cap
-    (``toolkit.llm.budget``) over ``spend_dir``'s ledger (a sweep's or tournament's folder, shared by its cells;
-    default: the cell's own); at the cap no new game starts, and games in flight stop or finish as ``at_cap``
-    says. ``error_policy``: ``fallback``, ``forfeit`` or ``eliminate_after:N`` (None: the preset's).
-    ``on_endpoint_failure``: ``wait`` (the endpoint's failures are not the seats'; a dead endpoint stops the cell
-    with ``EndpointDown``) or ``fallback`` (Kaggle-style: they are the seats' failed decisions, judged by the error
-    policy; a dead endpoint still stops the cell)."""
+class CellCap:
+    """What every cell shares, as keywords: ``max_usd``/``max_tokens``: a spending cap (``toolkit.llm.budget``)
+    over ``spend_dir``'s ledger (a sweep's or tournament's folder, shared by its cells; default: the cell's own);
+    at the cap nothing new starts, and what is in flight stops or finishes as ``at_cap`` says."""
 
     results_dir: str
     _: KW_ONLY
@@ -349,8 +345,6 @@ class CellLimits:
     max_tokens: int | None = None
     at_cap: str = "stop"
     spend_dir: str | None = None
-    error_policy: str | None = None
-    on_endpoint_failure: str = "wait"
 
     @classmethod
     def of(cls, cell: object, /, *where: object, **settings: object):
@@ -363,12 +357,31 @@ class CellLimits:
                             "change its settings with keywords")
         return replace(cell, **settings)
 
+    def settings(self) -> dict[str, object]:
+        """What the run records as its config: every setting, the cell's own before the cap's."""
+        return {f.name: getattr(self, f.name) for f in sorted(fields(self), key=lambda f: f.kw_only)}
+
+    def cap(self) -> Budget | None:
+        """The cell's spending cap, None without one (a dollar cap is refused for a model without a price)."""
+        return Budget.at(self.spend_dir or self.results_dir, self.max_usd, self.max_tokens, self.at_cap)
+
+
+@dataclass(frozen=True)
+class CellLimits(CellCap):
+    """What a werewolf cell and a tournament cell share: the spending cap (``CellCap``), and as keywords
+    ``error_policy``: ``fallback``, ``forfeit`` or ``eliminate_after:N`` (None: the preset's);
+    ``on_endpoint_failure``: ``wait`` (the endpoint's failures are not the seats'; a dead endpoint stops the cell
+    with ``EndpointDown``) or ``fallback`` (Kaggle-style: they are the seats' failed decisions, judged by the error
+    policy; a dead endpoint still stops the cell)."""
+
+    _: KW_ONLY
+    error_policy: str | None = None
+    on_endpoint_failure: str = "wait"
+
     def budget(self) -> Budget:
         """The cell's spending cap and ledger. Without a cap the ledger is kept all the same: what the study
         paid, calls in flight at a kill included."""
-        folder = self.spend_dir or self.results_dir
-        return Budget.at(folder, self.max_usd, self.max_tokens, self.at_cap) or \
-            Budget(Path(folder) / LEDGER, at_cap=self.at_cap)
+        return self.cap() or Budget(Path(self.spend_dir or self.results_dir) / LEDGER, at_cap=self.at_cap)
 
 
 @dataclass(frozen=True)
@@ -394,9 +407,8 @@ class WerewolfCell(CellLimits):
 
     def settings(self) -> dict[str, object]:
         """What the run records as its config (and ``check_werewolf_parameters`` checks): every setting but the
-        progress bar, the cell's own before the limits (the order they had before ``CellLimits``)."""
-        return {f.name: getattr(self, f.name) for f in sorted(fields(self), key=lambda f: f.kw_only)
-                if f.name != "progress"}
+        progress bar."""
+        return {k: v for k, v in super().settings().items() if k != "progress"}
 
     def game_config(self) -> GameConfig:
         """Every game's configuration but its seed."""
@@ -454,36 +466,47 @@ def tasks_done(sessions: pd.DataFrame | None) -> set[str]:
     return set(sessions.loc[sessions["ended_by"] != "interrupted", "task"])
 
 
-def run_engineer_cell(results_dir: str, tasks: list[str] | None = None, model: str = "scripted:{task}/good.yaml",
-                      max_steps: int | None = None, experiment: str = "engineer",
-                      environment: str | None = None, max_usd: float | None = None, max_tokens: int | None = None,
-                      at_cap: str = "stop", spend_dir: str | None = None) -> Results:
-    """Run each task's session into ``results_dir`` (tasks with a session there already are skipped;
-    an interrupted one is run again: ``tasks_done``).
-    ``max_usd``/``max_tokens``: a spending cap over ``spend_dir``'s ledger (a sweep's folder) or the cell's own,
-    as a werewolf cell's (``toolkit.llm.budget``): a dollar cap on a model without a price is refused before any
-    session; at the cap no new session starts (the one in flight finishes whatever ``at_cap`` says: a session cut
-    mid-way would be a wrong result for its task; ``budget_usd`` bounds one session) and ``BudgetReached`` says
-    what was spent and what is left; a rerun with a higher cap runs the tasks not run yet. An ``environment``
-    that cannot be chosen here is refused in one line before anything is written."""
-    params = dict(locals())
-    problem = kinds.refusal(environment) if environment is not None else None
+@dataclass(frozen=True)
+class EngineerCell(CellCap):
+    """One engineer cell's settings (``experiments/engineer.ipynb``'s parameters), recorded as its run's config:
+    the suite's ``tasks`` (None: all) run by ``model`` (``{task}``: each task's folder) for at most ``max_steps``
+    steps (None: each task's own) in ``environment`` (None: the best one here); the spending cap: ``CellCap`` (at
+    the cap no new session starts, and the one in flight finishes whatever ``at_cap`` says: a session cut mid-way
+    would be a wrong result for its task; ``budget_usd`` bounds one session)."""
+
+    tasks: list[str] | None = None
+    model: str = "scripted:{task}/good.yaml"
+    max_steps: int | None = None
+    experiment: str = "engineer"
+    environment: str | None = None
+
+
+def run_engineer_cell(cell: EngineerCell | str, **settings: object) -> Results:
+    """Run each task's session into the cell's ``results_dir`` (tasks with a session there already are skipped;
+    an interrupted one is run again: ``tasks_done``): an ``EngineerCell``, or its results folder and settings as
+    keywords (with a cell, keywords change its settings; an unknown one is a TypeError naming it). A dollar cap on
+    a model without a price is refused before any session; at the cap ``BudgetReached`` says what was spent and
+    what is left, and a rerun with a higher cap runs the tasks not run yet. An ``environment`` that cannot be
+    chosen here is refused in one line before anything is written."""
+    cell = EngineerCell.of(cell, **settings)
+    problem = kinds.refusal(cell.environment) if cell.environment is not None else None
     if problem:
         raise EnvironmentUnavailable(problem)
-    budget = Budget.at(spend_dir or results_dir, max_usd, max_tokens, at_cap)
-    with cell_lock(results_dir):
-        existing = load(results_dir, complete_games=False).sessions if Path(results_dir).exists() else None
+    budget = cell.cap()
+    with cell_lock(cell.results_dir):
+        existing = load(cell.results_dir, complete_games=False).sessions if Path(cell.results_dir).exists() else None
         done = tasks_done(existing)
-        todo = [t for t in load_tasks(names=tasks) if t.task not in done]
+        todo = [t for t in load_tasks(names=cell.tasks) if t.task not in done]
         if budget is not None:
-            budget.check_prices(get_model(model.replace("{task}", str(t.folder))) for t in todo)
+            budget.check_prices(get_model(cell.model.replace("{task}", str(t.folder))) for t in todo)
         if todo:
-            with Run(results_dir, experiment, config=params,
-                     specs=[model] if "{task}" not in model else ()) as run:
+            with Run(cell.results_dir, cell.experiment, config=cell.settings(),
+                     specs=[cell.model] if "{task}" not in cell.model else ()) as run:
                 for i, task in enumerate(todo):
                     if budget is not None and budget.exhausted():
                         raise BudgetReached(budget.line(skipped=len(todo) - i, unit="session"))
-                    if max_steps:
-                        task.max_steps = max_steps
-                    run_sync(run_task(task, model, run, Path(results_dir) / "workspaces", environment, budget))
-    return load(results_dir)
+                    if cell.max_steps:
+                        task.max_steps = cell.max_steps
+                    run_sync(run_task(task, cell.model, run, Path(cell.results_dir) / "workspaces",
+                                      cell.environment, budget))
+    return load(cell.results_dir)
