@@ -183,3 +183,27 @@ def test_a_cut_line_never_keeps_half_a_url_password(tmp_path):
         preset_models(presets)
     for caught in (twice, unknown, clash):
         assert password[:6] not in redact(printable(str(caught.value))), caught.value
+
+
+def test_the_file_schemas_and_the_commands_offer_the_values_the_budget_and_the_game_take():
+    """The schemas live below the model layer and the game, so ``at_cap`` and ``on_endpoint_failure`` are written
+    there again (and in the commands' ``--at-cap``, kept light to import): each copy must be the one the budget
+    (``AT_CAP``) and the game (``ENDPOINT_MODES``) check, or a value the schema lets through fails mid-study."""
+    import argparse
+    import typing
+
+    from toolkit.cli.common import add_cap_arguments
+    from toolkit.core.files import TournamentFile
+    from toolkit.llm.budget import AT_CAP
+    from toolkit.werewolf.game import ENDPOINT_MODES
+
+    def literal(model, name):
+        annotation = model.model_fields[name].annotation  # Literal[...], or Literal[...] | None
+        return next(typing.get_args(a) for a in (annotation, *typing.get_args(annotation))
+                    if typing.get_origin(a) is typing.Literal)
+
+    assert literal(SweepFile, "at_cap") == literal(TournamentFile, "at_cap") == AT_CAP
+    assert literal(TournamentFile, "on_endpoint_failure") == ENDPOINT_MODES
+    parser = argparse.ArgumentParser()
+    add_cap_arguments(parser, "the test")
+    assert tuple(next(a for a in parser._actions if a.dest == "at_cap").choices) == AT_CAP
