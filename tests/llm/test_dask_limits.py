@@ -255,3 +255,85 @@ def test_what_an_endpoint_says_of_its_limits_is_kept_on_the_scheduler(scheduler)
     with Client(scheduler.address, set_as_default=False) as watcher:
         s = State.unpack(watcher.get_metadata(["toolkit-limits", digest(endpoint)]))
     assert s.rpm_told == 600 and s.rate_limited == 1 and s.in_flight == 0 and s.limit == 1
+
+
+class FakeScheduler:
+    """A test double of what ``OnScheduler`` uses of a Dask scheduler (its metadata and handlers): the figures an
+    older toolkit left on a long-lived scheduler cannot be put on a real one started here by other means."""
+
+    def __init__(self):
+        self.metadata, self.handlers = {}, {}
+
+    def get_metadata(self, keys, default=None):
+        return self.metadata.get(tuple(keys), default)
+
+    def set_metadata(self, keys, value):
+        self.metadata[tuple(keys)] = value
+
+
+def on_scheduler():
+    from toolkit.llm.limits_on_scheduler import OnScheduler
+
+    plugin, scheduler = OnScheduler(), FakeScheduler()
+    asyncio.run(plugin.start(scheduler))
+    return plugin, scheduler
+
+
+def test_figures_an_older_toolkit_left_on_the_scheduler_are_started_afresh():
+    """A scheduler that outlived an upgrade holds the endpoint's figures packed by the toolkit before a1bec18
+    (96 bytes, "<10d2q"): requests are granted and the figures are rewritten in today's size. Before, every
+    request's enter raised struct.error (diff read s18, M4)."""
+    import struct
+
+    from toolkit.llm.limits import State
+
+    plugin, scheduler = on_scheduler()
+    key = ("toolkit-limits", "e")
+    scheduler.metadata[key] = struct.pack("<10d2q", *([1.0] * 10), 0, 0)
+    limits = [8, None, None, True]
+    assert plugin.enter("e", "c1", limits, 0, time.time())["granted"]
+    assert len(scheduler.metadata[key]) == State.FORMAT.size
+    scheduler.metadata[key] = b"\0" * 96
+    assert plugin.leave("e", "c1") is None  # nothing of today's to keep
+    scheduler.metadata[key] = b"\0" * 96
+    plugin.held["e"] = {"c2": 1}
+    plugin.remove_client(scheduler, "c2")
+    assert plugin.held["e"] == {}
+
+
+def test_a_429s_cut_is_in_the_endpoints_table_at_once_with_a_dask_store():
+    """The endpoints table's lowest limit after a 429, the figures kept by the scheduler's plugin: the cut window
+    (4 in flight -> 2). Before, DaskStore.update returned the figures from before the change, so the table kept
+    the limit the 429 had just cut (diff read s18, L1). The plugin runs in this process on a test double of the
+    scheduler, each round trip 20 ms (the real round trips are the slow tests above)."""
+    from types import SimpleNamespace
+
+    from toolkit.llm.dask_limits import DaskStore
+    from toolkit.llm.gate import EndpointGate, watch
+    from toolkit.llm.limits import Limits
+
+    plugin, _ = on_scheduler()
+    store = DaskStore("tcp://127.0.0.1:9", "e", Limits(64))
+    store.client = SimpleNamespace(id="c1")
+
+    def call(handler, **kw):  # one round trip: milliseconds on a real scheduler
+        time.sleep(0.02)
+        return getattr(plugin, handler)(name="e", **kw)
+
+    store._call = call
+
+    async def main() -> list:
+        g = EndpointGate(64, endpoint="http://e/v1", store=store)
+        seen = watch()
+        try:
+            tickets = [await g.acquire() for _ in range(4)]  # a shared store's first window
+            g.rate_limited(1.0, tickets[0])
+            for t in tickets:
+                g.release(t)
+            return seen.rows()
+        finally:
+            seen.close()
+
+    rows = asyncio.run(main())
+    store.close()
+    assert rows[0]["rate_limited"] == 1 and rows[0]["lowest_limit"] == 2

@@ -283,3 +283,58 @@ def test_a_tokens_a_minute_limit_told_by_the_endpoint_is_corrected_by_each_answe
         s = L.State(window=4, ssthresh=64, tpm_told=told, tokens=5_000)
         L.answered(s, limits, None, estimated=1_000, used=200)
         assert s.tokens == 5_800, (limits, told)
+
+
+def test_a_request_cancelled_while_a_blocking_store_answers_gives_its_slot_back():
+    """A request cancelled while the gate asks a blocking store (a Dask scheduler's, one round trip from a
+    thread) for a slot: the slot the store grants it anyway is given back. Before, it stayed taken until the
+    process's client closed (diff read s18, L6). The store is this process's MemoryStore made as slow as a
+    round trip to a busy scheduler (0.3 s), so that the cancel lands while it answers."""
+    from toolkit.llm.gate import MemoryStore
+    from toolkit.llm.limits import Limits
+
+    class SlowStore(MemoryStore):
+        blocking = True
+
+        def enter(self, limits, tokens, now):
+            time.sleep(0.3)
+            return super().enter(limits, tokens, now)
+
+    store = SlowStore(Limits(4))
+
+    async def main() -> None:
+        g = EndpointGate(4, store=store)
+        asking = asyncio.create_task(g.acquire())
+        await asyncio.sleep(0.1)
+        asking.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asking
+        await asyncio.sleep(0.4)  # the store's answer has come
+
+    asyncio.run(main())
+    assert store.state.in_flight == 0
+
+
+def test_the_loopback_servers_ratelimit_headers_are_read_under_its_lock():
+    """The headers say the bucket as it was while the server's lock was held: a request that takes from it the
+    moment the lock is let go changes nothing said. Before, the remaining count was read after the lock was let go
+    (diff read s18, L9): 9 left said beside a reset computed from 10. A request's thread is played by the lock's
+    release."""
+    server = FakeOpenAIServer(rpm=600, ratelimit_headers=True)  # 10 a second, a bucket of 10
+    try:
+        real = server.lock
+
+        class Released:
+            def __enter__(self):
+                return real.__enter__()
+
+            def __exit__(self, *exc):
+                real.__exit__(*exc)
+                with real:
+                    server.rate_wait()  # another request takes one at once
+
+        server.lock = Released()
+        said = server.told()
+    finally:
+        server.httpd.server_close()
+    assert said["x-ratelimit-remaining-requests"] == "10" and said["x-ratelimit-reset-requests"] == "0ms"

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import copy
 import logging
 import os
 import threading
@@ -177,15 +178,20 @@ class DaskStore:
         self._queue(give_back)
 
     def update(self, limits: Limits | None, change: L.Change) -> State:
-        """``change`` applied to the shared figures on this store's thread; returns the figures as last read."""
+        """``change`` applied to the shared figures on this store's thread; returns the figures as last read with
+        ``change`` applied here too (what the scheduler will hold, as far as this process knows: a 429's cut
+        window is seen at once, by the endpoints table's lowest limit too)."""
         if not isinstance(change, L.Change):
             raise TypeError(f"a Dask scheduler applies a limits.Change, not {change!r}")
+        expected = copy.copy(self.last)
+        change(expected)
+        self.last = expected
 
         def apply() -> None:
             self.last = State.unpack(self._call("update", limits=list(astuple(change.limits)), change=change.op,
                                                 args=list(change.args), now=time.time()))
         self._queue(apply)
-        return self.last
+        return expected
 
     def _queue(self, job: Any) -> None:
         def logged() -> None:

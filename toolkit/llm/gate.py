@@ -20,6 +20,7 @@ wait on another process (``blocking``: a Dask scheduler's) is asked from a threa
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import weakref
 from typing import Any
@@ -115,7 +116,7 @@ class EndpointGate:
         async with self._turn:
             while True:
                 if self.blocking:  # round trips to another process (a Dask scheduler): not on the games' loop
-                    ticket, wait = await asyncio.to_thread(self.store.enter, self.limits, tokens, time.time())
+                    ticket, wait = await _Asking(self.store).enter(self.limits, tokens)
                 else:
                     ticket, wait = self.store.enter(self.limits, tokens, time.time())
                 if ticket is not None:
@@ -181,6 +182,38 @@ class EndpointGate:
     def stats(self) -> dict[str, Any]:
         return {"max_connections": self.max, "limit": self.limit, "in_flight": self.in_flight, "peak": self.peak,
                 "rate_limited": self.throttled}
+
+
+class _Asking:
+    """A blocking store's ``enter`` asked from a thread. If the request is cancelled while it waits (a game
+    stopped, a cell's endpoint down, Ctrl-C), the slot the thread is granted anyway, then or later, is given back:
+    dropped, it would stay taken for every process of the study until this process's client closes."""
+
+    def __init__(self, store: Any):
+        self.store, self.lock = store, threading.Lock()
+        self.abandoned, self.got = False, None
+
+    async def enter(self, limits: Limits, tokens: int) -> tuple[Ticket | None, float | None]:
+        try:
+            return await asyncio.to_thread(self._ask, limits, tokens)
+        except asyncio.CancelledError:
+            with self.lock:
+                self.abandoned = True
+                self._give_back()  # granted before the cancel, its answer not yet seen here
+            raise
+
+    def _ask(self, limits: Limits, tokens: int) -> tuple[Ticket | None, float | None]:
+        got = self.store.enter(limits, tokens, time.time())
+        with self.lock:
+            self.got = got
+            if self.abandoned:
+                self._give_back()
+        return got
+
+    def _give_back(self) -> None:
+        if self.got is not None and self.got[0] is not None:
+            self.store.leave(self.got[0])
+            self.got = None
 
 
 class _Slot:

@@ -26,9 +26,14 @@ class OnScheduler(SchedulerPlugin):
         scheduler.handlers.update({"toolkit_limits_enter": self.enter, "toolkit_limits_leave": self.leave,
                                    "toolkit_limits_update": self.update})
 
-    def _figures(self, name: str, limits: Limits, now: float) -> State:
+    def _read(self, name: str) -> State | None:
+        """The figures kept for ``name``; None where there are none yet, or where an older toolkit packed them
+        (another size: a scheduler that outlived an upgrade starts them afresh rather than failing every request)."""
         data = self.scheduler.get_metadata(keys=["toolkit-limits", name], default=None)
-        s = State.unpack(data) if data else L.fresh(limits, now, L.SHARED_START)  # None: the study's first request
+        return State.unpack(data) if isinstance(data, bytes) and len(data) == State.FORMAT.size else None
+
+    def _figures(self, name: str, limits: Limits, now: float) -> State:
+        s = self._read(name) or L.fresh(limits, now, L.SHARED_START)  # None: the study's first request
         s.window = min(s.window, limits.max_connections)
         return s
 
@@ -59,8 +64,8 @@ class OnScheduler(SchedulerPlugin):
             held[client] -= 1
         else:
             held.pop(client, None)
-        data = self.scheduler.get_metadata(keys=["toolkit-limits", name], default=None)
-        return self._keep(name, State.unpack(data)) if data else None
+        s = self._read(name)
+        return self._keep(name, s) if s else None
 
     def update(self, name: str, limits: list, change: str, args: list, now: float) -> bytes:
         """``limits.Change(change, limits, args)`` applied (``op`` is the message's own key)."""
@@ -73,6 +78,6 @@ class OnScheduler(SchedulerPlugin):
         """A client gone (its process ended, or its connection died): its requests' slots are free."""
         for name, held in self.held.items():
             if held.pop(client, None):
-                data = scheduler.get_metadata(keys=["toolkit-limits", name], default=None)
-                if data:
-                    self._keep(name, State.unpack(data))
+                s = self._read(name)
+                if s:
+                    self._keep(name, s)

@@ -310,11 +310,12 @@ class FakeOpenAIServer:
 
     def told(self) -> dict[str, str]:
         """The ``x-ratelimit-*-requests`` headers, as OpenAI sends them, from the bucket as it is now."""
-        with self.lock:
+        with self.lock:  # the bucket read once, as it is now: another request may take from it right after
             rate = self._refill()
-            full = (max(1.0, rate) - self._bucket) / rate
+            left = self._bucket
+        full = (max(1.0, rate) - left) / rate
         return {"x-ratelimit-limit-requests": f"{self.rpm:g}",
-                "x-ratelimit-remaining-requests": str(int(self._bucket)),
+                "x-ratelimit-remaining-requests": str(int(left)),
                 "x-ratelimit-reset-requests": f"{full * 1000:.0f}ms" if full < 1 else f"{full:.3g}s"}
 
     def rate_wait(self, now: float | None = None) -> float:
