@@ -246,7 +246,7 @@ def test_what_an_endpoint_says_of_its_limits_is_kept_on_the_scheduler(scheduler)
     async def main() -> None:
         g = gate(endpoint, max_connections=8)
         ticket = await g.acquire()
-        g.answered(ticket, None, Told(limit_requests=600, remaining_requests=599, reset_requests=0.1))
+        g.answered(ticket, None, Told(limit_requests=600, remaining_requests=599))
         g.rate_limited(1.0, ticket)
         g.release(ticket)
 

@@ -217,9 +217,8 @@ def test_the_x_ratelimit_headers_openai_sends_are_read():
     said = _told({"x-ratelimit-limit-requests": "600", "x-ratelimit-remaining-requests": "599",
                   "x-ratelimit-reset-requests": "6m0s", "x-ratelimit-limit-tokens": "150000",
                   "x-ratelimit-remaining-tokens": "149984", "x-ratelimit-reset-tokens": "20ms"})
-    assert said == Told(600, 599, 360, 150000, 149984, 0.02)
-    assert _told({"x-ratelimit-reset-requests": "1h2m3.5s"}).reset_requests == 3723.5
-    assert _told({"x-ratelimit-limit-requests": "lots", "x-ratelimit-reset-requests": "soon"}) == Told()
+    assert said == Told(600, 599, 150000, 149984)  # the -reset-* headers are not kept (limits.Told)
+    assert _told({"x-ratelimit-limit-requests": "lots", "x-ratelimit-remaining-requests": "-1"}) == Told()
     assert _told({"content-type": "application/json"}) is None
 
 
@@ -228,7 +227,7 @@ def test_a_told_rate_is_kept_to_as_a_stated_one_and_a_remaining_count_lowers_the
     then on, exactly as with ?rpm=600; a remaining count below the bucket lowers it; a fixed gate learns nothing."""
     from toolkit.llm import limits as L
 
-    now, told = 1000.0, L.Told(limit_requests=600, remaining_requests=599, reset_requests=0.1)
+    now, told = 1000.0, L.Told(limit_requests=600, remaining_requests=599)
     learned, stated = L.fresh(L.Limits(), now), L.fresh(L.Limits(rpm=600), now)
     assert told.news(learned, L.Limits())
     L.told(learned, L.Limits(), now, *told)
@@ -237,12 +236,30 @@ def test_a_told_rate_is_kept_to_as_a_stated_one_and_a_remaining_count_lowers_the
         starts = [L.rate_wait(s, limits, now, 0) == 0 and (L.take(s, 0) or True) for _ in range(10)]
         assert sum(starts) == 5  # half a second's burst, then a wait
         assert 0.09 < L.rate_wait(s, limits, now, 0) < 0.11  # one request every 1/9.7 s
-    L.told(learned, L.Limits(), now + 1, 600, 0, 0.1)  # the endpoint has none left: the bucket has none either
+    L.told(learned, L.Limits(), now + 1, 600, 0)  # the endpoint has none left: the bucket has none either
     assert learned.requests == 0
     fixed = L.fresh(L.Limits(adaptive=False), now)
     assert not told.news(fixed, L.Limits(adaptive=False))
     L.told(fixed, L.Limits(adaptive=False), now, *told)
     assert fixed.rpm_told == 0 and L.rate_wait(fixed, L.Limits(adaptive=False), now, 0) == 0
+
+
+def test_two_models_on_one_endpoint_are_kept_to_the_lower_rate_either_says():
+    """OpenAI says its x-ratelimit-* figures per model; the gate is per endpoint. Two models on one base URL,
+    answering in turn (500 and 10,000 requests a minute): the gate keeps to 500 whichever answered last, as it
+    keeps to the stricter of two stated rates. Before, the rate flipped with every answer (diff read s18, L2):
+    10,000 after the second model's."""
+    from toolkit.llm import limits as L
+
+    now, s, limits = 1000.0, L.fresh(L.Limits(), 1000.0), L.Limits()
+    for told in (L.Told(limit_requests=500), L.Told(limit_requests=10000), L.Told(limit_requests=500)):
+        if told.news(s, limits):
+            L.told(s, limits, now, *told)
+        assert L.rates(s, limits) == (500, None)
+    assert not L.Told(limit_requests=10000).news(s, limits)  # the endpoint's store is not asked again
+    L.told(s, limits, now, None, None, 90000)
+    L.told(s, limits, now, None, None, 2000000)
+    assert L.rates(s, limits) == (500, 90000)
 
 
 def test_a_429_cuts_the_window_to_half_of_what_was_in_flight():

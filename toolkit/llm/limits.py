@@ -180,37 +180,42 @@ def rate_limited(s: State, limits: Limits, now: float, sent_at: float | None, re
 
 class Told(NamedTuple):
     """What an endpoint said of its limits in an answer's ``x-ratelimit-*`` headers (None: not said): its
-    requests and tokens a minute, what remains of them, and seconds until they are whole again."""
+    requests and tokens a minute, and what remains of them. (Its ``-reset-*`` headers, when the buckets are whole
+    again, are not read: a bucket refilled continuously at the rate said, and never holding more than the
+    endpoint says remains, already waits as long as they would say.)
+
+    Providers say these per model (OpenAI does); the gate is per endpoint (base URL), as a spec's rates are: two
+    models on one endpoint are kept to the lowest rate either has said (``told``), as to the stricter of two
+    stated rates (``Limits.lower``), not to whichever answered last."""
 
     limit_requests: float | None = None
     remaining_requests: float | None = None
-    reset_requests: float | None = None
     limit_tokens: float | None = None
     remaining_tokens: float | None = None
-    reset_tokens: float | None = None
 
     def news(self, s: State, limits: Limits) -> bool:
-        """Whether it changes anything: a limit not known yet, or less left than the gate's buckets hold."""
+        """Whether it changes anything: a limit lower than any known yet, or less left than the buckets hold."""
         rpm, tpm = rates(s, limits)
         return bool(limits.adaptive and (
-            (self.limit_requests and self.limit_requests != s.rpm_told)
-            or (self.limit_tokens and self.limit_tokens != s.tpm_told)
+            (self.limit_requests and (not s.rpm_told or self.limit_requests < s.rpm_told))
+            or (self.limit_tokens and (not s.tpm_told or self.limit_tokens < s.tpm_told))
             or (self.remaining_requests is not None and rpm is not None and self.remaining_requests < s.requests)
             or (self.remaining_tokens is not None and tpm is not None and self.remaining_tokens < s.tokens)))
 
 
 def told(s: State, limits: Limits, now: float, *said: float | None) -> None:
     """An answer's ``x-ratelimit-*`` headers (``Told``'s fields in order): the rates it states are kept to from now
-    on (``rates``), and the buckets hold no more than it says remain (an adaptive gate only, as with 429s). A
-    remaining count is as old as the answer's latency; it only ever lowers the bucket."""
+    on (``rates``; the lowest said, where the endpoint's models say different ones), and the buckets hold no more
+    than it says remain (an adaptive gate only, as with 429s). A remaining count is as old as the answer's
+    latency; it only ever lowers the bucket."""
     t = Told(*said)
     if not limits.adaptive:
         return
     refill(s, limits, now)
     if t.limit_requests:
-        s.rpm_told = float(t.limit_requests)
+        s.rpm_told = min(s.rpm_told or math.inf, float(t.limit_requests))
     if t.limit_tokens:
-        s.tpm_told = float(t.limit_tokens)
+        s.tpm_told = min(s.tpm_told or math.inf, float(t.limit_tokens))
     refill(s, limits, now)  # a rate told for the first time: the bucket from infinite to its capacity
     rpm, tpm = rates(s, limits)
     if t.remaining_requests is not None and rpm is not None:

@@ -20,7 +20,6 @@ import email.utils
 import json
 import math
 import os
-import re
 import weakref
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -145,26 +144,20 @@ def _retry_after(headers: Any) -> float | None:
     return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
-_RATE_HEADERS = ("x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests",
-                 "x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens")
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
-_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+_RATE_HEADERS = ("x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-limit-tokens",
+                 "x-ratelimit-remaining-tokens")
 
 
 def _told(headers: Any) -> Told | None:
     """What an answer's ``x-ratelimit-*`` headers say of the endpoint's limits, as OpenAI and the providers that
-    copy it send them (counts; resets as ``1s``, ``6m0s``, ``20ms`` or seconds); None without any. A value that
-    does not parse is left unsaid."""
+    copy it send them (``limits.Told``: counts); None without any. A value that does not parse is left unsaid."""
     try:
         values = [headers.get(name) for name in _RATE_HEADERS]
     except AttributeError:
         return None
     if not any(values):
         return None
-    said: list[float | None] = []
-    for name, value in zip(_RATE_HEADERS, values):
-        said.append(_duration(value) if name.startswith("x-ratelimit-reset") else _number(value))
-    return Told(*said)
+    return Told(*map(_number, values))
 
 
 def _number(value: str | None) -> float | None:
@@ -173,20 +166,6 @@ def _number(value: str | None) -> float | None:
     except ValueError:
         return None
     return number if number is not None and math.isfinite(number) and number >= 0 else None
-
-
-def _duration(value: str | None) -> float | None:
-    """Seconds from ``1s``, ``6m0s``, ``1h2m3.5s``, ``20ms`` or a plain number."""
-    if value is None:
-        return None
-    value = value.strip()
-    plain = _number(value)
-    if plain is not None:
-        return plain
-    parts = _DURATION.findall(value)
-    if not parts or "".join(n + u for n, u in parts) != value:
-        return None
-    return sum(float(n) * _UNIT_S[u] for n, u in parts)
 
 
 def _refused(exc: BaseException) -> bool:
