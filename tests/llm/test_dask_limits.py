@@ -10,6 +10,7 @@ a study's block closes its client, a dead address is refused
 before a game starts."""
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -118,9 +119,9 @@ def scheduler(tmp_path_factory):
 
 @pytest.mark.slow
 def test_a_stopped_scheduler_does_not_hold_up_the_games_event_loop(scheduler):
-    """The scheduler is stopped (SIGSTOP) for 1.5 s while a request asks the gate for a slot: the request waits
+    """The scheduler is stopped (SIGSTOP) for 2 s while a request asks the gate for a slot: the request waits
     for it, the loop's other work goes on (a task ticking every 10 ms). Before, the store's round trips ran on the
-    loop itself: it stood still for the whole 1.5 s."""
+    loop itself: it stood still for the whole stop (2.69 s measured in session 17 for a 1.5 s stop)."""
     from toolkit.llm.gate import gate
 
     pid = scheduler.scheduler.pid
@@ -143,7 +144,7 @@ def test_a_stopped_scheduler_does_not_hold_up_the_games_event_loop(scheduler):
         ticker = asyncio.create_task(tick())
         await asyncio.sleep(0.1)
         os.kill(pid, signal.SIGSTOP)
-        threading.Timer(1.5, os.kill, (pid, signal.SIGCONT)).start()  # not on the loop: it may stand still
+        threading.Timer(2.0, os.kill, (pid, signal.SIGCONT)).start()  # not on the loop: it may stand still
         started = time.monotonic()
         ticket = await g.acquire()
         waited = time.monotonic() - started
@@ -157,8 +158,8 @@ def test_a_stopped_scheduler_does_not_hold_up_the_games_event_loop(scheduler):
             waited, gap = asyncio.run(main())
     finally:
         os.kill(pid, signal.SIGCONT)
-    assert waited > 1.0  # the request did wait for the stopped scheduler
-    assert gap < 0.5  # the loop did not
+    assert waited > 1.5  # the request did wait for the stopped scheduler
+    assert gap < 1.0  # the loop did not (a loaded 2-core machine may hold a 10 ms tick up, not for 2 s)
 
 
 @pytest.mark.slow
@@ -189,17 +190,24 @@ def test_a_studys_block_closes_its_client_of_the_scheduler(scheduler):
     assert after == before
 
 
+@contextlib.contextmanager
+def refusing_port():
+    """A port of 127.0.0.1 bound and not listening for the block's time: connections to it are refused, and no
+    other process can take it meanwhile (a port closed before the probe could be)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield s.getsockname()[1]
+
+
 @pytest.mark.slow
 def test_a_dead_scheduler_address_is_refused_before_a_game(tmp_path):
     """TOOLKIT_SHARED_LIMITS naming a scheduler that is not there: one line on stderr, exit 2, nothing written.
     Before, the command went on (a heuristic game needs no endpoint: exit 0; a model's game failed when it first
     asked the gate, and the process hung at exit closing its client)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # closed again: nobody listens there
-    address = f"tcp://127.0.0.1:{port}"
-    done = subprocess.run([sys.executable, "-m", "toolkit", "play", "--quiet", "--out", str(tmp_path / "out")],
-                          env={**os.environ, ENV: address}, capture_output=True, text=True, timeout=180)
+    with refusing_port() as port:
+        address = f"tcp://127.0.0.1:{port}"
+        done = subprocess.run([sys.executable, "-m", "toolkit", "play", "--quiet", "--out", str(tmp_path / "out")],
+                              env={**os.environ, ENV: address}, capture_output=True, text=True, timeout=180)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2, done.stderr
     assert len(lines) == 1 and lines[0].startswith("error: ") and f"TOOLKIT_SHARED_LIMITS={address}" in lines[0]
@@ -216,10 +224,7 @@ def test_a_probe_that_fails_unexpectedly_is_not_taken_for_an_answer(monkeypatch)
 
     from toolkit.llm.dask_limits import Unreachable, reachable
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # closed again: nobody listens there
-    with pytest.raises(Unreachable):
+    with refusing_port() as port, pytest.raises(Unreachable):
         reachable(f"tcp://127.0.0.1:{port}", timeout=0.3)
 
     async def broken(address, timeout=None):

