@@ -3,6 +3,7 @@
 in one run, and an adaptive tournament on the cluster against the same tournament in one process.
 
     python benchmarks/cluster_scale.py [--games 1000] [--old /tmp/old-51c499d] [--skip-old] [--skip-adaptive]
+                                       [--control N]
 
 For the cell: wall-clock games/s of the whole sweep command (start to summary, kernels included) on one worker
 and on two, and the peak memory of each worker (the RSS of its processes: nanny, worker and the papermill kernels
@@ -13,6 +14,11 @@ peak). The old code (51c499d: ``git worktree add /tmp/old-51c499d 51c499d``) run
 two, whatever the cluster (its unit of work is the cell). For the adaptive tournament: the games played, why it
 stopped and the comparisons table in one process and with its rounds' batches on two workers (the same seeds:
 the same decision, or the script says so).
+
+``--control N``: what the machine gives two processes at this load, without Dask, papermill or kernels: a cell of
+N heuristic games played in a Python process of its own (``play_werewolf_cell``), one process alone and then two
+at once; their games/s ratio is the most any 2-worker figure could reach here, and their CPU seconds say whether
+a game costs more CPU with two running.
 """
 
 from __future__ import annotations
@@ -96,6 +102,30 @@ def one_cell(code: Path, workers: int, games: int, shard: int | None, folder: Pa
             "load_avg": round(load, 1)}
 
 
+CONTROL = """
+import json, resource, sys, time
+from toolkit.study.experiments import play_werewolf_cell
+play_werewolf_cell(sys.argv[1], n_games=int(sys.argv[2]), model="heuristic", seed=0, progress=False)
+used = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps(round(used.ru_utime + used.ru_stime, 1)))
+"""
+
+
+def control(folder: Path, games: int, processes: int) -> dict:
+    """``processes`` processes at once, each playing a fresh cell (a new folder) of ``games`` heuristic games
+    in-process."""
+    folder = Path(tempfile.mkdtemp(dir=folder))
+    load, started = os.getloadavg()[0], time.perf_counter()
+    running = [subprocess.Popen([sys.executable, "-c", CONTROL, str(folder / f"cell{i}"), str(games)],
+                                stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+               for i in range(processes)]
+    cpu = [float(p.communicate()[0].strip().splitlines()[-1]) for p in running]
+    wall = time.perf_counter() - started
+    return {"processes": processes, "games_each": games, "wall_s": round(wall, 1),
+            "games_per_s": round(processes * games / wall, 2), "cpu_s_each": cpu,
+            "cores_used": round(sum(cpu) / wall, 2), "load_avg": round((load + os.getloadavg()[0]) / 2, 1)}
+
+
 def adaptive(folder: Path, scheduler: str | None) -> tuple[object, float]:
     from toolkit.study import adaptive as AD
 
@@ -117,6 +147,8 @@ def main() -> None:
     parser.add_argument("--skip-old", action="store_true")
     parser.add_argument("--skip-adaptive", action="store_true")
     parser.add_argument("--skip-half", action="store_true", help="no run at half the games")
+    parser.add_argument("--control", type=int, default=0, metavar="N",
+                        help="also N games in-process in one process, then in two at once (the machine's share)")
     args = parser.parse_args()
     n, shard = args.games, -(-args.games // args.shards)
     rows = []
@@ -133,6 +165,11 @@ def main() -> None:
         table["vs_one_worker"] = (table["games_per_s"] / one).round(2)
         print(f"\nOne cell of heuristic games (new: shards of {shard} games), the sweep command's wall clock:")
         print(table.to_string(index=False))
+        if args.control:
+            runs = pd.DataFrame([control(tmp, args.control, k) for k in (1, 2, 1)])
+            runs["vs_one_process"] = (runs["games_per_s"] / runs["games_per_s"].iloc[[0, 2]].mean()).round(2)
+            print("\nThe machine's share (no Dask, papermill or kernels): games in-process, one process, two at once:")
+            print(runs.to_string(index=False))
         if args.skip_adaptive:
             return
         one_proc, t1 = adaptive(tmp, None)
