@@ -7,7 +7,9 @@ once and none waiting for anything but its own calls, so the wave ends when its 
 (the longest critical path of the games - a game's longest chain of calls one after another - × the latency)) and
 the share of it reached; beside it the mean-path bound (the same with the games' mean critical path: what a stream
 of games, each replaced as it ends, could reach; no single wave can, since its games differ in length), the
-requests in flight (mean while playing, peak), and the client's CPU per model call (the process's user + system
+requests in flight (the mean of samples taken twice a second while playing - a probe every 50 ms, as until
+session 19, woke the process 20 times a second and its CPU counted as the client's: ~0.35 wake-ups a call at 64 games
+and 1 s - and the peak the endpoint's gate saw), and the client's CPU per model call (the process's user + system
 CPU over the games, divided by the calls: prompt rendering, the HTTP client, parsing, the rows written; after one
 warm-up game that is not counted, so that the process's imports, the templates' compilation and the first connections,
 paid once per process whatever the study's size, are not spread over these calls). The new code's process sets
@@ -49,11 +51,11 @@ async def warm_up(run):
 async def study(run, model):
     models = {spec: model}
     samples, runners = [], [GameRunner(GameConfig(seed=s, model=spec), run, models) for s in range(games)]
-    async def sample():
+    async def sample():  # twice a second: the probe wakes the process, and its CPU counts as the client's
         from toolkit.llm.gate import stats
         while True:
             samples.append(sum(g["in_flight"] for g in stats().values()))
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.5)
     sampler = asyncio.create_task(sample())
     results = await asyncio.gather(*(r.play() for r in runners))
     sampler.cancel()
@@ -79,7 +81,7 @@ print(json.dumps({"wall": wall, "cpu": (cpu1.user - cpu0.user) + (cpu1.system - 
                   "critical": statistics.fmean(r.critical_path_calls for r in results),
                   "longest": max(r.critical_path_calls for r in results),
                   "mean_in_flight": statistics.fmean(samples) if samples else 0,
-                  "peak": max(samples) if samples else 0}))
+                  "peak": sum(g["peak"] for g in stats().values())}))
 """
 
 

@@ -242,3 +242,33 @@ def test_each_reflection_comes_just_before_a_decision_of_its_seat_in_that_phase(
             dead = {e.target for e in result.events if e.kind in ("death", "elimination")
                     and (e.day < day or (e.day == day and e.phase == "dawn"))}
             assert set(group["seat"]) == set(ROLES7) - dead
+
+
+def test_a_lone_decision_is_asked_in_the_games_own_task_and_the_game_is_the_same(monkeypatch):
+    """A step with one ask (a speech, a sequential vote) awaits its decision in the game's task, not in a task
+    of its own (until session 19 every step went through asyncio.gather: a task and a loop pass a call more);
+    steps of several asks still run them side by side, each in its task. The game played is the same."""
+    asked: list[tuple[int, bool]] = []  # (asks in the step, asked in the game's task)
+    decide = GameRunner.decide
+
+    async def steps(runner, watch):
+        if watch:
+            task = asyncio.current_task()
+
+            async def watched(self, ask):
+                asked.append((len(self.game.pending()), asyncio.current_task() is task))
+                return await decide(self, ask)
+
+            monkeypatch.setattr(GameRunner, "decide", watched)
+        for _ in range(12):  # the first night (several asks) and the first day's speeches (one each)
+            await runner.step()
+        monkeypatch.undo()
+        return runner.game.events
+
+    plain = asyncio.run(steps(GameRunner(GameConfig(seed=4)), False))
+    watched = asyncio.run(steps(GameRunner(GameConfig(seed=4)), True))
+    assert tuples(watched) == tuples(plain)
+    lone = [inside for n, inside in asked if n == 1]
+    together = [inside for n, inside in asked if n > 1]
+    assert lone and all(lone)
+    assert together and not any(together)

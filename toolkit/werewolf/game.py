@@ -357,8 +357,7 @@ class GameRunner:
             self._reflected.add((None, g.day))
             await self._reflect_all()
         asks = g.pending()
-        # Every decision runs to its end (and writes its calls rows) even when another one raises.
-        decisions = await asyncio.gather(*(self.decide(a) for a in asks), return_exceptions=True)
+        decisions = await self._decide_all(asks)
         down = next((d for d in decisions if isinstance(d, EndpointDown)), None)
         if down is not None:  # no decision of this step is applied: a rerun plays the game again
             self.interrupt(str(down))
@@ -381,6 +380,17 @@ class GameRunner:
         if g.over:
             self.finish(g.winner, g.win_reason)
         return not g.over
+
+    async def _decide_all(self, asks: list[Ask]) -> list[Any]:
+        """Every ask's decision, or the exception it raised: each runs to its end (and writes its calls rows)
+        even when another one raises. A lone ask (a speech, a sequential vote: most steps) is awaited in this
+        task, not in a task of its own (a task and a loop pass a call fewer)."""
+        if len(asks) != 1:
+            return await asyncio.gather(*(self.decide(a) for a in asks), return_exceptions=True)
+        try:
+            return [await self.decide(asks[0])]
+        except Exception as exc:  # what gather(return_exceptions=True) hands back
+            return [exc]
 
     async def step_phase(self) -> bool:
         """Advance by one phase (a night, a day's speeches, a vote: each may take several groups)."""
