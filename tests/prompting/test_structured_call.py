@@ -169,7 +169,6 @@ def test_with_choices_restricts_one_field_and_keeps_the_rest():
     assert parse('{"target": "Player1"}', nobody)[0] is None
 
 
-
 def test_a_new_set_of_choices_gets_its_shapes_schema_with_the_choices_filled_in(monkeypatch):
     """The JSON schema of a new set of choices is its shape's (base, field, number of choices, nullable), made by
     pydantic once, with the choices filled in: equal to pydantic's own for that set, and without asking pydantic
