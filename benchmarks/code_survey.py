@@ -4,6 +4,9 @@ functions over 60 lines, functions with many parameters (an AST survey of ``tool
     python benchmarks/code_survey.py                      # this checkout
     python benchmarks/code_survey.py --against 51c499d    # that commit beside this checkout, in one table
 
+Where this machine has the ``duplicates`` tool (places sharing six or more lines of the same shape), its count of
+pairs in ``toolkit/`` is a row too ("-" without it: the tool is not one of the project's dependencies).
+
 A function's length is its source lines from ``def`` to its last line (decorators and docstring included);
 parameters count every name a caller can pass (positional, keyword-only, ``*args``, ``**kwargs``), ``self`` and
 ``cls`` left out. A long function's reason is a comment line right above it (``def`` or its decorators).
@@ -13,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import ast
+import re
+import shutil
 import subprocess
 import tarfile
 import tempfile
@@ -35,6 +40,7 @@ class Survey:
     unexplained: list[tuple[str, int]] = field(default_factory=list)  # long, and no comment line above it
     wide_functions: list[tuple[str, int]] = field(default_factory=list)
     functions: int = 0
+    duplicates: str = "-"  # pairs the duplicates tool finds, where it is installed
 
 
 def parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
@@ -66,7 +72,19 @@ def survey(root: Path) -> Survey:
                         out.unexplained.append((where, length))
                 if parameters(node) > MANY_PARAMETERS:
                     out.wide_functions.append((where, parameters(node)))
+    out.duplicates = duplicates(root / "toolkit")
     return out
+
+
+def duplicates(folder: Path) -> str:
+    """The number of pairs ``duplicates`` lists below ``folder`` (its first line), or "-" without the tool."""
+    if shutil.which("duplicates") is None:
+        return "-"
+    said = subprocess.run(["duplicates", "--repo", str(folder), "--seconds", "300"], capture_output=True,
+                          text=True).stdout
+    found = re.match(r"(\d+) pairs?", said)
+    count = found.group(1) if found else "0" if said.startswith("no duplicates") else "?"
+    return count + (" (incomplete)" if "\nincomplete:" in said else "")  # it ran out of time: not all was read
 
 
 def checkout(rev: str, into: Path) -> Path:
@@ -92,6 +110,7 @@ def table(columns: dict[str, Survey]) -> str:
                  *(str(len(columns[c].unexplained)) for c in names)))
     rows.append((f"functions over {MANY_PARAMETERS} parameters",
                  *(str(len(columns[c].wide_functions)) for c in names)))
+    rows.append(("pairs of duplicated places (duplicates)", *(columns[c].duplicates for c in names)))
     width = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, width)).rstrip() for r in rows)
 
