@@ -44,3 +44,18 @@ def test_the_table_and_the_forest_plot_hold_every_effect():
     assert "| effect | where | effect (points) | 95% interval | n | paired | verdict |" in text
     fig = forest_plot(rows)
     assert len(fig.axes[0].get_yticklabels()) == 2
+
+
+def test_a_condition_some_runs_did_not_set_is_its_own_value_not_a_crash():
+    """A folder where one run had ``--seat`` and another did not: the condition is missing (NaN) in some games.
+    pandas 3's ``astype(str)`` keeps NaN, and sorting it with text raised TypeError in ``toolkit report``
+    (session 19's maintainer review, F1); the missing value is now the value ``(not set)``."""
+    from toolkit.analysis.conclusions import effects
+
+    games, players = study("seat", {"a": 0.3, "b": 0.8}, same_deal=True)
+    games["seat"] = games["seat"].map({"a": None, "b": '["Player2=random"]'}).astype(object)
+    row = effect_rows(games, players, ["seat"]).iloc[0]
+    assert row["effect"] == 'seat: ["Player2=random"] − (not set)' and row["n"] == "40 seeds"
+    events = pd.DataFrame({"game_id": games["game_id"], "seq": 0, "day": 1, "phase": "day", "kind": "speech",
+                           "actor": "Player1", "target": None, "text": "hello"})
+    assert '**seat** ["Player2=random"] − (not set)' in effects(games, events, players, ["seat"])[0]

@@ -31,6 +31,12 @@ def conditions(games: pd.DataFrame, base: tuple[str, ...] = ("preset",)) -> list
             and games[c].astype(str).nunique(dropna=False) > 1]
 
 
+def labels(values: pd.Series) -> pd.Series:
+    """A condition's values as text, a missing one as ``(not set)`` (a run without the parameter): sortable and
+    the same under pandas 2 and 3 (pandas 3's ``astype(str)`` keeps NaN, which then cannot be sorted with text)."""
+    return values.astype(object).where(values.notna(), "(not set)").astype(str)
+
+
 def fingerprints(events: pd.DataFrame, players: pd.DataFrame) -> pd.Series:
     """A hash per game of everything that happened in it: seats' roles and specs and every event's day,
     phase, kind, actor, target and text (game ids and timings left out).

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from toolkit.analysis.checks import fingerprints
+from toolkit.analysis.checks import fingerprints, labels
 from toolkit.analysis.intervals import MIN_GAMES, groups, paired_difference, proportion
 from toolkit.analysis.metrics import win_rates
 from toolkit.analysis.ratings import interaction_test, opponent_differences, separation
@@ -87,10 +87,10 @@ def effect(part: pd.DataFrame, var: str, a, b, fp: pd.Series) -> str:
     stratum of the other variables), paired by seed: the same seed deals the same roles at both levels."""
     wins = part.assign(win=(part["winner"] == "village").astype(float), fp=part["game_id"].map(fp))
     at = {v: g.groupby("seed").agg(win=("win", "mean"), fp=("fp", "first"), n=("win", "size"))
-          for v, g in wins.groupby(wins[var].astype(str))}
+          for v, g in wins.groupby(labels(wins[var]))}
     if str(a) not in at or str(b) not in at:
         return "not played at both values here: nothing to compare"
-    both = at[str(a)].join(at[str(b)], lsuffix="_a", rsuffix="_b", how="inner")
+    both = at[str(a)].merge(at[str(b)], left_index=True, right_index=True, suffixes=("_a", "_b"))
     if both.empty:
         return f"no seed in common between {var}={a} and {var}={b}: nothing to pair, no effect estimated"
     same = int((both["fp_a"] == both["fp_b"]).sum())
@@ -121,7 +121,7 @@ def effects(games: pd.DataFrame, events: pd.DataFrame, players: pd.DataFrame, by
              "variables, never pooled across them):\n"]
     for var in by:
         others = [c for c in by if c != var]
-        values = sorted(games[var].astype(str).unique())
+        values = sorted(labels(games[var]).unique())
         for key, part in groups(games, others):
             where = f" at {_where(key)}" if key else ""
             for b in values[1:]:
@@ -139,8 +139,8 @@ def conclusions(games: pd.DataFrame, players: pd.DataFrame, by: list[str] | None
         rates = win_rates(part).set_index("side")
         village = rates.loc["village"] if "village" in rates.index else None
         mine = full[full["game_id"].isin(part["game_id"])]  # (with the model columns _conditions set aside)
-        pooled = [f"{c} ({', '.join(sorted(mine[c].astype(str).unique()))})" for c in MODEL_PARAMS
-                  if c in mine.columns and mine[c].astype(str).nunique() > 1]
+        pooled = [f"{c} ({', '.join(sorted(labels(mine[c]).unique()))})" for c in MODEL_PARAMS
+                  if c in mine.columns and labels(mine[c]).nunique() > 1]
         text = [f"**{where}** ({len(part)} games" + (f"; pooling {' and '.join(pooled)}, which the design matrix "
                                                      "below splits" if pooled else "") + ")."]
         if village is not None:

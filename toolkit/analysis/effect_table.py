@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from toolkit.analysis.checks import labels
 from toolkit.analysis.intervals import MIN_GAMES, groups, paired_difference, wilson
 from toolkit.analysis.ratings import opponent_differences
 
@@ -41,7 +42,7 @@ def grid_effect(part: pd.DataFrame, var: str, a: str, b: str, deal: pd.Series) -
     """One grid variable's effect (``var`` from ``a`` to ``b``) among ``part``: paired by seed where every shared
     seed was dealt the same at both values, else two independent samples."""
     wins = part.assign(win=(part["winner"] == "village").astype(float), deal=part["game_id"].map(deal),
-                       value=part[var].astype(str))
+                       value=labels(part[var]))
     at = {v: g for v, g in wins.groupby("value")}
     if a not in at or b not in at:
         return None
@@ -69,7 +70,7 @@ def effect_rows(games: pd.DataFrame, players: pd.DataFrame, by: list[str]) -> pd
     deal = deals(players, games)
     for var in by:
         others = [c for c in by if c != var]
-        values = sorted(games[var].astype(str).unique())
+        values = sorted(labels(games[var]).unique())
         for key, part in groups(games, others):
             where = ", ".join(f"{k}={v}" for k, v in key.items()) or "all games"
             for b in values[1:]:
