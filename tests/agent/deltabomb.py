@@ -1,5 +1,5 @@
 """Hostile git data made byte by byte, for the intake's tests: a pack whose one ``REF_DELTA`` makes an object of
-any size from a few hundred bytes (copy instructions of 64 KiB each from a small base), in a bundle."""
+any size from a few hundred bytes (copy instructions of 64 KiB each from a small base)."""
 
 from __future__ import annotations
 
@@ -51,29 +51,3 @@ def bomb_pack(claim: int, real: bool) -> tuple[bytes, str, list[tuple[int, bytes
         else:
             body += obj_header(kind, len(data)) + zlib.compress(data, 9)
     return body + hashlib.sha1(body).digest(), tip, objects
-
-
-def bomb_bundle(claim: int, real: bool = True) -> bytes:
-    """A bundle of ``bomb_pack`` whose ``refs/toolkit/result`` and ``start`` are its commit."""
-    pack, tip, _ = bomb_pack(claim, real)
-    refs = f"{tip} refs/toolkit/result\n{tip} refs/toolkit/start\n"
-    return b"# v2 git bundle\n" + refs.encode() + b"\n" + pack
-
-
-def many_deltas_bundle(n: int, made: int) -> bytes:
-    """A bundle whose refs name a small honest commit, and whose pack holds besides it a 64 KiB blob and ``n``
-    ``REF_DELTA``s on it no ref reaches, each making a different blob of ``made`` bytes (``made`` a multiple of
-    64 KiB): each within the per-object bounds, together ``n * made`` bytes that ``index-pack`` would build."""
-    base, blob = b"x" * 65536, b"hello\n"
-    tree = b"100644 a.txt\0" + bytes.fromhex(git_id("blob", blob))
-    commit = f"tree {git_id('tree', tree)}\nauthor a <a@a> 0 +0000\ncommitter a <a@a> 0 +0000\n\nc\n".encode()
-    objects = [(3, base), (3, blob), (2, tree), (1, commit)]
-    body = b"PACK" + (2).to_bytes(4, "big") + (len(objects) + n).to_bytes(4, "big")
-    for kind, data in objects:
-        body += obj_header(kind, len(data)) + zlib.compress(data, 9)
-    for i in range(n):  # 64 KiB copies, then 4 bytes of its own (an insert): a distinct object each
-        delta = varint(len(base)) + varint(made + 4) + b"\x80" * (made // 65536) + bytes([4]) + i.to_bytes(4, "big")
-        body += obj_header(7, len(delta)) + bytes.fromhex(git_id("blob", base)) + zlib.compress(delta, 9)
-    tip = git_id("commit", commit)
-    refs = f"{tip} refs/toolkit/result\n{tip} refs/toolkit/start\n"
-    return b"# v2 git bundle\n" + refs.encode() + b"\n" + body + hashlib.sha1(body).digest()

@@ -1,11 +1,14 @@
-"""``engineer --apply``: all or nothing, bounded, one rule for links and hard links on both paths (git, archive).
-Real archives, real git, and, as root, a real small file system (a tmpfs of a few MiB mounted in the test)."""
+"""``engineer --apply``: all or nothing, bounded, one rule for links and hard links, one path for every
+workspace (the archive of its files). Real archives, real git, and, as root, a real small file system (a tmpfs
+of a few MiB mounted in the test)."""
 
 from __future__ import annotations
 
 import io
 import os
+import shutil
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -158,41 +161,30 @@ def git(*args, cwd):
     return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True).stdout.strip()
 
 
-def session_refs(folder: Path, change) -> None:
-    """``refs/agent/s1/start`` (the folder now) and ``result`` (after ``change`` ran in a scratch copy)."""
-    git("init", "-q", cwd=folder)
-    git("add", "-A", cwd=folder)
-    git("commit", "-q", "-m", "start", cwd=folder)
-    git("update-ref", "refs/agent/s1/start", "HEAD", cwd=folder)
+def kept_session(folder: Path, change) -> str:
+    """A session's result as the host keeps it: the start listing, ``change`` run in a copy, the copy's archive
+    made by ``collect.py tar`` and taken in (``result.take``) as session ``s1``; returns take's line."""
+    from toolkit.agent.environments import collect
+    from toolkit.agent.environments.manifest import manifest
+
+    listing = manifest(folder)
     copy = folder.parent / "copy"
-    git("clone", "-q", str(folder), str(copy), cwd=folder.parent)
+    shutil.copytree(folder, copy, symlinks=True, ignore=shutil.ignore_patterns(".agent"))
     change(copy)
-    git("add", "-A", cwd=copy)
-    git("commit", "-q", "-m", "result", cwd=copy)
-    git("fetch", "-q", str(copy), "HEAD:refs/agent/s1/result", cwd=folder)
+    made = folder.parent / "made" / "result.tar"
+    made.parent.mkdir()
+    with open(made, "wb") as out:
+        subprocess.run([sys.executable, "-I", "-S", collect.__file__, "tar", str(copy)], stdout=out, check=True)
+    shutil.rmtree(copy)
+    line = result.take(folder, "s1", made, files=listing)
+    shutil.rmtree(made.parent)
+    return line
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("target", ["/elsewhere", "../../../..", "sub/../../x"])
-def test_links_out_of_the_folder_are_refused_on_the_git_path(tmp_path, target):
-    """The rule of the archive path: on 51c499d ``git apply`` wrote ``link_abs -> /elsewhere`` and
-    ``link_up -> ../../../..`` into the user's folder."""
-    folder = tmp_path / "ws"
-    folder.mkdir()
-    (folder / "a.txt").write_text("a\n")
-
-    def change(copy):
-        (copy / "a.txt").write_text("changed\n")
-        (copy / "link").symlink_to(target)
-    session_refs(folder, change)
-    before = tree(folder)
-    with pytest.raises(result.ResultError, match="a link out of the folder"):
-        result.apply(folder, "s1")
-    assert tree(folder) == before
-
-
-@pytest.mark.slow
-def test_the_git_path_applies_changes_and_deletions_and_refuses_over_a_users_edit(tmp_path):
+def test_the_archive_applies_changes_and_deletions_and_refuses_over_a_users_edit(tmp_path):
+    """Changes, a deletion, a new script and link applied; a file the session left alone keeps the user's edit;
+    a second session that changes a file the user edited after it began is refused whole (on 743c66f the
+    archive path wrote over the user's edit; only the git path refused)."""
     folder = tmp_path / "ws"
     folder.mkdir()
     for name in ("a.txt", "gone/x.txt", "keep.txt"):
@@ -202,24 +194,79 @@ def test_the_git_path_applies_changes_and_deletions_and_refuses_over_a_users_edi
     def change(copy):
         (copy / "a.txt").write_text("changed\n")
         (copy / "gone" / "x.txt").unlink()
+        (copy / "gone").rmdir()
         (copy / "new").mkdir()
         (copy / "new" / "run.sh").write_text("#!/bin/sh\n")
         (copy / "new" / "run.sh").chmod(0o755)
         (copy / "new" / "in").symlink_to("../keep.txt")
-    session_refs(folder, change)
+    kept_session(folder, change)
     (folder / "keep.txt").write_text("the user's edit\n")  # not changed by the session: kept
-    line = result.apply(folder, "s1")
-    assert "applied 4 changed files" in line
+    result.apply(folder, "s1")
     assert (folder / "a.txt").read_text() == "changed\n" and not (folder / "gone").exists()
     assert os.access(folder / "new" / "run.sh", os.X_OK) and os.readlink(folder / "new" / "in") == "../keep.txt"
     assert (folder / "keep.txt").read_text() == "the user's edit\n"
-    git("update-ref", "refs/agent/s1/start", "refs/agent/s1/result", cwd=folder)  # a second session on this
+    shutil.rmtree(folder / ".agent")
+    kept_session(folder, lambda copy: (copy / "a.txt").write_text("the session's\n"))
     (folder / "a.txt").write_text("the user's later edit\n")
-    back = git("commit-tree", "-m", "r", "HEAD^{tree}", cwd=folder)  # the session's: a.txt as it was at first
-    git("update-ref", "refs/agent/s1/result", back, cwd=folder)
-    with pytest.raises(result.ResultError, match="changed in your folder since the session began"):
+    before = tree(folder)
+    with pytest.raises(result.ResultError, match="'a.txt' changed in your folder since the session began"):
         result.apply(folder, "s1")
-    assert (folder / "a.txt").read_text() == "the user's later edit\n"
+    assert tree(folder) == before
+
+
+def test_a_git_workspaces_result_brings_files_and_its_commits_only_as_text(tmp_path):
+    """The copy's ``.git`` (a commit of the agent's, a planted hook and config) is left out of the archive: the
+    files apply, the user's ``.git`` is byte for byte as it was, and nothing of the agent's git is read."""
+    from tests.agent.test_intake import repository_state
+
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / "a.txt").write_text("a\n")
+    git("init", "-q", cwd=folder)
+    git("add", "-A", cwd=folder)
+    git("commit", "-q", "-m", "start", cwd=folder)
+    before = repository_state(folder)
+
+    def change(copy):
+        (copy / "a.txt").write_text("changed\n")
+        git("commit", "-q", "-am", "agent", cwd=copy)
+        (copy / ".git" / "hooks" / "post-checkout").write_text("#!/bin/sh\ntouch PWNED\n")
+        (copy / ".git" / "config").write_text("[core]\n\tfsmonitor = touch PWNED\n")
+    kept_session(folder, change)
+    with tarfile.open(folder / ".agent" / "results" / "s1.tar") as tar:
+        assert sorted(tar.getnames()) == ["a.txt"]
+    result.apply(folder, "s1")
+    assert (folder / "a.txt").read_text() == "changed\n" and repository_state(folder) == before
+
+
+def test_a_pull_request_is_a_commit_the_host_makes_of_the_applied_files(tmp_path):
+    """``result.push``: the kept archive's files committed on the user's ``HEAD`` in a scratch repository and
+    pushed to the remote as the branch, with the given message; the user's own repository gains nothing."""
+    from tests.agent.test_intake import repository_state
+
+    remote = tmp_path / "remote.git"
+    git("init", "-q", "--bare", str(remote), cwd=tmp_path)
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / "a.txt").write_text("a\n")
+    (folder / "old.txt").write_text("old\n")
+    git("init", "-q", cwd=folder)
+    git("add", "-A", cwd=folder)
+    git("commit", "-q", "-m", "start", cwd=folder)
+    head = git("rev-parse", "HEAD", cwd=folder)
+
+    def change(copy):
+        (copy / "a.txt").write_text("changed\n")
+        (copy / "old.txt").unlink()
+        (copy / "new.txt").write_text("new\n")
+    kept_session(folder, change)
+    before = repository_state(folder)
+    assert result.push(folder, "s1", "feature", str(remote), "the title\n\nthe body") == f"pushed feature to {remote}"
+    assert git("rev-parse", "feature^", cwd=remote) == head
+    assert git("log", "-1", "--format=%B", "feature", cwd=remote) == "the title\n\nthe body"
+    assert git("ls-tree", "--name-only", "feature", cwd=remote).split() == ["a.txt", "new.txt"]
+    assert git("show", "feature:a.txt", cwd=remote) == "changed"
+    assert repository_state(folder) == before and (folder / "a.txt").read_text() == "a\n"
 
 
 @pytest.mark.sandbox
@@ -228,8 +275,8 @@ def test_the_git_path_applies_changes_and_deletions_and_refuses_over_a_users_edi
 @pytest.mark.parametrize("git_repo", [True, False], ids=["git", "plain"])
 def test_a_session_that_links_out_is_refused_whole_at_apply(host, git_repo):
     """The attack end to end, through the CLI under bubblewrap, as root and as a normal user: new and changed
-    files beside a link out of the folder; ``--apply`` refuses in one line and writes nothing (a plain folder's
-    archive is refused already when the session ends, by the same rules: nothing is kept to apply)."""
+    files beside a link out of the folder: the archive is refused when the session ends (the rules of
+    ``--apply``), in one line; nothing is kept, so ``--apply`` has nothing to write."""
     from tests.agent.test_boundary import apply_result, observations, session, term, tree_digest, workspace
 
     ws = workspace(host, git_repo)
@@ -238,7 +285,6 @@ def test_a_session_that_links_out_is_refused_whole_at_apply(host, git_repo):
     assert "planted" in observations(traj)
     before = tree_digest(ws)
     applied = apply_result(host, ws, traj["session_id"], check=False)
-    said = applied.stderr if git_repo else traj["result"]
-    assert applied.returncode == 2 and "a link out of the folder" in said, (applied.stderr, traj["result"])
+    assert applied.returncode == 2 and "a link out of the folder" in traj["result"], (applied.stderr, traj["result"])
     assert len(applied.stderr.strip().splitlines()) == 1
     assert tree_digest(ws) == before

@@ -215,9 +215,12 @@ def test_outside_eval_mode_git_commit_runs(tmp_path):
     ws = git_repo(tmp_path / "ws")
     s = session(tmp_path, [step(sh("echo x > x.txt && git add x.txt"), cmd("Git.commit", message="add x")), END])
     assert asyncio.run(s.run()).ended_by == "end"
-    assert commits(ws) == 1  # the user's branch: the agent's commit comes back as refs/agent/<session>/heads/…
-    assert int(subprocess.run(["git", "rev-list", "--count", f"refs/agent/{s.session_id}/heads/main"], cwd=ws,
-                              capture_output=True, text=True).stdout) == 2
+    assert commits(ws) == 1  # the user's branch: the agent's commit comes back as text, never as git's objects
+    patch = (ws / ".agent" / "results" / f"{s.session_id}.patch").read_text()
+    assert patch.count("\nSubject: [PATCH") == 1 and "Subject: [PATCH] add x" in patch and "+x" in patch
+    assert subprocess.run(["git", "for-each-ref", "refs/agent"], cwd=ws, capture_output=True, text=True).stdout == ""
+    apply(ws, s.session_id)
+    assert (ws / "x.txt").read_text() == "x\n" and commits(ws) == 1
 
 
 # ------------------------------------------------------------------ unusable replies

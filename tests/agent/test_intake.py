@@ -1,7 +1,7 @@
-"""The host's intake of a session's result (``result.take``): bounded, hostile data. A bundle whose pack claims
-more than the session could make (a ``REF_DELTA`` of a few hundred bytes that makes gigabytes) is refused from
-its headers, before any git of the host reads it, in one line, with nothing of it left in the user's
-repository; the host's git itself runs under bounds of its own (``hostgit.Bounds``). Real git, real files.
+"""The host's intake of a session's result (``result.take``): bounded, hostile data, and never git's objects.
+The copy's ``.git`` (a delta bomb in it: a ``REF_DELTA`` of a few hundred bytes that makes gigabytes) is not
+in the archive: nothing of it reaches the host or the user's repository; the agent's commits come back as
+text cut at a bound; the host's own git runs under bounds of its own (``hostgit.Bounds``). Real git, files.
 """
 
 from __future__ import annotations
@@ -13,11 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent.deltabomb import bomb_bundle
 from tests.agent.test_boundary import AS, Host, observations, session, term, workspace
-from toolkit.agent.environments import result
 from toolkit.agent.environments.environment import bwrap_problem
-from toolkit.agent.environments.limits import Limits
 
 MiB = 2**20
 
@@ -46,50 +43,54 @@ def repository_state(path: Path) -> tuple:
 
 @pytest.mark.parametrize("claim,real", [pytest.param(64 * MiB, True, marks=pytest.mark.slow), (6 * 2**30, False)],
                          ids=["64MiB-made", "6GiB-claimed"])
-def test_a_delta_bomb_is_refused_before_any_git_reads_it(tmp_path, claim, real):
-    """A 300-to-450-byte bundle whose delta makes (or claims) an object far larger than ``disk_mb``: refused in
-    one line, no ref and no object kept. On 51c499d the 64 MiB one is fetched into ``refs/agent/…`` (and the 6 GiB
-    claim makes index-pack allocate it: not run on the old code here)."""
+def test_a_delta_bomb_in_the_copys_git_never_reaches_the_host(tmp_path, claim, real):
+    """The issue's delta bomb (a pack of a few hundred bytes whose delta makes, or claims, gigabytes) planted in
+    the copy's ``.git`` with a branch on it: ``.git`` is not in the archive, so the host's intake and
+    ``--apply`` (run here in a child whose peak memory is measured) never see it; the user's repository is byte
+    for byte as it was. On 51c499d the bundle carried it and the host's ``index-pack`` allocated it (2.8 GB
+    before the OOM kill for the 6 GiB claim); on 743c66f ``packcheck`` refused it from its header."""
+    from tests.agent.deltabomb import bomb_pack
+    from toolkit.agent.environments import collect
+
     user = repo(tmp_path / "user")
-    bundle = tmp_path / "result.bundle"
-    bundle.write_bytes(bomb_bundle(claim, real))
-    assert bundle.stat().st_size < 1000
+    (user / "a.txt").write_text("a\n")
+    copy = tmp_path / "copy"
+    subprocess.run(["git", "clone", "-q", str(user), str(copy)], check=True)
+    (copy / "a.txt").write_text("the agent's\n")
+    pack, tip, _ = bomb_pack(claim, real)
+    (copy / ".git" / "objects" / "pack" / "pack-bomb.pack").write_bytes(pack)
+    if real:
+        subprocess.run(["git", "-C", str(copy), "index-pack", ".git/objects/pack/pack-bomb.pack"], check=True,
+                       capture_output=True)
+        subprocess.run(["git", "-C", str(copy), "update-ref", "refs/heads/bomb", tip], check=True)
+    made = tmp_path / "made" / "result.tar"
+    made.parent.mkdir()
+    with open(made, "wb") as out:
+        subprocess.run([sys.executable, "-I", "-S", collect.__file__, "tar", str(copy)], stdout=out, check=True)
     before = repository_state(user)
-    with pytest.raises(result.ResultError) as refused:
-        result.take(user, "s1", bundle, limits=Limits(disk_mb=8))
-    line = str(refused.value)
-    assert "\n" not in line and f"makes an object of {claim} bytes" in line and "nothing of it was kept" in line
+    code = ("import sys; from pathlib import Path; from toolkit.agent.environments import result; "
+            "from toolkit.agent.environments.limits import Limits; "
+            "from toolkit.agent.environments.manifest import manifest; user = Path(sys.argv[1]); "
+            "result.take(user, 's1', Path(sys.argv[2]), manifest(user), Limits(disk_mb=8)); "
+            "print(result.apply(user, 's1')); print(open('/proc/self/status').read().split('VmHWM:')[1].split()[0])")
+    done = subprocess.run([sys.executable, "-c", code, str(user), str(made)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}, check=True)
+    assert "unpacked 1 new or changed" in done.stdout and (user / "a.txt").read_text() == "the agent's\n"
+    assert int(done.stdout.split()[-1]) < 200 * 1024, done.stdout  # VmHWM, KiB (ru_maxrss would count pytest's)
     assert repository_state(user) == before
-    refs = subprocess.run(["git", "-C", str(user), "for-each-ref"], capture_output=True, text=True).stdout
-    assert "refs/agent" not in refs
+    assert "refs/agent" not in subprocess.run(["git", "-C", str(user), "for-each-ref"], capture_output=True,
+                                              text=True).stdout
 
 
-@pytest.mark.slow
-def test_a_result_within_the_limits_is_taken(tmp_path):
-    """The same shape of bundle, 64 MiB made, with ``disk_mb`` 100: fetched as ``refs/agent/s1/result``."""
+def test_the_hosts_git_starts_under_an_inherited_lower_hard_address_space_limit(tmp_path):
+    """Under ``prlimit --as`` lower than the host git's own bound (``ulimit -v`` in a container or CI job), the
+    host's git runs: on 0491331 prlimit failed to raise the hard limit and every intake was refused."""
     user = repo(tmp_path / "user")
-    bundle = tmp_path / "result.bundle"
-    bundle.write_bytes(bomb_bundle(64 * MiB))
-    line = result.take(user, "s1", bundle, limits=Limits(disk_mb=100))
-    assert line.startswith("refs/agent/s1/result")
-    size = subprocess.run(["git", "-C", str(user), "cat-file", "-s", "refs/agent/s1/result:big"], capture_output=True,
-                          text=True).stdout
-    assert size.strip() == str(64 * MiB)
-
-
-def test_the_hosts_git_runs_under_its_own_memory_bound(tmp_path):
-    """Past ``packcheck`` (called directly here), the host's git itself cannot hold more than its bounds: a
-    256 MiB delta fetched with a 1 MiB object bound (258 MiB of memory) fails in one line."""
-    from toolkit.agent.environments.hostgit import Bounds, ResultError, git
-
-    user = repo(tmp_path / "user")
-    bundle = tmp_path / "result.bundle"
-    bundle.write_bytes(bomb_bundle(512 * MiB))
-    with pytest.raises(ResultError) as refused:
-        git(user, "fetch", "-q", str(bundle), "refs/toolkit/*:refs/x/*", bounds=Bounds(objects=MiB))
-    assert "\n" not in str(refused.value)
-    assert "refs/x" not in subprocess.run(["git", "-C", str(user), "for-each-ref"], capture_output=True,
-                                          text=True).stdout
+    code = ("import sys; from pathlib import Path; from toolkit.agent.environments.hostgit import git; "
+            "print(git(Path(sys.argv[1]), 'rev-parse', 'HEAD').stdout.decode().strip())")
+    run = subprocess.run(["prlimit", f"--as={3 * 2**30}", "--", sys.executable, "-c", code, str(user)],
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(Path.cwd())})
+    assert run.returncode == 0 and len(run.stdout.strip()) == 40, run.stderr[-300:]
 
 
 @pytest.mark.slow
@@ -119,24 +120,28 @@ def test_a_result_that_cannot_be_kept_on_a_full_disk_leaves_nothing(tmp_path):
 @pytest.mark.sandbox
 @pytest.mark.slow
 @pytest.mark.skipif(bool(bwrap_problem()) or os.geteuid() != 0, reason="needs bubblewrap and root (both hosts)")
-def test_a_session_whose_repository_holds_a_delta_bomb_ends_with_its_line_and_nothing_fetched(host):
+def test_a_session_whose_repository_holds_a_delta_bomb_ends_with_its_line_and_nothing_of_it_taken(host):
     """The attack end to end, through the CLI under bubblewrap, as root and as a normal user: the agent writes
-    the pack into its copy's ``.git`` and points a branch at it; the session still ends with its ``ended_by``
-    line and its trajectory, the result is refused in one line, and the user's repository has no
-    ``refs/agent`` and no new object."""
+    the pack into its copy's ``.git`` and points a branch at it; the session ends with its ``ended_by`` line,
+    its files come back, its commits only as text cut at ``PATCH_KIB`` (the bomb's 64 MiB diff made and cut
+    inside the sandbox), and the user's repository is byte for byte as it was."""
     import base64
 
     from tests.agent.deltabomb import bomb_pack
+    from toolkit.agent.environments.programs import PATCH_KIB
 
     ws = workspace(host)
     before = repository_state(ws)
     pack, tip, _ = bomb_pack(64 * MiB, True)
     plant = (f"echo {base64.b64encode(pack).decode()} | base64 -d > .git/objects/pack/pack-bomb.pack && "
-             f"git index-pack .git/objects/pack/pack-bomb.pack && git update-ref refs/heads/bomb {tip} && echo planted")
+             f"git index-pack .git/objects/pack/pack-bomb.pack && git update-ref refs/heads/bomb {tip} && "
+             "echo changed > a.txt && echo planted")
     traj = session(host, ws, [term(plant)], environment={"limits": {"disk_mb": 8}})
     assert "planted" in observations(traj)
     assert "ended_by: end" in traj["stdout"]
-    assert "larger than the session could make" in traj["result"] and "\n" not in traj["result"]
+    assert f"{traj['session_id']}.tar" in traj["result"] and "\n" not in traj["result"]
+    patch = ws / ".agent" / "results" / f"{traj['session_id']}.patch"
+    assert patch.stat().st_size <= PATCH_KIB * 1024 + 200 and "cut at" in patch.read_text()[-200:]
     assert repository_state(ws) == before
 
 
@@ -157,21 +162,31 @@ def test_sparse_files_in_a_plain_folder_fill_neither_the_hosts_disk_nor_the_user
 
 
 def test_no_filter_of_the_agents_runs_while_the_result_is_made(tmp_path):
-    """``collect.py`` on a copy whose ``.git/config`` names a clean filter and whose ``.gitattributes`` and
-    ``.git/info/attributes`` apply it: the snapshot runs nothing and stores the files' bytes as they are. On
-    51c499d ``git add -A`` ran the filter (here: it would touch a marker; in the issue: ``sleep 300`` stalled the
-    session's end past its wall clock)."""
+    """``collect.py`` on a copy whose ``.git/config`` names a clean filter and a textconv, and whose
+    ``.gitattributes`` and ``.git/info/attributes`` apply them: the archive holds the files' bytes as they are
+    and the commits' text runs neither. On 51c499d the snapshot's ``git add -A`` ran the filter (in the issue:
+    ``sleep 300`` stalled the session's end past its wall clock); 743c66f had no ``log``."""
+    import io
+    import tarfile
+
     from toolkit.agent.environments import collect
 
     copy = repo(tmp_path / "copy")
+    start = subprocess.run(["git", "-C", str(copy), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.split()
     marker = tmp_path / "PWNED"
-    subprocess.run(["git", "-C", str(copy), "config", "filter.evil.clean", f"touch {marker}; tr a b"], check=True)
-    (copy / ".gitattributes").write_text("* filter=evil\n")
-    (copy / ".git" / "info" / "attributes").write_text("* filter=evil\n")
+    for name, value in (("filter.evil.clean", f"touch {marker}; tr a b"), ("diff.external", f"touch {marker}"),
+                        ("diff.evil.textconv", f"touch {marker}; cat")):
+        subprocess.run(["git", "-C", str(copy), "config", name, value], check=True)
+    (copy / ".gitattributes").write_text("* filter=evil diff=evil\n")
+    (copy / ".git" / "info" / "attributes").write_text("* filter=evil diff=evil\n")
     (copy / "a.txt").write_text("aaa\n")
-    out = subprocess.run([sys.executable, "-I", "-S", collect.__file__, "snapshot", str(copy)], capture_output=True,
-                         text=True, check=True, timeout=60)
-    commit = out.stdout.split()[0]
-    stored = subprocess.run(["git", "-C", str(copy), "cat-file", "blob", f"{commit}:a.txt"], capture_output=True,
-                            text=True).stdout
-    assert not marker.exists() and stored == "aaa\n"
+    mine = ["git", "-C", str(copy), "-c", "filter.evil.clean=cat", "-c", "user.name=u", "-c", "user.email=u@u"]
+    subprocess.run([*mine, "add", "-A"], check=True)
+    subprocess.run([*mine, "commit", "-q", "-m", "agent"], check=True)
+    run = [sys.executable, "-I", "-S", collect.__file__]
+    made = subprocess.run([*run, "tar", str(copy)], capture_output=True, check=True, timeout=60).stdout
+    log = subprocess.run([*run, "log", str(copy), *start], capture_output=True, text=True, check=True, timeout=60)
+    with tarfile.open(fileobj=io.BytesIO(made)) as tar:
+        assert tar.extractfile("a.txt").read() == b"aaa\n" and ".git" not in tar.getnames()
+    assert "Subject: [PATCH] agent" in log.stdout and "+aaa" in log.stdout
+    assert not marker.exists()

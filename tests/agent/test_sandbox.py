@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import subprocess
+import tarfile
 import sys
 import threading
 import time
@@ -183,7 +184,8 @@ def test_hostile_trajectory(kind, tmp_path, host_server):
         assert not any(name in observation(traj, n) for name in SECRETS) and "FORCE_COLOR" not in observation(traj, n)
     allowed_leaks = set()
     if kind == "local":  # documented: a command can read host processes' environments and write them to files
-        allowed_leaks = set((ws / ".agent" / "results").glob("*.tar"))  # grand_env.txt, in the session's result
+        allowed_leaks = {*(ws / ".agent" / "results").glob("*.tar"),  # grand_env.txt, in the session's result
+                         *(ws / ".agent" / "results").glob("*.patch")}  # and in its commits' text
         assert "[redacted OPENAI_API_KEY]" in observation(traj, 5)  # but the model never sees it
     for path in files_below(ws, tmp_path / "res"):
         if path not in allowed_leaks:
@@ -264,9 +266,8 @@ def test_git_typed_outside_eval_mode_does_not_end_the_session(kind, tmp_path):
     (tmp_path / "s.yaml").write_text(yaml.safe_dump({"answers": answers}))
     agent = Session(SessionConfig(load_role("engineer"), "t", ws, f"scripted:{tmp_path / 's.yaml'}", environment=kind))
     assert asyncio.run(agent.run()).ended_by == "end" and not (ws / "after.txt").exists()
-    shown = subprocess.run(["git", "show", f"refs/agent/{agent.session_id}/result:after.txt"], cwd=ws,
-                           capture_output=True, text=True)
-    assert shown.stdout == "next\n"  # in the session's result, not in the user's folder
+    with tarfile.open(ws / ".agent" / "results" / f"{agent.session_id}.tar") as tar:
+        assert tar.extractfile("after.txt").read() == b"next\n"  # in the session's result, not in the user's folder
 
 
 # ------------------------------------------------------------------ the helper folder, kernel settings, the user

@@ -1,4 +1,4 @@
-"""A plain folder's result (the tar archive ``collect.py`` made in the sandbox) read as data into a
+"""A session's result (the tar archive ``collect.py`` made in the sandbox) read as data into a
 ``staging.Plan``: its headers only, never ``tarfile``'s extraction (each file's bytes are copied from its
 place in the archive when staged). Regular files, links and folders; a hard link becomes a file of its own;
 anything else (devices, FIFOs, sparse members) refuses the whole. Entries the user's folder already has as
@@ -76,6 +76,15 @@ def same(folder: Path, e: staging.Entry, archive: Path, offset: int) -> bool:
         return False
 
 
+def as_listed(folder: Path, path: str, entry) -> bool:
+    """Whether the user's ``path`` is still what the start listing has (not there, if it has nothing)."""
+    try:
+        st = os.lstat(folder / path)
+    except OSError:
+        return entry is None
+    return isinstance(entry, list) and len(entry) == 3 and (st.st_size, st.st_mtime_ns) == (entry[1], entry[2])
+
+
 def changed(e: staging.Entry, start: dict | None, folder: Path, archive: Path) -> bool:
     """Whether to write ``e``: not already in the user's folder as it is, and made or changed by the session.
     A file the start listing has with the archive's size and whole seconds of mtime counts as changed only
@@ -87,17 +96,12 @@ def changed(e: staging.Entry, start: dict | None, folder: Path, archive: Path) -
     if not (isinstance(entry, list) and len(entry) == 3 and entry[0] == e.kind == "f"
             and (entry[1], int(entry[2]) // 10**9) == (e.size, e.mtime)):
         return True
-    try:
-        st = os.lstat(folder / e.path)
-    except OSError:  # the user removed it since: the session's unchanged copy does not bring it back
-        return False
-    return (st.st_size, st.st_mtime_ns) == (entry[1], entry[2])
+    return as_listed(folder, e.path, entry)  # removed or changed by the user since: not written
 
 
-def archive_plan(archive: Path, folder: Path, limits, start: dict | None, dry: bool = False,
-                 bounds: Bounds | None = None) -> staging.Plan:
+def archive_plan(archive: Path, folder: Path, limits, start: dict | None, dry: bool = False) -> staging.Plan:
     """The archive's entries as a plan (``dry``: only checked, at the session's end)."""
-    what, plan, names, files, bounds = archive.name, staging.Plan(), set(), {}, bounds or Bounds.of(limits)
+    what, plan, names, files, bounds = archive.name, staging.Plan(), set(), {}, Bounds.of(limits)
     try:
         with tarfile.open(archive, mode="r:", tarinfo=Member) as tar:
             for m in tar:
@@ -140,7 +144,10 @@ def archive_plan(archive: Path, folder: Path, limits, start: dict | None, dry: b
         if e.kind == "f":
             e.write = copier(archive, e.offset, e.size)
     written = [e.path for e in plan.entries if e.kind != "d"]
-    refuse_repositories(folder, written, list(names), top=True, what=what)
+    refuse_repositories(folder, written, list(names), top=not (folder / ".git").exists(), what=what)
+    for path in written if start is not None else ():  # the user's edit since the start is never overwritten
+        if not as_listed(folder, path, start.get(path)):
+            raise staging.refuse(what, path, "changed in your folder since the session began")
     plan.changed, plan.gone = len(written), sorted(set(start or ()) - names)
     plan.delete = lambda at: deletions(at, start, names)
     return plan

@@ -1,11 +1,10 @@
-"""The host's git on the sandbox's result, in the user's repository (or a scratch one beside it), under bounds
-of its own: every git here is a child with ``RLIMIT_AS``/``RLIMIT_DATA`` (memory), ``RLIMIT_CPU``,
-``RLIMIT_FSIZE`` (the largest file it may write) and a wall clock (its whole process group killed past it),
-so whatever size the result claims, no git of the host holds more than ``Bounds`` allow. What a git prints is
-read piece by piece, at most ``Bounds.output`` bytes (past it, or past the intake's one deadline, its process
-group is killed and the step refused in one line). It runs with no
-system or global configuration, hooks, fsmonitor, external diff or external protocols, one thread and small
-pack windows; the commands used here run no filter (``cat-file``, ``diff --raw``, ``hash-object --no-filters``).
+"""The host's git, under bounds of its own: every git here (the user's repository read, the scratch repository
+a pull request's commit is made in) is a child with ``RLIMIT_AS``/``RLIMIT_DATA`` (memory), ``RLIMIT_CPU``,
+``RLIMIT_FSIZE`` (the largest file it may write) and a wall clock (its whole process group killed past it).
+What a git prints is read piece by piece, at most ``Bounds.output`` bytes (past it, or past the one deadline,
+its process group is killed and the step refused in one line). It runs with no system or global
+configuration, hooks, fsmonitor, external diff or external protocols, one thread and small pack windows. It
+never reads an object the sandbox made: results come back as files (``archive``), never as git's objects.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ SAFE = flags({**GIT_SAFETY, "transfer.fsckObjects": "true", "fetch.fsckObjects":
               "core.deltaBaseCacheLimit": "16m", "core.bigFileThreshold": "16m", "core.autocrlf": "false",
               "diff.external": "", "core.attributesFile": "/dev/null"})
 MiB = 2**20
-INTAKE_S = 600  # the host's handling of one result (take, or apply), end to end
+INTAKE_S = 600  # the host's handling of one result (take, apply or push), end to end
 
 
 class ResultError(ValueError):
@@ -36,34 +35,20 @@ class ResultError(ValueError):
 
 @dataclass(frozen=True)
 class Bounds:
-    """What one git of the intake may use: ``objects`` is the largest object (a file) the session could have
-    made (``min(disk_mb, file_size_mb)``); ``held`` what a delta's base and result may hold at once (the
-    session's ``memory_mb``: the session could not have used more itself); ``output`` what it may print to the
-    toolkit; ``deadline`` the intake's end (``time.monotonic``), shared by every step of one intake."""
+    """What one git of the host may use: memory, CPU seconds, the largest file it writes, what it may print to
+    the toolkit; ``deadline`` the end (``time.monotonic``) shared by every step of one intake or push."""
 
-    objects: int = 2048 * MiB
-    held: int = 4096 * MiB
+    memory: int = 4352 * MiB
     cpu_s: int = 300
-    file_bytes: int = 4096 * MiB
+    file_bytes: int = 4160 * MiB
     output: int = 64 * MiB
     deadline: float | None = None  # None: ``INTAKE_S`` from each git's start
 
     @classmethod
-    def of(cls, limits, file_bytes: int = 0) -> "Bounds":
-        """From a session's ``Limits``, the deadline ``INTAKE_S`` from now; ``file_bytes``: the most one file
-        git writes (e.g. the pack it keeps)."""
-        objects = min(limits.disk_mb, limits.file_size_mb) * MiB
-        return cls(objects, limits.memory_mb * MiB, file_bytes=max(file_bytes, 0) + objects + 64 * MiB,
+    def of(cls, limits) -> "Bounds":
+        """From a session's ``Limits``, the deadline ``INTAKE_S`` from now."""
+        return cls(limits.memory_mb * MiB + 256 * MiB, file_bytes=limits.disk_mb * MiB + 64 * MiB,
                    output=max(limits.inodes * 1024, 16 * MiB), deadline=time.monotonic() + INTAKE_S)
-
-    @property
-    def memory(self) -> int:
-        return min(2 * self.objects, self.held) + 256 * MiB
-
-    @property
-    def delta(self) -> int:
-        """The largest object a delta may make: its base and it are held at once."""
-        return min(self.objects, self.held // 2)
 
     def left(self) -> float:
         """Seconds left before the intake's deadline."""

@@ -1,4 +1,4 @@
-"""The user's plain folder as the host lists it (``manifest``: at a session's start, so that applying deletes
+"""The user's folder as the host lists it (``manifest``: at a session's start, so that applying deletes
 only what the session deleted and the user has not changed since), the deletions made from that listing, and
 the folders git would take for a repository (``refuse_repositories``: a result changing a file in one is
 refused whole: git's discovery reads such a folder's ``config`` and runs its hooks, fsmonitor or pager at the
@@ -18,14 +18,14 @@ MAX_MEMBERS = 100_000
 
 
 def manifest(folder: Path) -> dict[str, list] | None:
-    """A plain folder's entries (``.agent`` left out; FIFOs, sockets and devices too, as the copy leaves
-    them out) as ``{relative path: [kind, size, mtime_ns]}``, kind ``f``, ``l`` or ``d``; None past
+    """A folder's entries (``.agent`` and ``.git`` at the top left out; FIFOs, sockets and devices too, as the
+    copy leaves them out) as ``{relative path: [kind, size, mtime_ns]}``, kind ``f``, ``l`` or ``d``; None past
     ``MAX_MEMBERS`` (deletions are then not applied, and ``apply`` says so)."""
     found: dict[str, list] = {}
     for top, dirs, files in os.walk(folder, followlinks=False):
         if top == str(folder):
-            dirs[:] = [d for d in dirs if d != ".agent"]
-            files = [f for f in files if f != ".agent"]
+            dirs[:] = [d for d in dirs if d not in (".agent", ".git")]
+            files = [f for f in files if f not in (".agent", ".git")]
         for name in dirs + files:
             path = os.path.join(top, name)
             try:

@@ -13,6 +13,8 @@ from toolkit.agent.environments.procs import close_all, descendants, kill_all
 from toolkit.core.printable import printable
 from toolkit.core.secrets import redact
 
+PATCH_KIB = 16 * 1024  # the most of the agent's commits (as text) kept
+
 
 class ResultUnavailable(RuntimeError):
     """The session's result could not be made (one line: why)."""
@@ -63,30 +65,39 @@ class Programs:
                         timeout=timeout, input=input, binary=binary, max_output=max_output)
 
     def collect(self, folder: Path) -> Path | None:
-        """The session's result, made inside the environment and written by it to a file of the host's in
-        ``folder`` (a folder the sandbox cannot see): ``result.bundle`` (a git workspace: its branches, the
-        start and the end of the working tree) or ``result.tar`` (a plain folder). None when working in
-        place. Its size is bounded by what the copy can hold (``RLIMIT_FSIZE`` of the helper: ``disk_mb``, and
-        for a bundle the snapshot's objects in ``/tmp`` too, ``tmp_mb``; an archive's headers, a KiB an entry):
-        sparse files, counted whole in an archive, cannot fill the host's disk."""
+        """The session's result, made inside the environment and written by it to files of the host's in
+        ``folder`` (a folder the sandbox cannot see): ``result.tar``, the workspace's files (``.git`` left
+        out), and for a git workspace ``result.patch``, the agent's commits as text (at most ``PATCH_KIB``).
+        None when working in place. Each is bounded by ``RLIMIT_FSIZE`` of the helper that writes it (the
+        archive: ``disk_mb`` and a KiB an entry), so sparse files, counted whole, cannot fill the host's disk."""
         if not self.private:
             return None
-        kind, limits = "bundle" if self.is_git else "tar", self.config.limits
-        kib = min((limits.disk_mb + (limits.tmp_mb if self.is_git else 0)) * 1024 + limits.inodes + 1024,
-                  limits.file_size_mb * 1024)  # no more than the bound it runs under already
-        path = Path(folder) / f"result.{kind}"
+        limits = self.config.limits
+        kib = min(limits.disk_mb * 1024 + limits.inodes + 1024, limits.file_size_mb * 1024)
+        path, cut = self.made(Path(folder) / "result.tar", kib, "tar")
+        if cut:
+            raise ResultUnavailable(f"the session's result is larger than {kib} KiB (disk_mb, counted in bytes: a "
+                                    "sparse file counts its length); not taken")
+        if self.start_tips is not None:
+            patch, cut = self.made(Path(folder) / "result.patch", PATCH_KIB, "log", *self.start_tips, strict=False)
+            if cut:
+                with open(patch, "a") as f:
+                    f.write(f"\n[the agent's commits: {cut}]\n")
+        return path
+
+    def made(self, path: Path, kib: int, *args: str, strict: bool = True) -> tuple[Path, str]:
+        """``collect.py ARGS`` run under ``ulimit -f KIB``, its output in ``path``; returns it and why it was
+        cut short (``""``: whole). A failure raises ``ResultUnavailable`` with ``strict``."""
         bound = ["/bin/bash", "--noprofile", "--norc", "-c", f'ulimit -S -H -f {kib} && exec "$@"', "collect"]
         with open(path, "xb") as f:
-            out = self.run([*bound, "python3", "-I", "-S", str(self.session_dir / "collect.py"), kind, str(self.root),
-                            self.start_commit], timeout=300, stdout_file=f)
+            out = self.run([*bound, "python3", "-I", "-S", str(self.session_dir / "collect.py"), args[0],
+                            str(self.root), *args[1:]], timeout=300, stdout_file=f)
+        said = printable(redact(" ".join(out.stderr.split())[-300:])) or str(out.returncode)  # one line
         if out.returncode in (-25, 153) or "[Errno 27]" in out.stderr:  # EFBIG (Python ignores SIGXFSZ)
-            raise ResultUnavailable(f"the session's result ({kind}) is larger than {kib} KiB (disk_mb, counted in "
-                                    "bytes: a sparse file counts its length); not taken")
-        if out.returncode != 0:
-            said = " ".join(out.stderr.split())[-300:]  # the sandbox's words, on one line
-            raise ResultUnavailable(f"the session's result could not be made ({kind}): "
-                                    f"{printable(redact(said)) or out.returncode}")
-        return path
+            return path, f"cut at {kib} KiB"
+        if out.returncode != 0 and strict:
+            raise ResultUnavailable(f"the session's result could not be made ({args[0]}): {said}")
+        return path, "" if out.returncode == 0 else f"not listed in full ({said})"
 
 
 def head_of(file, limit: int = RUN_OUTPUT_BYTES, binary: bool = False) -> str | bytes:

@@ -19,8 +19,9 @@ import uuid
 import weakref
 from pathlib import Path
 
-from toolkit.agent.environments import holder, result
+from toolkit.agent.environments import holder
 from toolkit.agent.environments.cgroup import Cgroup
+from toolkit.agent.environments.manifest import manifest
 from toolkit.agent.environments.config import (EVAL_GIT_COMMANDS, GIT_SAFETY, HELPERS, HERE, HOME_GITCONFIG, NO_PUSH,
                                                PASSED_ENV, PUSH_PREFIXES, TRACE_FD, EnvironmentConfig,
                                                EnvironmentUnavailable)
@@ -65,26 +66,25 @@ class Environment(Shell, Programs):
         self.session_id = uuid.uuid4().hex
         self.private = private
         self.is_git = private and (self.source / ".git").exists()
-        # a plain folder's files as they were when the session began (applying deletes what the session
-        # deleted, if the user has not changed it since): the host reads the user's own folder, once
-        self.start_files = result.manifest(self.source) if private and not self.is_git else None
+        # the folder's files as they were when the session began (applying deletes what the session deleted,
+        # if the user has not changed it since): the host reads the user's own folder, once
+        self.start_files = manifest(self.source) if private else None
         self.root = self.source
         self.proc: asyncio.subprocess.Process | None = None
         self._lock: asyncio.Lock | None = None
         self.deadline: float | None = None  # time.perf_counter() past which every command is cut short
         self.cgroups: list[Cgroup] = []
         self.memory_cgroup = False
-        self.start_commit = ""
+        self.start_tips: list[str] | None = None  # a git workspace's HEAD and branches at the start
         self.refs = ""  # collect.py's digest of the repository's refs, as eval mode last saw it
         try:  # an environment that could not be made leaves nothing behind (cgroups, namespaces, copy)
             if self.uses_cgroup:
                 self.make_cgroups()
             self.prepare()
             if self.is_git:
-                out = self.run(["python3", "-I", "-S", str(self.session_dir / "collect.py"), "snapshot",
-                                str(self.root)], timeout=120)
-                found = re.fullmatch(r"([0-9a-f]{40})\n([0-9a-f]{64})\n?", out.stdout)
-                self.start_commit, self.refs = found.groups() if found else ("", "")
+                lines = self.helper("collect.py", "start", timeout=120).stdout.split()
+                self.refs = lines[0] if lines and re.fullmatch(r"[0-9a-f]{64}", lines[0]) else ""
+                self.start_tips = [t for t in lines[1:] if re.fullmatch(r"[0-9a-f]{40}", t)]
         except BaseException:
             self.discard()
             raise

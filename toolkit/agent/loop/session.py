@@ -63,7 +63,7 @@ class Session:
             self.workspace = Workspace(self.environment.source, self.environment)
             self.editor = Editor(self.workspace)
             self.recorder = SessionRecorder(config.run, self.session_id)
-            self.landed: str | None = None  # where the result went (refs/agent/<session>/… or .agent/results/…)
+            self.landed: str | None = None  # where the result went (.agent/results/<session>.tar)
             self.land_error: str | None = None
             self.tools = Toolbox(self.recorder)
             context = ToolContext(self.workspace, self.environment, self.plan, self.editor, self.channel,
@@ -180,8 +180,7 @@ class Session:
             made = self.environment.collect(Path(folder))
             if made is not None:
                 self.landed = result.take(self.workspace.root, self.session_id, made,
-                                          self.environment.start_commit, self.environment.start_files,
-                                          self.environment.config.limits)
+                                          self.environment.start_files, self.environment.config.limits)
         return self.session_id
 
     def _error(self, exc: Exception) -> None:

@@ -1,8 +1,9 @@
 """Git in the workspace, run by the session's execution environment with hooks and other command
 execution off (the environment's GIT_CONFIG_* settings: ``collect.GIT_SAFETY``, above any repository's).
-``create_pull`` makes a branch and commits in the session's copy; the branch comes back to the host as data
-(a git bundle, ``result.py``) and the host pushes it from the user's repository to the remote, which must
-be one the session was given (``allowed_remotes``), read from the user's repository, not the sandbox's.
+``create_pull`` makes a branch and commits in the session's copy; the files come back to the host as data
+(the archive, ``result.py``) and the host commits them on the user's ``HEAD`` in a scratch repository and
+pushes that commit to the remote, which must be one the session was given (``allowed_remotes``), read from
+the user's repository, not the sandbox's.
 The pull request (title, body, diff; secrets redacted) is recorded under ``.agent/pulls/`` of the user's
 folder, since no hosting service is reachable from here."""
 
@@ -21,7 +22,7 @@ from toolkit.core.secrets import mask_url, redact, redact_obj
 
 class Git:
     """``land`` takes the session's result in on the host (``Session.land``) and returns the session id
-    its refs are under; without it (a tool used on its own, in place) pushes run in the environment."""
+    its archive is kept under; without it (a tool used on its own, in place) pushes run in the environment."""
 
     def __init__(self, workspace: Workspace, remote: str = "origin", environment: Environment | None = None,
                  land: Callable[[], str] | None = None):
@@ -125,9 +126,9 @@ class Git:
         diff = self._git("diff", f"{base}...{branch}", check=False)
         if self.land is None or not self.environment.private:
             self._git("push", self.remote, branch)
-        else:  # the branch comes back as data; the host pushes it from the user's repository
+        else:  # the files come back as data; the host commits and pushes them
             try:
-                result.push(self.workspace.root, self.land(), branch, url)
+                result.push(self.workspace.root, self.land(), branch, url, f"{title}\n\n{body}".strip())
             except (result.ResultError, ResultUnavailable) as exc:
                 raise ToolError(str(exc)) from None
         record = redact_obj({"title": title, "body": body, "base": base, "head": branch, "remote": self.remote,
