@@ -275,8 +275,8 @@ def test_a_pull_request_is_a_commit_the_host_makes_of_the_applied_files(tmp_path
 @pytest.mark.parametrize("git_repo", [True, False], ids=["git", "plain"])
 def test_a_session_that_links_out_is_refused_whole_at_apply(host, git_repo):
     """The attack end to end, through the CLI under bubblewrap, as root and as a normal user: new and changed
-    files beside a link out of the folder: the archive is refused when the session ends (the rules of
-    ``--apply``), in one line; nothing is kept, so ``--apply`` has nothing to write."""
+    files beside a link out of the folder: ``--apply`` refuses in one line and writes nothing (the archive is
+    kept at the session's end: the user's own links out come back in every archive, unchanged)."""
     from tests.agent.test_boundary import apply_result, observations, session, term, tree_digest, workspace
 
     ws = workspace(host, git_repo)
@@ -285,6 +285,6 @@ def test_a_session_that_links_out_is_refused_whole_at_apply(host, git_repo):
     assert "planted" in observations(traj)
     before = tree_digest(ws)
     applied = apply_result(host, ws, traj["session_id"], check=False)
-    assert applied.returncode == 2 and "a link out of the folder" in traj["result"], (applied.stderr, traj["result"])
+    assert applied.returncode == 2 and "a link out of the folder" in applied.stderr, (applied.stderr, traj["result"])
     assert len(applied.stderr.strip().splitlines()) == 1
     assert tree_digest(ws) == before

@@ -95,8 +95,8 @@ def check_link(what: str, path: str, target: str) -> None:
         raise refuse(what, path, f"is a link out of the folder (-> '{name(target)}')")
 
 
-def check_entries(what: str, plan: Plan, limits) -> None:
-    """The plan's names, links, kinds and sizes against the rules above; ``ResultError`` (one line)."""
+def check_entries(what: str, plan: Plan, limits, links: bool = True) -> None:
+    """The plan's names, links (with ``links``), kinds and sizes against the rules above; ``ResultError``."""
     kinds: dict[str, str] = {}
     for e in plan.entries:  # two entries on one name: the move would write the first, then fail on the second
         if e.path in kinds:
@@ -109,7 +109,8 @@ def check_entries(what: str, plan: Plan, limits) -> None:
     for e in plan.entries:
         parts = check_name(what, e.path)
         if e.kind == "l":
-            check_link(what, e.path, e.target)
+            if links:
+                check_link(what, e.path, e.target)
         elif e.kind == "f":
             if e.mode not in (0o644, 0o755):
                 raise refuse(what, e.path, f"has mode {e.mode:o} (only 644 and 755 are applied)")
