@@ -115,6 +115,13 @@ def main(argv: list[str] | None = None) -> int:
 
         return local_main(argv[1:])
     only = argv[0] if argv and argv[0] in COMMANDS else None
+    try:  # plug-ins first: their names are choices of the commands' options
+        from toolkit.core.plugins import load
+
+        load()
+    except ImportError as exc:
+        show(f"error: {_one_line(exc)}", file=sys.stderr)
+        return 2
     args = build_parser(only).parse_args(argv)
     shown = warnings.showwarning
     warnings.showwarning = _warning_line

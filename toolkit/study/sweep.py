@@ -185,7 +185,8 @@ ENDPOINT_LINES = "endpoint.log"  # in a cell's folder: its kernel's stall lines,
 def kernel_logged_to(path: Path, limits: str | None = None) -> type:
     """A kernel manager whose kernel writes its own stdout and stderr to ``path`` (and shares its endpoints'
     limits through ``limits`` unless this process has ``TOOLKIT_SHARED_LIMITS`` of its own), and its endpoints'
-    stall lines to ``ENDPOINT_LINES`` beside it (``toolkit.llm.health``; ``relayed`` says them). The kernel logs
+    stall lines to ``ENDPOINT_LINES`` beside it (``toolkit.llm.health``; ``relayed`` says them), and imports the
+    plug-in modules first (``toolkit.core.plugins``). The kernel logs
     "KeyboardInterrupt caught in kernel." as an ERROR when it is shut down after a successful cell: noise on
     the sweep's terminal, kept in the cell's folder instead (with anything else the kernel says)."""
     from jupyter_client.manager import AsyncKernelManager
@@ -194,6 +195,8 @@ def kernel_logged_to(path: Path, limits: str | None = None) -> type:
         async def start_kernel(self, **kw):
             env = {**kw.pop("env", os.environ), ENV: os.environ.get(ENV) or limits or "",
                    LINES_ENV: str(path.parent / ENDPOINT_LINES)}
+            plugins = "--IPKernelApp.exec_lines=import toolkit.core.plugins; toolkit.core.plugins.load()"
+            kw["extra_arguments"] = [*kw.get("extra_arguments", []), plugins]  # toolkit.core.plugins
             with open(path, "ab") as log:  # the kernel process holds its own copy of the descriptor
                 return await super().start_kernel(stdout=log, stderr=log, env=env, **kw)
 
