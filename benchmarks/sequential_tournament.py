@@ -289,27 +289,43 @@ def _normal_run(t, c, i, drift: float, v: float):
     return np.array(order), np.array(within)
 
 
-def derive(p: float = 0.29, looks: int = 10, r: float = 1.088) -> None:
+PRIOR = ((0.0, 2.0), (0.05, 0.5))  # the prior --derive --prior maximises the expected saving under: the gap
+# uniform on [0, 4δ] logits (δ = 0.5), the village rate uniform on [0.05, 0.5] (stated in docs/statistics.md)
+
+
+def prior_nodes(gaps: int = 16, rates: int = 3) -> list[tuple[float, float, float]]:
+    """(gap, village rate, weight) of a Gauss–Legendre rule over ``PRIOR`` (weights sum to 1)."""
+    (g0, g1), (r0, r1) = PRIOR
+    gx, gw = np.polynomial.legendre.leggauss(gaps)
+    rx, rw = np.polynomial.legendre.leggauss(rates)
+    return [(g0 + (g1 - g0) * (x + 1) / 2, r0 + (r1 - r0) * (y + 1) / 2, wx * wy / 4)
+            for x, wx in zip(gx, gw) for y, wy in zip(rx, rw)]
+
+
+def derive(p: float = 0.29, looks: int = 10, r: float = 1.088, prior: bool = False) -> None:
     """The optimal design ``sequential.OPTIMAL`` is read from: ``looks`` equal looks, ``r`` × the fixed design's
     information, its bounds free (c_1..c_J, i_1..i_{J−1}; i_J = c_J), chosen by SLSQP from the power family's
     (3, 2) to make (saving with equal models + saving at 2δ) / 2 as large as it can be with error α/K and power
     0.8 at δ, in normal theory (the statistic's spread at each gap, village rate ``p``). Prints its savings and
-    the shares of α and β it spends by each look: the table ``OPTIMAL`` holds."""
+    the shares of α and β it spends by each look: the table ``OPTIMAL`` holds. With ``prior``: the expected
+    saving under ``PRIOR`` instead (``prior_nodes``: each rate its own drift and spread), with power 0.8 at δ and
+    a saving with equal models of 0.3 or more at every rate node: the table ``sequential.PRIOR`` holds."""
     from scipy.optimize import minimize
 
     from toolkit.analysis.sequential import _norm, bounds
 
     norm, a = _norm(), 0.05 / 3
-    h = math.log(p / (1 - p))
+    t = tuple((j + 1) / looks for j in range(looks))
 
-    def moments(gap):  # Z's mean per √(pairs) and its variance at a gap
+    def moments(gap, rate):  # Z's mean per √(pairs) and its variance at a gap
+        h = math.log(rate / (1 - rate))
         up, down = float(expit(h + gap)), float(expit(h - gap))
         mu, psi = up - down, up * (1 - down) + (1 - up) * down
         return mu / math.sqrt(psi), 1 - (mu / psi) ** 2 * (3 + psi) / 4
 
-    (m1, v1), (m2, v2) = moments(0.5), moments(1.0)
-    theta = (norm.isf(a / 2) + norm.ppf(0.8) * math.sqrt(v1)) * math.sqrt(r)
-    t = tuple((j + 1) / looks for j in range(looks))
+    def at(gap, rate):  # (drift on the Z scale at t = 1, variance) of the design sized at ``rate``
+        (m1, v1), (m, v) = moments(0.5, rate), moments(gap, rate)
+        return (norm.isf(a / 2) + norm.ppf(0.8) * math.sqrt(v1)) * math.sqrt(r) * m / m1, v
 
     def run(x, drift, v):
         c = np.array(x[:looks])
@@ -319,18 +335,24 @@ def derive(p: float = 0.29, looks: int = 10, r: float = 1.088) -> None:
         order, within = run(x, drift, v)
         return 1 - r * float(np.dot(t, order + within))
 
-    def goal(x):
-        return -(saving(x, 0.0, 1.0) + saving(x, theta * m2 / m1, v2)) / 2
+    rates = sorted({q for _, q, _ in prior_nodes()}) if prior else [p]
+    nodes = [(at(g, q), w) for g, q, w in prior_nodes()] if prior else [(at(0.0, p), 0.5), (at(1.0, p), 0.5)]
 
-    _, c, i = bounds(a, 0.8, t, round(v1, 3), (3.0, 2.0))
-    limits = [{"type": "ineq", "fun": lambda x: 1000 * (a - run(x, 0.0, 1.0)[0].sum())},
-              {"type": "ineq", "fun": lambda x: 100 * (run(x, theta, v1)[0].sum() - 0.8)}]
+    def goal(x):
+        return -sum(w * saving(x, *dv) for dv, w in nodes)
+
+    _, c, i = bounds(a, 0.8, t, round(moments(0.5, p)[1], 3), (3.0, 2.0))
+    limits = [{"type": "ineq", "fun": lambda x: 1000 * (a - run(x, 0.0, 1.0)[0].sum())}]
+    limits += [{"type": "ineq", "fun": lambda x, q=q: 100 * (run(x, *at(0.5, q))[0].sum() - 0.8)} for q in rates]
+    if prior:
+        limits.append({"type": "ineq", "fun": lambda x: 100 * (saving(x, 0.0, 1.0) - 0.3)})
     x = minimize(goal, np.concatenate([c, i[:-1]]), method="SLSQP", constraints=limits,
-                 bounds=[(0.5, 8.0)] * looks + [(0.0, 4.0)] * (looks - 1), options={"maxiter": 60, "eps": 1e-3}).x
-    spent_a, spent_b = np.cumsum(run(x, 0.0, 1.0)[0]), np.cumsum(run(x, theta, v1)[1])
-    print(f"\noptimal design at village rate {p}, {looks} looks, R = {r} (normal theory): saving with equal models "
-          f"{saving(x, 0.0, 1.0):.3f}, at 2δ {saving(x, theta * m2 / m1, v2):.3f}, at δ {saving(x, theta, v1):.3f}; "
-          f"error {spent_a[-1]:.4f}, power {run(x, theta, v1)[0].sum():.3f}")
+                 bounds=[(0.5, 8.0)] * looks + [(0.0, 4.0)] * (looks - 1), options={"maxiter": 150 if prior else 60, "eps": 1e-3}).x
+    spent_a, spent_b = np.cumsum(run(x, 0.0, 1.0)[0]), np.cumsum(run(x, *at(0.5, p))[1])
+    print(f"\noptimal design ({'expected saving under the prior' if prior else 'savings at 0 and 2δ'}), {looks} "
+          f"looks, R = {r} (normal theory, village rate {p}): objective {-goal(x):.3f}; saving with equal models "
+          f"{saving(x, 0.0, 1.0):.3f}, at 2δ {saving(x, *at(1.0, p)):.3f}, at δ {saving(x, *at(0.5, p)):.3f}; "
+          f"error {spent_a[-1]:.4f}, power {run(x, *at(0.5, p))[0].sum():.3f}")
     print("efficacy", np.round(x[:looks], 3).tolist())
     print("futility", np.round(np.append(x[looks:], x[looks - 1]), 3).tolist())
     print("t", list(t), "\nshare of α", np.round(spent_a / spent_a[-1], 4).tolist(),
@@ -362,10 +384,11 @@ def main() -> int:
     ap.add_argument("--frontier", action="store_true", help="also print the shapes the design was chosen from")
     ap.add_argument("--real", action="store_true", help="also play one small adaptive tournament offline")
     ap.add_argument("--derive", action="store_true", help="only derive the spending of sequential.OPTIMAL")
+    ap.add_argument("--prior", action="store_true", help="with --derive: for the prior (sequential.PRIOR)")
     ap.add_argument("--designs", action="store_true", help="also compute designs away from the grid exactly")
     args = ap.parse_args()
     if args.derive:
-        derive()
+        derive(prior=args.prior)
         return 0
     rng = np.random.default_rng(45)
     old = old_module()

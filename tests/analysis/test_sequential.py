@@ -152,6 +152,34 @@ def test_a_decided_comparison_is_frozen_and_progress_and_report_count_the_same()
     assert 0 < ab.ci_low and ab.ci_high == 1.0  # excludes 0, as its verdict says; μ is at most 1
 
 
+def test_a_last_look_between_the_two_corrected_bounds_names_no_order_and_is_not_called_within():
+    """Review s18: at the last look the bounds meet, but |Σd| − cc ≥ c·√Σd² (an order) and |Σd| + cc < c·√Σd²
+    ("within") leave a band between them; a comparison stopped there was labelled "within ±δ", a verdict the
+    futility bound never gave. Two looks of 4 pairs, last bound 2: after 4 pairs won by A's side of 8, Σd = 4 and
+    √Σd² = 2 lie in the band. The exact computation counts such stops apart (``Operating.forced``)."""
+    d = S.Design(0.05, 0.8, 0.5, 1, 0.5, looks=2, batch=4, n_fixed=8, inflation=1.0, mu_delta=0.25,
+                 efficacy=(3.0, 2.0), futility=(0.5, 2.0), last=4, shape="optimal", cc=0.2)
+    co = S.Coordinator({"classic7": d}, S.comparisons(["a", "b"], ["classic7"]))
+    for _ in range(2):
+        co.add_round({("classic7", "a", "b"): [1.0, 1.0, 0.0, 0.0]}, 8)
+    c = co.comps[0]
+    assert c.verdict == S.FORCED and c.forced and c.decided and co.done
+    assert c.ci_low < 0 < c.ci_high  # no order: the interval holds 0
+    o = S.operating(d, 0.7, 0.3)
+    assert 0 < o.forced < o.within and o.a + o.b + o.within == pytest.approx(1.0)
+    # by hand: every (pairs +1, pairs −1) at each look, 4 pairs a look, A's side winning 0.7 and B's 0.3
+    law = {(k, m): math.comb(4, k) * math.comb(4 - k, m) * 0.49 ** k * 0.09 ** m * 0.42 ** (4 - k - m)
+           for k in range(5) for m in range(5 - k)}
+
+    def rule(s, ss, c, i):
+        spread = max(math.sqrt(ss), 0.5)
+        return abs(s) - 0.2 >= c * spread, abs(s) + 0.2 < i * spread
+
+    forced = sum(p1 * p2 for (k1, m1), p1 in law.items() if not any(rule(k1 - m1, k1 + m1, 3.0, 0.5))
+                 for (k2, m2), p2 in law.items() if not any(rule(k1 + k2 - m1 - m2, k1 + k2 + m1 + m2, 2.0, 2.0)))
+    assert o.forced == pytest.approx(forced, abs=1e-9)
+
+
 def test_the_coordinators_state_is_json_and_rebuilds_it():
     d = S.Design.make(0.05, 0.8, 1.0, 1, 0.29)
     co = S.Coordinator({"classic7": d}, S.comparisons(["a", "b"], ["classic7"]))

@@ -59,7 +59,9 @@ def adaptive_report(coordinator: Coordinator, tables, stopped: str, fixed: int, 
              "run stopped (a \"within ±δ\" verdict is final: the futility bounds are binding). \"within ±δ\" says "
              "a difference of δ would have been found with the design's power "
              f"(its error is at most {1 - d0.power:.2g} at a true difference of δ, as for a fixed design that "
-             "cannot separate two models).\n",
+             "cannot separate two models). \"no order at the cap\": the last look crossed neither bound (its "
+             "statistic between the two continuity-corrected ones); no order is named, and no \"within\" was "
+             "earned.\n",
              f"**Stopped**: {stopped}, after {coordinator.games} games in {coordinator.rounds} rounds; "
              f"{coordinator.decided} of {len(coordinator.comps)} comparisons decided.\n",
              f"**Fixed design of the same error and power** (every comparison's side-swapped pairs at once, one "
