@@ -28,8 +28,8 @@ strengths that depend on the opponent (A and B even against each other, A far st
 no Bradley–Terry order), and when the village rate the design assumed is wrong. ``--frontier`` prints the
 spending functions, corrections and numbers of looks the new design was chosen from (exactly computed).
 
-    .venv/bin/python benchmarks/sequential_tournament.py [--reps 4000] [--frontier] [--real]
-    .venv/bin/python benchmarks/sequential_tournament.py --derive
+    .venv/bin/python benchmarks/sequential_tournament.py [--reps 4000] [--frontier] [--real] [--designs] [--off-grid]
+    .venv/bin/python benchmarks/sequential_tournament.py --derive [--prior | --gap 0.75 [--looks 15]]
 """
 
 from __future__ import annotations
@@ -108,8 +108,8 @@ def comparison_table(reps: int, rng: np.random.Generator, old) -> dict[str, list
 
     print("| village rate | gap Δ (logits) | fixed pairs | old: pairs, saving, cap ÷ fixed | new: pairs, saving, "
           "cap ÷ fixed | old: right / wrong order | new: right / wrong order | fixed: right / wrong order | "
-          "new: interval covers μ |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "new: interval covers μ | new: no order at the cap |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     savings: dict[str, list[tuple[float, float]]] = {"old": [], "new": [], "cap_old": [], "cap_new": [], "sim": []}
     for p in RATES:
         d, o = Design.make(0.05, 0.8, 0.5, 3, p), old.Design.make(0.05, 0.8, 0.5, 3, p)
@@ -131,7 +131,7 @@ def comparison_table(reps: int, rng: np.random.Generator, old) -> dict[str, list
             print(f"| {p:.2f} | {gap:.2f} | {d.n_fixed} | {oused.mean():.0f}, {s_old:+.0%}, "
                   f"{o.n_max / d.n_fixed:.2f} | "
                   f"{ex.pairs:.0f}, {s_new:+.0%}, {d.n_max / d.n_fixed:.2f} | {rates(overdict, gap)} | "
-                  f"{exact_rates(ex, gap)} | {rates(fv, gap)} | {ex.covered:.4f} |")
+                  f"{exact_rates(ex, gap)} | {rates(fv, gap)} | {ex.covered:.4f} | {ex.forced:.4f} |")
     return savings
 
 
@@ -249,8 +249,9 @@ def other_designs() -> None:
     from toolkit.analysis.sequential import Design, _norm, _trinomial, operating
 
     print("\n| K | δ | village rate | looks | cap ÷ fixed | error at the rate | largest error (true rate) | α/K | "
-          "power at δ | fixed design: pairs, error, power | saving, equal models |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "power at δ | fixed design: pairs, error, power | saving, equal models | calibrated: nominal power, "
+          "power at δ, looks, cap ÷ fixed, error, saving with equal models |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     true = np.round(np.concatenate([np.arange(0.01, 0.1, 0.01), np.arange(0.1, 0.95, 0.05)]), 3)
     for k, delta, p in itertools.product((1, 3, 6), (0.5, 1.0), (0.05, 0.29, 0.5)):
         d, h = Design.make(0.05, 0.8, delta, k, p), math.log(p / (1 - p))
@@ -264,7 +265,88 @@ def other_designs() -> None:
                  for a, b in ((p, p), (p1, p2))]
         print(f"| {k} | {delta:g} | {p:g} | {d.looks_text()} | {d.n_max / d.n_fixed:.3f} | {at.a + at.b:.4f} | "
               f"{worst:.4f} ({q:g}) | {0.05 / k:.4f} | {power:.4f} | {d.n_fixed}, {fixed[0]:.4f}, {fixed[1]:.4f} | "
-              f"{1 - at.pairs / d.n_fixed:.1%} |")
+              f"{1 - at.pairs / d.n_fixed:.1%} | {cal_text(k, delta, p)} |")
+
+
+OFF_GRID = ((0.1, 0.2, 0.4), (0.375, 0.75, 1.25))  # rates × gaps 0.75δ, 1.5δ, 2.5δ: the outside review's rows
+
+
+def calibrated(k: int, delta: float, p: float, shape="optimal", power: float = 0.8, step: float = 0.005):
+    """The design sized at village rate ``p`` whose exact power at ``delta`` (``operating``) is at least ``power``:
+    its bounds solved at a nominal power raised by ``step`` until it is, its cap still 1.1 × the fixed design of
+    ``power`` (fewer looks where it must). (design, nominal power, exact power); the design's ``n_fixed`` and
+    ``power`` are the fixed design's at ``power``, the one its savings are against."""
+    from dataclasses import replace
+
+    from toolkit.analysis.sequential import CAP, Design, operating
+
+    h = math.log(p / (1 - p))
+    p1, p2 = float(expit(h + delta)), float(expit(h - delta))
+    ref = Design.make(0.05, power, delta, k, p, shape=shape)
+    nominal, d = power, ref
+    while (exact := operating(d, p1, p2).a) < power and nominal < 0.9:
+        nominal = round(nominal + step, 4)
+        n_nominal = Design.make(0.05, nominal, delta, k, p, looks=1).n_fixed  # the fixed design at ``nominal``
+        d = replace(Design.make(0.05, nominal, delta, k, p, shape=shape, cap=CAP * ref.n_fixed / n_nominal),
+                    power=power, n_fixed=ref.n_fixed)
+    return d, nominal, exact
+
+
+def prior_table() -> None:
+    """The design chosen for the prior (``--derive --prior``, ``sequential.PRIOR``) beside the default, neither
+    re-tuned: the median and mean saving on the 24-row grid and on the off-grid rows, the expected saving under
+    the prior (its Gauss–Legendre nodes), and over village rates 0.05–0.5 in steps of 0.05 (each design
+    calibrated to its exact power, ``calibrated``) the power at δ, the error, the saving with equal models, the cap
+    and the chance of "no order at the cap" — all exact (``operating``)."""
+    from toolkit.analysis.sequential import operating
+
+    made = {}
+
+    def design(shape, q):
+        if (shape, q) not in made:
+            made[shape, q] = calibrated(3, 0.5, q, shape)
+        return made[shape, q]
+
+    def row(shape, q, gap):
+        d, h = design(shape, q)[0], math.log(q / (1 - q))
+        o = operating(d, float(expit(h + gap)), float(expit(h - gap)))
+        return 1 - o.pairs / d.n_fixed, o
+
+    print("\n| spending | grid: median, mean | off-grid: median, mean | expected under the prior | power at δ | "
+          "nominal power | largest error (α/K 0.0167) | equal models | cap ÷ fixed | no order at the cap, largest |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    offs = {}
+    for shape in ("optimal", "prior"):
+        grid = [row(shape, q, g)[0] for q in RATES for g in GAPS]
+        offs[shape] = [row(shape, q, g) for q in OFF_GRID[0] for g in OFF_GRID[1]]
+        off = [x[0] for x in offs[shape]]
+        expected = sum(w * row(shape, q, g)[0] for g, q, w in prior_nodes())
+        fine = [round(x, 2) for x in np.arange(0.05, 0.501, 0.05)]
+        stats = [(design(shape, q), row(shape, q, 0.0), row(shape, q, 0.5)) for q in fine]
+        power = [x[0][2] for x in stats]
+        forced = max(row(shape, q, g)[1].forced for q in fine for g in (0.0, 0.25, 0.5, 1.0))
+        print(f"| {shape} | {np.median(grid):.1%}, {np.mean(grid):.1%} | {np.median(off):.1%}, {np.mean(off):.1%} | "
+              f"{expected:.1%} | {min(power):.4f}–{max(power):.4f} | {max(x[0][1] for x in stats):g} | "
+              f"{max(x[1][1].a + x[1][1].b for x in stats):.4f} | {min(x[1][0] for x in stats):.1%}–"
+              f"{max(x[1][0] for x in stats):.1%} | {max(x[0][0].n_max / x[0][0].n_fixed for x in stats):.3f} | "
+              f"{forced:.4f} |")
+    print("\nThe off-grid rows (each design sized at its rate, exactly):\n")
+    print("| village rate | gap Δ | fixed pairs | default: P(order), saving, no order at the cap | prior: P(order), "
+          "saving, no order at the cap |")
+    print("|---|---|---|---|---|")
+    for j, (q, g) in enumerate(itertools.product(*OFF_GRID)):
+        cells = [f"{o.a:.3f}, {sv:.1%}, {o.forced:.4f}" for sv, o in (offs["optimal"][j], offs["prior"][j])]
+        print(f"| {q:g} | {g / 0.5:g}δ | {design('optimal', q)[0].n_fixed} | {cells[0]} | {cells[1]} |")
+
+
+def cal_text(k: int, delta: float, p: float) -> str:
+    """The default design calibrated to its exact power (``calibrated``), as a table cell."""
+    from toolkit.analysis.sequential import operating
+
+    d, nominal, exact = calibrated(k, delta, p)
+    o = operating(d, p, p)
+    return (f"{nominal:g}, {exact:.4f}, {d.looks}, {d.n_max / d.n_fixed:.3f}, {o.a + o.b:.4f}, "
+            f"{1 - o.pairs / d.n_fixed:.1%}")
 
 
 def _normal_run(t, c, i, drift: float, v: float):
@@ -302,14 +384,17 @@ def prior_nodes(gaps: int = 16, rates: int = 3) -> list[tuple[float, float, floa
             for x, wx in zip(gx, gw) for y, wy in zip(rx, rw)]
 
 
-def derive(p: float = 0.29, looks: int = 10, r: float = 1.088, prior: bool = False) -> None:
+def derive(p: float = 0.29, looks: int = 10, r: float = 1.088, prior: bool = False, gap: float | None = None,
+           floor: float = 0.25) -> None:
     """The optimal design ``sequential.OPTIMAL`` is read from: ``looks`` equal looks, ``r`` × the fixed design's
     information, its bounds free (c_1..c_J, i_1..i_{J−1}; i_J = c_J), chosen by SLSQP from the power family's
     (3, 2) to make (saving with equal models + saving at 2δ) / 2 as large as it can be with error α/K and power
     0.8 at δ, in normal theory (the statistic's spread at each gap, village rate ``p``). Prints its savings and
     the shares of α and β it spends by each look: the table ``OPTIMAL`` holds. With ``prior``: the expected
     saving under ``PRIOR`` instead (``prior_nodes``: each rate its own drift and spread), with power 0.8 at δ and
-    a saving with equal models of 0.3 or more at every rate node: the table ``sequential.PRIOR`` holds."""
+    a saving with equal models of 0.3 or more at every rate node: the table ``sequential.PRIOR`` holds. With
+    ``gap``: the saving at that one gap (logits), with equal models saving ``floor`` or more: how far a design of
+    this family can go there (the frontier docs/statistics.md quotes)."""
     from scipy.optimize import minimize
 
     from toolkit.analysis.sequential import _norm, bounds
@@ -337,6 +422,8 @@ def derive(p: float = 0.29, looks: int = 10, r: float = 1.088, prior: bool = Fal
 
     rates = sorted({q for _, q, _ in prior_nodes()}) if prior else [p]
     nodes = [(at(g, q), w) for g, q, w in prior_nodes()] if prior else [(at(0.0, p), 0.5), (at(1.0, p), 0.5)]
+    if gap is not None:
+        nodes = [(at(gap, p), 1.0)]
 
     def goal(x):
         return -sum(w * saving(x, *dv) for dv, w in nodes)
@@ -344,14 +431,18 @@ def derive(p: float = 0.29, looks: int = 10, r: float = 1.088, prior: bool = Fal
     _, c, i = bounds(a, 0.8, t, round(moments(0.5, p)[1], 3), (3.0, 2.0))
     limits = [{"type": "ineq", "fun": lambda x: 1000 * (a - run(x, 0.0, 1.0)[0].sum())}]
     limits += [{"type": "ineq", "fun": lambda x, q=q: 100 * (run(x, *at(0.5, q))[0].sum() - 0.8)} for q in rates]
-    if prior:
-        limits.append({"type": "ineq", "fun": lambda x: 100 * (saving(x, 0.0, 1.0) - 0.3)})
+    if prior or gap is not None:
+        limits.append({"type": "ineq", "fun": lambda x: 100 * (saving(x, 0.0, 1.0) - (0.3 if prior else floor))})
     x = minimize(goal, np.concatenate([c, i[:-1]]), method="SLSQP", constraints=limits,
-                 bounds=[(0.5, 8.0)] * looks + [(0.0, 4.0)] * (looks - 1), options={"maxiter": 150 if prior else 60, "eps": 1e-3}).x
+                 bounds=[(0.5, 8.0)] * looks + [(0.0, 4.0)] * (looks - 1),
+                 options={"maxiter": 60 if gap is None and not prior else 150, "eps": 1e-3}).x
     spent_a, spent_b = np.cumsum(run(x, 0.0, 1.0)[0]), np.cumsum(run(x, *at(0.5, p))[1])
-    print(f"\noptimal design ({'expected saving under the prior' if prior else 'savings at 0 and 2δ'}), {looks} "
+    aim = f"saving at {gap / 0.5:g}δ, equal models ≥ {floor:g}" if gap is not None else (
+        "expected saving under the prior" if prior else "savings at 0 and 2δ")
+    print(f"\noptimal design ({aim}), {looks} "
           f"looks, R = {r} (normal theory, village rate {p}): objective {-goal(x):.3f}; saving with equal models "
-          f"{saving(x, 0.0, 1.0):.3f}, at 2δ {saving(x, *at(1.0, p)):.3f}, at δ {saving(x, *at(0.5, p)):.3f}; "
+          f"{saving(x, 0.0, 1.0):.3f}, at 2δ {saving(x, *at(1.0, p)):.3f}, at δ {saving(x, *at(0.5, p)):.3f}, at "
+          f"1.5δ {saving(x, *at(0.75, p)):.3f}; "
           f"error {spent_a[-1]:.4f}, power {run(x, *at(0.5, p))[0].sum():.3f}")
     print("efficacy", np.round(x[:looks], 3).tolist())
     print("futility", np.round(np.append(x[looks:], x[looks - 1]), 3).tolist())
@@ -385,10 +476,13 @@ def main() -> int:
     ap.add_argument("--real", action="store_true", help="also play one small adaptive tournament offline")
     ap.add_argument("--derive", action="store_true", help="only derive the spending of sequential.OPTIMAL")
     ap.add_argument("--prior", action="store_true", help="with --derive: for the prior (sequential.PRIOR)")
+    ap.add_argument("--gap", type=float, help="with --derive: the largest saving at this one gap (logits)")
+    ap.add_argument("--looks", type=int, default=10, help="with --derive: equal looks")
     ap.add_argument("--designs", action="store_true", help="also compute designs away from the grid exactly")
+    ap.add_argument("--off-grid", action="store_true", help="also the prior's design and the off-grid rows")
     args = ap.parse_args()
     if args.derive:
-        derive(prior=args.prior)
+        derive(looks=args.looks, prior=args.prior, gap=args.gap)
         return 0
     rng = np.random.default_rng(45)
     old = old_module()
@@ -400,6 +494,8 @@ def main() -> int:
         frontier()
     if args.designs:
         other_designs()
+    if args.off_grid:
+        prior_table()
     print(f"\n{time.perf_counter() - started:.0f} s for the simulations ({args.reps} replications a row)")
     if args.real:
         real_run()
