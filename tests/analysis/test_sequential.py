@@ -234,6 +234,16 @@ def test_the_spending_table_is_a_spending_function_and_the_bounds_spend_it():
     assert i[1] < 0.05 < i[2]  # (almost) no "within" before t = 0.3
 
 
+def test_the_priors_spending_table_is_a_spending_function_and_named_prior():
+    """``PRIOR`` (the design for the prior docs/statistics.md states; not the default): shares that only grow
+    from 0 to 1, and the spending "prior" reads it."""
+    t, share_a, share_b = (np.array(x) for x in S.PRIOR)
+    assert t[0] == share_a[0] == share_b[0] == 0 and t[-1] == share_a[-1] == share_b[-1] == 1
+    assert (np.diff(t) > 0).all() and (np.diff(share_a) >= 0).all() and (np.diff(share_b) >= 0).all()
+    assert S.spending("prior", 0.05, 0.2)(0.5) == pytest.approx((0.05 * share_a[5], 0.2 * share_b[5]))
+    assert S.SHAPE == "optimal"
+
+
 def test_a_design_written_before_the_correction_was_stored_keeps_its_rule():
     """A run resumed from a state written by the design before (no ``cc``, no ``shape``) keeps the rule it was
     decided under: a correction of ½ and the power family, not today's 0.2. At 10 pairs of which 7 were
