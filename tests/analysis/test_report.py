@@ -219,3 +219,22 @@ def test_a_description_repeated_down_a_column_is_written_once_below_the_table():
     kept = pd.DataFrame({"where": ["preset=classic7, against heuristic villagers"] * 2, "bar": [seer, guard]})
     assert markdown_table(kept).count("preset=classic7, against heuristic villagers") == 2
     assert seer in markdown_table(kept).splitlines()[2] and "`bar`" not in markdown_table(kept)
+
+
+@pytest.mark.slow
+def test_a_condition_one_run_did_not_set_is_reported_as_not_set(tmp_path):
+    """One game played with ``--seat`` and one without (session 19's maintainer review, F1): under pandas 3 the
+    report raised TypeError (NaN sorted with text); the missing condition reads ``(not set)``, never ``nan``."""
+    import subprocess
+    import sys
+
+    res = tmp_path / "res"
+    for seed, extra in ((1, ["--seat", "Player2=random"]), (2, [])):
+        subprocess.run([sys.executable, "-m", "toolkit", "play", "--seed", str(seed), "--quiet", "--out", str(res),
+                        *extra], check=True, capture_output=True, timeout=300)
+    done = subprocess.run([sys.executable, "-m", "toolkit", "report", str(res), "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    text = (tmp_path / "out" / "summary.md").read_text()
+    assert "**seat (not set)** (1 games)" in text and "seat: [\"Player2=random\"] − (not set)" in text
+    assert "seat nan" not in text and "seat=nan" not in text

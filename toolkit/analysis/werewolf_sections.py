@@ -15,6 +15,7 @@ import pandas as pd
 from toolkit import analysis as A
 from toolkit.analysis import plots as P
 from toolkit.analysis import progress
+from toolkit.analysis.checks import labels
 from toolkit.analysis.conclusions import conclusions, design_matrix, effects, matrix_text, side_models
 from toolkit.analysis.degeneracy import echo_counts
 from toolkit.analysis.prompt_cache import cached_share
@@ -55,7 +56,9 @@ class Context:
         if include_degraded and n_degraded:  # the ratings read games.degraded: cleared, they count every game
             tables = replace(tables, games=tables.games.assign(degraded=False))
         games = games_with_params(tables)
-        return cls(tables, games, A.conditions(games), out, written, folder, n_degraded, include_degraded,
+        by = A.conditions(games)  # a condition some runs did not set reads "(not set)" in every heading, not "nan"
+        games = games.assign(**{c: labels(games[c]) for c in by if games[c].isna().any()})
+        return cls(tables, games, by, out, written, folder, n_degraded, include_degraded,
                    tokens_estimated(tables), tables.players["spec"].nunique() > 1)
 
     def table(self, metric: Callable[[Results], pd.DataFrame]) -> str:
