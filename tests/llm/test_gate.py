@@ -164,6 +164,26 @@ def test_a_run_writes_its_endpoints_gate_figures(tmp_path):
     assert load(tmp_path / "b").endpoints.empty
 
 
+def test_the_time_a_retry_after_held_a_call_is_counted_as_waited():
+    """A 429 with ``Retry-After: 3600`` (capped at 0.3 s here, 60 s by default) holds the call that long before it
+    asks again: that time is in the endpoints row's ``waited_s``, counted once. On the code before, the call's own
+    wait was not counted, and its re-ask found the gate open: 0.0 (review s18, ``Retry-After: 3600``)."""
+    from toolkit.llm.gate import watch
+
+    with FakeOpenAIServer() as server:
+        server.queue("429:3600", "ok")
+        model = get_model(f"openai:queue@{server.base_url}", retry_after_cap_s=0.3)
+        w = watch()  # what a run writes to its endpoints table (test_a_run_writes_its_endpoints_gate_figures)
+        try:
+            call = asyncio.run(model.generate(Request()))
+        finally:
+            w.close()
+    assert call.completion is not None and [a.error_kind for a in call.attempts] == ["rate_limit"]
+    (row,) = w.rows()
+    assert row["requests"] == 2 and row["rate_limited"] == 1
+    assert 0.28 <= row["waited_s"] < 0.55  # the 0.3 s, not twice
+
+
 @pytest.mark.slow
 def test_play_shows_the_endpoint_s_figures_in_one_line(tmp_path):
     import subprocess

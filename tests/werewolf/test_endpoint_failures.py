@@ -92,9 +92,41 @@ def test_a_silent_endpoint_gets_its_stall_line_before_any_call_has_spent_its_att
     stalls = [i for i, line in enumerate(lines) if "its games wait for it" in line]
     down = [i for i, line in enumerate(lines) if "is down" in line]
     assert len(stalls) == 1 and len(down) == 1 and stalls[0] < down[0], lines
-    silent = re.search(r": no answer for ([\d.]+) s; its games wait for it", lines[stalls[0]])  # not a failed call's
+    # said at a request's first failure (its timeout), not after the call's attempts
+    silent = re.search(r": no answer for ([\d.]+) s \(\d+ requests? timed out\); its games wait for it",
+                       lines[stalls[0]])
     assert silent and float(silent[1]) < 8, lines
     assert re.search(r"is down: no answer for 8 s\b", lines[down[0]]), lines
+
+
+@pytest.mark.slow
+def test_a_slow_endpoint_answering_within_its_timeout_is_no_stall(server, tmp_path, monkeypatch, caplog):
+    """Answers that take 3.5 s against a 6 s timeout and a 9 s deadline (the quiet mark: 3 s): no stall line and
+    no stall in the endpoints row, for nothing failed. On the code before, each call silent past the mark said one
+    and counted it (review s18: at 30 s an answer, 5 stall lines in 8 calls, ``endpoints.stalls`` 5)."""
+    from toolkit.llm import Request
+    from toolkit.llm.health import health_of
+
+    monkeypatch.setenv("TOOLKIT_TIMEOUT_S", "6")
+    monkeypatch.setenv("TOOLKIT_ENDPOINT_DEADLINE_S", "9")
+    model = get_model(f"openai:slow:3.5@{server.base_url}")
+
+    async def ask():
+        health = health_of(model)
+        for i in range(2):
+            health.begin()
+            try:
+                call = await health.generate(model, Request(messages=[{"role": "user", "content": str(i)}]))
+            finally:
+                health.end()
+            assert call.completion is not None and not call.attempts
+
+    with Run(tmp_path):
+        asyncio.run(ask())
+    lines = [r.getMessage() for r in caplog.records if r.name == "toolkit.llm.health"]
+    assert lines == []
+    (row,) = load(tmp_path, complete_games=False).endpoints.to_dict("records")
+    assert row["stalls"] == 0 and row["requests"] == 2 and row["down"] is None
 
 
 @pytest.mark.slow

@@ -232,9 +232,9 @@ class _Slot:
 
 class Watch:
     """What every gate of the process did while the watch was open, per endpoint: requests let through, the
-    peak in flight, the lowest limit and the limit at the end, 429s seen, seconds requests waited at the gate
-    (for a slot or a Retry-After), the endpoint's stalls and why it was declared dead (``stalled``). Open with
-    ``watch()``, read with ``rows()``, end with ``close()``."""
+    peak in flight, the lowest limit and the limit at the end, 429s seen, seconds requests waited before they were
+    sent (at the gate for a slot or a Retry-After, and after a failure: ``waited``), the endpoint's stalls and why
+    it was declared dead (``stalled``). Open with ``watch()``, read with ``rows()``, end with ``close()``."""
 
     def __init__(self) -> None:
         self._figures: dict[str, dict[str, Any]] = {}
@@ -299,6 +299,17 @@ def stalled(endpoint: str, down: str | None = None) -> None:
             f["stalls"] += 1
         elif f["down"] is None:
             f["down"] = down
+
+
+def waited(endpoint: str, seconds: float) -> None:
+    """A request to the endpoint was held ``seconds`` before it was sent again, outside the gate (its call's
+    backoff or ``Retry-After`` after a failure, or a decision waiting for the endpoint): counted in every open
+    watch's ``waited_s``, as a wait for a slot is."""
+    g = _GATES.get(asyncio.get_running_loop(), {}).get(endpoint)
+    if g is None:
+        return
+    for w in _WATCHES:
+        w.figures(g)["waited_s"] += seconds
 
 
 def stats() -> dict[str, dict[str, Any]]:

@@ -3,11 +3,15 @@ not the model's.
 
 A call that got no answer from an HTTP endpoint (a timeout, a 429 or a 5xx after its retries, a dropped
 connection, a malformed body: ``endpoint_fault``) is the endpoint's, never a decision of the seat. The decision
-waits for the endpoint and asks again (``EndpointHealth.wait``: ``Retry-After`` honoured, one warning per stall:
-a line on stderr, as soon as a call has failed or the endpoint has been silent while asked for the request timeout
-or a third of the deadline, whichever is shorter) while the endpoint has answered something within its deadline;
-past it the endpoint is dead and ``EndpointDown`` stops every decision on it at once, in flight or not
-(``EndpointHealth.generate``).
+waits for the endpoint and asks again (``EndpointHealth.wait``: ``Retry-After`` honoured) while the endpoint has
+answered something within its deadline; past it the endpoint is dead and ``EndpointDown`` stops every decision on it
+at once, in flight or not (``EndpointHealth.generate``).
+
+A stall is the endpoint failing while its games wait for it: a call that gave up after its retries, or requests
+that failed (a timeout, a 429, a 5xx, a transport error) with no answer for the request timeout or a third of the
+deadline, whichever is shorter. Each stall is one warning (a line on stderr) and one count in the endpoints table,
+until the endpoint answers again. A slow answer still within its timeout is no stall, however long it takes; nor
+is a 429 now and then that the next answers follow (a gate finding the endpoint's limit).
 
 The deadline counts the time since the endpoint last answered (any answer, a truncated one too) while it was
 asked: ``TOOLKIT_ENDPOINT_DEADLINE_S`` seconds (90 by default), never less than 1.5 times the request timeout
@@ -33,7 +37,7 @@ from collections import Counter
 from typing import Any
 
 from toolkit.core.secrets import mask_url_credentials, redact
-from toolkit.llm.gate import stalled
+from toolkit.llm.gate import stalled, waited
 from toolkit.llm.model import Attempt, Call, Model, now
 
 log = logging.getLogger(__name__)  # a warning: on stderr whatever --quiet says (the CLI's last-resort handler)
@@ -105,9 +109,7 @@ class EndpointHealth:
     def seen(self, seconds: float) -> str:
         """What the endpoint did for ``seconds`` since its last answer, in a few words: the kinds of the failed
         requests of the calls done and in progress (a 429 to every request is said so)."""
-        kinds = Counter(self._failed)
-        for held in self._live:
-            kinds.update(a.error_kind for a in (held[0].attempts if held else ()) if a.error_kind != "truncated")
+        kinds = self._failures()
         n, seconds = sum(kinds.values()), round(seconds, 1)
         if n and set(kinds) == {"rate_limit"}:
             return f"answered 429 to every request for {seconds:g} s ({n} requests)"
@@ -117,6 +119,21 @@ class EndpointHealth:
             return (f"no answer for {seconds:g} s ({n} failed requests: "
                     + ", ".join(f"{c} {k}" for k, c in kinds.most_common()) + ")")
         return f"no answer for {seconds:g} s"
+
+    def _failures(self) -> Counter[str]:
+        """The failed requests since the last answer, of the calls done and in progress, by kind."""
+        kinds = Counter(self._failed)
+        for held in self._live:
+            kinds.update(a.error_kind for a in (held[0].attempts if held else ()) if a.error_kind != "truncated")
+        return kinds
+
+    def failing(self, quiet: float) -> None:
+        """A request failed, or ``quiet`` seconds passed since the last answer: a stall begins when both hold
+        (requests failed and no answer came for ``quiet``). Silence alone (a slow answer within its timeout) is
+        none, nor a failure the endpoint's next answers follow within ``quiet``."""
+        silent = time.monotonic() - self.heard
+        if not self._stalled and self.dead is None and silent >= quiet and self._failures():
+            self.stalled(self.seen(silent))
 
     def left(self) -> float:
         return self.heard + self.deadline - time.monotonic()
@@ -137,12 +154,15 @@ class EndpointHealth:
         if self.dead is not None:
             raise EndpointDown(self.dead)
         started, t0, held = now(), time.perf_counter(), []
-        task = asyncio.ensure_future(model.generate(request, held, settle))
-        quiet = min(model.config.timeout_s, self.deadline / 3)  # silent this long while asked: a stall
+        quiet = min(model.config.timeout_s, self.deadline / 3)  # failing and silent this long while asked: a stall
+        task = asyncio.ensure_future(model.generate(request, held, settle, lambda: self.failing(quiet)))
         self._live.append(held)
         try:
             while True:
-                until = self.left() if self._stalled else min(self.left(), self.heard + quiet - time.monotonic())
+                silent = time.monotonic() - self.heard
+                # to look again for failures at the quiet mark (and every quiet seconds after: a later answer may have
+                # moved it), until a stall is said; then only the deadline
+                until = self.left() if self._stalled else min(self.left(), quiet - silent if silent < quiet else quiet)
                 done, _ = await asyncio.wait({task}, timeout=max(until, 0.0))
                 if done:
                     call = task.result()
@@ -151,19 +171,18 @@ class EndpointHealth:
                     else:
                         self._failed.update(a.error_kind for a in call.attempts)
                     return call
-                if not self._stalled and self.left() > 0 and self.dead is None:
-                    self.stalled(self.seen(time.monotonic() - self.heard))
+                if self.left() > 0 and self.dead is None:
+                    self.failing(quiet)  # requests failed meanwhile: a stall (later failures say it themselves)
                     continue
-                if self.left() <= 0 or self.dead is not None:
-                    task.cancel()
-                    why = self.dead or self.kill(self.seen(self.deadline))
-                    ms = (time.perf_counter() - t0) * 1000
-                    call = held[0] if held else Call(request, model.spec, model.name, model.base_url, started)
-                    call.completion, call.error, call.latency_ms = None, why, ms  # every failed request kept
-                    call.attempts.append(Attempt(len(call.attempts) + 1, "deadline", None, why, ms))
-                    if settle:  # the cut skipped the model's own settling: it got no answer, so 0
-                        call.settle()
-                    return call
+                task.cancel()
+                why = self.dead or self.kill(self.seen(self.deadline))
+                ms = (time.perf_counter() - t0) * 1000
+                call = held[0] if held else Call(request, model.spec, model.name, model.base_url, started)
+                call.completion, call.error, call.latency_ms = None, why, ms  # every failed request kept
+                call.attempts.append(Attempt(len(call.attempts) + 1, "deadline", None, why, ms))
+                if settle:  # the cut skipped the model's own settling: it got no answer, so 0
+                    call.settle()
+                return call
         finally:
             self._live.remove(held)
 
@@ -208,8 +227,12 @@ class EndpointHealth:
         why = self.judge(call)
         self.stalled(f"no answer ({why})")
         # the endpoint's Retry-After is honoured by its gate (toolkit.llm.gate), which holds the re-ask until then
-        pause = min(2.0, max(self.left(), 0.0))
-        await asyncio.sleep(pause)
+        pause, t0 = min(2.0, max(self.left(), 0.0)), time.monotonic()
+        try:
+            await asyncio.sleep(pause)
+        finally:
+            if self.endpoint is not None:
+                waited(self.endpoint, time.monotonic() - t0)
         if self.left() <= 0:
             raise EndpointDown(self.kill(f"{self.seen(self.deadline)} (the last failure: {why[:120]})"))
 

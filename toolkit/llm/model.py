@@ -18,7 +18,7 @@ import time
 from functools import lru_cache
 from dataclasses import dataclass, field, fields
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Callable
 
 from tenacity import (
     AsyncRetrying,
@@ -31,7 +31,7 @@ from tenacity import (
 from toolkit.llm.budget import Ticket, active_budget
 from toolkit.llm.cache import ResponseCache, active_record, cache_key, request_key
 from toolkit.llm.prices import DEFAULT_PRICES, cost_usd, load_prices, output_tokens, price_of, read_prices  # noqa: F401
-from toolkit.llm.gate import gate as endpoint_gate
+from toolkit.llm.gate import gate as endpoint_gate, waited
 from toolkit.llm.backend import Backend
 from toolkit.llm.request import Completion, LLMError, Request, TransientError, estimate_tokens, messages_text
 from toolkit.core.secrets import mask_url
@@ -244,9 +244,11 @@ class Model:
     def __repr__(self) -> str:
         return f"Model({self.spec!r})"
 
-    async def generate(self, request: Request, track: list[Call] | None = None, settle: bool = True) -> Call:
+    async def generate(self, request: Request, track: list[Call] | None = None, settle: bool = True,
+                       failed: Callable[[], None] | None = None) -> Call:
         """The call (never raises for a model failure); ``track`` gets the call as soon as it exists, so that a
-        caller that cuts it short keeps the attempts it failed so far (``toolkit.llm.health``). ``settle=False``:
+        caller that cuts it short keeps the attempts it failed so far, and ``failed()`` is called each time a
+        request failed and the call waits to send it again (``toolkit.llm.health``). ``settle=False``:
         the caller settles it in the ledger (``Call.settle``) once its row is written (``CallLog.write``), so that
         a process killed between the two leaves it pending, as a call in flight, and a resumed study replays it
         from its row rather than paying for it again."""
@@ -268,7 +270,7 @@ class Model:
         try:
             completion = await self._attempt(request, call)  # the common case: no retry machinery at all
         except TransientError as exc:
-            completion = await self._retry(request, call, exc)
+            completion = await self._retry(request, call, exc, failed)
         except LLMError as exc:
             completion, call.error = None, str(exc)
         call.latency_ms = (time.perf_counter() - started) * 1000
@@ -339,13 +341,28 @@ class Model:
         return estimate_tokens(messages_text(request.messages)) + (request.sampling.max_tokens
                                                                    or self.config.max_tokens or 0)
 
-    async def _retry(self, request: Request, call: Call, first: TransientError) -> Completion | None:
+    async def _retry(self, request: Request, call: Call, first: TransientError,
+                     failed: Callable[[], None] | None = None) -> Completion | None:
         cfg = self.config
         if cfg.max_attempts <= 1:
             call.error = self._gave_up(call, first)
             return None
-        await asyncio.sleep(self._delay(first, 1))
-        retrying = AsyncRetrying(stop=stop_after_attempt(cfg.max_attempts - 1) | stop_after_delay(cfg.max_total_wait_s),
+
+        async def pause(seconds: float) -> None:
+            """The wait before a failed request is sent again (a backoff, or the endpoint's ``Retry-After``): said
+            to ``failed``, and counted in the endpoint's ``waited_s`` (``gate.waited``) for the time it lasted."""
+            if failed is not None:
+                failed()
+            t0 = time.monotonic()
+            try:
+                await asyncio.sleep(seconds)
+            finally:
+                if self.base_url is not None:
+                    waited(self.base_url, time.monotonic() - t0)
+
+        await pause(self._delay(first, 1))
+        retrying = AsyncRetrying(sleep=pause,
+                                 stop=stop_after_attempt(cfg.max_attempts - 1) | stop_after_delay(cfg.max_total_wait_s),
                                  wait=lambda state: self._delay(state.outcome.exception(), state.attempt_number + 1),
                                  retry=retry_if_exception_type(TransientError), reraise=True)
         completion = None
