@@ -117,9 +117,10 @@ def test_the_last_line_says_how_many_calls_it_counts_at_their_estimate(tmp_path)
     the bill by their answers' tokens: the line says how many (review42 s16 F3; on the code before it did not)."""
     budget = Budget(tmp_path / "spend.jsonl", max_usd=1.0)
     budget.reserve(0.001, 100, "det").settle(0.002, 150)  # answered: its cost replaces the estimate
-    assert "not settled" not in budget.line()
+    assert "unknown outcome" not in budget.line()
     budget.reserve(0.001, 100, "det")  # killed in flight: never settled
     budget.reserve(0.001, 100, "det")
     rerun = Budget(tmp_path / "spend.jsonl", max_usd=1.0)  # the study's rerun reads the ledger
     assert rerun.spent() == (pytest.approx(0.004), 350)
-    assert "; 2 calls not settled (in flight, or when a process was killed) counted at the estimate" in rerun.line()
+    assert "; 2 calls of unknown outcome counted at their estimate (in flight at a kill or cut by an endpoint's " \
+           "deadline;" in rerun.line()

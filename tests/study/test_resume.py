@@ -221,4 +221,4 @@ def test_a_call_answered_just_before_a_kill_is_paid_once(tmp_path, det):
     assert len(load(folder).games) == 1
     assert len(det.billed) - whole == whole, out.stdout  # paid once: the resume replayed the fourth call's row
     assert unsettled == 1 and out.stdout.split() == ["rows"]  # the row came first; its settling never did
-    assert "1 call not settled" in Budget(spend / "spend.jsonl").line()
+    assert "1 call of unknown outcome" in Budget(spend / "spend.jsonl").line()

@@ -6,10 +6,13 @@ study (the cells of a sweep or a tournament run in processes of their own) and n
 it before it is sent: ``{"pending": ID, "usd": ..., "tokens": ...}`` at an estimate (the prompt's tokens and the
 answer's limit where one is set), then ``{"settles": ID, "usd": ..., "tokens": ...}`` at what it cost (0 for a
 failure) once its ``calls`` row is written (``Call.settle``, from ``CallLog.write``: a call settled before its row
-and killed between the two was paid again by the resumed study). A call in flight when its process is killed (or
-answered, not yet written) stays pending, counted at its estimate: the provider bills it, and the ledger says so
-(``line`` says how many estimates it counts). (A plain ``{"usd": ..., "tokens": ...}`` line, what callers
-outside a game and older versions write, is one call's spending.) What has been spent is the sum of the
+and killed between the two was paid again by the resumed study). A call whose outcome the toolkit cannot know
+stays pending, counted at its estimate (conservative against a cap): one in flight when its process is killed (or
+answered, not yet written), and one the endpoint's deadline cut (``toolkit.llm.health``: a request was sent, the
+provider may bill it); ``line`` names how many. So does a call reserved and killed before its request went out
+(the ledger cannot tell it from one sent: a rerun cannot know whether the process that wrote it is still at
+work). (A plain ``{"usd": ..., "tokens": ...}`` line, what callers outside a game and older versions write, is one
+call's spending.) What has been spent is the sum of the
 ledger, read incrementally; so a rerun with a higher cap continues from what the earlier runs spent (games that
 finished are skipped by their callers; a game stopped or killed mid-way is played again from its start with its
 recorded calls replayed, not paid again: ``toolkit.llm.cache.Record``).
@@ -192,9 +195,9 @@ class Budget:
             text += (f"; cap reached: {plural(skipped, unit)} not started, {stopped} stopped "
                      "unfinished (a rerun with a higher cap plays them)")
         if pending := len(self._pending):  # read by spent() above: the ledger's tickets with no settles line
-            text += (f"; {plural(pending, 'call')} not settled (in flight, or when a process was killed) "
-                     "counted at the estimate made before sending (the prompt, and the answer's limit where one "
-                     "is set: the bill may differ by the answers' tokens)")
+            text += (f"; {plural(pending, 'call')} of unknown outcome counted at their estimate (in flight at a "
+                     "kill or cut by an endpoint's deadline; the estimate: the prompt, and the answer's limit where "
+                     "one is set: the bill may differ by the answers' tokens)")
         return text
 
     def spent_text(self) -> str:

@@ -149,8 +149,8 @@ class EndpointHealth:
 
     async def generate(self, model: Model, request: Any, settle: bool = True) -> Call:
         """``model.generate(request, settle=settle)``, cut short when the endpoint's deadline passes meanwhile
-        (then a call that got no answer: the attempts it failed so far, and one of kind ``deadline``; settled at 0
-        in the ledger, or by the caller with ``settle=False``)."""
+        (then a call that got no answer: the attempts it failed so far, and one of kind ``deadline``; of unknown
+        outcome, it is never settled: the ledger keeps it at its estimate)."""
         if self.dead is not None:
             raise EndpointDown(self.dead)
         started, t0, held = now(), time.perf_counter(), []
@@ -180,8 +180,9 @@ class EndpointHealth:
                 call = held[0] if held else Call(request, model.spec, model.name, model.base_url, started)
                 call.completion, call.error, call.latency_ms = None, why, ms  # every failed request kept
                 call.attempts.append(Attempt(len(call.attempts) + 1, "deadline", None, why, ms))
-                if settle:  # the cut skipped the model's own settling: it got no answer, so 0
-                    call.settle()
+                # a request was sent and may be billed, its outcome never known: the call stays pending in the
+                # ledger at its estimate (as one in flight at a kill; toolkit.llm.budget), never settled at 0
+                call.ticket = None
                 return call
         finally:
             self._live.remove(held)
