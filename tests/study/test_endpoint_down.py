@@ -40,7 +40,11 @@ grid:
     assert len(stopped) == 1 and stopped[0].startswith(f"stopped: endpoint openai:hang@{url} is down: no answer "
                                                        "for 2 s"), done.stderr[-2000:]
     assert stopped[0].endswith("; every game on it stopped unfinished (a rerun resumes them) (3 games unfinished)")
-    assert done.stdout.count("not started") == 2 + 1  # the other cells never started (the table, the last line)
+    # the other cells never started: the table (status and error) and the last line say so; none reads as a
+    # failure (an `ok` column said False for them: review s18)
+    assert done.stdout.count("not started") == 2 * 2 + 1
+    table = done.stdout.split("summary and plots in")[0]
+    assert "interrupted (endpoint)" in table and "False" not in table, table
     assert not list((tmp_path / "results" / "dead").glob("*/DONE.json"))  # a rerun resumes them
     # the stall reached the sweep's stderr (it was only in the cell's notebook: review42 s16 F5), once, before the
     # stop; the cell the endpoint stopped is not a failed one
@@ -80,6 +84,32 @@ def test_the_last_line_of_a_study_an_endpoint_stopped(capsys):
     out = capsys.readouterr()
     assert out.err == "stopped: endpoint X is down: why\n"
     assert out.out == "cells: 7, failed: 2, interrupted (endpoint): 1, not started: 3\n"
+
+
+def test_a_cell_stopped_while_it_ran_is_told_from_one_never_started(tmp_path, capsys):
+    """A cell that returned no status (a Dask worker's cell cancelled when an endpoint died) is labelled by what
+    happened: one that had started (its STARTED mark, written as a cell starts) was stopped by the endpoint and
+    counts with the cells it interrupted; one without the mark never started. On the code before, both read
+    ``not started`` (review s18 L8), and the table's ``ok`` column said False for either."""
+    import pandas as pd
+
+    from toolkit.study.sweep import STARTED, Cell, state, unfinished
+
+    ran, never = (Cell(sweep="s", cell_id=name, notebook="n.ipynb", folder=str(tmp_path / name), parameters={},
+                       grid_values={}) for name in ("ran", "never"))
+    (tmp_path / "ran").mkdir()
+    (tmp_path / "ran" / STARTED).touch()
+    down = "endpoint X is down: no answer for 90 s (6 requests timed out); every game on it stopped unfinished"
+    stopped, kept = unfinished(ran, down), unfinished(never, down)
+    assert stopped["endpoint"] == down and stopped["error"] == f"stopped while it ran: {down}"
+    assert [state(stopped), state(kept), state({"ok": False, "error": "KeyError: x"}), state({"ok": True})] == \
+        ["interrupted (endpoint)", "not started", "failed", "ok"]
+    summary = pd.DataFrame([{"capped": False, "endpoint": None, "not_started": None, **s}
+                            for s in (stopped, kept)])
+    assert cells_line(summary) == 4
+    out = capsys.readouterr()
+    assert out.out == "cells: 2, failed: 0, interrupted (endpoint): 1, not started: 1\n"
+    assert out.err == f"stopped: {down}\n"
 
 
 def test_the_stall_lines_of_a_study_s_kernels_are_said_once_each(tmp_path):

@@ -337,6 +337,20 @@ def test_a_recorded_game_that_waited_for_its_endpoint_replays_exactly(server, tm
         [(e.kind, e.actor, e.target, e.text) for e in played.events]
 
 
+def test_the_down_line_says_how_many_calls_were_left_unanswered_when_none_had_failed_yet():
+    """An endpoint declared down before any request's failure was seen (an event loop too busy to run the
+    timeouts before the deadline: a kernel at load 25) names the calls it left unanswered. On the code before it
+    said only "no answer for 10 s" (review s18: the sweep's stopped line lost "(6 requests timed out)")."""
+    from types import SimpleNamespace
+
+    from toolkit.llm.health import EndpointHealth
+
+    health = EndpointHealth("openai:x@http://127.0.0.1:9/v1", 10.0)
+    assert health.seen(10) == "no answer for 10 s"  # nothing asked
+    health._live += [[SimpleNamespace(attempts=[])] for _ in range(6)]
+    assert health.seen(10) == "no answer for 10 s (6 calls unanswered)"
+
+
 def test_the_default_deadline_is_90_s_and_never_below_one_and_a_half_timeouts(monkeypatch):
     from toolkit.llm.health import deadline_s, health_of
 

@@ -55,13 +55,20 @@ def run(args: argparse.Namespace) -> int:
     summary = run_sweep(args.file, args.out, workers=args.workers, executor=args.executor, scheduler=args.scheduler,
                         max_usd=args.max_usd, max_tokens=args.max_tokens, at_cap=args.at_cap,
                         shard_games=args.shard_games)
-    columns = [c for c in ("cell_id", "ok", "games", "village_win_rate", "village_ci_low", "village_ci_high",
-                           "sessions", "interrupted", "success_rate", "error") if c in summary.columns]
+    columns = [c for c in ("cell_id", cell_state(summary), "games", "village_win_rate", "village_ci_low",
+                           "village_ci_high", "sessions", "interrupted", "success_rate", "error")
+               if c in summary.columns]
     show(summary[columns].to_string(index=False))
     show(written(Path(args.out) / sweep["name"]))
     if (line := endpoints_line(Path(args.out) / sweep["name"])) is not None:
         show(line)
     return cells_line(summary)  # the last lines: cells, failed, capped, and what the budget spent
+
+
+def cell_state(summary) -> str:
+    """The per-cell table's column saying what became of each cell: ``status`` (``ok``, ``capped``,
+    ``interrupted (endpoint)``, ``not started``, ``failed``), or ``ok`` in a summary without it."""
+    return "status" if "status" in summary.columns else "ok"
 
 
 def cells_line(summary) -> int:

@@ -72,9 +72,9 @@ def run(args: argparse.Namespace) -> int:
         spec = load_tournament(args.file)
         for path in export_tables(Path(args.out) / spec["name"], args.export):
             show(path)
-    from toolkit.cli.sweep import cells_line
+    from toolkit.cli.sweep import cell_state, cells_line
 
-    cols = [c for c in ("cell_id", "ok", "games", "village_win_rate", "error") if c in summary.columns]
+    cols = [c for c in ("cell_id", cell_state(summary), "games", "village_win_rate", "error") if c in summary.columns]
     show(summary[cols].to_string(index=False))
     if (line := endpoints_line(Path(args.out) / load_tournament(args.file)["name"])) is not None:
         show(line)

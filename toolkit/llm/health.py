@@ -36,6 +36,7 @@ import weakref
 from collections import Counter
 from typing import Any
 
+from toolkit.core.printable import plural
 from toolkit.core.secrets import mask_url_credentials, redact
 from toolkit.llm.gate import stalled, waited
 from toolkit.llm.model import Attempt, Call, Model, now
@@ -108,7 +109,8 @@ class EndpointHealth:
 
     def seen(self, seconds: float) -> str:
         """What the endpoint did for ``seconds`` since its last answer, in a few words: the kinds of the failed
-        requests of the calls done and in progress (a 429 to every request is said so)."""
+        requests of the calls done and in progress (a 429 to every request is said so), or, none failed yet, how
+        many calls it left unanswered."""
         kinds = self._failures()
         n, seconds = sum(kinds.values()), round(seconds, 1)
         if n and set(kinds) == {"rate_limit"}:
@@ -118,6 +120,8 @@ class EndpointHealth:
         if n:
             return (f"no answer for {seconds:g} s ({n} failed requests: "
                     + ", ".join(f"{c} {k}" for k, c in kinds.most_common()) + ")")
+        if self._live:  # none failed yet (a loop too busy to see their timeouts): the calls it left waiting
+            return f"no answer for {seconds:g} s ({plural(len(self._live), 'call')} unanswered)"
         return f"no answer for {seconds:g} s"
 
     def _failures(self) -> Counter[str]:

@@ -180,6 +180,7 @@ def load_sweep(path: str | Path, results_root: str | Path = "results") -> tuple[
 
 
 ENDPOINT_LINES = "endpoint.log"  # in a cell's folder: its kernel's stall lines, relayed to the sweep's stderr
+STARTED = "STARTED"  # in a cell's (or shard's) folder: written as it starts (`unfinished`)
 
 
 def kernel_logged_to(path: Path, limits: str | None = None) -> type:
@@ -253,6 +254,7 @@ def execute_cell(cell: Cell) -> dict[str, Any]:
     register_carried(cell.parameters)
     folder = Path(cell.folder)
     folder.mkdir(parents=True, exist_ok=True)
+    (folder / STARTED).touch()  # it began (run_sweep tells a cell stopped while it ran from one never started)
     started = time.time()
     status = {"cell_id": cell.cell_id, **{f"param.{k}": v for k, v in cell.grid_values.items()}, "capped": False,
               "where": f"{socket.gethostname()}:{os.getpid()}"}  # which machine and worker ran it
@@ -399,6 +401,8 @@ def run_sweep(path: str | Path, results_root: str | Path = "results", **options:
     # One limit per endpoint for every worker: given to each cell (a worker on another machine inherits nothing)
     limits = study_limits(Path(results_root) / spec["name"] / ".limits", o.scheduler)
     run = [replace(u, limits=limits) for u in run]
+    for u in run:  # what a cell writes when it starts (execute_cell): its absence says it never did
+        (Path(u.folder) / STARTED).unlink(missing_ok=True)
     try:
         with study_server(set().union(*(cell_specs(c) for c in todo)) if o.scheduler is None else ()), shared(limits), \
                 relayed([Path(u.folder) / ENDPOINT_LINES for u in run], lambda line: tqdm.write(line, file=sys.stderr)):
@@ -407,8 +411,9 @@ def run_sweep(path: str | Path, results_root: str | Path = "results", **options:
                 bar.update()
     finally:  # a cell whose shards all ended is done (its DONE.json) even when the sweep is stopped
         parts.update((s["cell_id"], s) for s in found)
-        statuses += [cell_status(c, [parts.get(u.cell_id, {"cell_id": u.cell_id, **NOT_STARTED})
-                                     for u in units[c.cell_id]]) for c in todo]
+        down = next((s["endpoint"] for s in found if s.get("endpoint")), None)
+        statuses += [cell_status(c, [parts.get(u.cell_id) or unfinished(u, down) for u in units[c.cell_id]])
+                     for c in todo]
     bar.close()
     summary = summarise(spec, cells, statuses, Path(results_root) / spec["name"])
     if budget is not None:
@@ -417,6 +422,29 @@ def run_sweep(path: str | Path, results_root: str | Path = "results", **options:
                                                    "higher cap plays the rest)" if capped else "")
         summary.attrs["spent"] = budget.spent_text()
     return summary
+
+
+def unfinished(unit: Cell, down: str | None) -> dict[str, Any]:
+    """The status of a cell (or shard) that returned none, by what happened to it: never started (no ``STARTED``
+    mark of this run: ``NOT_STARTED``), or stopped while it ran (a Dask worker's cell cancelled when an endpoint
+    died, ``down``: counted with the cells the endpoint stopped; a rerun resumes it)."""
+    if not (Path(unit.folder) / STARTED).exists():
+        return {"cell_id": unit.cell_id, **NOT_STARTED}
+    if down is not None:
+        return {"cell_id": unit.cell_id, "ok": False, "endpoint": down, "error": f"stopped while it ran: {down}"}
+    return {"cell_id": unit.cell_id, "ok": False, "error": "stopped while it ran"}
+
+
+def state(status: dict[str, Any]) -> str:
+    """What became of a cell, in the per-cell table's words: ``ok``, ``capped``, ``interrupted (endpoint)`` (an
+    endpoint's death stopped it), ``not started`` or ``failed``."""
+    if status.get("ok"):
+        return "ok"
+    if status.get("capped"):
+        return "capped"
+    if status.get("endpoint"):
+        return "interrupted (endpoint)"
+    return "not started" if status.get("not_started") else "failed"
 
 
 @contextmanager
@@ -472,7 +500,7 @@ def summarise(spec: dict[str, Any], cells: list[Cell], statuses: list[dict], fol
     rows = []
     for cell in cells:
         status = by_id.get(cell.cell_id, NOT_STARTED)
-        row = {"cell_id": cell.cell_id, **redact_obj(cell.grid_values), "ok": status.get("ok"),
+        row = {"cell_id": cell.cell_id, **redact_obj(cell.grid_values), "status": state(status), "ok": status.get("ok"),
                "error": status.get("error"), "endpoint": status.get("endpoint"),
                "capped": bool(status.get("capped")), "not_started": bool(status.get("not_started")),
                "wall_s": status.get("wall_s")}
