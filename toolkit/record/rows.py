@@ -272,9 +272,14 @@ class EndpointRow(Row):
     peak_in_flight: int = column("the most requests in flight at once")
     requests: int = column("requests let through the gate (retries included)")
     rate_limited: int = column("429 answers seen")
-    waited_s: float = column("seconds requests waited at the gate, summed (for a free slot or a ``Retry-After``)")
-    stalls: int | None = column("times the endpoint gave no answer while its games waited for it (each a line on "
-                                "stderr: toolkit.llm.health); null in runs written before")
+    waited_s: float = column("seconds requests waited before they were sent, summed: at the gate (for a free slot "
+                             "or a ``Retry-After``) and after a failure (a call's backoff or the endpoint's "
+                             "``Retry-After``, capped at 60 s; a decision waiting to ask again)")
+    stalls: int | None = column("times the endpoint failed while its games waited for it: a call gave up after its "
+                                "retries, or requests failed (timeout, 429, 5xx, transport error) with no answer "
+                                "for the request timeout or a third of the deadline, whichever is shorter; a slow "
+                                "answer within its timeout is none (each a line on stderr: toolkit.llm.health); "
+                                "null in runs written before")
     down: str | None = column("why the endpoint was declared dead (its games stopped as ``interrupted (endpoint)``);"
                               " null while it answered")
 
