@@ -437,3 +437,25 @@ def test_play_refuses_a_missing_prompt_file_before_it_makes_a_run_folder(tmp_pat
     assert capsys.readouterr().err.strip() == (f"error: prompt file werewolf/discussions/reverse.j2 not found in "
                                                f"{prompts} (a plug-in's prompt file goes there; TOOLKIT_PROMPTS "
                                                "names the prompts folder)")
+
+
+def test_an_exporter_flag_named_like_exports_own_option_or_anothers_flag_is_refused_at_register():
+    """Session 19 review, F5: a flag ``--out`` (export's own) or ``--html`` taking a value (kaggle's is a switch)
+    was accepted and broke ``export --help`` for every format."""
+    import argparse
+
+    from toolkit.cli import export as export_cli
+    from toolkit.export import EXPORTERS, OWN_OPTIONS, Exporter, Flag, register
+
+    def write(results, out, options):
+        return []
+
+    for flag, says in ((Flag("out", "mine", metavar="D"), "one of export's own options"),
+                       (Flag("html", "mine", metavar="FILE"), "exporter kaggle's with another kind of value")):
+        with pytest.raises(ValueError, match=says):
+            register(Exporter("clash", write, "clashes", flags=(flag,)))
+        assert "clash" not in EXPORTERS
+    parser = argparse.ArgumentParser()
+    export_cli.add_arguments(parser)
+    own = {o.lstrip("-") for a in parser._actions for o in a.option_strings} - set(export_cli.flags())
+    assert own == set(OWN_OPTIONS)

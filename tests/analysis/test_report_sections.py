@@ -29,13 +29,14 @@ def test_a_section_added_here_reaches_the_report_and_one_section_renders_alone(t
     run_werewolf_cell(str(tmp_path / "res"), n_games=3, seed=0)
 
     def longest_day(c: Context) -> list[str]:
-        return ["## The longest game\n", f"It lasted {int(c.games['days'].max())} days (n = {len(c.games)} games).\n"]
+        return [f"It lasted {int(c.games['days'].max())} days (n = {len(c.games)} games).\n"]
 
     SECTIONS.register(Section("longest", "The longest game", longest_day))
     SECTIONS.register(Section("never", "Never shown", lambda c: ["## Never\n"], shown=lambda c: False))
     try:
         write_report(tmp_path / "res", tmp_path / "out")
         text = (tmp_path / "out" / "summary.md").read_text()
+        # the report writes the section's title as its heading (review F4)
         assert "## The longest game\n\nIt lasted " in text and "(n = 3 games)" in text and "## Never" not in text
         assert text.index("## Degenerate play per model") < text.index("## The longest game")  # after the built-ins
         report = Report(tmp_path / "res", tmp_path / "alone")
@@ -46,3 +47,16 @@ def test_a_section_added_here_reaches_the_report_and_one_section_renders_alone(t
         assert survival.startswith("## Survival and dominance") and "| spec |" in survival
     finally:
         del SECTIONS["longest"], SECTIONS["never"]
+
+
+def test_a_plug_in_section_is_headed_by_its_title_and_one_without_a_title_is_refused():
+    """Session 19 review, F4: a plug-in section's title reached only the progress bar, its text ran on under the
+    section before it."""
+    from toolkit.analysis.werewolf_sections import SECTIONS, Section, headed
+
+    lengths = Section("lengths", "Game lengths", lambda c: ["Games: 4.\n"])
+    assert headed(lengths, None) == ["## Game lengths\n", "Games: 4.\n"]
+    for bad in (Section("untitled", " ", lambda c: []), Section("unrendered", "Unrendered", None)):
+        with pytest.raises(ValueError, match="it needs a title"):
+            SECTIONS.register(bad)
+        assert bad.name not in SECTIONS

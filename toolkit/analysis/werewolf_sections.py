@@ -395,7 +395,12 @@ def _degeneracy(c: Context) -> list[str]:
     return _degeneracy_section(c.tables, c.games, c.by, c.folder)
 
 
-SECTIONS: Registry[Section] = Registry("report section")
+def _check(section: Section) -> None:
+    if not str(section.title).strip() or not callable(section.render):
+        raise ValueError(f"report section {section.name}: it needs a title (its heading) and a render function")
+
+
+SECTIONS: Registry[Section] = Registry("report section", check=_check)
 for _section in (
     Section("summary", "Summary: conditions and conclusions", _summary, eager=True),
     Section("win_rates", "Win rates by side", _win_rates, eager=True),
@@ -414,11 +419,17 @@ SECTIONS.seal()
 
 
 def parts(tables: Results, out: Path, written: list[Path], folder: Path, include_degraded: bool = False) -> list[Part]:
-    """The werewolf report's parts: every section this report has, then one per metric."""
+    """The werewolf report's parts: every section this report has, then one per metric, then the sections a
+    plug-in added, each under its title as a ``##`` heading (the built-ins write their own)."""
     c = Context.of(tables, out, written, folder, include_degraded)
     shown = [s for s in SECTIONS.values() if s.shown is None or s.shown(c)]
     builtin = [s for s in shown if s.name in SECTIONS.builtin]
     added = [s for s in shown if s.name not in SECTIONS.builtin]
     return ([Part(s.title, lambda s=s: s.render(c), eager=s.eager) for s in builtin]
             + [Part(m.title, lambda m=m: metric_section(m, c.tables, c.games, c.by)) for m in METRICS.values()]
-            + [Part(s.title, lambda s=s: s.render(c), eager=s.eager) for s in added])
+            + [Part(s.title, lambda s=s: headed(s, c), eager=s.eager) for s in added])
+
+
+def headed(section: Section, context: Context) -> list[str]:
+    """A plug-in section's lines under its title as a ``##`` heading."""
+    return [f"## {section.title}\n", *section.render(context)]

@@ -74,7 +74,26 @@ class Exporter:
     send: Callable[[Any, Options], str] | None = None  # with a ``sends`` flag: send, return the line to show
 
 
-EXPORTERS: Registry[Exporter] = Registry("exporter")
+# ``export``'s own options (toolkit/cli/export.py): no exporter's flag may take one of these names
+OWN_OPTIONS = frozenset({"out", "game", "no-content", "help", "h"})
+
+
+def _check(exporter: Exporter) -> None:
+    """An exporter's flags: not named like ``export``'s own options, nor like another exporter's flag that takes
+    another kind of value (a clash would break ``export --help`` for every format)."""
+    for flag in exporter.flags:
+        if flag.name in OWN_OPTIONS:
+            raise ValueError(f"exporter {exporter.name}: its flag --{flag.name} is one of export's own options "
+                             f"({', '.join('--' + o for o in sorted(OWN_OPTIONS))}): name it otherwise")
+        for other in EXPORTERS.values():
+            for theirs in other.flags:
+                if other.name != exporter.name and theirs.name == flag.name and (
+                        theirs.metavar, theirs.sends) != (flag.metavar, flag.sends):
+                    raise ValueError(f"exporter {exporter.name}: its flag --{flag.name} is exporter {other.name}'s "
+                                     "with another kind of value: name it otherwise")
+
+
+EXPORTERS: Registry[Exporter] = Registry("exporter", check=_check)
 register = EXPORTERS.register  # add an export format (``export NAME`` and the docs' table list it from here)
 
 
