@@ -414,8 +414,11 @@ def test_a_discussion_without_its_prompt_file_is_one_line_naming_the_file(tmp_pa
             GameRunner(GameConfig(seed=0, discussion="reverse"))
     finally:
         del discussions.REGISTRY["reverse"]
-    assert str(err.value) == (f"prompt file werewolf/discussions/reverse.j2 not found in {prompts} (a plug-in's "
-                              "prompt file goes there; TOOLKIT_PROMPTS names the prompts folder)")
+    from toolkit.prompting.structured_call import prompts_dirs
+
+    assert str(err.value) == (f"prompt file werewolf/discussions/reverse.j2 not found in {':'.join(prompts_dirs())} "
+                              "(a plug-in's prompt files go in a folder TOOLKIT_PROMPTS names, searched before the "
+                              "package's)")
 
 
 def test_play_refuses_a_missing_prompt_file_before_it_makes_a_run_folder(tmp_path, monkeypatch, capsys):
@@ -434,9 +437,11 @@ def test_play_refuses_a_missing_prompt_file_before_it_makes_a_run_folder(tmp_pat
     finally:
         del discussions.REGISTRY["reverse"]
     assert code == 2 and list(results.iterdir()) == []
+    from toolkit.prompting.structured_call import prompts_dirs
+
     assert capsys.readouterr().err.strip() == (f"error: prompt file werewolf/discussions/reverse.j2 not found in "
-                                               f"{prompts} (a plug-in's prompt file goes there; TOOLKIT_PROMPTS "
-                                               "names the prompts folder)")
+                                               f"{':'.join(prompts_dirs())} (a plug-in's prompt files go in a "
+                                               "folder TOOLKIT_PROMPTS names, searched before the package's)")
 
 
 def test_an_exporter_flag_named_like_exports_own_option_or_anothers_flag_is_refused_at_register():

@@ -207,7 +207,7 @@ def test_render_reads_the_prompts_folder_strictly_and_trims(prompts):
     assert render("ask.j2", choices=["Player1", "Player2"], hint="") == "Pick one of Player1, Player2."
     with pytest.raises(jinja2.UndefinedError, match="'hint' is undefined"):
         render("ask.j2", choices=["a"])
-    with pytest.raises(PromptMissing, match=f"^prompt file missing.j2 not found in {prompts} "):  # one line
+    with pytest.raises(PromptMissing, match=f"^prompt file missing.j2 not found in {prompts}:"):  # one line
         render("missing.j2")
     assert render_string("  {{ a }} and {{ b.c }}  ", a="x", b={"c": "{{ y }}"}) == "x and {{ y }}"
     with pytest.raises(jinja2.UndefinedError):
@@ -216,7 +216,7 @@ def test_render_reads_the_prompts_folder_strictly_and_trims(prompts):
 
 def test_a_missing_prompts_folder_says_how_to_fix_it(tmp_path, monkeypatch):
     monkeypatch.setenv("TOOLKIT_PROMPTS", str(tmp_path / "nowhere"))
-    with pytest.raises(FileNotFoundError, match="set TOOLKIT_PROMPTS"):
+    with pytest.raises(FileNotFoundError, match="TOOLKIT_PROMPTS names folders of prompt files"):
         render("ask.j2")
 
 
@@ -308,3 +308,12 @@ def pd_isna(value):
     import pandas as pd
 
     return bool(pd.isna(value))
+
+
+def test_toolkit_prompts_folders_are_searched_before_the_packages(prompts):
+    """Session 19 review, F3: TOOLKIT_PROMPTS was the only folder, so a plug-in's prompt file needed a copy of the
+    whole prompts/ folder beside it. Now its folders come first and the package's last."""
+    from toolkit.prompting.structured_call import template
+
+    assert render("reask.j2", error="e") == "FIX: e"  # the extra folder's file first
+    assert template("werewolf/vote.j2").render is not None  # a file only the package has

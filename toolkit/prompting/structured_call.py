@@ -40,8 +40,18 @@ from toolkit.record.run_log import CallLog
 _DEFAULT_DIR = str(data.path("prompts"))
 
 
+def prompts_dirs() -> tuple[str, ...]:
+    """The prompt folders searched in order: ``TOOLKIT_PROMPTS`` (folders separated by ``os.pathsep``: a
+    plug-in's own prompt files, or a whole edited copy), then the package's ``prompts/``; the first holding a
+    file wins."""
+    extra = [f for f in os.environ.get("TOOLKIT_PROMPTS", "").split(os.pathsep) if f.strip()]
+    return tuple(dict.fromkeys([*extra, _DEFAULT_DIR]))
+
+
 def prompts_dir() -> Path:
-    return Path(os.environ.get("TOOLKIT_PROMPTS") or _DEFAULT_DIR)
+    """The folder the engineer's role files and feedback texts are read from: the first searched holding
+    ``agent/``."""
+    return next((Path(f) for f in prompts_dirs() if (Path(f) / "agent").is_dir()), Path(prompts_dirs()[-1]))
 
 
 class _Environment(jinja2.Environment):
@@ -54,23 +64,24 @@ class _Environment(jinja2.Environment):
 
 
 @lru_cache(maxsize=4)
-def _environment(folder: str) -> jinja2.Environment:
-    if not Path(folder).is_dir():
-        raise FileNotFoundError(f"prompt folder {folder} not found; set TOOLKIT_PROMPTS to a folder like the "
-                                "repository's prompts/")
-    return _Environment(loader=jinja2.FileSystemLoader(folder), undefined=jinja2.StrictUndefined,
-                              autoescape=False, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False,
-                              auto_reload=False)
+def _environment(folders: tuple[str, ...]) -> jinja2.Environment:
+    for folder in folders:
+        if not Path(folder).is_dir():
+            raise FileNotFoundError(f"prompt folder {folder} not found; TOOLKIT_PROMPTS names folders of prompt "
+                                    f"files searched before the package's, separated by {os.pathsep!r}")
+    return _Environment(loader=jinja2.FileSystemLoader(list(folders)), undefined=jinja2.StrictUndefined,
+                        autoescape=False, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False,
+                        auto_reload=False)
 
 
 @lru_cache(maxsize=256)
-def _template(folder: str, name: str) -> jinja2.Template:
-    return _environment(folder).get_template(name)
+def _template(folders: tuple[str, ...], name: str) -> jinja2.Template:
+    return _environment(folders).get_template(name)
 
 
 def template(name: str) -> jinja2.Template:
     """A compiled template (cached: edit prompt files between processes, or call ``template.cache_clear``)."""
-    return _template(os.environ.get("TOOLKIT_PROMPTS") or _DEFAULT_DIR, name)
+    return _template(prompts_dirs(), name)
 
 
 template.cache_clear = _template.cache_clear  # type: ignore[attr-defined]
@@ -82,8 +93,8 @@ class PromptMissing(FileNotFoundError):
 
 
 def _missing(exc: jinja2.TemplateNotFound) -> PromptMissing:
-    return PromptMissing(f"prompt file {exc.name} not found in {prompts_dir()} (a plug-in's prompt file goes "
-                         "there; TOOLKIT_PROMPTS names the prompts folder)")
+    return PromptMissing(f"prompt file {exc.name} not found in {os.pathsep.join(prompts_dirs())} (a plug-in's "
+                         "prompt files go in a folder TOOLKIT_PROMPTS names, searched before the package's)")
 
 
 def render(name: str, **values: Any) -> str:
@@ -104,14 +115,14 @@ def macros(name: str, **values: Any) -> Any:
 
 
 @lru_cache(maxsize=256)
-def _from_string(folder: str, source: str) -> jinja2.Template:
-    return _environment(folder).from_string(source)
+def _from_string(folders: tuple[str, ...], source: str) -> jinja2.Template:
+    return _environment(folders).from_string(source)
 
 
 def render_string(source: str, **values: Any) -> str:
     """A template given as text (e.g. one entry of a YAML file of messages), rendered like a file."""
     try:
-        return _from_string(str(prompts_dir()), source).render(**values).strip()
+        return _from_string(prompts_dirs(), source).render(**values).strip()
     except jinja2.TemplateNotFound as exc:
         raise _missing(exc) from None
 
