@@ -288,3 +288,35 @@ def test_a_session_that_links_out_is_refused_whole_at_apply(host, git_repo):
     assert applied.returncode == 2 and "a link out of the folder" in applied.stderr, (applied.stderr, traj["result"])
     assert len(applied.stderr.strip().splitlines()) == 1
     assert tree_digest(ws) == before
+
+
+def test_a_nested_repositorys_git_is_never_in_the_result_nor_deleted_by_it(tmp_path):
+    """A workspace holding a repository of its own (``vendor/lib/.git``, a vendored clone) and a submodule's
+    gitfile (``sub/.git``): a session's change comes back (on 6294a2d every such session's archive was refused
+    whole for its ``vendor/lib/.git`` part), and a session that deletes them leaves the user's git untouched (on
+    6294a2d ``--apply`` deleted the nested repository's history: session 19's hostile review, F1 and F2)."""
+    from toolkit.agent.environments.manifest import remove
+
+    folder = tmp_path / "ws"
+    (folder / "vendor" / "lib").mkdir(parents=True)
+    (folder / "a.txt").write_text("a\n")
+    (folder / "vendor" / "lib" / "lib.py").write_text("x = 1\n")
+    git("init", "-q", cwd=folder / "vendor" / "lib")
+    git("add", "-A", cwd=folder / "vendor" / "lib")
+    git("commit", "-qm", "the user's own history", cwd=folder / "vendor" / "lib")
+    (folder / "sub").mkdir()
+    (folder / "sub" / ".git").write_text("gitdir: ../.git/modules/sub\n")
+    history = git("log", "--format=%H %s", cwd=folder / "vendor" / "lib")
+    kept_session(folder, lambda copy: (copy / "a.txt").write_text("improved\n"))
+    result.apply(folder, "s1")
+    assert (folder / "a.txt").read_text() == "improved\n"
+    shutil.rmtree(folder / ".agent")
+
+    def delete_their_git(copy):
+        shutil.rmtree(copy / "vendor" / "lib" / ".git")
+        (copy / "sub" / ".git").unlink()
+    kept_session(folder, delete_their_git)
+    result.apply(folder, "s1")
+    assert git("log", "--format=%H %s", cwd=folder / "vendor" / "lib") == history
+    assert (folder / "sub" / ".git").read_text() == "gitdir: ../.git/modules/sub\n"
+    assert not remove(folder, os.path.join("vendor", "lib", ".git", "HEAD"), ["f", 0, 0])

@@ -5,7 +5,7 @@ is parsed by the host as data (hex ids, a tar archive, text); nothing it leaves 
   refs                -> a digest of what a git commit, pull or push changes: every ref, HEAD, FETCH_HEAD's
                          time (eval mode's confirmation that one ran)
   start               -> that digest, then the ids of HEAD and every branch, a line each (at the start)
-  tar                 -> a tar archive of the folder on stdout (``.agent`` and ``.git`` at the top, FIFOs,
+  tar                 -> a tar archive of the folder on stdout (``.agent`` at the top, ``.git`` anywhere, FIFOs,
                          sockets and devices left out: the files, never git's objects)
   log TIPS…           -> the commits no TIPS reach (the agent's) as ``git format-patch`` text on stdout, for
                          the user to read; no textconv or external diff of the agent's runs
@@ -75,7 +75,10 @@ def archive(root: str) -> None:
 
 
 def kept(member: tarfile.TarInfo):
-    """Files, links and folders only, as the copy holds them (a FIFO or a socket of the session's is left out)."""
+    """Files, links and folders only, as the copy holds them (a FIFO or a socket of the session's is left out),
+    and no ``.git`` at any depth: a nested repository's or a submodule's git is the user's, never the result's."""
+    if ".git" in member.name.split("/"):
+        return None
     return member if member.isfile() or member.isdir() or member.issym() or member.islnk() else None
 
 

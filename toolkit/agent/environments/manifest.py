@@ -18,14 +18,15 @@ MAX_MEMBERS = 100_000
 
 
 def manifest(folder: Path) -> dict[str, list] | None:
-    """A folder's entries (``.agent`` and ``.git`` at the top left out; FIFOs, sockets and devices too, as the
-    copy leaves them out) as ``{relative path: [kind, size, mtime_ns]}``, kind ``f``, ``l`` or ``d``; None past
+    """A folder's entries (``.agent`` at the top and ``.git`` at any depth left out - a nested repository's or a
+    submodule's git is the user's, never listed, so never deleted; FIFOs, sockets and devices too, as the copy
+    leaves them out) as ``{relative path: [kind, size, mtime_ns]}``, kind ``f``, ``l`` or ``d``; None past
     ``MAX_MEMBERS`` (deletions are then not applied, and ``apply`` says so)."""
     found: dict[str, list] = {}
     for top, dirs, files in os.walk(folder, followlinks=False):
-        if top == str(folder):
-            dirs[:] = [d for d in dirs if d not in (".agent", ".git")]
-            files = [f for f in files if f not in (".agent", ".git")]
+        left_out = (".agent", ".git") if top == str(folder) else (".git",)
+        dirs[:] = [d for d in dirs if d not in left_out]
+        files = [f for f in files if f not in left_out]
         for name in dirs + files:
             path = os.path.join(top, name)
             try:
@@ -86,7 +87,7 @@ def remove(folder: Path, rel: str, entry: list) -> bool:
     """Remove ``rel`` below ``folder`` if it is still what the listing says (a folder: if empty), reaching
     it one component at a time without following links; False when not removed."""
     parts = rel.split(os.sep)
-    if os.path.isabs(rel) or any(p in ("", ".", "..") for p in parts) or parts[0] in (".git", ".agent"):
+    if os.path.isabs(rel) or any(p in ("", ".", "..", ".git") for p in parts) or parts[0] == ".agent":
         return False
     kind, size, mtime = entry
     try:
