@@ -320,3 +320,24 @@ def test_a_nested_repositorys_git_is_never_in_the_result_nor_deleted_by_it(tmp_p
     assert git("log", "--format=%H %s", cwd=folder / "vendor" / "lib") == history
     assert (folder / "sub" / ".git").read_text() == "gitdir: ../.git/modules/sub\n"
     assert not remove(folder, os.path.join("vendor", "lib", ".git", "HEAD"), ["f", 0, 0])
+
+
+def test_the_users_own_link_out_of_the_folder_left_unchanged_does_not_refuse_the_apply(tmp_path):
+    """A venv's ``bin/python -> /usr/bin/python3`` or a ``data -> /elsewhere`` link of the user's, unchanged by
+    the session, comes back in every archive: the apply writes the session's change and leaves the link (on
+    fbb90fd every such folder's apply was refused: session 19's diff read, S1); a link out the session makes is
+    still refused whole."""
+    folder = tmp_path / "ws"
+    (folder / ".venv" / "bin").mkdir(parents=True)
+    (folder / ".venv" / "bin" / "python").symlink_to("/usr/bin/python3")
+    (folder / "a.txt").write_text("a\n")
+    kept_session(folder, lambda copy: (copy / "a.txt").write_text("improved\n"))
+    result.apply(folder, "s1")
+    assert (folder / "a.txt").read_text() == "improved\n"
+    assert os.readlink(folder / ".venv" / "bin" / "python") == "/usr/bin/python3"
+    shutil.rmtree(folder / ".agent")
+    kept_session(folder, lambda copy: (copy / "out").symlink_to("/etc"))
+    before = tree(folder)
+    with pytest.raises(result.ResultError, match="'out' is a link out of the folder"):
+        result.apply(folder, "s1")
+    assert tree(folder) == before

@@ -136,9 +136,10 @@ def archive_plan(archive: Path, folder: Path, limits, start: dict | None, dry: b
     except Exception as exc:  # hostile data: tarfile's TarError and OSError, but a ValueError too (pax records)
         why = " ".join(str(exc).split())[:300]
         raise ResultError(f"{what}: not a readable archive ({why}); refused") from None
-    # at the session's end (``dry``): names, kinds and sizes; a link only when it is written (the user's own
-    # links out of the folder, e.g. to a data folder, come back unchanged in every archive)
-    staging.check_entries(what, plan, limits, links=not dry)
+    # names, kinds and sizes of every entry; a link only where one is written (``staging.check`` on the changed
+    # entries): the user's own links out of the folder (a data folder, a venv's bin/python) come back unchanged
+    # in every archive and are not written
+    staging.check_entries(what, plan, limits, links=False)
     if dry:
         return plan
     plan.entries = [e for e in plan.entries if changed(e, start, folder, archive)]
