@@ -90,8 +90,36 @@ def test_role_and_action_names_are_kept_once():
     assert {*ACTIONS, *shipped} == set(names.ACTIONS) and len(names.ACTIONS) == len(set(names.ACTIONS))
     assert shipped <= set(role_decisions())
     assert {a for a in names.ACTIONS if decision(a).output is Target} == set(names.TARGETED_ACTIONS)
-    assert ScriptedFile.model_json_schema()["$defs"]["ScriptedDecision"]["properties"]["action"]["anyOf"][0][
-        "enum"] == list(names.ACTIONS)
+    assert set(names.actions()) >= set(names.ACTIONS) and set(names.roles()) >= set(names.ROLES)  # the registry's
+
+
+def test_a_scripted_file_names_a_plug_in_role_and_its_decision_while_it_is_registered():
+    """A scripted file is checked against the roles registered when it is read (session 19 review, F8: the
+    schema's hand lists refused a plug-in role and its decision)."""
+    from toolkit.werewolf.engine import roles
+    from toolkit.werewolf.engine.roles import Role
+
+    class Bard(Role):  # a role the package does not ship, declared in this test
+        name, actions = "Bard", ("sing",)
+
+        @staticmethod
+        def heuristic(action, obs, choices, rng):
+            return choices[0]
+
+    script = {"roles": {"Player8": "Bard"}, "decisions": [{"day": 1, "action": "sing", "seat": "Player8",
+                                                           "target": "Player1"}]}
+    roles.register(Bard())
+    try:
+        read = validate(ScriptedFile, script, "s", "scripted")
+        assert read.roles == {"Player8": "Bard"} and read.decisions[0].answer() == {"target": "Player1"}
+        with pytest.raises(FileError, match="a sing decision needs target"):  # a role's decision names a seat
+            validate(ScriptedFile, {"decisions": [{"action": "sing"}]}, "s", "scripted")
+    finally:
+        del roles.REGISTRY["Bard"]
+    for data, words in (({"roles": {"Player8": "Bard"}}, "roles.Player8: unknown role 'Bard'"),
+                        ({"decisions": [{"action": "sing", "target": None}]}, "unknown action 'sing'")):
+        with pytest.raises(FileError, match=words):  # unregistered: refused again, in one line
+            validate(ScriptedFile, data, "s", "scripted")
 
 
 def test_a_scripted_decision_matches_the_keys_it_gives_and_answers_with_the_rest():

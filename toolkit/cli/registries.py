@@ -1,6 +1,6 @@
 """The docs' tables of plug-ins, generated from the registries that declare them (the event kinds of the engine
-and the roles, the discussion protocols, the day votes and their tie rules, the kinds of execution environment,
-the exporters, the model providers). Each table sits in its page between ``<!-- registry:NAME -->`` and
+and the roles, the decisions, the discussion protocols, the day votes and their tie rules, the kinds of execution
+environment, the exporters, the model providers). Each table sits in its page between ``<!-- registry:NAME -->`` and
 ``<!-- /registry:NAME -->``; ``python -m toolkit.cli.registries`` rewrites them in place, and tests/test_docs.py
 checks that the pages hold what the registries say."""
 
@@ -33,6 +33,22 @@ def event_kinds() -> str:
             for k in roles.event_kinds().values()]
     return _table(("kind", "declared by", "decision", "Kaggle entry", "Kaggle action", "HTML view", "removes"),
                   rows)
+
+
+def decisions() -> str:
+    """Every decision a seat may be asked for (the engine's, then each role's): what a scripted file's ``action``
+    names, and the fields its answer gives."""
+    from toolkit.werewolf.engine import roles
+    from toolkit.werewolf.seat.decisions import ACTIONS, decision, role_decisions
+
+    asked: dict[str, list[str]] = {a: ["every seat (the engine)"] for a in ACTIONS}
+    for name, role in roles.REGISTRY.items():
+        for a in role.actions:
+            asked.setdefault(a, []).append(name)
+    return _table(("action", "asked of", "the answer"),
+                  [(f"`{a}`", ", ".join(asked[a]),
+                    ", ".join(f"`{f}`" for f in decision(a).output.model_fields if f != "thought"))
+                   for a in [*ACTIONS, *role_decisions()]])
 
 
 def exporters() -> str:
@@ -80,6 +96,7 @@ def environments() -> str:
 # table name -> (the page it is on, its generator)
 TABLES: dict[str, tuple[str, Callable[[], str]]] = {
     "event-kinds": ("werewolf.md", event_kinds),
+    "decisions": ("werewolf.md", decisions),
     "discussions": ("werewolf.md", discussions),
     "votes": ("werewolf.md", votes),
     "exporters": ("exports.md", exporters),

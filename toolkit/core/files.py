@@ -10,13 +10,14 @@ import json
 import re
 import typing
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Callable, Literal
 
 import yaml
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator,
+                      model_validator)
 
 from toolkit.core.printable import printable
-from toolkit.core.werewolf_names import ACTIONS, ROLES, TARGETED_ACTIONS
+from toolkit.core import werewolf_names
 
 # A name that becomes a folder: letters, digits, '_', '-', '.', not starting with '.' (no '..', no '/').
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
@@ -352,6 +353,21 @@ class TournamentFile(BaseModel):
 
 
 # --------------------------------------------------------------------------------------- scripted games
+def _registered(what: str, known: Callable[[], tuple[str, ...]]) -> Callable[[str], str]:
+    def check(name: str) -> str:
+        names = list(known())
+        if name not in names:
+            raise ValueError(f"unknown {what} {name!r}{did_you_mean(name, names)}; one of {', '.join(names)}")
+        return name
+
+    return check
+
+
+# A role or decision registered when the file is read (``werewolf_names``): a plug-in role and its decisions too.
+RoleName = Annotated[str, AfterValidator(_registered("role", werewolf_names.roles))]
+ActionName = Annotated[str, AfterValidator(_registered("action", werewolf_names.actions))]
+
+
 class ScriptedDecision(BaseModel):
     """One scripted answer: matched by ``day``/``action``/``seat`` (those given); the other fields given are the
     answer (``text`` is read as ``speech``, ``reflection`` as ``summary``)."""
@@ -360,7 +376,7 @@ class ScriptedDecision(BaseModel):
     MATCH_KEYS: typing.ClassVar[tuple[str, ...]] = ("day", "action", "seat")
 
     day: int | None = Field(None, ge=1)
-    action: Literal[ACTIONS] | None = None  # type: ignore[valid-type]
+    action: ActionName | None = None
     seat: str | None = None
     target: str | None = None
     speech: str | None = Field(None, validation_alias=AliasChoices("speech", "text"))
@@ -375,7 +391,7 @@ class ScriptedDecision(BaseModel):
             raise ValueError("a bid decision needs bid: 0-4")
         if self.action == "speak" and self.speech is None:
             raise ValueError("a speak decision needs speech: \"...\"")
-        if self.action in TARGETED_ACTIONS and "target" not in self.model_fields_set:
+        if self.action in werewolf_names.targeted_actions() and "target" not in self.model_fields_set:
             raise ValueError(f"a {self.action} decision needs target: SEAT (or target: null to pass)")
         if self.action == "reflect" and self.summary is None:
             raise ValueError("a reflect decision needs summary: \"...\"")
@@ -399,7 +415,7 @@ class ScriptedFile(BaseModel):
 
     answers: list[Any] | None = None
     decisions: list[ScriptedDecision] = Field(default_factory=list)
-    roles: dict[str, Literal[ROLES]] | None = None  # type: ignore[valid-type]
+    roles: dict[str, RoleName] | None = None
     # the rules' random draws, "kind:day" → seat (kinds: wolf_tie, vote_tie, speech_start, vote_start)
     draws: dict[str, str] | None = None
     default: Literal["random", "heuristic", "error"] = "error"

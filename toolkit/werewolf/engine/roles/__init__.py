@@ -2,7 +2,7 @@
 preset may name, in the order ``toolkit.core.werewolf_names.ROLES`` lists them (the order the role shuffle
 deals them in, so a new role goes last); ``register`` adds one more (a role defined outside the package, e.g.
 in a test). Registering a shipped role: its name in ``werewolf_names.ROLES`` (and any new decision's name in
-``TARGETED_ACTIONS``, which the scripted-file schema below the game reads), its module ``<name>.py`` here
+``TARGETED_ACTIONS``, the rule-based player's own plays), its module ``<name>.py`` here
 holding ``ROLE`` (with the kinds of events rows it emits, ``Role.events``), its prompt file
 ``prompts/werewolf/roles/<name>.j2`` and one template per new decision."""
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 from importlib import import_module
 
 from toolkit.core.registry import Registry
+from toolkit.core import werewolf_names
 from toolkit.core.werewolf_names import ROLES as SHIPPED, TARGETED_ACTIONS
 from toolkit.werewolf.engine.events import ENGINE, MODERATOR, EventKind
 from toolkit.werewolf.engine.roles.base import PUBLIC, PRIVATE_NIGHTS, WOLVES, Ask, Kill, Role
@@ -35,6 +36,7 @@ def _check(role: Role) -> None:
 
 
 REGISTRY: Registry[Role] = Registry("role", check=_check)
+werewolf_names.read_roles_from(REGISTRY)  # a scripted file (read below the game) names the roles registered now
 register, get = REGISTRY.register, REGISTRY.one
 
 
