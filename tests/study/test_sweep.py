@@ -152,10 +152,12 @@ def test_the_summary_counts_interrupted_sessions_apart(tmp_path):
 
 
 def test_a_sweeps_and_a_tournaments_options_are_one_object_the_commands_offer_and_a_misspelt_one_writes_nothing(
-        tmp_path):
+        tmp_path, monkeypatch):
     """``run_sweep`` and ``run_tournament`` take one ``SweepOptions`` as keywords (they took ten and nine
     parameters, the tournament passing each on by name); each option but the progress bar is an option of both
-    commands, and a misspelt one is a TypeError naming it before the plan or any folder is written."""
+    commands, and a misspelt one is a TypeError naming it before the plan or any folder is written. Everything
+    after the path goes by keyword: ``run_sweep("s.yaml", 4)`` (the old positional workers) is a TypeError, not a
+    results folder named 4."""
     import argparse
     from dataclasses import fields
 
@@ -168,8 +170,14 @@ def test_a_sweeps_and_a_tournaments_options_are_one_object_the_commands_offer_an
         cli.add_arguments(parser)
         offered = {a.dest for a in parser._actions}
         assert {f.name for f in fields(SweepOptions)} - offered <= {"progress", "shard_games"}, cli.__name__
+    monkeypatch.chdir(tmp_path)  # where a folder named 4 would go
+    with pytest.raises(TypeError, match="positional"):  # run_sweep(path, workers) was the old order
+        run_sweep(sweep_file(tmp_path, "s"), 4)
+    with pytest.raises(TypeError, match="positional"):
+        run_tournament(REPO / "experiments" / "tournaments" / "smoke.yaml", 4)
     with pytest.raises(TypeError, match="worker"):
-        run_sweep(sweep_file(tmp_path, "s"), tmp_path / "results", worker=2)
+        run_sweep(sweep_file(tmp_path, "s"), results_root=tmp_path / "results", worker=2)
     with pytest.raises(TypeError, match="worker"):
-        run_tournament(REPO / "experiments" / "tournaments" / "smoke.yaml", tmp_path / "results", worker=2)
-    assert not (tmp_path / "results").exists()
+        run_tournament(REPO / "experiments" / "tournaments" / "smoke.yaml", results_root=tmp_path / "results",
+                       worker=2)
+    assert not (tmp_path / "results").exists() and not (tmp_path / "4").exists()

@@ -52,8 +52,8 @@ def run(args: argparse.Namespace) -> int:
     for spec, key in specs.items():
         if "{task}" not in spec:  # the engineer suite fills in each task's folder itself
             check_spec(spec, option=f"{args.file}: {key}")
-    summary = run_sweep(args.file, args.out, workers=args.workers, executor=args.executor, scheduler=args.scheduler,
-                        max_usd=args.max_usd, max_tokens=args.max_tokens, at_cap=args.at_cap,
+    summary = run_sweep(args.file, results_root=args.out, workers=args.workers, executor=args.executor,
+                        scheduler=args.scheduler, max_usd=args.max_usd, max_tokens=args.max_tokens, at_cap=args.at_cap,
                         shard_games=args.shard_games)
     columns = [c for c in ("cell_id", cell_state(summary), "games", "village_win_rate", "village_ci_low",
                            "village_ci_high", "sessions", "interrupted", "success_rate", "error")

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
             return _run_adaptive(args)
         if args.plan:
             return _plan(args)
-        summary = run_tournament(args.file, args.out, workers=args.workers, executor=args.executor,
+        summary = run_tournament(args.file, results_root=args.out, workers=args.workers, executor=args.executor,
                                  scheduler=args.scheduler, max_usd=args.max_usd, max_tokens=args.max_tokens,
                                  at_cap=args.at_cap)
     except (ValueError, FileNotFoundError) as exc:

@@ -376,9 +376,10 @@ class SweepOptions:
     shard_games: int | None = None
 
 
-def run_sweep(path: str | Path, results_root: str | Path = "results", **options: Any) -> pd.DataFrame:
+def run_sweep(path: str | Path, *, results_root: str | Path = "results", **options: Any) -> pd.DataFrame:
     """Run every cell not done yet, as ``options`` say (``SweepOptions``; an unknown one is a TypeError naming
-    it, before anything is written); the summary has one row per cell. With a spending cap no new game starts
+    it, before anything is written; everything after ``path`` by keyword: ``run_sweep("s.yaml", 4)`` is a
+    TypeError, not a results folder named 4); the summary has one row per cell. With a spending cap no new game starts
     once it is reached: the cells it stopped are ``capped`` (not done), ``summary.attrs["budget"]`` is the line
     saying what was spent and what is left, and a rerun with a higher cap plays only what is missing."""
     o = SweepOptions(**options)

@@ -348,13 +348,13 @@ def write_plan(path: str | Path, results_root: str | Path = "results") -> tuple[
     return sweep_file, plan
 
 
-def run_tournament(path: str | Path, results_root: str | Path = "results", **options: Any) -> pd.DataFrame:
-    """Plan, then run every cell through ``toolkit.study.sweep.run_sweep`` as ``options`` say (its
+def run_tournament(path: str | Path, *, results_root: str | Path = "results", **options: Any) -> pd.DataFrame:
+    """Plan, then run every cell through ``toolkit.study.sweep.run_sweep`` as ``options`` say (by keyword: its
     ``SweepOptions``: workers, executor, a spending cap shared by every cell; resume: finished cells and games are
     skipped). Returns the sweep summary (one row per cell)."""
     SweepOptions(**options)  # an unknown option is refused before the plan is written
     sweep_file, _ = write_plan(path, results_root)
-    return run_sweep(sweep_file, results_root, **options)
+    return run_sweep(sweep_file, results_root=results_root, **options)
 
 
 @dataclass(frozen=True)
