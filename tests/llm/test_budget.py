@@ -124,3 +124,42 @@ def test_the_last_line_says_how_many_calls_it_counts_at_their_estimate(tmp_path)
     assert rerun.spent() == (pytest.approx(0.004), 350)
     assert "; 2 calls of unknown outcome counted at their estimate (in flight at a kill or cut by an endpoint's " \
            "deadline;" in rerun.line()
+
+
+@pytest.mark.slow  # 3 s: the deadline (a first request on a busy machine), and the server waits for it at shutdown
+def test_a_call_the_deadline_cut_before_its_request_went_out_is_settled_at_nothing(tmp_path, prices):
+    """Two calls on one hanging endpoint that allows one request at a time (``max_connections=1``): at the
+    endpoint's deadline the first call's request is out (its outcome never known: pending at its estimate), the
+    second is still queued at the gate, never sent: settled at 0. On the code before (diff read s19, M3) both
+    stayed pending for ever, so a dead endpoint with games queued behind its gate shrank a cap by calls never
+    sent, on every rerun."""
+    import json
+
+    from toolkit.llm import Request, get_model
+    from toolkit.llm.budget import spending
+    from toolkit.llm.health import EndpointHealth
+    from toolkit.testing.loopback_server import FakeOpenAIServer
+
+    prices("hang: {input: 1.0, output: 4.0}")
+    budget = Budget(tmp_path / "spend.jsonl", max_usd=5.0)
+    with FakeOpenAIServer() as server:
+        model = get_model(f"openai:hang@{server.base_url}", max_connections=1, rate_adaptive=False, timeout_s=30)
+        # built here with a deadline shorter than the timeout (health_of would raise it to 1.5 x): the cut comes
+        # while the first request hangs
+        health = EndpointHealth("hang", 3.0, model.base_url)
+
+        async def both():
+            with spending(budget):
+                return await asyncio.gather(*(health.generate(model, Request(messages=[
+                    {"role": "user", "content": f"call {i}"}])) for i in range(2)))
+
+        calls = asyncio.run(both())
+        sent = len(server.requests)
+    assert sent == 1 and [c.attempts[-1].error_kind for c in calls] == ["deadline", "deadline"]
+    lines = [json.loads(x) for x in (tmp_path / "spend.jsonl").read_text().splitlines() if x.strip()]
+    pending = [x for x in lines if "pending" in x]
+    settled = {x["settles"]: x["usd"] for x in lines if "settles" in x}
+    assert len(pending) == 2 and list(settled.values()) == [0.0]  # the queued one, at 0
+    (kept,) = [x for x in pending if x["pending"] not in settled]
+    assert budget.spent()[0] == pytest.approx(kept["usd"]) and kept["usd"] > 0
+    assert "; 1 call of unknown outcome counted at" in budget.line()

@@ -8,8 +8,9 @@ answer's limit where one is set), then ``{"settles": ID, "usd": ..., "tokens": .
 failure) once its ``calls`` row is written (``Call.settle``, from ``CallLog.write``: a call settled before its row
 and killed between the two was paid again by the resumed study). A call whose outcome the toolkit cannot know
 stays pending, counted at its estimate (conservative against a cap): one in flight when its process is killed (or
-answered, not yet written), and one the endpoint's deadline cut (``toolkit.llm.health``: a request was sent, the
-provider may bill it); ``line`` names how many. So does a call reserved and killed before its request went out
+answered, not yet written), and one the endpoint's deadline cut while a request of it was out or after one timed
+out (``toolkit.llm.health.cut``: the provider may bill it; a cut call with no request out and none timed out
+settles at 0); ``line`` names how many. So does a call reserved and killed before its request went out
 (the ledger cannot tell it from one sent: a rerun cannot know whether the process that wrote it is still at
 work). (A plain ``{"usd": ..., "tokens": ...}`` line, what callers outside a game and older versions write, is one
 call's spending.) What has been spent is the sum of the

@@ -153,8 +153,8 @@ class EndpointHealth:
 
     async def generate(self, model: Model, request: Any, settle: bool = True) -> Call:
         """``model.generate(request, settle=settle)``, cut short when the endpoint's deadline passes meanwhile
-        (then a call that got no answer: the attempts it failed so far, and one of kind ``deadline``; of unknown
-        outcome, it is never settled: the ledger keeps it at its estimate)."""
+        (then a call that got no answer: the attempts it failed so far, and one of kind ``deadline``; in the ledger
+        as ``cut`` says)."""
         if self.dead is not None:
             raise EndpointDown(self.dead)
         started, t0, held = now(), time.perf_counter(), []
@@ -178,15 +178,14 @@ class EndpointHealth:
                 if self.left() > 0 and self.dead is None:
                     self.failing(quiet)  # requests failed meanwhile: a stall (later failures say it themselves)
                     continue
+                call = held[0] if held else Call(request, model.spec, model.name, model.base_url, started)
+                unknown = call.sending or any(a.error_kind == "timeout" for a in call.attempts)  # before the cancel
                 task.cancel()
                 why = self.dead or self.kill(self.seen(self.deadline))
                 ms = (time.perf_counter() - t0) * 1000
-                call = held[0] if held else Call(request, model.spec, model.name, model.base_url, started)
                 call.completion, call.error, call.latency_ms = None, why, ms  # every failed request kept
                 call.attempts.append(Attempt(len(call.attempts) + 1, "deadline", None, why, ms))
-                # a request was sent and may be billed, its outcome never known: the call stays pending in the
-                # ledger at its estimate (as one in flight at a kill; toolkit.llm.budget), never settled at 0
-                call.ticket = None
+                cut(call, unknown, settle)
                 return call
         finally:
             self._live.remove(held)
@@ -240,6 +239,18 @@ class EndpointHealth:
                 waited(self.endpoint, time.monotonic() - t0)
         if self.left() <= 0:
             raise EndpointDown(self.kill(f"{self.seen(self.deadline)} (the last failure: {why[:120]})"))
+
+
+def cut(call: Call, unknown: bool, settle: bool) -> None:
+    """The ledger of a call the deadline cut. ``unknown``: a request of it was out at the cut, or one timed out (sent,
+    never answered): the provider may bill it, its outcome is never known, and it stays pending at its estimate
+    (as a call in flight at a kill; toolkit.llm.budget). Otherwise every request it sent was answered with a
+    refusal (a 429, a 5xx) or none left (queued at the gate, in a backoff): it is settled at 0, now or by the
+    caller that settles it after writing its row (``settle=False``)."""
+    if unknown:
+        call.ticket = None
+    elif settle:
+        call.settle()
 
 
 _HEALTH: "weakref.WeakKeyDictionary[Model, EndpointHealth]" = weakref.WeakKeyDictionary()

@@ -137,6 +137,7 @@ class Call:
     free: bool = False  # an offline backend answered: nothing was spent (a spending cap does not count it)
     charged: bool = False  # the model wrapper put it in the active budget's ledger (``CallLog`` does not charge it)
     ticket: Ticket | None = field(default=None, repr=False, compare=False)  # its place in that ledger
+    sending: bool = False  # a request of it is out now (sent, not answered nor failed): what a cut call may cost
 
     def settle(self) -> None:
         """Say in the ledger what the call cost (once; nothing to say for a call with no ticket): its answer's
@@ -307,6 +308,7 @@ class Model:
                 cfg = self.config
                 gate = endpoint_gate(self.base_url, cfg.max_connections, cfg.rate_adaptive, cfg.rpm, cfg.tpm)
                 ticket = await gate.acquire(self._tokens(request) if gate.counts_tokens else 0)
+                call.sending = True
                 try:  # the deadline counts from sending, not from waiting for a slot
                     completion = await _within(self.backend.complete(request), cfg.timeout_s)
                 except TransientError as exc:
@@ -315,6 +317,7 @@ class Model:
                                           getattr(exc, "told", None))
                     raise
                 finally:
+                    call.sending = False
                     gate.release(ticket)
                 gate.answered(ticket, (completion.prompt_tokens or 0) + (completion.completion_tokens or 0)
                               if completion.prompt_tokens is not None else None, completion.told)
