@@ -101,7 +101,8 @@ def changed(e: staging.Entry, start: dict | None, folder: Path, archive: Path) -
 
 def archive_plan(archive: Path, folder: Path, limits, start: dict | None, dry: bool = False) -> staging.Plan:
     """The archive's entries as a plan (``dry``: only checked, at the session's end)."""
-    what, plan, names, files, bounds = archive.name, staging.Plan(), set(), {}, Bounds.of(limits)
+    what, names, files, bounds = archive.name, set(), {}, Bounds.of(limits)
+    plan = staging.Plan(deadline=bounds.deadline)
     try:
         with tarfile.open(archive, mode="r:", tarinfo=Member) as tar:
             for m in tar:
@@ -142,13 +143,15 @@ def archive_plan(archive: Path, folder: Path, limits, start: dict | None, dry: b
     staging.check_entries(what, plan, limits, links=False)
     if dry:
         return plan
-    plan.entries = [e for e in plan.entries if changed(e, start, folder, archive)]
+    plan.entries = [e for e in plan.entries if plan.on_time(what) or changed(e, start, folder, archive)]
     for e in plan.entries:
         if e.kind == "f":
             e.write = copier(archive, e.offset, e.size)
     written = [e.path for e in plan.entries if e.kind != "d"]
-    refuse_repositories(folder, written, list(names), top=not (folder / ".git").exists(), what=what)
+    refuse_repositories(folder, written, list(names), top=not (folder / ".git").exists(), what=what,
+                        deadline=plan.deadline)
     for path in written if start is not None else ():  # the user's edit since the start is never overwritten
+        plan.on_time(what)
         if not as_listed(folder, path, start.get(path)):
             raise staging.refuse(what, path, "changed in your folder since the session began")
     plan.changed, plan.gone = len(written), sorted(set(start or ()) - names)

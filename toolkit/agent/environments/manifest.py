@@ -11,7 +11,7 @@ import stat
 from pathlib import Path
 
 from toolkit.agent.environments.hostgit import ResultError
-from toolkit.agent.environments.staging import walk
+from toolkit.agent.environments.staging import folders_above, in_time, walk
 from toolkit.core.printable import printable
 
 MAX_MEMBERS = 100_000
@@ -49,14 +49,17 @@ def repositories(paths: list[str], top: bool) -> set[str]:
     return {os.path.dirname(p) for p in paths if os.path.basename(p) == "HEAD" and (top or os.path.dirname(p))}
 
 
-def refuse_repositories(base: Path, changed: list[str], paths: list[str], top: bool, what: str) -> None:
+def refuse_repositories(base: Path, changed: list[str], paths: list[str], top: bool, what: str,
+                        deadline: float | None = None) -> None:
     """One line (``ResultError``) when a changed path is in (or below) a folder that holds a ``HEAD`` in the
-    result (``paths``: ``repositories``) or already in the user's folder ``base`` (e.g. one git ignores)."""
-    found = repositories(paths, top)
+    result (``paths``: ``repositories``) or already in the user's folder ``base`` (e.g. one git ignores).
+    Each folder is looked at once, within the intake's ``deadline``."""
+    found, seen = repositories(paths, top), set()
     for path in filter(None, changed):
-        parts = path.split("/")
-        for folder in ("/".join(parts[:i]) for i in range(0 if top else 1, len(parts))):
-            if folder in found or os.path.lexists(base / folder / "HEAD"):
+        in_time(what, deadline)
+        for folder in [*folders_above(path, seen), *([""] if top and "" not in seen else [])]:
+            seen.add(folder)
+            if folder in found or os.path.lexists(os.path.join(base, folder, "HEAD")):
                 where = f"{printable(folder)}/" if folder else "the top"
                 raise ResultError(f"{what}: '{printable(path)}' is in {where}, which git "
                                   f"would take for a repository (it holds a HEAD), so its settings would run at "

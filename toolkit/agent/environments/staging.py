@@ -27,13 +27,14 @@ import os
 import re
 import shutil
 import stat
+import time
 import unicodedata
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
-from toolkit.agent.environments.hostgit import MiB, ResultError
+from toolkit.agent.environments.hostgit import INTAKE_S, MiB, ResultError
 from toolkit.core.printable import printable
 
 IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
@@ -59,6 +60,27 @@ class Plan:
     delete: Callable[[Path], str] | None = None  # after the move: deletes what the session deleted; the line's end
     changed: int = 0  # how many files it changes (the line says so)
     gone: list[str] = field(default_factory=list)  # what ``delete`` may delete
+    deadline: float | None = None  # ``time.monotonic()`` past which checking it is refused (the intake's clock)
+
+    def on_time(self, what: str) -> None:
+        """Every loop over the entries asks: past the intake's wall clock, one line (so the host's own time on
+        a result, CPU included, is bounded by ``INTAKE_S`` whatever its shape)."""
+        in_time(what, self.deadline)
+
+
+def in_time(what: str, deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise ResultError(f"{what}: checking it ran past the intake's wall clock ({INTAKE_S} s); refused")
+
+
+def folders_above(path: str, seen: set[str]) -> Iterator[str]:
+    """The folders above ``path`` not yet in ``seen`` (added to it), deepest first: each folder of a result is
+    checked once, so a tree 900 folders deep costs its size, not its depth squared."""
+    folder = path.rpartition("/")[0]
+    while folder and folder not in seen:
+        seen.add(folder)
+        yield folder
+        folder = folder.rpartition("/")[0]
 
 
 def name(path: str) -> str:
@@ -74,7 +96,7 @@ def check_name(what: str, path: str) -> list[str]:
     parts = path.split("/")
     if path.startswith("/") or "\0" in path or any(p in ("", ".", "..") for p in parts):
         raise refuse(what, path, "is not a plain relative name")
-    if len(os.fsencode(path)) > 4095 or max(len(os.fsencode(p)) for p in parts) > 255:
+    if len(os.fsencode(path)) > 4095 or any(len(p) > 63 and len(os.fsencode(p)) > 255 for p in parts):
         raise refuse(what, path, "is longer than a name may be (255 bytes a part, 4095 in all)")
     if any(same_as(p) in (".git", "git~1") for p in parts) or same_as(parts[0]) == ".agent":
         raise refuse(what, path, "is refused (a .git or .agent path, in any case or form)")
@@ -84,6 +106,8 @@ def check_name(what: str, path: str) -> list[str]:
 def same_as(part: str) -> str:
     """What a file system that folds names takes ``part`` for (git's own rule, as in its ``verify_path``):
     case and Unicode form folded, the code points HFS+ ignores dropped, NTFS's trailing dots and spaces too."""
+    if part.isascii():  # the same, quicker (a deep path's every part is asked)
+        return part.lower().rstrip(". ")
     return IGNORED.sub("", fold(part)).rstrip(". ")
 
 
@@ -105,9 +129,10 @@ def check_entries(what: str, plan: Plan, limits, links: bool = True) -> None:
     if len(plan.entries) > limits.inodes:
         raise ResultError(f"{what}: {len(plan.entries)} entries, more than the session's inodes "
                           f"({limits.inodes}); not applied, nothing changed")
-    total = 0
+    total, seen = 0, set()
     for e in plan.entries:
-        parts = check_name(what, e.path)
+        plan.on_time(what)
+        check_name(what, e.path)
         if e.kind == "l":
             if links:
                 check_link(what, e.path, e.target)
@@ -119,10 +144,9 @@ def check_entries(what: str, plan: Plan, limits, links: bool = True) -> None:
             total += e.size
         elif e.kind != "d":
             raise refuse(what, e.path, "is not a file, a link or a folder")
-        for i in range(1, len(parts)):
-            if kinds.get("/".join(parts[:i]), "d") != "d":
-                raise refuse(what, e.path, f"is below '{name('/'.join(parts[:i]))}', which is not a folder in the "
-                             "result")
+        for folder in folders_above(e.path, seen):
+            if kinds.get(folder, "d") != "d":
+                raise refuse(what, e.path, f"is below '{name(folder)}', which is not a folder in the result")
     if total > limits.disk_mb * MiB:
         raise ResultError(f"{what}: {total} bytes of files, more than the session's disk_mb ({limits.disk_mb} MiB, "
                           "counted in bytes: a sparse file counts its length); not applied, nothing changed")
@@ -140,14 +164,16 @@ def check_folding(what: str, plan: Plan) -> None:
         if other != e.path:
             raise refuse(what, e.path, f"and '{name(other)}' differ only in case or Unicode form (one file where "
                          "case folds, as on macOS, Windows or exFAT)")
+    seen: set[str] = set()
     for e in plan.entries:
-        parts = fold(e.path).split("/")
-        for i in range(1, len(parts)):
-            above, kind = kinds.get("/".join(parts[:i]), ("", "d"))
+        plan.on_time(what)
+        for folder in folders_above(fold(e.path), seen):
+            above, kind = kinds.get(folder, ("", "d"))
             if kind != "d":
                 raise refuse(what, e.path, f"is below a name that folds onto '{name(above)}', which is not a "
                              "folder in the result")
     for path in plan.gone:
+        plan.on_time(what)
         other, _ = kinds.get(fold(path), (path, ""))
         if other != path:
             raise refuse(what, other, f"is written and '{name(path)}' deleted: they differ only in case or "
@@ -167,46 +193,74 @@ def room(what: str, need: int, where: Path, end: str = "not applied, nothing cha
 
 
 def check(what: str, plan: Plan, folder: Path, limits) -> None:
-    """The whole plan against the rules above and the user's folder as it is now; ``ResultError`` (one line)."""
+    """The whole plan against the rules above and the user's folder as it is now; ``ResultError`` (one line).
+    Each folder above an entry is looked at once."""
     check_entries(what, plan, limits)
     check_folding(what, plan)
+    seen: set[str] = set()
+    present: dict[str, bool] = {}  # a folder above an entry: whether the user's folder has it
+    nearest: dict[str, str] = {}  # such a folder -> the nearest one at or above it the user's folder has
+    writable: dict[str, bool] = {}
     for e in plan.entries:
-        parts = e.path.split("/")
-        for i in range(1, len(parts) + 1):
-            here = "/".join(parts[:i])
-            try:
-                st = os.lstat(folder / here)
-            except FileNotFoundError:
-                break
-            except OSError as exc:  # e.g. a name longer than the folder's file system allows
-                raise refuse(what, e.path, f"cannot be written in your folder ({exc.strerror})") from None
-            mine = stat.S_ISDIR(st.st_mode)
-            if (i < len(parts) or e.kind == "d") and not mine:
+        plan.on_time(what)
+        for here in folders_above(e.path, seen):
+            has = kind_in(what, e.path, folder, here)
+            if has == "o":
                 raise refuse(what, e.path, f"needs '{name(here)}' to be a folder, and in your folder it is not")
-            if i == len(parts) and e.kind != "d" and mine:
-                raise refuse(what, e.path, "is a folder in your folder")
-        parent = folder.joinpath(*parts[:-1])
-        while not os.path.lexists(parent):
-            parent = parent.parent
-        if not os.access(parent, os.W_OK | os.X_OK):  # a rename there would fail half-way through the move
-            raise refuse(what, e.path, f"is in '{name(str(parent))}', which you cannot write")
+            present[here] = has == "d"
+        has = kind_in(what, e.path, folder, e.path)
+        if e.kind == "d" and has == "o":
+            raise refuse(what, e.path, f"needs '{name(e.path)}' to be a folder, and in your folder it is not")
+        if e.kind != "d" and has == "d":
+            raise refuse(what, e.path, "is a folder in your folder")
+        parent = reach(e.path.rpartition("/")[0], present, nearest)
+        if parent not in writable:  # a rename there would fail half-way through the move
+            writable[parent] = os.access(folder / parent, os.W_OK | os.X_OK)
+        if not writable[parent]:
+            raise refuse(what, e.path, f"is in '{name(str(folder / parent))}', which you cannot write")
     files = sum(e.size for e in plan.entries if e.kind == "f")
     room(what, files + 4096 * len(plan.entries), folder, inodes=len(plan.entries))  # a block an entry at most
 
 
-def walk(folder: Path, parts: list[str], made: list[str] | None = None) -> int:
-    """A descriptor of ``folder/parts…``, reached one part at a time without following links (with ``made``:
-    making what is missing, and listing there what it made)."""
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+def kind_in(what: str, path: str, folder: Path, here: str) -> str | None:
+    """What the user's folder has at ``here`` (for the entry ``path``): ``d`` a folder, ``o`` anything else,
+    None nothing (a file above it is found when that one is looked at)."""
     try:
-        for n, part in enumerate(parts):
+        st = os.lstat(folder / here)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:  # e.g. a name longer than the folder's file system allows
+        raise refuse(what, path, f"cannot be written in your folder ({exc.strerror})") from None
+    return "d" if stat.S_ISDIR(st.st_mode) else "o"
+
+
+def reach(here: str, present: dict[str, bool], nearest: dict[str, str]) -> str:
+    """The nearest folder at or above ``here`` that the user's folder has (``""``: the top), each folder
+    walked up from once."""
+    chain = []
+    while here and not present.get(here) and here not in nearest:
+        chain.append(here)
+        here = here.rpartition("/")[0]
+    found = nearest.get(here, here)
+    for f in chain:
+        nearest[f] = found
+    return found
+
+
+def walk(folder: Path, parts: list[str], made: list[str] | None = None, start: tuple[int, int] | None = None) -> int:
+    """A descriptor of ``folder/parts…``, reached one part at a time without following links (with ``made``:
+    making what is missing, and listing there what it made); ``start``: a descriptor of ``folder/parts[:n]``
+    and ``n``, to go on from (it stays open)."""
+    fd, done = (os.dup(start[0]), start[1]) if start else (os.open(folder, os.O_RDONLY | os.O_DIRECTORY), 0)
+    try:
+        for n in range(done, len(parts)):
             if made is not None:
                 try:
-                    os.mkdir(part, 0o755, dir_fd=fd)
+                    os.mkdir(parts[n], 0o755, dir_fd=fd)
                     made.append("/".join(parts[:n + 1]))
                 except FileExistsError:
                     pass
-            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            inner = os.open(parts[n], os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
             os.close(fd)
             fd = inner
         return fd
@@ -248,20 +302,24 @@ def move(what: str, plan: Plan, folder: Path, staging: Path) -> None:
     user's file it replaces set aside in the staging folder. Should a step fail (another program took the room
     the checks saw), every step is taken back: the user's files return, the folders made go."""
     src, made, moved = os.open(staging, os.O_RDONLY | os.O_DIRECTORY), [], []
-    try:
-        for i, e in sorted(enumerate(plan.entries), key=lambda x: (x[1].kind != "d", x[1].path.count("/"))):
+    last: tuple[list[str], int] | None = None  # the folder last reached: an entry below it goes on from there
+    try:  # folders first, then files by folder: a deep tree is walked down once, not once an entry
+        for i, e in sorted(enumerate(plan.entries), key=lambda x: (x[1].kind != "d", x[1].path.split("/")[
+                :None if x[1].kind == "d" else -1])):
             parts = e.path.split("/")
-            fd = walk(folder, parts if e.kind == "d" else parts[:-1], made)
-            try:
-                if e.kind != "d":
-                    try:
-                        os.rename(parts[-1], f"old-{i}", src_dir_fd=fd, dst_dir_fd=src)
-                        moved.append((parts, i, True))
-                    except FileNotFoundError:
-                        moved.append((parts, i, False))
-                    os.replace(str(i), parts[-1], src_dir_fd=src, dst_dir_fd=fd)
-            finally:
-                os.close(fd)
+            want = parts if e.kind == "d" else parts[:-1]
+            on = last is not None and 0 < len(last[0]) <= len(want) and want[:len(last[0])] == last[0]
+            fd = walk(folder, want, made, start=(last[1], len(last[0])) if on else None)
+            if last is not None:
+                os.close(last[1])
+            last = (want, fd)
+            if e.kind != "d":
+                try:
+                    os.rename(parts[-1], f"old-{i}", src_dir_fd=fd, dst_dir_fd=src)
+                    moved.append((parts, i, True))
+                except FileNotFoundError:
+                    moved.append((parts, i, False))
+                os.replace(str(i), parts[-1], src_dir_fd=src, dst_dir_fd=fd)
     except OSError as exc:
         try:
             undo(folder, src, made, moved)
@@ -272,6 +330,8 @@ def move(what: str, plan: Plan, folder: Path, staging: Path) -> None:
                           "took the room the checks saw); undone, nothing changed") from None
     finally:
         os.close(src)
+        if last is not None:
+            os.close(last[1])
 
 
 def undo(folder: Path, src: int, made: list[str], moved: list[tuple[list[str], int, bool]]) -> None:
