@@ -384,6 +384,75 @@ def prior_nodes(gaps: int = 16, rates: int = 3) -> list[tuple[float, float, floa
             for x, wx in zip(gx, gw) for y, wy in zip(rx, rw)]
 
 
+class Family:
+    """The designs ``derive`` chooses among, in normal theory: ``looks`` equal looks, ``r`` × the fixed design's
+    information, error α/K (K = 3) and power 0.8 at δ = 0.5 logits. A design is x = (c_1..c_J, i_1..i_{J−1}):
+    its efficacy bounds, then its futility bounds (i_J = c_J)."""
+
+    def __init__(self, looks: int, r: float):
+        from toolkit.analysis.sequential import _norm
+
+        self.looks, self.r, self.a, self.norm = looks, r, 0.05 / 3, _norm()
+        self.t = tuple((j + 1) / looks for j in range(looks))
+
+    @staticmethod
+    def moments(gap: float, rate: float) -> tuple[float, float]:
+        """Z's mean per √(pairs) and its variance at a gap, village rate ``rate``."""
+        h = math.log(rate / (1 - rate))
+        up, down = float(expit(h + gap)), float(expit(h - gap))
+        mu, psi = up - down, up * (1 - down) + (1 - up) * down
+        return mu / math.sqrt(psi), 1 - (mu / psi) ** 2 * (3 + psi) / 4
+
+    def at(self, gap: float, rate: float) -> tuple[float, float]:
+        """(drift on the Z scale at t = 1, variance) at ``gap`` of the design sized at ``rate``."""
+        (m1, v1), (m, v) = self.moments(0.5, rate), self.moments(gap, rate)
+        return (self.norm.isf(self.a / 2) + self.norm.ppf(0.8) * math.sqrt(v1)) * math.sqrt(self.r) * m / m1, v
+
+    def run(self, x, drift: float, v: float):
+        c = np.array(x[:self.looks])
+        return _normal_run(self.t, c, np.minimum(np.append(x[self.looks:], c[-1]), c), drift, v)
+
+    def saving(self, x, drift: float, v: float) -> float:
+        order, within = self.run(x, drift, v)
+        return 1 - self.r * float(np.dot(self.t, order + within))
+
+
+def optimise(f: Family, p: float, nodes, rates, least_saving: float | None, maxiter: int):
+    """The bounds x maximising the weighted saving over ``nodes`` ((drift, variance), weight), from the power
+    family's (3, 2) start, by SLSQP under: error α/K with equal models, power 0.8 at δ at every rate of ``rates``,
+    and (where given) a saving with equal models of ``least_saving`` or more."""
+    from scipy.optimize import minimize
+
+    from toolkit.analysis.sequential import bounds
+
+    def goal(x):
+        return -sum(w * f.saving(x, *dv) for dv, w in nodes)
+
+    _, c, i = bounds(f.a, 0.8, f.t, round(f.moments(0.5, p)[1], 3), (3.0, 2.0))
+    limits = [{"type": "ineq", "fun": lambda x: 1000 * (f.a - f.run(x, 0.0, 1.0)[0].sum())}]
+    limits += [{"type": "ineq", "fun": lambda x, q=q: 100 * (f.run(x, *f.at(0.5, q))[0].sum() - 0.8)} for q in rates]
+    if least_saving is not None:
+        limits.append({"type": "ineq", "fun": lambda x: 100 * (f.saving(x, 0.0, 1.0) - least_saving)})
+    x = minimize(goal, np.concatenate([c, i[:-1]]), method="SLSQP", constraints=limits,
+                 bounds=[(0.5, 8.0)] * f.looks + [(0.0, 4.0)] * (f.looks - 1),
+                 options={"maxiter": maxiter, "eps": 1e-3}).x
+    return x, -goal(x)
+
+
+def show_design(f: Family, x, p: float, aim: str, objective: float) -> None:
+    """The printout of ``derive``: the design's savings, error and power, its bounds, the shares of α and β."""
+    spent_a, spent_b = np.cumsum(f.run(x, 0.0, 1.0)[0]), np.cumsum(f.run(x, *f.at(0.5, p))[1])
+    print(f"\noptimal design ({aim}), {f.looks} "
+          f"looks, R = {f.r} (normal theory, village rate {p}): objective {objective:.3f}; saving with equal models "
+          f"{f.saving(x, 0.0, 1.0):.3f}, at 2δ {f.saving(x, *f.at(1.0, p)):.3f}, at δ "
+          f"{f.saving(x, *f.at(0.5, p)):.3f}, at 1.5δ {f.saving(x, *f.at(0.75, p)):.3f}; "
+          f"error {spent_a[-1]:.4f}, power {f.run(x, *f.at(0.5, p))[0].sum():.3f}")
+    print("efficacy", np.round(x[:f.looks], 3).tolist())
+    print("futility", np.round(np.append(x[f.looks:], x[f.looks - 1]), 3).tolist())
+    print("t", list(f.t), "\nshare of α", np.round(spent_a / spent_a[-1], 4).tolist(),
+          "\nshare of β", np.round(spent_b / spent_b[-1], 4).tolist())
+
+
 def derive(p: float = 0.29, looks: int = 10, r: float = 1.088, prior: bool = False, gap: float | None = None,
            floor: float = 0.25) -> None:
     """The optimal design ``sequential.OPTIMAL`` is read from: ``looks`` equal looks, ``r`` × the fixed design's
@@ -395,59 +464,16 @@ def derive(p: float = 0.29, looks: int = 10, r: float = 1.088, prior: bool = Fal
     a saving with equal models of 0.3 or more at every rate node: the table ``sequential.PRIOR`` holds. With
     ``gap``: the saving at that one gap (logits), with equal models saving ``floor`` or more: how far a design of
     this family can go there (the frontier docs/statistics.md quotes)."""
-    from scipy.optimize import minimize
-
-    from toolkit.analysis.sequential import _norm, bounds
-
-    norm, a = _norm(), 0.05 / 3
-    t = tuple((j + 1) / looks for j in range(looks))
-
-    def moments(gap, rate):  # Z's mean per √(pairs) and its variance at a gap
-        h = math.log(rate / (1 - rate))
-        up, down = float(expit(h + gap)), float(expit(h - gap))
-        mu, psi = up - down, up * (1 - down) + (1 - up) * down
-        return mu / math.sqrt(psi), 1 - (mu / psi) ** 2 * (3 + psi) / 4
-
-    def at(gap, rate):  # (drift on the Z scale at t = 1, variance) of the design sized at ``rate``
-        (m1, v1), (m, v) = moments(0.5, rate), moments(gap, rate)
-        return (norm.isf(a / 2) + norm.ppf(0.8) * math.sqrt(v1)) * math.sqrt(r) * m / m1, v
-
-    def run(x, drift, v):
-        c = np.array(x[:looks])
-        return _normal_run(t, c, np.minimum(np.append(x[looks:], c[-1]), c), drift, v)
-
-    def saving(x, drift, v):
-        order, within = run(x, drift, v)
-        return 1 - r * float(np.dot(t, order + within))
-
+    f = Family(looks, r)
     rates = sorted({q for _, q, _ in prior_nodes()}) if prior else [p]
-    nodes = [(at(g, q), w) for g, q, w in prior_nodes()] if prior else [(at(0.0, p), 0.5), (at(1.0, p), 0.5)]
+    nodes = [(f.at(g, q), w) for g, q, w in prior_nodes()] if prior else [(f.at(0.0, p), 0.5), (f.at(1.0, p), 0.5)]
     if gap is not None:
-        nodes = [(at(gap, p), 1.0)]
-
-    def goal(x):
-        return -sum(w * saving(x, *dv) for dv, w in nodes)
-
-    _, c, i = bounds(a, 0.8, t, round(moments(0.5, p)[1], 3), (3.0, 2.0))
-    limits = [{"type": "ineq", "fun": lambda x: 1000 * (a - run(x, 0.0, 1.0)[0].sum())}]
-    limits += [{"type": "ineq", "fun": lambda x, q=q: 100 * (run(x, *at(0.5, q))[0].sum() - 0.8)} for q in rates]
-    if prior or gap is not None:
-        limits.append({"type": "ineq", "fun": lambda x: 100 * (saving(x, 0.0, 1.0) - (0.3 if prior else floor))})
-    x = minimize(goal, np.concatenate([c, i[:-1]]), method="SLSQP", constraints=limits,
-                 bounds=[(0.5, 8.0)] * looks + [(0.0, 4.0)] * (looks - 1),
-                 options={"maxiter": 60 if gap is None and not prior else 150, "eps": 1e-3}).x
-    spent_a, spent_b = np.cumsum(run(x, 0.0, 1.0)[0]), np.cumsum(run(x, *at(0.5, p))[1])
+        nodes = [(f.at(gap, p), 1.0)]
+    least = 0.3 if prior else floor if gap is not None else None
+    x, objective = optimise(f, p, nodes, rates, least, 60 if gap is None and not prior else 150)
     aim = f"saving at {gap / 0.5:g}δ, equal models ≥ {floor:g}" if gap is not None else (
         "expected saving under the prior" if prior else "savings at 0 and 2δ")
-    print(f"\noptimal design ({aim}), {looks} "
-          f"looks, R = {r} (normal theory, village rate {p}): objective {-goal(x):.3f}; saving with equal models "
-          f"{saving(x, 0.0, 1.0):.3f}, at 2δ {saving(x, *at(1.0, p)):.3f}, at δ {saving(x, *at(0.5, p)):.3f}, at "
-          f"1.5δ {saving(x, *at(0.75, p)):.3f}; "
-          f"error {spent_a[-1]:.4f}, power {run(x, *at(0.5, p))[0].sum():.3f}")
-    print("efficacy", np.round(x[:looks], 3).tolist())
-    print("futility", np.round(np.append(x[looks:], x[looks - 1]), 3).tolist())
-    print("t", list(t), "\nshare of α", np.round(spent_a / spent_a[-1], 4).tolist(),
-          "\nshare of β", np.round(spent_b / spent_b[-1], 4).tolist())
+    show_design(f, x, p, aim, objective)
 
 
 def real_run() -> None:
