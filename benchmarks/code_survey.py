@@ -84,7 +84,8 @@ def duplicates(folder: Path) -> str:
                           text=True).stdout
     found = re.match(r"(\d+) pairs?", said)
     count = found.group(1) if found else "0" if said.startswith("no duplicates") else "?"
-    return count + (" (incomplete)" if "\nincomplete:" in said else "")  # it ran out of time: not all was read
+    # it ran out of time: not all was read (its first line when it paired nothing: "?")
+    return count + (" (incomplete)" if re.search(r"^incomplete:", said, re.M) else "")
 
 
 def checkout(rev: str, into: Path) -> Path:
