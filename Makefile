@@ -13,12 +13,12 @@ DEBIAN_PACKAGES := chromium:/usr/bin/chromium bubblewrap:/usr/bin/bwrap slirp4ne
 
 # The stamp's name holds pyproject.toml's checksum, so only a change of its content reinstalls (not a newer mtime: a
 # fresh clone's, which reinstalled a shared VENV= from that clone). A venv whose package is installed from another
-# checkout is refused, in one line naming both.
+# checkout is refused, in one line naming both, before `python -m venv` touches it (it rewrites the venv's python).
 $(STAMP):
-	$(PYTHON) -m venv $(VENV)
-	@there=$$(cd / && env -u PYTHONPATH $(PY) -c 'import pathlib, toolkit; print(pathlib.Path(toolkit.__file__).resolve().parents[1])' 2>/dev/null); \
+	@there=$$([ -x $(PY) ] && cd / && env -u PYTHONPATH $(PY) -c 'import pathlib, toolkit; print(pathlib.Path(toolkit.__file__).resolve().parents[1])' 2>/dev/null); \
 	  if [ -n "$$there" ] && [ "$$there" != "$$(pwd -P)" ]; then \
 	    echo "make: $(VENV) has the package installed from $$there, not from this checkout $$(pwd -P): give this checkout a venv of its own (VENV=...)" >&2; exit 2; fi
+	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,notebooks]'
 	$(MAKE) --no-print-directory notebook-filter

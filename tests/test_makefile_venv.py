@@ -62,4 +62,4 @@ def test_a_venv_whose_package_is_installed_from_another_checkout_is_refused_in_o
     assert done.returncode != 0
     line = [s for s in done.stderr.splitlines() if "installed from" in s]
     assert len(line) == 1 and "/somewhere/else" in line[0] and str(checkout.resolve()) in line[0]
-    assert " pip " not in (log.read_text() if log.exists() else "")  # venv made, nothing installed
+    assert not log.exists()  # neither `python -m venv` (it rewrites the shared venv's python) nor pip ran

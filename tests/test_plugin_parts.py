@@ -83,6 +83,32 @@ def _decision_under_a_built_in_name():
     return ACTIONS, None, lambda: ACTIONS.register(Action("vote", "werewolf/my_vote.j2", Target))
 
 
+def _discussion_without_a_summary():
+    from toolkit.werewolf.engine import discussions
+    from toolkit.werewolf.engine.discussions.base import Discussion
+
+    class Quiet(Discussion):
+        name = "quiet"
+
+    return discussions.REGISTRY, "quiet", lambda: discussions.register(Quiet())
+
+
+def _environment_whose_class_does_not_import():
+    from toolkit.agent.environments import kinds
+
+    return kinds.KINDS, "mine", lambda: kinds.register(kinds.Kind("mine", "mine", True, "no_such_module:Thing"))
+
+
+def _tool_class_without_a_tool():
+    from toolkit.agent.loop import toolset
+
+    class Toolless:
+        def __init__(self, context):
+            pass
+
+    return toolset.TOOLS, "Toolless", lambda: toolset.register(Toolless)
+
+
 CASES = {
     "a role without a rule-based play": (_role_without_a_play, r"no rule-based play for 'sing'"),
     "a role reusing a Kaggle entry": (_role_taking_a_kaggle_entry, r"records two decisions"),
@@ -94,6 +120,10 @@ CASES = {
     "a provider without its factory": (_provider_without_a_factory, r"missing 1 required .*'factory'"),
     "a tool without a name": (_tool_without_a_name, r"a tool needs a name"),
     "a decision under a built-in's name": (_decision_under_a_built_in_name, r"decision 'vote' is built in"),
+    "a discussion without a summary": (_discussion_without_a_summary, r"discussion 'quiet' needs a summary"),
+    "an environment kind whose class does not import": (_environment_whose_class_does_not_import,
+                                                         r"its make 'no_such_module:Thing' does not import"),
+    "a tool class without a @tool method": (_tool_class_without_a_tool, r"tool 'Toolless' has no @tool method"),
 }
 
 

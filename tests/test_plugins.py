@@ -464,3 +464,21 @@ def test_an_exporter_flag_named_like_exports_own_option_or_anothers_flag_is_refu
     export_cli.add_arguments(parser)
     own = {o.lstrip("-") for a in parser._actions for o in a.option_strings} - set(export_cli.flags())
     assert own == set(OWN_OPTIONS)
+
+
+def test_unregister_takes_a_plug_in_out_and_another_plug_ins_declaration_under_its_name_warns():
+    import warnings
+
+    assert discussions.register(Reverse()) and "reverse" in discussions.REGISTRY
+    other = type("Reverse", (Reverse,), {"__module__": "other_plugin", "summary": "another package's"})
+    with pytest.warns(UserWarning, match="discussion 'reverse': a plug-in's declaration replaces another"):
+        discussions.register(other())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        discussions.register(other())  # the same again (a notebook cell run twice): no warning
+    assert discussions.REGISTRY.unregister("reverse").summary == "another package's"
+    assert "reverse" not in discussions.REGISTRY
+    with pytest.raises(KeyError, match="unknown discussion 'reverse'"):
+        discussions.REGISTRY.unregister("reverse")
+    with pytest.raises(ValueError, match="^discussion 'round_robin' is built in: it cannot be unregistered"):
+        discussions.REGISTRY.unregister("round_robin")

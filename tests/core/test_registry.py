@@ -69,11 +69,17 @@ def test_a_provider_cannot_take_a_built_in_prefix():
 
 def test_a_metric_and_a_tool_are_registered_as_the_other_kinds_are():
     from toolkit.agent.loop import toolset
+    from toolkit.agent.tools.base import tool
     from toolkit.analysis import sections
 
     class Clock:
         def __init__(self, context):
             pass
+
+        @tool
+        def now(self) -> str:
+            """The time."""
+            return "12:00"
 
     assert toolset.register(Clock) is Clock and toolset.TOOLS["Clock"] is Clock  # a tool named after its class
     del toolset.TOOLS["Clock"]
@@ -88,7 +94,8 @@ def test_the_executors_choices_and_help_are_the_registrys(capsys):
     from toolkit.cli import main
     from toolkit.study.executors import EXECUTORS, Executor
 
-    EXECUTORS.register(Executor("slurm", "a Slurm allocation", "no.such:cells", "no.such:pool"))
+    EXECUTORS.register(Executor("slurm", "a Slurm allocation", "toolkit.study.executors:local_cells",
+                                "toolkit.study.executors:local_pool"))
     try:
         for command in ("sweep", "tournament"):
             with pytest.raises(SystemExit):

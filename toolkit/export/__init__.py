@@ -93,7 +93,7 @@ def _check(exporter: Exporter) -> None:
                                      "with another kind of value: name it otherwise")
 
 
-EXPORTERS: Registry[Exporter] = Registry("exporter", check=_check)
+EXPORTERS: Registry[Exporter] = Registry("exporter", check=_check, needs=("summary",))
 register = EXPORTERS.register  # add an export format (``export NAME`` and the docs' table list it from here)
 
 

@@ -128,7 +128,7 @@ def dask_client(scheduler: str | None, workers: int = 1) -> Iterator[Any]:
 SCHEDULER_TIMEOUT_S = 20
 
 
-EXECUTORS: Registry[Executor] = Registry("executor")
+EXECUTORS: Registry[Executor] = Registry("executor", needs=("summary",), parts=("cells", "pool"))
 EXECUTORS.register(Executor("local", "processes of this machine (the default)", local_cells, local_pool))
 EXECUTORS.register(Executor("dask", "a Dask cluster: a LocalCluster of --workers processes, or the one --scheduler "
                             "names (the dask extra)", dask_cells, dask_pool, needs="dask.distributed", extra="dask"))

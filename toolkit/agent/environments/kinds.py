@@ -47,7 +47,7 @@ def _check(kind: Kind) -> None:
         raise ValueError(f"{AUTO!r} is not a kind: it chooses one")
 
 
-KINDS: Registry[Kind] = Registry("environment", check=_check)
+KINDS: Registry[Kind] = Registry("environment", check=_check, needs=("summary",), parts=("make", "problem"))
 register, get = KINDS.register, KINDS.one
 
 

@@ -42,8 +42,15 @@ class ToolContext:
     terminal_timeout_s: float = 60.0
 
 
+def _has_tools(make: Callable[[ToolContext], Any]) -> None:
+    """A tool class has a ``@tool`` method (a role naming one without would get no tool, and nothing said)."""
+    if inspect.isclass(make) and not any(hasattr(getattr(make, n, None), "__tool__") for n in dir(make)):
+        raise ValueError(f"tool {make.__name__!r} has no @tool method (toolkit.agent.tools.base.tool)")
+
+
 # a tool's name -> what makes its object from the session's ToolContext (a class taking the context is one)
-TOOLS: Registry[Callable[[ToolContext], Any]] = Registry("tool", key=lambda make: getattr(make, "__name__", ""))
+TOOLS: Registry[Callable[[ToolContext], Any]] = Registry("tool", key=lambda make: getattr(make, "__name__", ""),
+                                                         check=_has_tools)
 for _name, _make in {
     "Plan": lambda c: c.plan,
     "Editor": lambda c: c.editor,

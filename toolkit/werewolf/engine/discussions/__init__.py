@@ -15,7 +15,7 @@ from toolkit.werewolf.engine.discussions.base import Discussion
 __all__ = ["MODULES", "REGISTRY", "Discussion", "get", "register"]
 
 MODULES = ("round_robin", "parallel", "bidding")
-REGISTRY: Registry[Discussion] = Registry("discussion")
+REGISTRY: Registry[Discussion] = Registry("discussion", needs=("summary",))
 register, get = REGISTRY.register, REGISTRY.one
 
 

@@ -35,7 +35,7 @@ def _check(role: Role) -> None:
     _merged([*ENGINE, *(k for r in others for k in r.events), *role.events])
 
 
-REGISTRY: Registry[Role] = Registry("role", check=_check)
+REGISTRY: Registry[Role] = Registry("role", check=_check, parts=("plays", "heuristic"))
 werewolf_names.read_roles_from(REGISTRY)  # a scripted file (read below the game) names the roles registered now
 register, get = REGISTRY.register, REGISTRY.one
 

@@ -17,8 +17,8 @@ __all__ = ["MODULES", "REGISTRY", "REVOTE", "TIES", "DayVote", "TieRule", "get",
            "register_tie"]
 
 MODULES = ("simultaneous", "sequential", "ties")
-REGISTRY: Registry[DayVote] = Registry("day vote")
-TIES: Registry[TieRule] = Registry("vote tie rule")
+REGISTRY: Registry[DayVote] = Registry("day vote", needs=("summary",))
+TIES: Registry[TieRule] = Registry("vote tie rule", needs=("summary",))
 register, get = REGISTRY.register, REGISTRY.one
 register_tie, get_tie = TIES.register, TIES.one
 
