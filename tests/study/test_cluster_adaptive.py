@@ -23,13 +23,19 @@ SPEC = dict(name="ad", models=["heuristic", "chaos:0"], presets=["classic7"], de
             seed=5, concurrency=1)  # 5 looks of 9 side-swapped pairs, 90 games at most
 
 
-def wait_for(what, test, timeout=120):
+def wait_for(what, test, coordinator, log: Path, timeout=900):
+    """Wait for ``what`` while the coordinator runs: fail at once, with its output, if it ends first, and after
+    ``timeout`` s in any case. Not 120 s as before: with the tests at nice 10 beside other work (load 17-27 on 2
+    cores) the coordinator's start and the workers' first games took longer than that ("round 1 never happened"
+    twice in session 19 and once in session 20, after the cluster was up; the same test passed at load 5-9)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         if test():
             return
+        if coordinator.poll() is not None and not test():
+            pytest.fail(f"the coordinator ended ({coordinator.returncode}) before {what}: {log.read_text()[-2000:]}")
         time.sleep(0.05)
-    pytest.fail(f"{what} never happened")
+    pytest.fail(f"{what} never happened in {timeout} s: {log.read_text()[-2000:]}")
 
 
 @pytest.mark.slow
@@ -41,12 +47,14 @@ def test_killed_worker_and_coordinator_lose_nothing_recorded_and_the_decision_is
     with dask_cluster(2, tmp_path / "dask", env=env) as cluster:
         cmd = [sys.executable, "-m", "toolkit", "tournament", str(path), "--scheduler", cluster.address,
                "--batch-games", "2", "--out", str(tmp_path / "cluster")]
-        coordinator = subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **env}, stdout=subprocess.DEVNULL,
-                                       stderr=subprocess.DEVNULL, start_new_session=True)
+        log = tmp_path / "coordinator.log"
+        with open(log, "wb") as out:
+            coordinator = subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **env}, stdout=out,
+                                           stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            wait_for("round 1", lambda: list(folder.glob("classic7__round1/batch*/*/games.jsonl")))
+            wait_for("round 1", lambda: list(folder.glob("classic7__round1/batch*/*/games.jsonl")), coordinator, log)
             os.killpg(cluster.workers[0].pid, signal.SIGKILL)  # a worker (its nanny and its process) mid-round
-            wait_for("round 2", lambda: list(folder.glob("classic7__round2/batch*/*/games.jsonl")))
+            wait_for("round 2", lambda: list(folder.glob("classic7__round2/batch*/*/games.jsonl")), coordinator, log)
         finally:
             os.killpg(coordinator.pid, signal.SIGKILL)  # then the coordinator
             coordinator.wait()
