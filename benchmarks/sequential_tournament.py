@@ -28,7 +28,8 @@ strengths that depend on the opponent (A and B even against each other, A far st
 no Bradley–Terry order), and when the village rate the design assumed is wrong. ``--frontier`` prints the
 spending functions, corrections and numbers of looks the new design was chosen from (exactly computed).
 
-    .venv/bin/python benchmarks/sequential_tournament.py [--reps 4000] [--frontier] [--real] [--designs] [--off-grid]
+    .venv/bin/python benchmarks/sequential_tournament.py [--reps 4000] [--frontier] [--real] [--designs] [--off-grid
+                                                         [--quadrature 0.01,0.02]]
     .venv/bin/python benchmarks/sequential_tournament.py --derive [--prior | --gap 0.75 [--looks 15]]
 """
 
@@ -339,6 +340,67 @@ def prior_table() -> None:
         print(f"| {q:g} | {g / 0.5:g}δ | {design('optimal', q)[0].n_fixed} | {cells[0]} | {cells[1]} |")
 
 
+def prior_median(shape, rate_step: float = 0.005, gap_step: float = 0.01) -> dict:
+    """The saving's distribution when (gap, village rate) is drawn from ``PRIOR``, exactly up to quadrature: the
+    rate interval cut into cells of ``rate_step`` (each cell's midpoint its design, sized there and calibrated
+    to its exact power, ``calibrated``), the gap interval into steps of ``gap_step``, the saving computed exactly
+    (``operating``) at every node and taken as linear in the gap between nodes, so P(saving ≤ m) is the mean over
+    the rate cells of the length of gaps where it is. Returns its median (bisection on that function), the mean
+    (the same quadrature) and, over the rate cells, the lowest power at δ, the largest error with equal models,
+    the lowest saving with equal models and the largest cap ÷ fixed."""
+    from toolkit.analysis.sequential import operating
+
+    (g0, g1), (r0, r1) = PRIOR
+    gaps = np.linspace(g0, g1, round((g1 - g0) / gap_step) + 1)
+    cells = round((r1 - r0) / rate_step)
+    curves, power, error, equal, cap, nominal = [], [], [], [], [], []
+    for q in r0 + (np.arange(cells) + 0.5) * (r1 - r0) / cells:
+        d, nom, exact = calibrated(3, 0.5, float(q), shape)
+        h = math.log(q / (1 - q))
+        ops = [operating(d, float(expit(h + g)), float(expit(h - g))) for g in gaps]
+        curves.append(np.array([1 - o.pairs / d.n_fixed for o in ops]))
+        power.append(exact)
+        error.append(ops[0].a + ops[0].b)
+        equal.append(curves[-1][0])
+        cap.append(d.n_max / d.n_fixed)
+        nominal.append(nom)
+
+    def median(top: int) -> float:  # of the saving with the gap uniform on [g0, gaps[top]] instead
+        def below(m: float) -> float:  # P(saving ≤ m): the share of each piecewise-linear curve's length ≤ m
+            share = 0.0
+            for s in curves:
+                lo, hi = np.minimum(s[:top], s[1:top + 1]), np.maximum(s[:top], s[1:top + 1])
+                share += np.clip((m - lo) / np.maximum(hi - lo, 1e-15), 0.0, 1.0).mean()
+            return share / len(curves)
+
+        lo, hi = -1.0, 1.0
+        for _ in range(40):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if below(mid) < 0.5 else (lo, mid)
+        return (lo + hi) / 2
+
+    mean = float(np.mean([((s[:-1] + s[1:]) / 2).mean() for s in curves]))  # trapezoid in the gap, midpoint in rate
+    tops = {f"{k}δ": round((len(gaps) - 1) * k / 4) for k in (2, 3)}  # the gap up to 2δ, 3δ (the prior: to 4δ)
+    return {"median": median(len(gaps) - 1), "mean": mean, **{f"median to {t}": median(j) for t, j in tops.items()},
+            "power": min(power), "error": max(error),
+            "equal": (min(equal), max(equal)), "cap": max(cap), "nominal": max(nominal), "cells": cells,
+            "gaps": len(gaps)}
+
+
+def prior_medians(steps: tuple[float, float]) -> None:
+    """``prior_median`` of the default and the prior's design, neither re-tuned, as a table."""
+    print(f"\nUnder the prior, exactly (village rate cells of {steps[0]:g}, gap steps of {steps[1]:g} logits; "
+          "each cell's design calibrated to its exact power):\n")
+    print("| spending | median under the prior | mean | median, gaps to 2δ only | to 3δ only | power at δ, lowest | "
+          "nominal power, highest | largest error (α/K 0.0167) | equal models | cap ÷ fixed, largest |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for shape in ("optimal", "prior"):
+        m = prior_median(shape, *steps)
+        print(f"| {shape} | {m['median']:.2%} | {m['mean']:.2%} | {m['median to 2δ']:.2%} | {m['median to 3δ']:.2%} | "
+              f"{m['power']:.4f} | {m['nominal']:g} | {m['error']:.4f} | {m['equal'][0]:.1%}–{m['equal'][1]:.1%} | "
+              f"{m['cap']:.4f} |")
+
+
 def cal_text(k: int, delta: float, p: float) -> str:
     """The default design calibrated to its exact power (``calibrated``), as a table cell."""
     from toolkit.analysis.sequential import operating
@@ -495,6 +557,17 @@ def real_run() -> None:
         print(status.coordinator.table().drop(columns=["decided_round"]).to_string(index=False))
 
 
+def steps(text: str) -> tuple[float, float]:
+    """``--quadrature``'s "RATE_STEP,GAP_STEP": two steps that divide the prior's ranges into at least 2 parts."""
+    try:
+        rate, gap = (float(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"need RATE_STEP,GAP_STEP (e.g. 0.01,0.02), got {text!r}") from None
+    if not (0 < rate <= 0.225 and 0 < gap <= 1):
+        raise argparse.ArgumentTypeError(f"need 0 < RATE_STEP ≤ 0.225 and 0 < GAP_STEP ≤ 1, got {text!r}")
+    return rate, gap
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=4000)
@@ -506,6 +579,8 @@ def main() -> int:
     ap.add_argument("--looks", type=int, default=10, help="with --derive: equal looks")
     ap.add_argument("--designs", action="store_true", help="also compute designs away from the grid exactly")
     ap.add_argument("--off-grid", action="store_true", help="also the prior's design and the off-grid rows")
+    ap.add_argument("--quadrature", type=steps, default=(0.01, 0.02), help="with --off-grid: the rate cell and "
+                    "the gap step of the saving's median under the prior (default 0.01,0.02)")
     args = ap.parse_args()
     if args.derive:
         derive(looks=args.looks, prior=args.prior, gap=args.gap)
@@ -522,6 +597,7 @@ def main() -> int:
         other_designs()
     if args.off_grid:
         prior_table()
+        prior_medians(args.quadrature)
     print(f"\n{time.perf_counter() - started:.0f} s for the simulations ({args.reps} replications a row)")
     if args.real:
         real_run()
