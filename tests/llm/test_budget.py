@@ -156,6 +156,9 @@ def test_a_call_the_deadline_cut_before_its_request_went_out_is_settled_at_nothi
         calls = asyncio.run(both())
         sent = len(server.requests)
     assert sent == 1 and [c.attempts[-1].error_kind for c in calls] == ["deadline", "deadline"]
+    # calls.attempts counts requests made: the cut one's out at the cut; none of the queued one (review s19, 7:
+    # the deadline row counted as a request whatever was out)
+    assert [c.n_attempts for c in calls] == [1, 0]
     lines = [json.loads(x) for x in (tmp_path / "spend.jsonl").read_text().splitlines() if x.strip()]
     pending = [x for x in lines if "pending" in x]
     settled = {x["settles"]: x["usd"] for x in lines if "settles" in x}

@@ -83,6 +83,17 @@ async def test_timeout_is_retried_and_then_reported(server):
     assert "gave up after 2 attempts" in call.error and [a.error_kind for a in call.attempts] == ["timeout"] * 2
 
 
+async def test_a_401_names_the_setting_its_key_came_from(server, monkeypatch):
+    """The hint of a 401 names where the key sent came from (review s19, 5: it said OPENAI_API_KEY for a key
+    taken from TOOLKIT_KEY_127_0_0_1, which the docs' key table sends to this host)."""
+    monkeypatch.setenv("TOOLKIT_KEY_127_0_0_1", "sk-test-not-a-real-key")
+    call = await model(server, "401").generate(req())
+    assert "HTTP 401 (check TOOLKIT_KEY_127_0_0_1)" in call.error and "OPENAI_API_KEY" not in call.error
+    monkeypatch.delenv("TOOLKIT_KEY_127_0_0_1")
+    call = await model(server, "401").generate(req())
+    assert "HTTP 401 (no key was sent: set TOOLKIT_KEY_127_0_0_1)" in call.error, call.error
+
+
 @pytest.mark.parametrize("status", ["400", "401", "404"])
 async def test_client_errors_are_not_retried_and_name_model_and_endpoint(server, status):
     call = await model(server, status).generate(req())
@@ -92,10 +103,23 @@ async def test_client_errors_are_not_retried_and_name_model_and_endpoint(server,
 
 
 async def test_schema_rejected_falls_back_to_prompt_once_and_remembers(server):
+    """A 400 naming response_format: asked again with the schema in the prompt, and remembered for the endpoint.
+    The refused request is a request made: an ``attempts`` row (``schema_refused``), counted in ``calls.attempts``
+    and in the endpoints row's ``requests`` as the server counts it (review s19, 2: 2 requests, 1 counted, no row)."""
+    from toolkit.llm.gate import watch
+
     openai_backend._SCHEMA_IN_PROMPT.discard(server.base_url)
     b = model(server, "noschema")
-    c = (await complete(b, req())).completion
-    await complete(b, req())
+    w = watch()
+    try:
+        call = await complete(b, req())
+        again = await complete(b, req())
+    finally:
+        w.close()
+    c = call.completion
+    assert [(a.error_kind, a.status_code) for a in call.attempts] == [("schema_refused", 400)]
+    assert call.n_attempts == 2 and again.n_attempts == 1 and not again.attempts
+    assert [r["requests"] for r in w.rows()] == [len(server.requests)] == [3]
     first, retry, later = server.requests
     assert "response_format" in first and "response_format" not in retry and "response_format" not in later
     assert "JSON schema" in retry["messages"][0]["content"]

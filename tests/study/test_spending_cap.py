@@ -60,6 +60,9 @@ max_usd: 0.03
     assert last.startswith("budget: spent $") and "of $0.03 ($0.0000 left)" in last, last
     folder = results / "capped"
     assert spent(folder)[0] >= 0.03
+    # the games the cap stopped are said once, for their cell (review s19, 7: for the sweep's folder too)
+    said = [line for line in first.stderr.splitlines() if "partial game" in line]
+    assert said and f"{folder}: left out" not in first.stderr, said
     assert not all((c / "DONE.json").exists() for c in cells(folder))
     before = load(folder, complete_games=True).games
     assert len(before) < 8
@@ -147,6 +150,13 @@ def test_play_stops_its_game_at_the_cap(tmp_path, endpoint):
     assert out.returncode == 3, out.stdout + out.stderr
     assert "budget: spent $" in out.stdout and "1 stopped unfinished" in out.stdout
     assert len(load(tmp_path / "r", complete_games=True).games) == 0
+    # each call in the ledger before it was sent, as in a study (review s19, 7: play wrote its calls after them,
+    # so a play killed mid-call had that call on no ledger)
+    (ledger,) = (tmp_path / "r").glob("**/spend.jsonl")
+    lines = [json.loads(x) for x in ledger.read_text().splitlines() if x.strip()]
+    calls = load(tmp_path / "r", complete_games=False).calls
+    assert lines and all("pending" in x or "settles" in x for x in lines), lines[:3]
+    assert sum("pending" in x for x in lines) == sum("settles" in x for x in lines) == len(calls)
 
 
 @pytest.mark.slow

@@ -130,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
 
     from toolkit.cli.preflight import make_folder
     from toolkit.core.secrets import mask_url_credentials
+    from toolkit.llm.budget import spending
     from toolkit.record.run_log import Run
     from toolkit.werewolf.experience import ExperiencePool
     from toolkit.werewolf.game import GameConfig, GameRunner
@@ -157,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
         budget = Budget.at(run.folder, args.max_usd, args.max_tokens, args.at_cap or "stop") if models else None
         runner = GameRunner(config, run, models=models, on_event=None if args.quiet else Transcript(),
                             budget=budget)
-        with said_once():
+        with said_once(), spending(budget):  # each paid call in the ledger before it is sent, as in a study's
             result = asyncio.run(runner.play())
     for unused in unused_decisions(runner):
         show(f"warning: {unused} was never used", file=sys.stderr)

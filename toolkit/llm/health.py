@@ -40,11 +40,13 @@ from toolkit.core.printable import plural
 from toolkit.core.secrets import mask_url_credentials, redact
 from toolkit.llm.gate import stalled, waited
 from toolkit.llm.model import Attempt, Call, Model, now
+from toolkit.llm.request import SCHEMA_REFUSED
 
 log = logging.getLogger(__name__)  # a warning: on stderr whatever --quiet says (the CLI's last-resort handler)
 DEFAULT_DEADLINE_S = 90.0
 PERMANENT = ("http_error",)  # a refusal that waiting cannot cure
 MODEL_KINDS = ("injected",)  # faults a test backend injects as the model's, by design
+ANSWERS = ("truncated", SCHEMA_REFUSED)  # attempts rows the endpoint answered: no failure of the endpoint
 LINES_ENV = "TOOLKIT_ENDPOINT_LINES"  # a file each stall line is appended to as well (a study's cell kernel)
 
 
@@ -128,7 +130,7 @@ class EndpointHealth:
         """The failed requests since the last answer, of the calls done and in progress, by kind."""
         kinds = Counter(self._failed)
         for held in self._live:
-            kinds.update(a.error_kind for a in (held[0].attempts if held else ()) if a.error_kind != "truncated")
+            kinds.update(a.error_kind for a in (held[0].attempts if held else ()) if a.error_kind not in ANSWERS)
         return kinds
 
     def failing(self, quiet: float) -> None:
@@ -173,18 +175,19 @@ class EndpointHealth:
                     if call.completion is not None:
                         self.answered()
                     else:
-                        self._failed.update(a.error_kind for a in call.attempts)
+                        self._failed.update(a.error_kind for a in call.attempts if a.error_kind not in ANSWERS)
                     return call
                 if self.left() > 0 and self.dead is None:
                     self.failing(quiet)  # requests failed meanwhile: a stall (later failures say it themselves)
                     continue
                 call = held[0] if held else Call(request, model.spec, model.name, model.base_url, started)
-                unknown = call.sending or any(a.error_kind == "timeout" for a in call.attempts)  # before the cancel
+                out = call.sending  # read before the cancel ends it
+                unknown = out or any(a.error_kind == "timeout" for a in call.attempts)
                 task.cancel()
                 why = self.dead or self.kill(self.seen(self.deadline))
                 ms = (time.perf_counter() - t0) * 1000
                 call.completion, call.error, call.latency_ms = None, why, ms  # every failed request kept
-                call.attempts.append(Attempt(len(call.attempts) + 1, "deadline", None, why, ms))
+                call.attempts.append(Attempt(len(call.attempts) + 1, "deadline", None, why, ms, sent=out))
                 cut(call, unknown, settle)
                 return call
         finally:

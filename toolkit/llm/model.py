@@ -33,7 +33,8 @@ from toolkit.llm.cache import ResponseCache, active_record, cache_key, request_k
 from toolkit.llm.prices import DEFAULT_PRICES, cost_usd, load_prices, output_tokens, price_of, read_prices  # noqa: F401
 from toolkit.llm.gate import gate as endpoint_gate, waited
 from toolkit.llm.backend import Backend
-from toolkit.llm.request import Completion, LLMError, Request, TransientError, estimate_tokens, messages_text
+from toolkit.llm.request import (SCHEMA_REFUSED, Completion, LLMError, Request, TransientError, estimate_tokens,
+                                 messages_text)
 from toolkit.core.secrets import mask_url
 
 
@@ -113,6 +114,7 @@ class Attempt:
     status_code: int | None
     error: str
     latency_ms: float
+    sent: bool = True  # a request made (a ``deadline`` row of a call cut with none out is not: ``Call.n_attempts``)
 
 
 @dataclass
@@ -158,9 +160,10 @@ class Call:
     @property
     def n_attempts(self) -> int:
         """Requests made: failed ones plus the one that answered (0 for a cache hit). A truncated answer is in
-        ``attempts`` (its ``error_kind`` says so) and is the request that answered, counted once."""
+        ``attempts`` (its ``error_kind`` says so) and is the request that answered, counted once; the ``deadline``
+        row of a call the endpoint's deadline cut is a request only when one was out at the cut."""
         c = self.completion
-        failed = sum(a.error_kind != "truncated" for a in self.attempts)
+        failed = sum(a.sent and a.error_kind != "truncated" for a in self.attempts)
         return failed + (1 if c is not None and not c.cache_hit else 0)
 
     def row(self, run_id: str | None) -> dict[str, Any]:
@@ -330,6 +333,8 @@ class Model:
         except LLMError as exc:
             call.attempts.append(Attempt(len(call.attempts) + 1, exc.kind, exc.status_code, str(exc),
                                          (time.perf_counter() - t0) * 1000))
+            if exc.kind == SCHEMA_REFUSED:  # a request made and refused (a row); asked again with the schema in prompt
+                return await self._attempt(request, call)
             if isinstance(exc, TransientError) and exc.kind == "refused" and self.base_url not in _ANSWERED:
                 raise LLMError(f"{self.backend.model} at {self.base_url}: cannot connect (is a server listening "
                                f"there?): {exc}", kind="refused") from exc

@@ -31,7 +31,7 @@ from toolkit.llm.keys import DEFAULT_ENDPOINT, is_local, key_rule, key_setting
 from toolkit.llm.model import ModelConfig, mask_url
 from toolkit.llm.backend import Backend
 from toolkit.llm.limits import Told
-from toolkit.llm.request import Completion, LLMError, Request, TransientError
+from toolkit.llm.request import SCHEMA_REFUSED, Completion, LLMError, Request, TransientError
 
 try:  # a core dependency; an environment installed before it was one sends the same body through json
     import orjson
@@ -219,6 +219,10 @@ class OpenAIBackend(Backend):
             raise ValueError(f"openai:{model} at {mask_url(self.base_url)} needs an API key: set {setting} "
                              f"({key_rule()}; servers on loopback or a private network need none)")
         self._api_key = key or "no-key"  # local servers accept any key
+        # where the credential sent came from, for a 401's hint (the review s19 saw OPENAI_API_KEY named for a key
+        # taken from TOOLKIT_KEY_127_0_0_1)
+        self._key_hint = ("check the user:password in the base URL" if self._headers else "check the api_key given"
+                          if api_key else f"check {setting}" if key else f"no key was sent: set {setting}")
         self.extra_body: dict[str, Any] = {}  # server-specific request fields (llama.cpp's cache_prompt)
         self._url = self.base_url.rstrip("/") + "/chat/completions"
         # The headers the SDK sends (a Basic Authorization from the URL replaces the Bearer key); uncompressed.
@@ -268,7 +272,8 @@ class OpenAIBackend(Backend):
     async def _refusal(self, request: Request, status: int, content: bytes, headers: Any,
                        body: dict[str, Any]) -> Completion:
         """An HTTP error status: 429 and 5xx are transient, a 400 against ``response_format`` puts the schema in
-        the prompt and asks again, the rest are final (with a hint for the usual mistakes)."""
+        the prompt for this endpoint (``SCHEMA_REFUSED``: the model wrapper records it and asks again), the rest
+        are final (with a hint for the usual mistakes)."""
         said = _said(content, status)
         if status == 429:
             raise TransientError(f"429 rate limited: {said}", kind="rate_limit", status_code=429,
@@ -278,9 +283,10 @@ class OpenAIBackend(Backend):
                                  retry_after=_retry_after(headers))
         if (status == 400 and "response_format" in body
                 and any(w in said.lower() for w in ("response_format", "json_schema", "schema"))):
-            _SCHEMA_IN_PROMPT.add(self.base_url)
-            return await self.complete(request)
-        hint = {401: " (check OPENAI_API_KEY)", 403: " (check the key's permissions)",
+            _SCHEMA_IN_PROMPT.add(self.base_url)  # the model wrapper records this request and asks again at once
+            raise LLMError(f"{self.model} at {self.endpoint}: HTTP 400 against response_format (asked again with "
+                           f"the schema in the prompt): {said}", kind=SCHEMA_REFUSED, status_code=400)
+        hint = {401: f" ({self._key_hint})", 403: " (check the key's permissions)",
                 404: " (check the model name and base URL)"}.get(status, "")
         raise LLMError(f"{self.model} at {self.endpoint}: HTTP {status}{hint}: {said}", kind="http_error",
                        status_code=status)

@@ -94,6 +94,11 @@ class LLMError(Exception):
         self.status_code = status_code
 
 
+# The endpoint refused ``response_format`` (an HTTP 400 naming it): the backend puts the schema in the prompt from
+# then on, and the model wrapper records the refused request (an ``attempts`` row) and asks again at once.
+SCHEMA_REFUSED = "schema_refused"
+
+
 class TransientError(LLMError):
     """A failure worth retrying (429, 5xx, timeout, dropped connection, malformed body)."""
 

@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,7 +31,7 @@ from toolkit import analysis as A
 from toolkit.analysis import plots as P
 from toolkit.llm.llama_server import study_server
 from toolkit.llm.shared_limits import ENV, shared, study_limits
-from toolkit.record.load import games_with_params, load
+from toolkit.record.load import LoadWarning, games_with_params, load
 from toolkit.record.tables import TABLES
 from toolkit.core import data
 from toolkit.core.files import FileError, SweepFile, did_you_mean, load_file, one_line
@@ -524,7 +525,9 @@ def summarise(spec: dict[str, Any], cells: list[Cell], statuses: list[dict], fol
     summary = pd.DataFrame(rows)
     folder.mkdir(parents=True, exist_ok=True)
     summary.to_parquet(folder / "summary.parquet", index=False)
-    everything = load(folder, complete_games=True, columns=PLOT_COLUMNS)
+    with warnings.catch_warnings():  # what it left out was said for each cell above (review s19, 7: said twice)
+        warnings.simplefilter("ignore", LoadWarning)
+        everything = load(folder, complete_games=True, columns=PLOT_COLUMNS)
     grid_keys = list(spec["grid"])
     if len(everything.games):
         games = games_with_params(everything)
