@@ -572,7 +572,9 @@ async def test_schema_in_prompt_is_remembered_per_endpoint():
         msgs = [{"role": "user", "content": "pick"}]
         call = await get_model(f"openai:noschema@{a.base_url}", **FAST).generate(Request(messages=msgs, schema=SCHEMA))
         await get_model(f"openai:ok@{b.base_url}", **FAST).generate(Request(messages=msgs, schema=SCHEMA))
-        assert call.text == "ok" and call.n_attempts == 1  # the fallback is one call, not a failed attempt
+        # the fallback is one call of two requests: the refused one is an attempts row (review s19, 2)
+        assert call.text == "ok" and call.n_attempts == 2 and [a.error_kind for a in call.attempts] == [
+            "schema_refused"]
         retried = a.requests[-1]
         assert retried["messages"] == [{"role": "system", "content": schema_instruction(SCHEMA)}, *msgs]
         assert json.loads(schema_instruction(SCHEMA).split("\n", 1)[1]) == SCHEMA
