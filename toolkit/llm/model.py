@@ -33,8 +33,8 @@ from toolkit.llm.cache import ResponseCache, active_record, cache_key, request_k
 from toolkit.llm.prices import DEFAULT_PRICES, cost_usd, load_prices, output_tokens, price_of, read_prices  # noqa: F401
 from toolkit.llm.gate import gate as endpoint_gate, waited
 from toolkit.llm.backend import Backend
-from toolkit.llm.request import (SCHEMA_REFUSED, Completion, LLMError, Request, TransientError, estimate_tokens,
-                                 messages_text)
+from toolkit.llm.request import (SCHEMA_REFUSED, Completion, LLMError, Request, TransientError,
+                                 estimate_prompt_tokens, estimate_tokens, messages_text)
 from toolkit.core.secrets import mask_url
 
 
@@ -140,6 +140,9 @@ class Call:
     charged: bool = False  # the model wrapper put it in the active budget's ledger (``CallLog`` does not charge it)
     ticket: Ticket | None = field(default=None, repr=False, compare=False)  # its place in that ledger
     sending: bool = False  # a request of it is out now (sent, not answered nor failed): what a cut call may cost
+    # what its failed requests' bodies said was billed (prompt tokens, output tokens, USD or None for no price):
+    # a 200 with a usage block and no answer (a filtered answer) is a failed attempt that costs money
+    billed: tuple[int, int, float | None] | None = None
 
     def settle(self) -> None:
         """Say in the ledger what the call cost (once; nothing to say for a call with no ticket): its answer's
@@ -147,7 +150,15 @@ class Call:
         if self.ticket is not None:
             c = self.completion
             tokens = (c.prompt_tokens or 0) + output_tokens(c.completion_tokens or 0, c.reasoning_tokens) if c else 0
-            self.ticket.settle(c.cost_usd if c else 0.0, tokens)
+            usd = c.cost_usd if c else 0.0
+            if self.billed is not None:  # failed requests that were billed all the same
+                tokens, usd = tokens + self.billed[0] + self.billed[1], (usd or 0.0) + (self.billed[2] or 0.0)
+            self.ticket.settle(usd, tokens)
+
+    def bill(self, prompt: int, output: int, usd: float | None) -> None:
+        """A failed request whose body said it was billed: counted in the call's tokens and cost."""
+        p, o, u = self.billed or (0, 0, 0.0)
+        self.billed = (p + prompt, o + output, None if u is None or usd is None else u + usd)
 
     @property
     def text(self) -> str | None:
@@ -170,7 +181,7 @@ class Call:
         """The ``calls`` row: built here and nowhere else."""
         r, c = self.request, self.completion
         messages = json.dumps(r.messages, ensure_ascii=False)
-        return {
+        row = {
             "call_id": self.call_id, "run_id": run_id, "game_id": r.game_id, "session_id": r.session_id,
             "seq": self.seq, "seat": r.seat, "role": r.role, "day": r.day, "phase": r.phase, "action": r.action,
             "spec": self.spec, "model": c.model if c else self.model,
@@ -186,6 +197,13 @@ class Call:
             "reasoning": c.reasoning if c else None, "params": self.params_json(),
             "request_key": request_key(self.spec, r, messages),
         }
+        if self.billed is not None:  # its failed requests' billed tokens and cost are the call's too
+            p, o, u = self.billed
+            answer_usd = c.cost_usd if c else 0.0
+            row["prompt_tokens"] = (row["prompt_tokens"] or 0) + p
+            row["completion_tokens"] = (row["completion_tokens"] or 0) + o
+            row["cost_usd"] = None if u is None or answer_usd is None else answer_usd + u
+        return row
 
     def params_json(self) -> str | None:
         """The spec's provider parameters as JSON (sorted keys), null for a spec without any."""
@@ -296,7 +314,7 @@ class Model:
         budget = active_budget()
         if budget is None or self.backend.free:
             return None
-        prompt = estimate_tokens(messages_text(request.messages))
+        prompt = estimate_prompt_tokens(request.messages)
         params = self.backend.params
         limit = int(request.sampling.max_tokens or self.config.max_tokens or params.get("max_completion_tokens")
                     or params.get("max_tokens") or 0)
@@ -333,6 +351,8 @@ class Model:
         except LLMError as exc:
             call.attempts.append(Attempt(len(call.attempts) + 1, exc.kind, exc.status_code, str(exc),
                                          (time.perf_counter() - t0) * 1000))
+            if exc.billed is not None:  # no answer, billed all the same (its body's usage)
+                call.bill(*exc.billed, cost_usd(self.backend.model, *exc.billed))
             if exc.kind == SCHEMA_REFUSED:  # a request made and refused (a row); asked again with the schema in prompt
                 return await self._attempt(request, call)
             if isinstance(exc, TransientError) and exc.kind == "refused" and self.base_url not in _ANSWERED:
@@ -346,7 +366,7 @@ class Model:
     def _tokens(self, request: Request) -> int:
         """What a request is charged against a tokens-per-minute limit before it is sent: its prompt's estimate
         and the most it may answer (corrected by the reported usage when it answers)."""
-        return estimate_tokens(messages_text(request.messages)) + (request.sampling.max_tokens
+        return estimate_prompt_tokens(request.messages) + (request.sampling.max_tokens
                                                                    or self.config.max_tokens or 0)
 
     async def _retry(self, request: Request, call: Call, first: TransientError,
@@ -396,7 +416,11 @@ class Model:
     def _accounted(self, c: Completion, request: Request) -> Completion:
         """Usage (estimated and flagged where the backend reports none) and cost."""
         if c.prompt_tokens is None:
-            c.prompt_tokens, c.usage_estimated = estimate_tokens(messages_text(request.messages)), True
+            # an endpoint's estimate errs high (a cap on it is reached early, not overshot); an offline backend's
+            # is its text's (nothing billed; the recorded games keep their counts)
+            c.prompt_tokens = estimate_prompt_tokens(request.messages) if self.base_url is not None else \
+                estimate_tokens(messages_text(request.messages))
+            c.usage_estimated = True
         if c.completion_tokens is None:
             c.completion_tokens = estimate_tokens(c.text)
         if c.cost_usd is None:

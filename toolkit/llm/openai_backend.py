@@ -31,6 +31,7 @@ from toolkit.llm.keys import DEFAULT_ENDPOINT, is_local, key_rule, key_setting
 from toolkit.llm.model import ModelConfig, mask_url
 from toolkit.llm.backend import Backend
 from toolkit.llm.limits import Told
+from toolkit.llm.prices import output_tokens
 from toolkit.llm.request import SCHEMA_REFUSED, Completion, LLMError, Request, TransientError
 
 try:  # a core dependency; an environment installed before it was one sends the same body through json
@@ -265,7 +266,11 @@ class OpenAIBackend(Backend):
             response = json.loads(content)
         except ValueError as exc:  # a 200 whose body is not JSON
             raise TransientError(f"malformed response body: {one_line(exc, 200)}", kind="malformed") from exc
-        completion = self._completion(response)
+        try:
+            completion = self._completion(response)
+        except LLMError as exc:  # no answer, but its usage may say it was billed (a filtered answer)
+            exc.billed = _billed(response)
+            raise
         completion.told = _told(headers)
         return completion
 
@@ -347,6 +352,20 @@ class OpenAIBackend(Backend):
 
 
 MAX_TOKENS_REPORTED = 10**8  # more tokens than any context holds: a server reporting it is not to be believed
+
+
+def _billed(response: Any) -> tuple[int, int] | None:
+    """The tokens a body that is no answer says were billed (prompt, output with reasoning), or None."""
+    usage = response.get("usage") if isinstance(response, dict) else None
+    try:
+        prompt = _count(usage, "prompt_tokens") if isinstance(usage, dict) else None
+        if prompt is None:
+            return None
+        details = usage.get("completion_tokens_details")
+        reasoning = _count(details, "reasoning_tokens") if isinstance(details, dict) else None
+        return prompt, output_tokens(_count(usage, "completion_tokens") or 0, reasoning)
+    except LLMError:  # a usage block that is no count either: nothing known
+        return None
 
 
 def _malformed(what: str) -> TransientError:

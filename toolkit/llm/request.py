@@ -4,6 +4,8 @@ backend raises."""
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,6 +89,9 @@ class LLMError(Exception):
     """A call that cannot succeed (or failed for good): never retried."""
 
     kind = "error"
+    # the tokens a failed answer says were billed (prompt, output with reasoning), where its body said so: a 200
+    # without an answer but with a usage block (a gateway's filtered answer); None where it said nothing
+    billed: tuple[int, int] | None = None
 
     def __init__(self, message: str, *, kind: str | None = None, status_code: int | None = None):
         super().__init__(message)
@@ -114,6 +119,17 @@ class TransientError(LLMError):
 def estimate_tokens(text: str) -> int:
     """Rough token count (4 characters a token) for backends and servers that report no usage."""
     return max(1, len(text) // 4) if text else 0
+
+
+# The prompt's estimate errs high: 4 characters a token counts the messages' text only, not the chat format a
+# provider bills beside it (roles, separators); measured by benchmarks/usage_estimate.py (docs/benchmarks.md).
+PROMPT_FACTOR = 1.1
+
+
+def estimate_prompt_tokens(messages: list[dict[str, Any]]) -> int:
+    """A prompt's tokens where the endpoint reports none: its text's estimate times ``PROMPT_FACTOR`` (rounded up),
+    so that a cap on such an endpoint is reached early rather than overshot."""
+    return math.ceil(estimate_tokens(messages_text(messages)) * PROMPT_FACTOR)
 
 
 def messages_text(messages: list[dict[str, Any]]) -> str:

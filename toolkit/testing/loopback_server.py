@@ -264,6 +264,7 @@ HOSTILE = {
     "badcontent": _reshaped(lambda out: _message(out).update(content={"text": "not a string"})),
     "badtools": _reshaped(lambda out: _message(out).update(tool_calls=["not an object", 3])),
     "manytools": _reshaped(_many_tools),
+    "emptychoices": _reshaped(lambda out: out.update(choices=[])),  # a gateway's filtered answer: billed, no answer
     "strusage": _reshaped(lambda out: out["usage"].update(prompt_tokens="12", completion_tokens="3")),
     "negusage": _reshaped(lambda out: out["usage"].update(prompt_tokens=-10**12, completion_tokens=-5)),
     "escape": lambda handler, arg, body: handler._error(400, ESCAPE_TEXT),
