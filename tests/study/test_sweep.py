@@ -68,6 +68,56 @@ def test_kill_9_then_rerun_finishes_the_grid_without_loss_or_duplicates(tmp_path
 
 
 @pytest.mark.slow
+def test_a_killed_sweeps_kernel_sends_no_request_after_the_kill(tmp_path):
+    """``kill -9`` of a sweep whose cell plays 8 games at once against a loopback endpoint (0.5 s an answer): the
+    cell's worker dies with it (its parent-death signal), and the cell's kernel, re-parented, sends no request
+    once it can know (toolkit.core.lifeline: it checks its parent before each request). What reaches the server
+    after the kill is at most one request a game, sent before the worker was gone or still on its way (5 within
+    0.21 s here at load 16). On the code before (review s19, 1) the kernel played on until ipykernel's parent
+    poller ended it: 16 requests up to 1.1 s after the kill here (4-14 in the review), paid again by the
+    resumed study."""
+    from toolkit.testing.loopback_server import FakeOpenAIServer
+
+    arrivals: list[float] = []
+    with FakeOpenAIServer(latency=0.5) as server:
+        record = server.record
+
+        def timed(*args, **kwargs):
+            arrivals.append(time.monotonic())
+            record(*args, **kwargs)
+
+        server.record = timed
+        path = tmp_path / "k.yaml"
+        path.write_text(f"""name: k
+notebook: experiments/werewolf.ipynb
+parameters: {{n_games: 8, seed: 100, model: "openai:ok@{server.base_url}", concurrency: 8}}
+grid:
+  temperature: [0.0]
+""")
+        with open(tmp_path / "sweep.err", "wb") as err:
+            proc = subprocess.Popen(sweep_cmd(path, tmp_path / "results", "local"), cwd=REPO,
+                                    start_new_session=True, stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            deadline = time.time() + 480
+            while len(arrivals) < 24 and time.time() < deadline and proc.poll() is None:
+                time.sleep(0.05)
+            assert len(arrivals) >= 24, (tmp_path / "sweep.err").read_text()[-2000:]
+            os.kill(proc.pid, signal.SIGKILL)  # the sweep only, as a user's kill -9 PID
+            killed = time.monotonic()
+            proc.wait()
+            time.sleep(4)  # the old kernel went on for up to 3 s
+            after = [round(t - killed, 2) for t in arrivals if t > killed]
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # whatever is left of its group
+            except ProcessLookupError:
+                pass
+    assert len(after) <= 8 and all(t < 1.0 for t in after), f"requests {after} s after the kill"
+    log = next((tmp_path / "results" / "k").glob("*/kernel.log")).read_text()
+    assert "is gone: stopping before another request is sent" in log
+
+
+@pytest.mark.slow
 def test_failed_cell_is_recorded_and_the_others_finish(tmp_path):
     """A cell that fails while it runs (every setting is checked before: a bad preset is refused up front, so
     the failure here is one the notebook raises) is recorded, and the other cell still finishes."""

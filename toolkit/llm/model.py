@@ -35,6 +35,7 @@ from toolkit.llm.gate import gate as endpoint_gate, waited
 from toolkit.llm.backend import Backend
 from toolkit.llm.request import (SCHEMA_REFUSED, Completion, LLMError, Request, TransientError,
                                  estimate_prompt_tokens, estimate_tokens, messages_text)
+from toolkit.core import lifeline
 from toolkit.core.secrets import mask_url
 
 
@@ -329,6 +330,7 @@ class Model:
                 cfg = self.config
                 gate = endpoint_gate(self.base_url, cfg.max_connections, cfg.rate_adaptive, cfg.rpm, cfg.tpm)
                 ticket = await gate.acquire(self._tokens(request) if gate.counts_tokens else 0)
+                lifeline.check()  # a cell's kernel whose sweep was killed sends nothing more (toolkit.core.lifeline)
                 call.sending = True
                 try:  # the deadline counts from sending, not from waiting for a slot
                     completion = await _within(self.backend.complete(request), cfg.timeout_s)

@@ -33,7 +33,7 @@ from toolkit.llm.llama_server import study_server
 from toolkit.llm.shared_limits import ENV, shared, study_limits
 from toolkit.record.load import LoadWarning, games_with_params, load
 from toolkit.record.tables import TABLES
-from toolkit.core import data
+from toolkit.core import data, lifeline
 from toolkit.core.files import FileError, SweepFile, did_you_mean, load_file, one_line
 from toolkit.core.printable import plural
 from toolkit.core.secrets import Redactor, redact, redact_obj, register_carried
@@ -187,8 +187,9 @@ STARTED = "STARTED"  # in a cell's (or shard's) folder: written as it starts (`u
 def kernel_logged_to(path: Path, limits: str | None = None) -> type:
     """A kernel manager whose kernel writes its own stdout and stderr to ``path`` (and shares its endpoints'
     limits through ``limits`` unless this process has ``TOOLKIT_SHARED_LIMITS`` of its own), and its endpoints'
-    stall lines to ``ENDPOINT_LINES`` beside it (``toolkit.llm.health``; ``relayed`` says them), and imports the
-    plug-in modules first (``toolkit.core.plugins``). The kernel logs
+    stall lines to ``ENDPOINT_LINES`` beside it (``toolkit.llm.health``; ``relayed`` says them), sends no request
+    once this process is gone (``toolkit.core.lifeline``: a killed sweep's worker), and imports the plug-in
+    modules first (``toolkit.core.plugins``). The kernel logs
     "KeyboardInterrupt caught in kernel." as an ERROR when it is shut down after a successful cell: noise on
     the sweep's terminal, kept in the cell's folder instead (with anything else the kernel says)."""
     from jupyter_client.manager import AsyncKernelManager
@@ -196,8 +197,10 @@ def kernel_logged_to(path: Path, limits: str | None = None) -> type:
     class KernelLogged(AsyncKernelManager):
         async def start_kernel(self, **kw):
             env = {**kw.pop("env", os.environ), ENV: os.environ.get(ENV) or limits or "",
-                   LINES_ENV: str(path.parent / ENDPOINT_LINES)}
-            plugins = "--IPKernelApp.exec_lines=import toolkit.core.plugins; toolkit.core.plugins.load()"
+                   LINES_ENV: str(path.parent / ENDPOINT_LINES), lifeline.ENV: str(os.getpid())}
+            # lifeline first: the kernel takes this process's pid out of its environment before anything else runs
+            plugins = ("--IPKernelApp.exec_lines=import toolkit.core.lifeline; import toolkit.core.plugins; "
+                       "toolkit.core.plugins.load()")
             kw["extra_arguments"] = [*kw.get("extra_arguments", []), plugins]  # toolkit.core.plugins
             with open(path, "ab") as log:  # the kernel process holds its own copy of the descriptor
                 return await super().start_kernel(stdout=log, stderr=log, env=env, **kw)
