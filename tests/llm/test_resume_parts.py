@@ -39,7 +39,8 @@ def test_a_paid_call_is_in_the_ledger_before_it_is_sent(tmp_path, server, prices
                     break
             lines = [json.loads(x) for x in ledger.read_text().splitlines() if x.strip()]
             assert [set(x) & {"pending", "settles"} for x in lines] == [{"pending"}]  # sent, not answered
-            assert lines[0]["tokens"] == 100 + 50 and lines[0]["usd"] == pytest.approx((100 + 50 * 4) / 1e6)
+            # the prompt's estimate errs high (x 1.1: toolkit.llm.request.PROMPT_FACTOR), and the answer's limit
+            assert lines[0]["tokens"] == 110 + 50 and lines[0]["usd"] == pytest.approx((110 + 50 * 4) / 1e6)
             return await task
 
     call = asyncio.run(main())

@@ -129,7 +129,7 @@ PROMPT_FACTOR = 1.1
 def estimate_prompt_tokens(messages: list[dict[str, Any]]) -> int:
     """A prompt's tokens where the endpoint reports none: its text's estimate times ``PROMPT_FACTOR`` (rounded up),
     so that a cap on such an endpoint is reached early rather than overshot."""
-    return math.ceil(estimate_tokens(messages_text(messages)) * PROMPT_FACTOR)
+    return math.ceil(round(estimate_tokens(messages_text(messages)) * PROMPT_FACTOR, 6))  # 100 x 1.1 is 110
 
 
 def messages_text(messages: list[dict[str, Any]]) -> str:
