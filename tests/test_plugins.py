@@ -482,3 +482,16 @@ def test_unregister_takes_a_plug_in_out_and_another_plug_ins_declaration_under_i
         discussions.REGISTRY.unregister("reverse")
     with pytest.raises(ValueError, match="^discussion 'round_robin' is built in: it cannot be unregistered"):
         discussions.REGISTRY.unregister("round_robin")
+
+
+def test_an_exporter_registered_here_is_named_in_the_top_level_help(capsys):
+    """``python -m toolkit --help``'s line for export lists the registry's formats (it was a hand list that missed
+    a plug-in's: session 19 review, F7)."""
+    register_exporter(Exporter("blessings", write_blessings, "the Knight's blessings as one CSV"))
+    try:
+        with pytest.raises(SystemExit):
+            main(["--help"])
+    finally:
+        EXPORTERS.unregister("blessings")
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "export export games and sessions in another format: kaggle, inspect, mini, otel, hf, blessings" in shown

@@ -28,8 +28,7 @@ COMMANDS: dict[str, tuple[str | None, str]] = {
     "tournament": ("tournament", "plan and run a tournament file (every ordered pair of models per side, seat "
                                  "shuffling)"),
     "report": ("report", "write plots (PNG) and summary.md for a results folder"),
-    "export": ("export", "export games and sessions for Kaggle, Inspect, mini-swe-agent, OpenTelemetry or Hugging "
-                         "Face datasets"),
+    "export": ("export", "export games and sessions in another format: {exporters}"),  # the registry's names
     "view": ("view", "write a game's or session's replay as one self-contained HTML file"),
     "import": ("import_", "import Kaggle Game Arena werewolf replays as this toolkit's tables"),
     "local-server": (None, "serve the small local model on 127.0.0.1 (extra: local)"),
@@ -76,6 +75,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
+        if "{exporters}" in help_text:  # the registry is light to import (its writers are imported when they run)
+            from toolkit.export import EXPORTERS
+
+            help_text = help_text.format(exporters=", ".join(EXPORTERS))
         if module_name is None:  # local-server: its own options (main hands it its arguments)
             sub.add_parser(name, help=help_text, add_help=False).set_defaults(func=None)
             continue

@@ -1,8 +1,8 @@
-"""The docs' tables of plug-ins, generated from the registries that declare them (the event kinds of the engine
-and the roles, the decisions, the discussion protocols, the day votes and their tie rules, the kinds of execution
-environment, the exporters, the model providers). Each table sits in its page between ``<!-- registry:NAME -->`` and
-``<!-- /registry:NAME -->``; ``python -m toolkit.cli.registries`` rewrites them in place, and tests/test_docs.py
-checks that the pages hold what the registries say."""
+"""The docs' tables of plug-ins, generated from the registries that declare them (the roles, the event kinds of the
+engine and the roles, the decisions, the discussion protocols, the day votes and their tie rules, the kinds of
+execution environment, the exporters, the model providers). Each table sits in its page between ``<!-- registry:NAME
+-->`` and ``<!-- /registry:NAME -->``; ``python -m toolkit.cli.registries`` rewrites them in place, and
+tests/test_docs.py checks that the pages hold what the registries say."""
 
 from __future__ import annotations
 
@@ -33,6 +33,15 @@ def event_kinds() -> str:
             for k in roles.event_kinds().values()]
     return _table(("kind", "declared by", "decision", "Kaggle entry", "Kaggle action", "HTML view", "removes"),
                   rows)
+
+
+def roles() -> str:
+    from toolkit.werewolf.engine import roles
+
+    return _table(("role", "side", "its decisions", "asked at night", "its loss ends a `side_kill` game"),
+                  [(f"`{r.name}`", r.side, ", ".join(f"`{a}`" for a in r.actions) or "—",
+                    "yes" if r.night_order is not None else "", "yes" if r.special else "")
+                   for r in roles.REGISTRY.values()])
 
 
 def decisions() -> str:
@@ -95,6 +104,7 @@ def environments() -> str:
 
 # table name -> (the page it is on, its generator)
 TABLES: dict[str, tuple[str, Callable[[], str]]] = {
+    "roles": ("werewolf.md", roles),
     "event-kinds": ("werewolf.md", event_kinds),
     "decisions": ("werewolf.md", decisions),
     "discussions": ("werewolf.md", discussions),
