@@ -261,7 +261,8 @@ def test_a_pull_request_is_a_commit_the_host_makes_of_the_applied_files(tmp_path
         (copy / "new.txt").write_text("new\n")
     kept_session(folder, change)
     before = repository_state(folder)
-    assert result.push(folder, "s1", "feature", str(remote), "the title\n\nthe body") == f"pushed feature to {remote}"
+    pushed = result.push(folder, "s1", "feature", str(remote), "the title\n\nthe body")
+    assert pushed.line == f"pushed feature to {remote}"
     assert git("rev-parse", "feature^", cwd=remote) == head
     assert git("log", "-1", "--format=%B", "feature", cwd=remote) == "the title\n\nthe body"
     assert git("ls-tree", "--name-only", "feature", cwd=remote).split() == ["a.txt", "new.txt"]

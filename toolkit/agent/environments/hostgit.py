@@ -70,23 +70,43 @@ def under(kind: int, want: int) -> int:
     return want if hard == resource.RLIM_INFINITY else min(want, hard)
 
 
-def env() -> dict[str, str]:
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": "/dev/null", "HOME": "/nonexistent", "GIT_TERMINAL_PROMPT": "0",
-            "MALLOC_ARENA_MAX": "1",
-            "GIT_AUTHOR_NAME": "toolkit", "GIT_AUTHOR_EMAIL": "toolkit@example.invalid",
-            "GIT_COMMITTER_NAME": "toolkit", "GIT_COMMITTER_EMAIL": "toolkit@example.invalid"}
+USER_CONFIG = ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM")
+
+
+def env(user_config: bool = False) -> dict[str, str]:
+    """git's environment: no system or global configuration, or (``user_config``: reading the user's own
+    settings, e.g. which files they ignore) the user's own, as their git finds it."""
+    out = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_CONFIG_GLOBAL": "/dev/null", "HOME": "/nonexistent", "GIT_TERMINAL_PROMPT": "0",
+           "MALLOC_ARENA_MAX": "1",
+           "GIT_AUTHOR_NAME": "toolkit", "GIT_AUTHOR_EMAIL": "toolkit@example.invalid",
+           "GIT_COMMITTER_NAME": "toolkit", "GIT_COMMITTER_EMAIL": "toolkit@example.invalid"}
+    if user_config:
+        for name in USER_CONFIG:
+            out.pop(name, None)
+            if name in os.environ:
+                out[name] = os.environ[name]
+    return out
+
+
+def head(repo: Path, bounds: Bounds = Bounds()) -> str | None:
+    """The commit ``HEAD`` of the user's repository names: its id, ``""`` when it has none yet (a new
+    repository), None when git cannot say (not a repository, another user's)."""
+    out = git(repo, "rev-parse", "--verify", "-q", "HEAD^{commit}", check=False, bounds=bounds)
+    found = out.stdout.decode().strip()
+    return found if out.returncode == 0 and found else "" if out.returncode == 1 and not found else None
 
 
 def git(repo: Path, *args: str, check: bool = True, bounds: Bounds = Bounds(), stdout=subprocess.PIPE,
-        stdin=subprocess.DEVNULL) -> subprocess.CompletedProcess:
+        stdin=subprocess.DEVNULL, user_config: bool = False) -> subprocess.CompletedProcess:
     """git ``args`` in ``repo`` within ``bounds``; ``ResultError`` (one line) when it fails and ``check``, and
     always when it runs past the deadline or prints more than ``bounds.output``."""
     left = bounds.left()
     if left <= 0:
         raise ResultError(f"git {args[0]}: not started, past the intake's wall clock ({INTAKE_S} s); refused")
     with subprocess.Popen([*bounds.prlimit(), "git", *SAFE, "-C", str(repo), *args], stdin=stdin,
-                          stdout=stdout, stderr=subprocess.PIPE, env=env(), start_new_session=True) as proc:
+                          stdout=stdout, stderr=subprocess.PIPE, env=env(user_config),
+                          start_new_session=True) as proc:
         try:
             out, err, over = drain(proc, left, bounds.output)
         finally:

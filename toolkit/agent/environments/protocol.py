@@ -19,7 +19,7 @@ import uuid
 import weakref
 from pathlib import Path
 
-from toolkit.agent.environments import holder
+from toolkit.agent.environments import holder, hostgit
 from toolkit.agent.environments.cgroup import Cgroup
 from toolkit.agent.environments.manifest import manifest
 from toolkit.agent.environments.config import (EVAL_GIT_COMMANDS, GIT_SAFETY, HELPERS, HERE, HOME_GITCONFIG, NO_PUSH,
@@ -66,6 +66,9 @@ class Environment(Shell, Programs):
         self.session_id = uuid.uuid4().hex
         self.private = private
         self.is_git = private and (self.source / ".git").exists()
+        # the commit the user's HEAD named as the copy was made ("" for none yet; ``start_commit``): a pull
+        # request's commit is made on it, so it shows the session's change only, however the user's branch moved
+        self.start_head = hostgit.head(self.source) if self.is_git else None
         # the folder's files as they were when the session began (applying deletes what the session deleted,
         # if the user has not changed it since): the host reads the user's own folder, once
         self.start_files = manifest(self.source) if private else None
@@ -85,9 +88,17 @@ class Environment(Shell, Programs):
                 lines = self.helper("collect.py", "start", timeout=120).stdout.split()
                 self.refs = lines[0] if lines and re.fullmatch(r"[0-9a-f]{64}", lines[0]) else ""
                 self.start_tips = [t for t in lines[1:] if re.fullmatch(r"[0-9a-f]{40}", t)]
+                self.start_head = self.start_commit(self.start_head, hostgit.head(self.source))
         except BaseException:
             self.discard()
             raise
+
+    def start_commit(self, before: str | None, after: str | None) -> str | None:
+        """The user's ``HEAD`` as the host read it before the copy was made and after: the same, or (the user
+        committed meanwhile) the one the copy holds (its ``HEAD``, first of ``start_tips``)."""
+        if before == after:
+            return before
+        return next((tip for tip in (self.start_tips or [])[:1] if tip in (before, after)), before)
 
     uses_cgroup = True  # the session's processes in cgroups of their own, where they can be made
 

@@ -1,9 +1,10 @@
 """Git in the workspace, run by the session's execution environment with hooks and other command
 execution off (the environment's GIT_CONFIG_* settings: ``collect.GIT_SAFETY``, above any repository's).
 ``create_pull`` makes a branch and commits in the session's copy; the files come back to the host as data
-(the archive, ``result.py``) and the host commits them on the user's ``HEAD`` in a scratch repository and
-pushes that commit to the remote, which must be one the session was given (``allowed_remotes``), read from
-the user's repository, not the sandbox's.
+(the archive, ``result.py``) and the host commits them on the session's start commit (the user's ``HEAD`` when
+it began) in a scratch repository and pushes that commit to the remote, which must be one the session was given
+(``allowed_remotes``), read from the user's repository, not the sandbox's, as a branch that is not the remote's
+default one nor anyone else's (a new one, or the one this session pushed before).
 The pull request (title, body, diff; secrets redacted) is recorded under ``.agent/pulls/`` of the user's
 folder, since no hosting service is reachable from here."""
 
@@ -30,6 +31,7 @@ class Git:
         self.remote = remote
         self.environment = environment or workspace.environment
         self.land = land
+        self.pushed: dict[str, str] = {}  # branch -> the commit the host pushed there for this session
 
     def _git(self, *args: str, check: bool = True) -> str:
         out = self.environment.run(["git", *args], timeout=60)
@@ -119,18 +121,28 @@ class Git:
             body: its description.
         """
         url = self.allowed_remote(self.remote)
+        try:  # never the remote's default branch nor another's, refused before anything is done
+            result.claim(self.workspace.root, url, branch, self.pushed.get(branch, ""))
+        except result.ResultError as exc:
+            raise ToolError(str(exc)) from None
         base = self._git("rev-parse", "--abbrev-ref", "HEAD")
-        self._git("checkout", "-b", branch)
+        if base != branch:
+            self._git("checkout", "-b", branch)
         self._git("add", "-A")
         self._git("commit", "-m", title, check=False)
-        diff = self._git("diff", f"{base}...{branch}", check=False)
         if self.land is None or not self.environment.private:
+            diff = self._git("diff", f"{base}...{branch}", check=False)
             self._git("push", self.remote, branch)
-        else:  # the files come back as data; the host commits and pushes them
+            self.pushed[branch] = self._git("rev-parse", branch)
+        else:  # the files come back as data; the host commits them on the session's start and pushes
             try:
-                result.push(self.workspace.root, self.land(), branch, url, f"{title}\n\n{body}".strip())
+                pushed = result.push(self.workspace.root, self.land(), branch, url, f"{title}\n\n{body}".strip(),
+                                     start=getattr(self.environment, "start_head", None),
+                                     mine=self.pushed.get(branch, ""))
             except (result.ResultError, ResultUnavailable) as exc:
                 raise ToolError(str(exc)) from None
+            self.pushed[branch] = pushed.commit
+            base, diff = pushed.base or "(none: a root commit)", pushed.diff
         record = redact_obj({"title": title, "body": body, "base": base, "head": branch, "remote": self.remote,
                              "diff": diff})
         self.workspace.write_private(f"pulls/{branch.replace('/', '_')}.json", json.dumps(record, indent=2))
