@@ -8,8 +8,10 @@ in one run, and an adaptive tournament on the cluster against the same tournamen
 For the cell: wall-clock games/s of the whole sweep command (start to summary, kernels included) on one worker
 and on two, and the peak memory of each worker (the RSS of its processes: nanny, worker and the papermill kernels
 it runs, summed, sampled every 0.2 s), the CPU seconds each worker used, the cores the workers used
-together (their CPU seconds over the wall clock: what a machine shared with other work gave them), the load
-average, at ``--games`` and at half of it (flat in the number of games: the same
+together (their CPU seconds over the wall clock: what a machine shared with other work gave them), of those the
+papermill kernels' CPU seconds (the games; the rest is Dask's nanny and worker processes and papermill in them),
+the seconds from the sweep command's start to its first shard's start, the tail (seconds the worker that finished
+first stood idle while another played its last shard), the load average, at ``--games`` and at half of it (flat in the number of games: the same
 peak). The old code (51c499d: ``git worktree add /tmp/old-51c499d 51c499d``) runs the cell on one worker of the
 two, whatever the cluster (its unit of work is the cell). For the adaptive tournament: the games played, why it
 stopped and the comparisons table in one process and with its rounds' batches on two workers (the same seeds:
@@ -24,6 +26,7 @@ a game costs more CPU with two running.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -43,13 +46,15 @@ from toolkit.testing.dask_cluster import dask_cluster  # noqa: E402
 
 
 class Peak(threading.Thread):
-    """The peak RSS (MB) of each worker's processes (the ``dask worker`` process and all its descendants), and
-    the CPU seconds they used (their own and their ended children's: the kernels of the shards they ran)."""
+    """The peak RSS (MB) of each worker's processes (the ``dask worker`` process and all its descendants), the
+    CPU seconds they used (their own and their ended children's: the kernels of the shards they ran), and of
+    those the CPU seconds of the papermill kernels alone (each kernel's last sample: all but its last 0.2 s)."""
 
     def __init__(self, pids: list[int]):
         super().__init__(daemon=True)
         self.pids, self.stop = pids, threading.Event()
         self.peak, self.cpu = [0.0] * len(pids), [0.0] * len(pids)
+        self.kernels: dict[int, float] = {}
 
     def run(self) -> None:
         while not self.stop.is_set():
@@ -59,10 +64,29 @@ class Peak(threading.Thread):
                     tree = [root, *root.children(recursive=True)]
                     rss = sum(p.memory_info().rss for p in tree)
                     cpu = sum(sum(p.cpu_times()[:4]) for p in tree)
+                    for p in tree[1:]:
+                        if "ipykernel" in " ".join(p.cmdline()):
+                            self.kernels[p.pid] = sum(p.cpu_times()[:2])
                 except psutil.Error:
                     continue
                 self.peak[i], self.cpu[i] = max(self.peak[i], rss / 1e6), max(self.cpu[i], cpu)
             time.sleep(0.2)
+
+
+def shard_times(results: Path, started: float) -> dict:
+    """When the shards ran, from their folders (``STARTED`` written as each starts, ``DONE.json``'s wall time):
+    seconds from the sweep command's start to the first shard's start, and the tail: from the end of the worker
+    whose last shard ended first to the end of the last shard (a worker idle while the other plays on)."""
+    ends: dict[str, float] = {}
+    first = None
+    for done in results.glob("*/*/shards/*/DONE.json"):
+        status = json.loads(done.read_text())
+        start = (done.parent / "STARTED").stat().st_mtime - started
+        first = start if first is None else min(first, start)
+        ends[status["where"]] = max(ends.get(status["where"], 0.0), start + status["wall_s"])
+    if first is None:
+        return {"first_shard_s": None, "tail_s": None}
+    return {"first_shard_s": round(first, 1), "tail_s": round(max(ends.values()) - min(ends.values()), 1)}
 
 
 def sweep_file(folder: Path, games: int, shard: int | None) -> Path:
@@ -86,7 +110,7 @@ def one_cell(code: Path, workers: int, games: int, shard: int | None, folder: Pa
         peak.start()
         args = [sys.executable, "-m", "toolkit", "sweep", str(path), "--executor", "dask", "--scheduler",
                 cluster.address, "--out", str(out / "results")]
-        load, started = os.getloadavg()[0], time.perf_counter()
+        load, started, epoch = os.getloadavg()[0], time.perf_counter(), time.time()
         done = subprocess.run(args, cwd=code, env={**os.environ, **env}, capture_output=True, text=True)
         wall = time.perf_counter() - started
         peak.stop.set()
@@ -99,7 +123,8 @@ def one_cell(code: Path, workers: int, games: int, shard: int | None, folder: Pa
     return {"code": code.name, "workers": workers, "games": games, "wall_s": round(wall, 1),
             "games_per_s": round(games / wall, 2), "peak_mb_per_worker": [round(p) for p in peak.peak],
             "worker_cpu_s": [round(c) for c in peak.cpu], "cores_used": round(sum(peak.cpu) / wall, 2),
-            "load_avg": round(load, 1)}
+            "kernel_cpu_s": round(sum(peak.kernels.values())), "load_avg": round(load, 1),
+            **shard_times(out / "results", epoch)}
 
 
 CONTROL = """
