@@ -5,17 +5,17 @@ in one run, and an adaptive tournament on the cluster against the same tournamen
     python benchmarks/cluster_scale.py [--games 1000] [--old /tmp/old-51c499d] [--skip-old] [--skip-adaptive]
                                        [--control N]
 
-For the cell: wall-clock games/s of the whole sweep command (start to summary, kernels included) on one worker
-and on two, and the peak memory of each worker (the RSS of its processes: nanny, worker and the papermill kernels
-it runs, summed, sampled every 0.2 s), the CPU seconds each worker used, the cores the workers used
-together (their CPU seconds over the wall clock: what a machine shared with other work gave them), of those the
-papermill kernels' CPU seconds (the games; the rest is Dask's nanny and worker processes and papermill in them),
-the seconds from the sweep command's start to its first shard's start, the tail (seconds the worker that finished
-first stood idle while another played its last shard), the load average, at ``--games`` and at half of it (flat in the number of games: the same
-peak). The old code (51c499d: ``git worktree add /tmp/old-51c499d 51c499d``) runs the cell on one worker of the
+For the cell: wall-clock games/s of the whole sweep command (start to summary, kernels included) on one worker and
+on two, and the peak memory of each worker (the RSS of its processes: nanny, worker and the papermill kernels it
+runs, summed, sampled every 0.2 s), the CPU seconds each worker used, the cores the workers used together (their CPU
+seconds over the wall clock: what a machine shared with other work gave them), of those the papermill kernels' CPU
+seconds (the games; the rest is Dask's nanny and worker processes and papermill in them), the seconds from the sweep
+command's start to its first shard's start, the tail (seconds the worker that finished first stood idle while
+another played its last shard), the load average, at ``--games`` and at half of it (flat in the number of games: the
+same peak). The old code (51c499d: ``git worktree add /tmp/old-51c499d 51c499d``) runs the cell on one worker of the
 two, whatever the cluster (its unit of work is the cell). For the adaptive tournament: the games played, why it
-stopped and the comparisons table in one process and with its rounds' batches on two workers (the same seeds:
-the same decision, or the script says so).
+stopped and the comparisons table in one process and with its rounds' batches on two workers (the same seeds: the
+same decision, or the script says so).
 
 ``--control N``: what the machine gives two processes at this load, without Dask, papermill or kernels: a cell of
 N heuristic games played in a Python process of its own (``play_werewolf_cell``), one process alone and then two
