@@ -384,3 +384,34 @@ def test_a_cell_played_kaggle_style_says_so_in_its_games_rows(server, tmp_path, 
                        seats={"Player4": f"openai:queue@{server.base_url}"})
     game = load(tmp_path).games.iloc[0]
     assert game["on_endpoint_failure"] == "fallback" and game["endpoint_fallbacks"] == 1
+
+
+def test_a_call_is_awaited_in_the_deciding_task_and_a_deadline_cut_leaves_that_task_usable(server):
+    """``EndpointHealth.generate`` awaits the model in the caller's task (on the code before, in a task of its own:
+    a task and a wait a call, issue 42's CPU per call); an endpoint that never answers is still cut at the
+    deadline, and the caller's task goes on afterwards with no cancellation left over."""
+    from toolkit.llm import Request
+    from toolkit.llm.health import EndpointHealth
+
+    ok, hang = get_model(f"openai:ok@{server.base_url}"), get_model(f"openai:hang@{server.base_url}")
+    seen = []
+    for model in (ok, hang):
+        complete = model.backend.complete
+
+        async def noted(request, complete=complete):
+            seen.append(asyncio.current_task())
+            return await complete(request)
+
+        model.backend.complete = noted
+
+    async def ask():
+        health = EndpointHealth("openai:hang", 0.3, hang.base_url)
+        answered = await health.generate(ok, Request(messages=[{"role": "user", "content": "hi"}]))
+        cut = await health.generate(hang, Request(messages=[{"role": "user", "content": "hi"}]))
+        await asyncio.sleep(0.01)  # a cancellation left over would raise here
+        return answered, cut, health
+
+    answered, cut, health = asyncio.run(asyncio.wait_for(ask(), 30))
+    assert answered.completion is not None and cut.completion is None
+    assert [a.error_kind for a in cut.attempts][-1] == "deadline" and health.dead and "is down" in cut.error
+    assert len(seen) == 2 and seen[0] is seen[1]  # both in the one task that asked (wait_for's)

@@ -156,42 +156,78 @@ class EndpointHealth:
     async def generate(self, model: Model, request: Any, settle: bool = True) -> Call:
         """``model.generate(request, settle=settle)``, cut short when the endpoint's deadline passes meanwhile
         (then a call that got no answer: the attempts it failed so far, and one of kind ``deadline``; in the ledger
-        as ``cut`` says)."""
+        as ``cut`` says). Awaited in the caller's task, not in a task of its own (a task and a wait a call fewer):
+        a timer looks at the endpoint meanwhile."""
         if self.dead is not None:
             raise EndpointDown(self.dead)
-        started, t0, held = now(), time.perf_counter(), []
+        t0, held = time.perf_counter(), []
         quiet = min(model.config.timeout_s, self.deadline / 3)  # failing and silent this long while asked: a stall
-        task = asyncio.ensure_future(model.generate(request, held, settle, lambda: self.failing(quiet)))
         self._live.append(held)
         try:
-            while True:
-                silent = time.monotonic() - self.heard
-                # to look again for failures at the quiet mark (and every quiet seconds after: a later answer may have
-                # moved it), until a stall is said; then only the deadline
-                until = self.left() if self._stalled else min(self.left(), quiet - silent if silent < quiet else quiet)
-                done, _ = await asyncio.wait({task}, timeout=max(until, 0.0))
-                if done:
-                    call = task.result()
-                    if call.completion is not None:
-                        self.answered()
-                    else:
-                        self._failed.update(a.error_kind for a in call.attempts if a.error_kind not in ANSWERS)
-                    return call
-                if self.left() > 0 and self.dead is None:
-                    self.failing(quiet)  # requests failed meanwhile: a stall (later failures say it themselves)
-                    continue
-                call = held[0] if held else Call(request, model.spec, model.name, model.base_url, started)
-                out = call.sending  # read before the cancel ends it
-                unknown = out or any(a.error_kind == "timeout" for a in call.attempts)
-                task.cancel()
-                why = self.dead or self.kill(self.seen(self.deadline))
-                ms = (time.perf_counter() - t0) * 1000
-                call.completion, call.error, call.latency_ms = None, why, ms  # every failed request kept
-                call.attempts.append(Attempt(len(call.attempts) + 1, "deadline", None, why, ms, sent=out))
-                cut(call, unknown, settle)
-                return call
+            call, out = (await self._watched(model.generate(request, held, settle, lambda: self.failing(quiet)),
+                                             quiet, held) if self.left() > 0 else (None, False))
+            if call is None:  # the deadline passed
+                return self._cut(model, request, held, t0, out, settle)
+            if call.completion is not None:
+                self.answered()
+            else:
+                self._failed.update(a.error_kind for a in call.attempts if a.error_kind not in ANSWERS)
+            return call
         finally:
             self._live.remove(held)
+
+    async def _watched(self, answer: Any, quiet: float, held: list[Call]) -> tuple[Call | None, bool]:
+        """``await answer``, looking at the endpoint at each quiet mark meanwhile (requests failed with no answer
+        for ``quiet``: a stall) until a stall is said, then at its deadline. (None, whether a request of the call
+        was out) when the deadline passed (the endpoint dead, or silent for its deadline): ``answer`` is cancelled
+        then."""
+        loop, task = asyncio.get_running_loop(), asyncio.current_task()
+        cancelling = task.cancelling() if hasattr(task, "cancelling") else 0  # Python 3.11's cancel counts
+        cut: list[bool] = []  # at the cut: whether a request was out (read before the cancel ends it)
+
+        def look() -> None:
+            nonlocal timer
+            if self.left() > 0 and self.dead is None:
+                self.failing(quiet)  # requests failed meanwhile: a stall (later failures say it themselves)
+                timer = loop.call_later(self._until(quiet), look)
+            else:
+                cut.append(bool(held and held[0].sending))
+                task.cancel()
+
+        timer = loop.call_later(self._until(quiet), look)
+        try:
+            call = await answer
+        except asyncio.CancelledError:
+            # ours (the deadline), unless the task was cancelled from outside too (asyncio.timeout's rule)
+            if not cut or (hasattr(task, "uncancel") and task.uncancel() > cancelling):
+                raise
+            return None, cut[0]
+        finally:
+            timer.cancel()
+        if cut:  # the cancel was taken for something else below (a timeout of its own): cut all the same
+            if hasattr(task, "uncancel"):
+                task.uncancel()
+            return None, cut[0]
+        return call, False
+
+    def _until(self, quiet: float) -> float:
+        """Seconds to the next look at the endpoint: the quiet mark (and every ``quiet`` seconds after: a later
+        answer may have moved it) until a stall is said; then only the deadline."""
+        silent = time.monotonic() - self.heard
+        until = self.left() if self._stalled else min(self.left(), quiet - silent if silent < quiet else quiet)
+        return max(until, 0.0)
+
+    def _cut(self, model: Model, request: Any, held: list[Call], t0: float, out: bool, settle: bool) -> Call:
+        """The call the endpoint's deadline cut short (``out``: a request of it was out then): its failed requests
+        kept, and one of kind ``deadline``."""
+        call = held[0] if held else Call(request, model.spec, model.name, model.base_url, now())
+        unknown = out or any(a.error_kind == "timeout" for a in call.attempts)
+        why = self.dead or self.kill(self.seen(self.deadline))
+        ms = (time.perf_counter() - t0) * 1000
+        call.completion, call.error, call.latency_ms = None, why, ms  # every failed request kept
+        call.attempts.append(Attempt(len(call.attempts) + 1, "deadline", None, why, ms, sent=out))
+        cut(call, unknown, settle)
+        return call
 
     def stalled(self, why: str) -> None:
         """The line on stderr that a stall began (once per stall: until the endpoint answers again)."""
