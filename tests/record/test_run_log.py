@@ -151,6 +151,30 @@ def test_subscribers_see_every_row_in_order_after_it_is_on_disk(tmp_path):
                     ("events", 2, 2), ("second", 2, None)]
 
 
+def test_a_steps_events_reach_the_file_in_one_flush_and_every_subscriber_after_it(tmp_path):
+    """``GameRecorder.events`` (a step's events) writes its rows through ``Run.write_all``: one flush for the
+    step (on the code before, one a row: a write to the file each, issue 42's CPU per call), the rows in order,
+    each subscriber told of every row once all are on disk."""
+    from toolkit.werewolf.engine.rules import Event
+    from toolkit.werewolf.recorder import GameRecorder
+
+    seen = []
+    with Run(tmp_path, "x") as run:
+        recorder = GameRecorder(run, "g")
+        recorder.events([Event(0, 0, "night", "announcement", None, None, "first", "public")])
+        handle, flushes = run._files["events"], []
+        real = handle.flush
+        run._files["events"] = type("Counted", (), {"write": handle.write, "close": handle.close,
+                                                    "flush": lambda self: (flushes.append(1), real())})()
+        run.subscribe(lambda table, row: seen.append((row["seq"], [r["seq"] for r in rows_of(
+            run.folder / f"{table}.jsonl")])))
+        recorder.events([Event(i, 1, "day_speech", "speech", "Player1", None, f"s{i}", "public")
+                         for i in (1, 2, 3)])
+        assert len(flushes) == 1
+    assert seen == [(1, [0, 1, 2, 3]), (2, [0, 1, 2, 3]), (3, [0, 1, 2, 3])]
+    assert list(load(tmp_path, complete_games=False).events["seq"]) == [0, 1, 2, 3] and recorder.n_events == 4
+
+
 def test_a_run_masks_secrets_of_its_environment_as_it_starts(tmp_path, monkeypatch):
     monkeypatch.setenv("SERVICE_TOKEN", "tok-value-7777")
     with Run(tmp_path, "x") as run:

@@ -54,12 +54,19 @@ def prompts_dir() -> Path:
     return next((Path(f) for f in prompts_dirs() if (Path(f) / "agent").is_dir()), Path(prompts_dirs()[-1]))
 
 
+_DICT_ATTRIBUTES = frozenset(dir(dict))
+
+
 class _Environment(jinja2.Environment):
-    """Looks dict keys up before attributes: prompts are rendered from plain dicts, thousands a second."""
+    """Looks dict keys up before attributes: prompts are rendered from plain dicts, thousands a second. A key a
+    dict lacks (``obs.checks is defined``) is undefined at once, as Jinja makes it after two exceptions."""
 
     def getattr(self, obj, attribute):  # noqa: A003 - jinja's hook name
-        if type(obj) is dict and attribute in obj:
-            return obj[attribute]
+        if type(obj) is dict:
+            if attribute in obj:
+                return obj[attribute]
+            if attribute not in _DICT_ATTRIBUTES:
+                return self.undefined(obj=obj, name=attribute)
         return super().getattr(obj, attribute)
 
 
@@ -69,9 +76,11 @@ def _environment(folders: tuple[str, ...]) -> jinja2.Environment:
         if not Path(folder).is_dir():
             raise FileNotFoundError(f"prompt folder {folder} not found; TOOLKIT_PROMPTS names folders of prompt "
                                     f"files searched before the package's, separated by {os.pathsep!r}")
+    # cache_size=-1: the loaded templates in a plain dict (a prompts folder holds a few dozen files), not Jinja's
+    # LRU, whose lookups (an extends and an include in every prompt) take a lock and move the key in a deque
     return _Environment(loader=jinja2.FileSystemLoader(list(folders)), undefined=jinja2.StrictUndefined,
                         autoescape=False, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False,
-                        auto_reload=False)
+                        auto_reload=False, cache_size=-1)
 
 
 @lru_cache(maxsize=256)

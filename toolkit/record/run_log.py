@@ -15,7 +15,7 @@ import subprocess
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import toolkit
 from toolkit.core import data
@@ -101,20 +101,34 @@ class Run:
 
     def write(self, row: Row) -> None:
         """Append one row to its table (``row.TABLE``), flushed; then tell the subscribers."""
-        if type(row) not in COLUMNS:
-            raise TypeError(f"a run writes rows of toolkit.record.rows ({', '.join(c.__name__ for c in COLUMNS)}), "
-                            f"not {type(row).__name__}")
-        if self.closed:
-            raise RuntimeError(f"run {self.run_id} is closed")
-        table, values = row.TABLE, row.values()
-        handle = self._files.get(table)
-        if handle is None:
-            handle = self._files[table] = open(self.folder / f"{table}.jsonl", "a", encoding="utf-8")
-        mask = self._redact_hot if table in HOT_TABLES else self._redact_all
-        handle.write(mask(row_line(values)) + "\n")
-        handle.flush()
-        for listener in self._listeners:
-            listener(table, values)
+        self.write_all((row,))
+
+    def write_all(self, rows: Iterable[Row]) -> None:
+        """Append rows (a step's events) to their tables, flushed once they are all written (one write to the
+        file, not one a row); then tell the subscribers, row by row."""
+        written: list[tuple[str, dict[str, Any]]] = []
+        handles: dict[str, Any] = {}
+        try:
+            for row in rows:
+                if type(row) not in COLUMNS:
+                    raise TypeError(f"a run writes rows of toolkit.record.rows "
+                                    f"({', '.join(c.__name__ for c in COLUMNS)}), not {type(row).__name__}")
+                if self.closed:
+                    raise RuntimeError(f"run {self.run_id} is closed")
+                table, values = row.TABLE, row.values()
+                handle = self._files.get(table)
+                if handle is None:
+                    handle = self._files[table] = open(self.folder / f"{table}.jsonl", "a", encoding="utf-8")
+                mask = self._redact_hot if table in HOT_TABLES else self._redact_all
+                handle.write(mask(row_line(values)) + "\n")
+                handles[table] = handle
+                written.append((table, values))
+        finally:
+            for handle in handles.values():
+                handle.flush()
+        for table, values in written:
+            for listener in self._listeners:
+                listener(table, values)
 
     def write_log(self, name: str, text: str) -> Path:
         """Append ``text`` (secrets masked) to a log file of the run folder, e.g. a traceback the tables name

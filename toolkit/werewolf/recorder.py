@@ -34,10 +34,9 @@ class GameRecorder:
         if self.run is None:
             return
         self.n_events += len(events)
-        for e in events:
-            self.run.write(EventRow(game_id=self.game_id, seq=e.seq, day=e.day, phase=e.phase, kind=e.kind,
-                                    actor=e.actor, target=e.target, text=e.text, visibility=e.visibility,
-                                    fallback=e.fallback))
+        self.run.write_all([EventRow(game_id=self.game_id, seq=e.seq, day=e.day, phase=e.phase, kind=e.kind,
+                                     actor=e.actor, target=e.target, text=e.text, visibility=e.visibility,
+                                     fallback=e.fallback) for e in events])
 
     def beliefs(self, value: Reflection, game: Game, seat: str, call_id: str | None) -> None:
         """The beliefs of one reflection, placed at the moment it was made (the next event's seq)."""
