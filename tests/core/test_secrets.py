@@ -168,6 +168,24 @@ def test_longer_secrets_are_masked_before_the_secrets_inside_them():
     assert Redactor(env)("x abcdef-123456 y abcdef") == "x [redacted OUTER_TOKEN] y [redacted INNER_TOKEN]"
 
 
+def test_a_redactor_of_texts_never_seen_twice_keeps_none_and_masks_alike(tmp_path):
+    """A run's rows are new texts each (a prompt of kilobytes): its redactors keep none of them (on the code before,
+    the last 1,024 rows' lines were kept, megabytes looked up and hashed for nothing) and mask what one that
+    keeps them masks."""
+    from toolkit.record.rows import EventRow
+    from toolkit.record.run_log import Run
+
+    env = {"OUTER_TOKEN": "abcdef-123456"}
+    text = "x abcdef-123456 y sk-" + "a" * 30
+    forgetful, keeping = Redactor(env, remember=0), Redactor(env)
+    assert forgetful(text) == keeping(text) == "x [redacted OUTER_TOKEN] y [redacted key]"
+    assert forgetful.done == {} and len(keeping.done) == 1
+    with Run(tmp_path, "x") as run:
+        for i in range(3):
+            run.write(EventRow(game_id="g", seq=i, text=f"speech {i}"))
+        assert run._redact_hot.done == {} and run._redact_all.done == {}
+
+
 def test_redact_obj_keeps_types_and_masks_keys_too():
     env = {"API_KEY": "value-123456"}
     obj = {"value-123456": ("a value-123456", 1, 2.5), "n": [None, True, {"deep": "value-123456"}]}

@@ -187,10 +187,12 @@ class Redactor:
     masks every row it writes, thousands a second). ``shapes``: which key shapes to look for in every text —
     all of them (``KEY_SHAPE_PREFIXES``), or only OpenAI's ``sk-`` for the record layer's rows, whose
     untrusted text (tool outputs, trajectories, run configs) is fully redacted where it enters; each extra
-    prefix is one more scan of every row."""
+    prefix is one more scan of every row. ``remember``: how many texts it keeps masked (an exporter masks the same
+    text many times); 0 for texts never seen twice (a run's rows: a new line each, a prompt of kilobytes)."""
 
-    def __init__(self, environ: Mapping[str, str] | None = None, shapes: tuple[str, ...] = KEY_SHAPE_PREFIXES):
-        self.environ, self.shapes = environ, shapes
+    def __init__(self, environ: Mapping[str, str] | None = None, shapes: tuple[str, ...] = KEY_SHAPE_PREFIXES,
+                 remember: int = REMEMBERED):
+        self.environ, self.shapes, self.remember = environ, shapes, remember
         self._read()
 
     def _read(self) -> None:
@@ -203,9 +205,11 @@ class Redactor:
     def __call__(self, text: str) -> str:
         if self.generation != _generation[0]:  # a secret registered since (a spec parsed after the run began)
             self._read()
+        if not self.remember:
+            return self._mask(text)
         done = self.done.get(text)  # an exporter masks the same text many times (a model name, a prompt twice)
         if done is None:
-            if len(self.done) >= REMEMBERED:
+            if len(self.done) >= self.remember:
                 self.done.clear()
             done = self.done[text] = self._mask(text)
         return done

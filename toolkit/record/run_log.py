@@ -85,8 +85,8 @@ class Run:
         # The environment's secret values (read once), key shapes and URL credentials, in every row. The tables
         # written for every decision of every game (calls, events, beliefs) are scanned for OpenAI's sk- shape
         # only: each extra shape is one more scan of every row, and their untrusted text (tool outputs) is
-        # redacted with every shape where it enters (toolkit.agent.tools.base).
-        self._redact_all, self._redact_hot = Redactor(), Redactor(shapes=("sk-",))
+        # redacted with every shape where it enters (toolkit.agent.tools.base). No row is masked twice: none is kept.
+        self._redact_all, self._redact_hot = Redactor(remember=0), Redactor(shapes=("sk-",), remember=0)
         config = redact_obj(config or {})
         self._listeners: list[Any] = []
         self.closed = False
