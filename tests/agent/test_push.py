@@ -137,3 +137,15 @@ def test_the_users_own_link_out_of_the_folder_does_not_refuse_a_pull_request(tmp
     with pytest.raises(ResultError, match="'out' is a link out of the folder"):
         result.push(folder, "s1", "feature2", str(remote), "t")
     assert "feature2" not in git("for-each-ref", cwd=remote)
+
+
+def test_a_pull_request_from_a_folder_inside_a_repository_is_refused(tmp_path):
+    """A workspace that is a folder inside a repository (``repo/pkg``): its archive holds only that folder's
+    files, which a commit of the whole repository would put at its top, deleting the rest; refused in one line,
+    nothing pushed. On 7f68d02 the pushed commit deleted ``top.txt`` and moved ``pkg/p.txt`` to ``p.txt``."""
+    top, remote = repo(tmp_path, {"top.txt": "t\n", "pkg/p.txt": "p\n"})
+    folder = top / "pkg"
+    kept_session(folder, lambda copy: (copy / "p.txt").write_text("changed\n"))
+    with pytest.raises(ResultError, match=r"is a folder inside a repository, not its top: .*; nothing pushed"):
+        result.push(folder, "s1", "feature", str(remote), "t")
+    assert "feature" not in git("for-each-ref", cwd=remote)

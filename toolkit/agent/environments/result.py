@@ -134,6 +134,9 @@ def push(folder: Path, session: str, branch: str, remote: str, message: str, sta
     remote's default branch nor anyone else's."""
     archive, limits = kept(folder, session)
     bounds = Bounds.of(limits)
+    if git(folder, "rev-parse", "--show-prefix", bounds=bounds).stdout.strip():
+        raise ResultError(f"{folder} is a folder inside a repository, not its top: its files would replace the "
+                          "whole repository's; nothing pushed (pull requests are made from a repository's top)")
     base = hostgit.head(folder, bounds) if start is None else start
     if base is None:
         raise ResultError(f"{folder}: git cannot read its HEAD; nothing pushed")
