@@ -56,3 +56,11 @@ def test_a_model_spec_that_cannot_work_is_refused_before_anything_runs(tmp_path,
         load_tournament(path)
     assert main(["tournament", str(path), "--results", str(tmp_path / "res")]) == 2
     assert "nonsense:x" in capsys.readouterr().err and not (tmp_path / "res").exists()
+
+
+def test_a_missing_file_or_a_folder_is_named_once(tmp_path):
+    """"no such tournament file", not "... tournament file file" (what the code before said)."""
+    with pytest.raises(FileError, match=r"t\.yaml: no such tournament file$"):
+        load_tournament(tmp_path / "t.yaml")
+    with pytest.raises(FileError, match=r"is a folder; expected a tournament file \(YAML\)$"):
+        load_tournament(tmp_path)

@@ -283,7 +283,7 @@ def expected_widths(plan: pd.DataFrame, p_village: float | dict[str, float] | No
 def load_tournament(path: str | Path) -> dict[str, Any]:
     """The tournament file, checked (``toolkit.core.files.TournamentFile``: unknown keys refused with a hint,
     types and ranges checked, a name that could leave the results folder refused)."""
-    tournament = load_file(path, TournamentFile, "tournament file")
+    tournament = load_file(path, TournamentFile, "tournament")
     try:  # a name of the presets' models: blocks stands for its spec, the same in every preset
         named = preset_models(tournament.presets)
     except ValueError as exc:
