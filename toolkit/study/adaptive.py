@@ -35,6 +35,7 @@ from toolkit.llm.health import EndpointDown
 from toolkit.llm.shared_limits import study_limits
 from toolkit.record.load import LoadWarning, load
 from toolkit.study.batches import BATCH_GAMES, play_round
+from toolkit.core.plugins import names as plugin_names
 from toolkit.study.tournament import load_tournament, run_cell, village_rate
 from toolkit.werewolf.engine.preset import load_preset
 
@@ -315,7 +316,8 @@ class _Rounds:
                 return True
             capped = play_round(rows, self.folder, self.schedule_path, self.submit, self.o.batch_games,
                                 on_batch=self.some_games, **self.settings,  # the round's batches on the workers
-                                limits=study_limits(self.folder / ".limits", self.o.scheduler))  # one per endpoint
+                                limits=study_limits(self.folder / ".limits", self.o.scheduler),  # one per endpoint
+                                plugins=tuple(plugin_names()))  # the workers load this process's plug-ins
             if capped:
                 raise BudgetReached(capped)
         except BudgetReached as exc:

@@ -59,16 +59,19 @@ def pairs(rows: pd.DataFrame) -> list[list[int]]:
 
 
 def play_batch(results_dir: str, schedule: str, cell: str, seeds: list[int], limits: str | None = None,
-               **options: Any) -> dict[str, Any]:
+               plugins: tuple[str, ...] = (), **options: Any) -> dict[str, Any]:
     """On a worker: play the batch's seeds not finished anywhere in the round's cell folder (``results_dir``)
     into its own folder ``results_dir/batch<first seed>``, sharing the endpoints' limits with the study's other
-    workers through ``limits`` for the time of the batch (``toolkit.llm.shared_limits.adopt``). Returns what
-    the coordinator needs to know: the games played and, when a spending cap stopped the batch, its line (the
-    games themselves are read from the record). Never raises for a cap."""
+    workers through ``limits`` for the time of the batch (``toolkit.llm.shared_limits.adopt``), with the
+    coordinator's plug-ins loaded first (``plugins``: a Dask worker has neither its environment nor its imports).
+    Returns what the coordinator needs to know: the games played and, when a spending cap stopped the batch, its
+    line (the games themselves are read from the record). Never raises for a cap."""
+    from toolkit.core.plugins import load
     from toolkit.llm.budget import BudgetReached
     from toolkit.llm.shared_limits import adopt
     from toolkit.study.tournament import run_cell
 
+    load(plugins)
     try:
         with adopt(limits):
             played = run_cell(str(Path(results_dir) / f"batch{min(seeds)}"), schedule, cell, seeds=seeds,

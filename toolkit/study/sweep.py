@@ -34,6 +34,7 @@ from toolkit.llm.shared_limits import ENV, shared, study_limits
 from toolkit.record.load import LoadWarning, games_with_params, load
 from toolkit.record.tables import TABLES
 from toolkit.core import data, lifeline
+from toolkit.core.plugins import ENV as PLUGINS_ENV, load as load_plugins, names as plugin_names
 from toolkit.core.files import FileError, SweepFile, did_you_mean, load_file, one_line
 from toolkit.core.printable import plural
 from toolkit.core.secrets import Redactor, redact, redact_obj, register_carried
@@ -59,6 +60,7 @@ class Cell:
     parameters: dict[str, Any]
     grid_values: dict[str, Any]
     limits: str | None = None  # where the study's workers share their endpoints' limits (run_sweep sets it)
+    plugins: tuple[str, ...] = ()  # the caller's plug-ins (toolkit.core.plugins), loaded by the worker and kernel
 
 
 def _slug(value: Any) -> str:
@@ -184,24 +186,30 @@ ENDPOINT_LINES = "endpoint.log"  # in a cell's folder: its kernel's stall lines,
 STARTED = "STARTED"  # in a cell's (or shard's) folder: written as it starts (`unfinished`)
 
 
-def kernel_logged_to(path: Path, limits: str | None = None) -> type:
+PLUGINS_FAILED = "PLUGIN_FAILED.txt"  # in a cell's folder: the line of a plug-in its kernel could not load
+
+
+def kernel_logged_to(path: Path, limits: str | None = None, plugins: tuple[str, ...] = ()) -> type:
     """A kernel manager whose kernel writes its own stdout and stderr to ``path`` (and shares its endpoints'
     limits through ``limits`` unless this process has ``TOOLKIT_SHARED_LIMITS`` of its own), and its endpoints'
     stall lines to ``ENDPOINT_LINES`` beside it (``toolkit.llm.health``; ``relayed`` says them), sends no request
-    once this process is gone (``toolkit.core.lifeline``: a killed sweep's worker), and imports the plug-in
-    modules first (``toolkit.core.plugins``). The kernel logs
+    once this process is gone (``toolkit.core.lifeline``: a killed sweep's worker), and loads the plug-ins first:
+    ``plugins`` (the study caller's) and this worker's own (``toolkit.core.plugins``), a failure written to
+    ``PLUGINS_FAILED`` beside it. The kernel logs
     "KeyboardInterrupt caught in kernel." as an ERROR when it is shut down after a successful cell: noise on
     the sweep's terminal, kept in the cell's folder instead (with anything else the kernel says)."""
     from jupyter_client.manager import AsyncKernelManager
 
+    named = ",".join(dict.fromkeys([*plugins, *plugin_names()]))
+    # lifeline first: the kernel takes this process's pid out of its environment before anything else runs
+    load = ("--IPKernelApp.exec_lines=import toolkit.core.lifeline; import toolkit.core.plugins; "
+            f"toolkit.core.plugins.load_in_kernel({str(path.parent / PLUGINS_FAILED)!r})")
+
     class KernelLogged(AsyncKernelManager):
         async def start_kernel(self, **kw):
             env = {**kw.pop("env", os.environ), ENV: os.environ.get(ENV) or limits or "",
-                   LINES_ENV: str(path.parent / ENDPOINT_LINES), lifeline.ENV: str(os.getpid())}
-            # lifeline first: the kernel takes this process's pid out of its environment before anything else runs
-            plugins = ("--IPKernelApp.exec_lines=import toolkit.core.lifeline; import toolkit.core.plugins; "
-                       "toolkit.core.plugins.load()")
-            kw["extra_arguments"] = [*kw.get("extra_arguments", []), plugins]  # toolkit.core.plugins
+                   LINES_ENV: str(path.parent / ENDPOINT_LINES), lifeline.ENV: str(os.getpid()), PLUGINS_ENV: named}
+            kw["extra_arguments"] = [*kw.get("extra_arguments", []), load]
             with open(path, "ab") as log:  # the kernel process holds its own copy of the descriptor
                 return await super().start_kernel(stdout=log, stderr=log, env=env, **kw)
 
@@ -266,11 +274,15 @@ def execute_cell(cell: Cell) -> dict[str, Any]:
     if budget is not None and budget.exhausted():  # no kernel started for a cell that could play nothing
         status.update(ok=False, capped=True, error=budget.line(), wall_s=0.0)
         return status
+    note = folder / PLUGINS_FAILED
+    note.unlink(missing_ok=True)
     try:
+        load_plugins(cell.plugins)  # the caller's: a Dask worker has neither its environment nor its imports
         papermill.execute_notebook(cell.notebook, MASKED + str((folder / "notebook.ipynb").resolve()),
                                    parameters=cell.parameters,
                                    kernel_name="python3", progress_bar=False, cwd=str(REPO),
-                                   kernel_manager_class=kernel_logged_to(folder / "kernel.log", cell.limits))
+                                   kernel_manager_class=kernel_logged_to(folder / "kernel.log", cell.limits,
+                                                                         cell.plugins))
         status.update(ok=True, error=None)
         (folder / "FAILED.json").unlink(missing_ok=True)
     except papermill.PapermillExecutionError as exc:
@@ -282,6 +294,9 @@ def execute_cell(cell: Cell) -> dict[str, Any]:
             _failed(status, folder, exc)
     except Exception as exc:  # recorded: the other cells go on
         _failed(status, folder, exc)
+    if note.exists():  # the kernel could not load a plug-in: the cell failed on that, whatever the notebook did
+        status.update(ok=False, error=f"{note.read_text(encoding='utf-8').strip()} (in the cell's kernel)")
+        (folder / "FAILED.json").write_text(redact(json.dumps(status)))
     status = redact_obj(status)
     status["wall_s"] = round(time.time() - started, 2)
     if status["ok"]:
@@ -405,7 +420,7 @@ def run_sweep(path: str | Path, *, results_root: str | Path = "results", **optio
     found: list[dict] = []
     # One limit per endpoint for every worker: given to each cell (a worker on another machine inherits nothing)
     limits = study_limits(Path(results_root) / spec["name"] / ".limits", o.scheduler)
-    run = [replace(u, limits=limits) for u in run]
+    run = [replace(u, limits=limits, plugins=tuple(plugin_names())) for u in run]  # the plug-ins too
     for u in run:  # what a cell writes when it starts (execute_cell): its absence says it never did
         (Path(u.folder) / STARTED).unlink(missing_ok=True)
     try:
