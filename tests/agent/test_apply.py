@@ -5,6 +5,7 @@ of a few MiB mounted in the test)."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -32,6 +33,14 @@ def tree(folder: Path) -> dict:
             out[str(p.relative_to(folder))] = os.readlink(p) if p.is_symlink() else \
                 (p.read_bytes(), p.stat().st_nlink) if p.is_file() else "dir"
     return out
+
+
+def listed(made: Path, folder: Path) -> Path:
+    """``made`` with the host's listing of ``folder`` beside it, as ``result.take`` keeps it."""
+    from toolkit.agent.environments.manifest import manifest
+
+    made.with_suffix(".start.json").write_text(json.dumps(manifest(folder)))
+    return made
 
 
 def archive(path: Path, members: list[tuple]) -> Path:
@@ -81,7 +90,7 @@ def test_a_refused_archive_writes_nothing(tmp_path):
                                          ("d", "d", None), ("d/x", "f", b"x"), ("evil", "l", "/etc")])
     before = tree(folder)
     with pytest.raises(result.ResultError) as refused:
-        result.unpack(made, folder)
+        result.unpack(listed(made, folder), folder)
     assert "a link out of the folder" in str(refused.value) and "nothing changed" in str(refused.value)
     assert tree(folder) == before
 
@@ -169,12 +178,14 @@ def kept_session(folder: Path, change) -> str:
 
     listing = manifest(folder)
     copy = folder.parent / "copy"
-    shutil.copytree(folder, copy, symlinks=True, ignore=shutil.ignore_patterns(".agent"))
+    shutil.copytree(folder, copy, symlinks=True, ignore=shutil.ignore_patterns(".agent"))  # mtimes kept
     change(copy)
     made = folder.parent / "made" / "result.tar"
     made.parent.mkdir()
+    (made.parent / "start.json").write_text(json.dumps(listing))
     with open(made, "wb") as out:
-        subprocess.run([sys.executable, "-I", "-S", collect.__file__, "tar", str(copy)], stdout=out, check=True)
+        subprocess.run([sys.executable, "-I", "-S", collect.__file__, "tar", str(copy),
+                        str(made.parent / "start.json")], stdout=out, check=True)
     shutil.rmtree(copy)
     line = result.take(folder, "s1", made, files=listing)
     shutil.rmtree(made.parent)
@@ -234,7 +245,7 @@ def test_a_git_workspaces_result_brings_files_and_its_commits_only_as_text(tmp_p
         (copy / ".git" / "config").write_text("[core]\n\tfsmonitor = touch PWNED\n")
     kept_session(folder, change)
     with tarfile.open(folder / ".agent" / "results" / "s1.tar") as tar:
-        assert sorted(tar.getnames()) == ["a.txt"]
+        assert sorted(tar.getnames()) == [".agent/deleted", "a.txt"]  # the change, and what it deleted
     result.apply(folder, "s1")
     assert (folder / "a.txt").read_text() == "changed\n" and repository_state(folder) == before
 
@@ -342,3 +353,79 @@ def test_the_users_own_link_out_of_the_folder_left_unchanged_does_not_refuse_the
     with pytest.raises(result.ResultError, match="'out' is a link out of the folder"):
         result.apply(folder, "s1")
     assert tree(folder) == before
+
+
+def test_the_result_carries_only_what_the_session_changed(tmp_path):
+    """A git workspace with an ignored venv of 4 MiB: the kept archive holds the session's change (an edit, a new
+    file, a mode change, a link changed) and the names it deleted, not the venv; applied, the folder is as the
+    session left it. On 7f68d02 the archive held the whole folder, ignored trees included (4 MiB here; over 2 GiB
+    the result was lost, and a full copy was kept per session)."""
+    folder = tmp_path / "ws"
+    (folder / "venv" / "lib").mkdir(parents=True)
+    for i in range(16):
+        (folder / "venv" / "lib" / f"m{i}.so").write_bytes(os.urandom(256 * 1024))
+    (folder / "venv" / "python").symlink_to("/usr/bin/python3")
+    (folder / ".gitignore").write_text("venv/\n")
+    (folder / "a.txt").write_text("a\n")
+    (folder / "run.sh").write_text("echo\n")
+    (folder / "old.txt").write_text("old\n")
+    (folder / "link").symlink_to("a.txt")
+    git("init", "-q", cwd=folder)
+    git("add", "-A", cwd=folder)
+    git("commit", "-q", "-m", "start", cwd=folder)
+
+    def change(copy):
+        (copy / "a.txt").write_text("changed\n")
+        (copy / "new.txt").write_text("new\n")
+        (copy / "run.sh").chmod(0o755)
+        (copy / "link").unlink()
+        (copy / "link").symlink_to("new.txt")
+        (copy / "old.txt").unlink()
+        (copy / "venv" / "lib" / "m0.so").unlink()
+    kept_session(folder, change)
+    kept = folder / ".agent" / "results" / "s1.tar"
+    with tarfile.open(kept) as tar:
+        names = sorted(tar.getnames())
+    assert names == [".agent/deleted", "a.txt", "link", "new.txt", "run.sh", "venv/python"], names
+    assert kept.stat().st_size < 64 * 1024
+    assert "deleted 2 entries" in result.apply(folder, "s1")
+    assert (folder / "a.txt").read_text() == "changed\n" and (folder / "new.txt").read_text() == "new\n"
+    assert os.stat(folder / "run.sh").st_mode & 0o777 == 0o755 and os.readlink(folder / "link") == "new.txt"
+    assert not (folder / "old.txt").exists() and not (folder / "venv" / "lib" / "m0.so").exists()
+    assert len(list((folder / "venv" / "lib").iterdir())) == 15
+
+
+def test_with_no_listing_kept_an_existing_file_is_never_overwritten_silently(tmp_path):
+    """A result whose start listing is missing (one past 100,000 entries was never kept before, or it was
+    deleted) cannot tell the user's edit from the session's: writing over an existing file that differs is
+    refused in one line. On 7f68d02 the edit check was skipped silently and the file overwritten."""
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / "a.txt").write_text("the user's edit\n")
+    made = archive(tmp_path / "s1.tar", [("a.txt", "f", b"the session's\n"), ("b.txt", "f", b"new\n")])
+    with pytest.raises(result.ResultError) as refused:
+        result.unpack(made, folder)
+    assert "no listing" in str(refused.value) and "nothing changed" in str(refused.value)
+    assert (folder / "a.txt").read_text() == "the user's edit\n" and not (folder / "b.txt").exists()
+
+
+@pytest.mark.slow
+def test_a_folder_of_more_than_100000_entries_still_keeps_the_users_edit(tmp_path):
+    """100,001 files: the start listing is made and kept at any size, so a file the user edits while the session
+    changes it refuses the apply. On 7f68d02 no listing was kept past 100,000 entries and the edit was
+    overwritten without a word (diff read s19, M1)."""
+    folder = tmp_path / "ws"
+    (folder / "many").mkdir(parents=True)
+    for i in range(100_001):
+        (folder / "many" / str(i)).touch()
+    (folder / "a.txt").write_text("a\n")
+
+    def change(copy):
+        (copy / "a.txt").write_text("the session's\n")
+    kept_session(folder, change)
+    assert (folder / ".agent" / "results" / "s1.start.json").is_file()
+    (folder / "a.txt").write_text("the user's edit\n")
+    with pytest.raises(result.ResultError) as refused:
+        result.apply(folder, "s1")
+    assert "changed in your folder since the session began" in str(refused.value)
+    assert (folder / "a.txt").read_text() == "the user's edit\n"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent.test_apply import archive, small_fs, tree  # noqa: F401  (small_fs: a fixture)
+from tests.agent.test_apply import archive, listed, small_fs, tree  # noqa: F401  (small_fs: a fixture)
 from toolkit.agent.environments import hostgit, result, staging
 from toolkit.agent.environments.manifest import manifest
 
@@ -157,7 +157,7 @@ def test_a_move_that_fails_part_way_is_undone(tmp_path, small_fs, monkeypatch): 
     made = archive(tmp_path / "s1.tar", [("keep.txt", "f", b"the session's\n"), (deep, "f", b"x")])
     before = tree(folder)
     with pytest.raises(result.ResultError) as refused:
-        result.unpack(made, folder)
+        result.unpack(listed(made, folder), folder)
     assert "undone, nothing changed" in str(refused.value) and "\n" not in str(refused.value)
     assert tree(folder) == before
     assert not list((folder / ".agent").glob("staging*"))

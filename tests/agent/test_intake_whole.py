@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from tests.agent.test_apply import archive, git, kept_session, small_fs, tree  # noqa: F401  (small_fs: a fixture)
+from tests.agent.test_apply import archive, git, kept_session, listed, small_fs, tree  # noqa: F401  (small_fs: a fixture)
 from toolkit.agent.environments import hostgit, result
 from toolkit.agent.environments.limits import Limits
 
@@ -43,7 +43,7 @@ def test_names_that_fold_together_are_refused_whole(tmp_path, members):
     (folder / "a.txt").write_text("the user's\n")
     before = tree(folder)
     with pytest.raises(result.ResultError) as refused:
-        result.unpack(archive(tmp_path / "s1.tar", members), folder)
+        result.unpack(listed(archive(tmp_path / "s1.tar", members), folder), folder)
     line = str(refused.value)
     assert "\n" not in line and ("differ only in case" in line or "folds onto" in line), line
     assert "nothing changed" in line and tree(folder) == before
@@ -57,7 +57,7 @@ def test_a_folder_holding_both_names_still_takes_a_change_to_one(tmp_path):
     (folder / "README").write_text("upper\n")
     (folder / "readme").write_text("lower\n")
     made = archive(tmp_path / "s1.tar", [("README", "f", b"upper\n"), ("readme", "f", b"changed\n")])
-    assert "unpacked 1 new or changed" in result.unpack(made, folder)
+    assert "unpacked 1 new or changed" in result.unpack(listed(made, folder), folder)
     assert (folder / "readme").read_text() == "changed\n" and (folder / "README").read_text() == "upper\n"
 
 

@@ -13,8 +13,9 @@ import tarfile
 from pathlib import Path
 
 from toolkit.agent.environments import staging
+from toolkit.agent.environments.collect import DELETED
 from toolkit.agent.environments.hostgit import INTAKE_S, Bounds, ResultError
-from toolkit.agent.environments.manifest import deletions, refuse_repositories
+from toolkit.agent.environments.manifest import deletions, manifest, refuse_repositories
 
 HEADER = 2**16  # the most an extended header (a long name or link target, pax records) may hold
 EXTENDED = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE,
@@ -82,7 +83,7 @@ def as_listed(folder: Path, path: str, entry) -> bool:
         st = os.lstat(folder / path)
     except OSError:
         return entry is None
-    return isinstance(entry, list) and len(entry) == 3 and (st.st_size, st.st_mtime_ns) == (entry[1], entry[2])
+    return isinstance(entry, list) and len(entry) >= 3 and (st.st_size, st.st_mtime_ns) == (entry[1], entry[2])
 
 
 def changed(e: staging.Entry, start: dict | None, folder: Path, archive: Path) -> bool:
@@ -93,15 +94,18 @@ def changed(e: staging.Entry, start: dict | None, folder: Path, archive: Path) -
     if same(folder, e, archive, e.offset):
         return False
     entry = (start or {}).get(e.path)
-    if not (isinstance(entry, list) and len(entry) == 3 and entry[0] == e.kind == "f"
+    if not (isinstance(entry, list) and len(entry) >= 3 and entry[0] == e.kind == "f"
             and (entry[1], int(entry[2]) // 10**9) == (e.size, e.mtime)):
         return True
     return as_listed(folder, e.path, entry)  # removed or changed by the user since: not written
 
 
-def archive_plan(archive: Path, folder: Path, limits, start: dict | None, dry: bool = False) -> staging.Plan:
-    """The archive's entries as a plan (``dry``: only checked, at the session's end)."""
-    what, names, files, bounds = archive.name, set(), {}, Bounds.of(limits)
+def archive_plan(archive: Path, folder: Path, limits, start: dict | None, dry: bool = False,
+                 own: bool = False) -> staging.Plan:
+    """The archive's entries as a plan (``dry``: only checked, at the session's end). ``start``: the host's
+    listing of the folder at the session's start (None: none kept); ``own``: ``folder`` is a scratch folder of
+    the host's, with nothing of the user's to keep."""
+    what, names, files, bounds, listed = archive.name, set(), {}, Bounds.of(limits), None
     plan = staging.Plan(deadline=bounds.deadline)
     try:
         with tarfile.open(archive, mode="r:", tarinfo=Member) as tar:
@@ -112,6 +116,9 @@ def archive_plan(archive: Path, folder: Path, limits, start: dict | None, dry: b
                     raise ResultError(f"{what}: reading it ran past the intake's wall clock ({INTAKE_S} s); refused")
                 if m.size < 0:  # a pax record's: tarfile has stepped back already
                     raise ResultError(f"{what}: a member of negative size; refused")
+                if m.name == DELETED and m.isreg() and listed is None:  # what the session deleted: read below
+                    listed = (m.offset_data, m.size)
+                    continue
                 rel = m.name.rstrip("/")
                 staging.check_name(what, rel)
                 names.add(rel)
@@ -150,10 +157,40 @@ def archive_plan(archive: Path, folder: Path, limits, start: dict | None, dry: b
     written = [e.path for e in plan.entries if e.kind != "d"]
     refuse_repositories(folder, written, list(names), top=not (folder / ".git").exists(), what=what,
                         deadline=plan.deadline)
-    for path in written if start is not None else ():  # the user's edit since the start is never overwritten
+    for path in () if own else written:  # the user's edit since the start is never overwritten
         plan.on_time(what)
-        if not as_listed(folder, path, start.get(path)):
+        if start is None and os.path.lexists(folder / path):
+            raise staging.refuse(what, path, "is in your folder and no listing of it at the session's start was "
+                                 "kept to tell your edit from the session's")
+        if start is not None and not as_listed(folder, path, start.get(path)):
             raise staging.refuse(what, path, "changed in your folder since the session began")
-    plan.changed, plan.gone = len(written), sorted(set(start or ()) - names)
-    plan.delete = lambda at: deletions(at, start, names)
+    # what the session deleted: named by the archive (made against the start listing), or, an archive of the
+    # whole folder (kept before the archive held only the change), what the listing has and the archive has not
+    gone = deleted(archive, listed, plan, what) if listed else set(manifest(folder) if own else start or ())
+    plan.changed, plan.gone = len(written), sorted(gone - names if own or start is None else gone & set(start) - names)
+    if own or start is not None:
+        plan.delete = lambda at: deletions(at, None if own else start, set(plan.gone))
+    else:
+        plan.delete = lambda at: "; deletions not applied (no listing of the folder at the session's start)"
     return plan
+
+
+def deleted(archive: Path, listed: tuple[int, int], plan: staging.Plan, what: str) -> set[str]:
+    """The names of the archive's ``DELETED`` member (NUL-separated), each checked as a name."""
+    offset, size = listed
+    names, rest = set(), b""
+    with open(archive, "rb") as f:
+        f.seek(offset)
+        while size > 0:
+            plan.on_time(what)
+            piece = f.read(min(size, 2**20))
+            if not piece:
+                raise ResultError(f"{what}: the archive ends inside its list of deleted entries; refused")
+            size -= len(piece)
+            *whole, rest = (rest + piece).split(b"\0")
+            names.update(whole)
+    names.add(rest)
+    out = {os.fsdecode(n) for n in names if n}
+    for name in out:
+        staging.check_name(what, name)
+    return out

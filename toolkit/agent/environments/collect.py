@@ -5,14 +5,19 @@ is parsed by the host as data (hex ids, a tar archive, text); nothing it leaves 
   refs                -> a digest of what a git commit, pull or push changes: every ref, HEAD, FETCH_HEAD's
                          time (eval mode's confirmation that one ran)
   start               -> that digest, then the ids of HEAD and every branch, a line each (at the start)
-  tar                 -> a tar archive of the folder on stdout (``.agent`` at the top, ``.git`` anywhere, FIFOs,
-                         sockets and devices left out: the files, never git's objects)
+  tar [LISTING]       -> a tar archive of the folder on stdout (``.agent`` at the top, ``.git`` anywhere, FIFOs,
+                         sockets and devices left out: the files, never git's objects); with LISTING (the host's
+                         listing of the folder at the start, JSON) only what changed since, and last the names
+                         of the listing that are gone (``DELETED``)
   log TIPS…           -> the commits no TIPS reach (the agent's) as ``git format-patch`` text on stdout, for
                          the user to read; no textconv or external diff of the agent's runs
 """
 
 import hashlib
+import io
+import json
 import os
+import stat
 import subprocess
 import sys
 import tarfile
@@ -31,6 +36,7 @@ def flags(settings: dict) -> list:
     return [x for name, value in settings.items() for x in ("-c", f"{name}={value}")]
 
 
+DELETED = ".agent/deleted"  # the archive's member naming what the session deleted (NUL-separated): never a file's
 SAFE = flags({**GIT_SAFETY, "diff.external": "", "core.attributesFile": "/dev/null"})
 
 
@@ -67,11 +73,37 @@ def log(root: str, start: list) -> None:
             stdout=sys.stdout.buffer.fileno())
 
 
-def archive(root: str) -> None:
+def archive(root: str, listing: dict | None) -> None:
+    """The folder as a tar archive; with the host's ``listing`` of it at the start, only the change: a file of
+    the same size, modification time and mode as listed, or a folder that was one, is left out (a venv or a
+    data folder the session did not touch costs nothing), and the listed names no longer there end it."""
+    seen = set()
     with tarfile.open(fileobj=sys.stdout.buffer, mode="w|") as tar:
-        for name in sorted(os.listdir(root)):
-            if name not in (".agent", ".git"):
-                tar.add(os.path.join(root, name), arcname=name, recursive=True, filter=kept)
+        for top, dirs, files in os.walk(root):
+            at = os.path.relpath(top, root)
+            out = (".agent", ".git") if at == "." else (".git",)
+            dirs[:] = sorted(d for d in dirs if d not in out)
+            for name in sorted([*dirs, *(f for f in files if f not in out)]):
+                rel = name if at == "." else f"{at}/{name}"
+                seen.add(rel)
+                if listing is None or not unchanged(os.path.join(top, name), listing.get(rel)):
+                    tar.add(os.path.join(top, name), arcname=rel, recursive=False, filter=kept)
+        if listing is not None:
+            gone = b"\0".join(os.fsencode(n) for n in sorted(set(listing) - seen))
+            info = tarfile.TarInfo(DELETED)
+            info.size = len(gone)
+            tar.addfile(info, io.BytesIO(gone))
+
+
+def unchanged(path: str, entry) -> bool:
+    """Whether ``path`` is as the listing has it (``[kind, size, mtime_ns, mode]``): a file of the same size,
+    modification time and mode, or a folder that was one (a link always comes: few, and checked where written)."""
+    st = os.lstat(path)
+    if not isinstance(entry, list) or len(entry) != 4:
+        return False
+    if stat.S_ISDIR(st.st_mode):
+        return entry[0] == "d"
+    return stat.S_ISREG(st.st_mode) and entry == ["f", st.st_size, st.st_mtime_ns, st.st_mode & 0o777]
 
 
 def kept(member: tarfile.TarInfo):
@@ -92,7 +124,11 @@ def main() -> None:
     elif op == "log":
         log(root, sys.argv[3:])
     elif op == "tar":
-        archive(root)
+        listing = None
+        if len(sys.argv) > 3:
+            with open(sys.argv[3]) as f:
+                listing = json.load(f)
+        archive(root, listing)
     else:
         sys.exit(f"unknown operation {op}")
 

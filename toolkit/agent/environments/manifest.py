@@ -14,14 +14,12 @@ from toolkit.agent.environments.hostgit import ResultError
 from toolkit.agent.environments.staging import folders_above, in_time, walk
 from toolkit.core.printable import printable
 
-MAX_MEMBERS = 100_000
 
-
-def manifest(folder: Path) -> dict[str, list] | None:
+def manifest(folder: Path) -> dict[str, list]:
     """A folder's entries (``.agent`` at the top and ``.git`` at any depth left out - a nested repository's or a
     submodule's git is the user's, never listed, so never deleted; FIFOs, sockets and devices too, as the copy
-    leaves them out) as ``{relative path: [kind, size, mtime_ns]}``, kind ``f``, ``l`` or ``d``; None past
-    ``MAX_MEMBERS`` (deletions are then not applied, and ``apply`` says so)."""
+    leaves them out) as ``{relative path: [kind, size, mtime_ns, mode]}``, kind ``f``, ``l`` or ``d``, mode the
+    permission bits; at any size (the session's result is made against it: only what changed comes back)."""
     found: dict[str, list] = {}
     for top, dirs, files in os.walk(folder, followlinks=False):
         left_out = (".agent", ".git") if top == str(folder) else (".git",)
@@ -36,9 +34,7 @@ def manifest(folder: Path) -> dict[str, list] | None:
             kind = "l" if stat.S_ISLNK(st.st_mode) else "d" if stat.S_ISDIR(st.st_mode) else \
                 "f" if stat.S_ISREG(st.st_mode) else None
             if kind:
-                found[os.path.relpath(path, folder)] = [kind, st.st_size, st.st_mtime_ns]
-            if len(found) > MAX_MEMBERS:
-                return None
+                found[os.path.relpath(path, folder)] = [kind, st.st_size, st.st_mtime_ns, st.st_mode & 0o777]
     return found
 
 
@@ -66,17 +62,17 @@ def refuse_repositories(base: Path, changed: list[str], paths: list[str], top: b
                                   f"your next git command there; not applied, nothing changed")
 
 
-def deletions(folder: Path, start: dict | None, names: set[str]) -> str:
-    """Delete what the start listing (``<session>.start.json``, the host's) has and the archive has not;
-    returns the apply line's ending."""
-    if start is None:
-        return "; deletions not applied (no listing of the folder at the session's start)"
+def deletions(folder: Path, start: dict | None, gone: set[str]) -> str:
+    """Delete ``gone`` (what the session deleted) where the start listing (``<session>.start.json``, the
+    host's) has it as it still is; returns the apply line's ending. No listing: ``folder`` is a scratch folder
+    of the host's own, everything in ``gone`` is deleted."""
     deleted, kept = 0, []
-    for rel in sorted(set(start) - names, key=lambda r: -r.count(os.sep)):  # children before their folder
-        entry = start[rel]
-        if remove(folder, rel, entry if isinstance(entry, list) and len(entry) == 3 else ["?", 0, 0]):
+    for rel in sorted(gone, key=lambda r: -r.count(os.sep)):  # children before their folder
+        entry = None if start is None else start.get(rel)
+        if remove(folder, rel, entry[:3] if isinstance(entry, list) and len(entry) >= 3 else
+                  None if start is None else ["?", 0, 0]):
             deleted += 1
-        elif entry[0] != "d":
+        elif isinstance(entry, list) and entry[:1] != ["d"]:
             kept.append(rel)
     note = f"; deleted {deleted} entr{'y' if deleted == 1 else 'ies'} the session deleted"
     if kept:
@@ -86,24 +82,24 @@ def deletions(folder: Path, start: dict | None, names: set[str]) -> str:
     return note
 
 
-def remove(folder: Path, rel: str, entry: list) -> bool:
-    """Remove ``rel`` below ``folder`` if it is still what the listing says (a folder: if empty), reaching
-    it one component at a time without following links; False when not removed."""
+def remove(folder: Path, rel: str, entry: list | None) -> bool:
+    """Remove ``rel`` below ``folder`` if it is still what the listing says (``entry``; None: whatever it is;
+    a folder: if empty), reaching it one component at a time without following links; False when not removed."""
     parts = rel.split(os.sep)
     if os.path.isabs(rel) or any(p in ("", ".", "..", ".git") for p in parts) or parts[0] == ".agent":
         return False
-    kind, size, mtime = entry
+    kind, size, mtime = entry or ("*", None, None)
     try:
         fd = walk(folder, parts[:-1])
     except OSError:
         return False
     try:
         st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
-        if kind == "d" and stat.S_ISDIR(st.st_mode):
+        if kind in ("d", "*") and stat.S_ISDIR(st.st_mode):
             os.rmdir(parts[-1], dir_fd=fd)  # only when empty
             return True
         same = (kind == "f" and stat.S_ISREG(st.st_mode) or kind == "l" and stat.S_ISLNK(st.st_mode)) \
-            and (st.st_size, st.st_mtime_ns) == (size, mtime)
+            and (st.st_size, st.st_mtime_ns) == (size, mtime) or entry is None and not stat.S_ISDIR(st.st_mode)
         if same:
             os.unlink(parts[-1], dir_fd=fd)
         return same

@@ -3,6 +3,7 @@ result, made inside and written to a file of the host's."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import tempfile
@@ -66,15 +67,21 @@ class Programs:
 
     def collect(self, folder: Path) -> Path | None:
         """The session's result, made inside the environment and written by it to files of the host's in
-        ``folder`` (a folder the sandbox cannot see): ``result.tar``, the workspace's files (``.git`` left
-        out), and for a git workspace ``result.patch``, the agent's commits as text (at most ``PATCH_KIB``).
+        ``folder`` (a folder the sandbox cannot see): ``result.tar``, what the session changed in the workspace
+        against the host's listing of it at the start (``start_files``, handed in read-only; ``.git`` left out),
+        and for a git workspace ``result.patch``, the agent's commits as text (at most ``PATCH_KIB``).
         None when working in place. Each is bounded by ``RLIMIT_FSIZE`` of the helper that writes it (the
-        archive: ``disk_mb`` and a KiB an entry), so sparse files, counted whole, cannot fill the host's disk."""
+        archive: ``disk_mb``, a KiB an entry and a KiB a deleted name), so sparse files, counted whole, cannot
+        fill the host's disk."""
         if not self.private:
             return None
         limits = self.config.limits
-        kib = min(limits.disk_mb * 1024 + limits.inodes + 1024, limits.file_size_mb * 1024)
-        path, cut = self.made(Path(folder) / "result.tar", kib, "tar")
+        listing = self.session_dir / "start.json"
+        if not listing.exists():
+            listing.write_text(json.dumps(self.start_files))
+            os.chmod(listing, 0o644)
+        kib = min(limits.disk_mb * 1024 + 2 * limits.inodes + 1024, limits.file_size_mb * 1024)
+        path, cut = self.made(Path(folder) / "result.tar", kib, "tar", str(listing))
         if cut:
             raise ResultUnavailable(f"the session's result is larger than {kib} KiB (disk_mb, counted in bytes: a "
                                     "sparse file counts its length); not taken")

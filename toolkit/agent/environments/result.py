@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from toolkit.agent.environments import hostgit, staging
-from toolkit.agent.environments.archive import archive_plan, same
+from toolkit.agent.environments.archive import archive_plan, as_listed, same
 from toolkit.agent.environments.hostgit import MiB, Bounds, ResultError, git
 from toolkit.agent.environments.limits import Limits
 from toolkit.core.printable import printable
@@ -102,9 +102,11 @@ def apply(folder: Path, session: str) -> str:
 
 def unpack(archive: Path, folder: Path, limits: Limits | None = None, start: bool = True) -> str:
     """An archive written into ``folder``, all or nothing, then what the session deleted deleted (with
-    ``start``: by the folder's listing at the session's start, ``<session>.start.json``, the host's own)."""
+    ``start``: by the folder's listing at the session's start, ``<session>.start.json``, the host's own;
+    without: ``folder`` is a scratch folder of the host's, holding the files at the start)."""
     limits = limits or Limits()
-    plan = archive_plan(archive, folder, limits, listing(archive.with_suffix(".start.json")) if start else None)
+    plan = archive_plan(archive, folder, limits, listing(archive.with_suffix(".start.json")) if start else None,
+                        own=not start)
     end = staging.write(archive.name, plan, folder, limits)
     return f"unpacked {len(plan.entries)} new or changed entries from {archive.name} into {folder}{end}"
 
@@ -151,6 +153,7 @@ def push(folder: Path, session: str, branch: str, remote: str, message: str, sta
         ignore_as_the_user(folder, files, bounds)
         if base:
             git(files, "read-tree", base, bounds=bounds)  # tracked files stay tracked, ignored or not
+            git(files, "checkout-index", "--all", bounds=bounds)  # the archive holds only the session's change
         unpack_to_commit(archive, folder, files, limits)
         gitlinks = [line.split(b"\t", 1)[1].decode() for line in
                     git(files, "ls-files", "-s", "-z", bounds=bounds).stdout.split(b"\0") if line.startswith(b"160000")]
@@ -212,7 +215,8 @@ def unpack_to_commit(archive: Path, folder: Path, files: Path, limits: Limits) -
     """The archive's files written into the scratch repository ``files`` (by ``--apply``'s rules); a link out of
     the folder that the user's folder has as it is (a venv's ``bin/python -> /usr/bin/python3``) is the user's
     own, made as it is rather than refused (``--apply`` leaves it alone, as unchanged)."""
-    plan = archive_plan(archive, files, limits, None)
+    as_it_began(folder, files, listing(archive.with_suffix(".start.json")))
+    plan = archive_plan(archive, files, limits, None, own=True)
     own = [e for e in plan.entries if e.kind == "l" and same(folder, e, archive, 0)]
     plan.entries = [e for e in plan.entries if e not in own]
     staging.write(archive.name, plan, files, limits)
@@ -222,6 +226,40 @@ def unpack_to_commit(archive: Path, folder: Path, files: Path, limits: Limits) -
         at = staging.walk(files, parts[:-1])
         try:
             os.symlink(e.target, parts[-1], dir_fd=at)
+        finally:
+            os.close(at)
+
+
+def as_it_began(folder: Path, files: Path, start: dict | None) -> None:
+    """The scratch folder ``files`` made as the session's copy was at its start, since the archive holds only
+    the change: the user's files and links that are still as the start listing has them copied in (over the
+    start commit's), each reached without following a link; one the user changed since is the start commit's
+    (or absent, if untracked)."""
+    for rel, entry in (start or {}).items():
+        if not (isinstance(entry, list) and len(entry) >= 3 and entry[0] in "fl") or not as_listed(folder, rel, entry):
+            continue
+        parts = rel.split("/")
+        try:
+            at = staging.walk(files, parts[:-1], made=[])
+        except OSError:
+            continue
+        try:
+            os.unlink(parts[-1], dir_fd=at)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            os.close(at)
+            continue
+        try:
+            if entry[0] == "l":
+                os.symlink(os.readlink(folder / rel), parts[-1], dir_fd=at)
+            else:
+                with open(folder / rel, "rb", opener=lambda p, f: os.open(p, f | os.O_NOFOLLOW)) as src, \
+                        open(parts[-1], "xb", opener=lambda p, f: os.open(p, f, entry[3] if len(entry) > 3 else 0o644,
+                                                                           dir_fd=at)) as dst:
+                    shutil.copyfileobj(src, dst)
+        except OSError:
+            pass
         finally:
             os.close(at)
 
