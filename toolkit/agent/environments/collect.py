@@ -17,6 +17,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -36,6 +37,8 @@ def flags(settings: dict) -> list:
     return [x for name, value in settings.items() for x in ("-c", f"{name}={value}")]
 
 
+# a commit message's line git am takes for the start of a patch (mailinfo's patchbreak) or of another mail
+BREAK = re.compile(rb"diff -|Index: |From |---(?: \S|\s*$)")
 DELETED = ".agent/deleted"  # the archive's member naming what the session deleted (NUL-separated): never a file's
 SAFE = flags({**GIT_SAFETY, "diff.external": "", "core.attributesFile": "/dev/null"})
 
@@ -66,11 +69,22 @@ def tips(root: str) -> str:
 
 
 def log(root: str, start: list) -> None:
+    """The commits no ``start`` reaches, oldest first, as ``git format-patch`` text; a line of a message that
+    ``git am`` would take for a patch (``diff -``, ``---``, ``Index: ``) or another mail (``From ``) is indented
+    by a space, so that applying the text never applies a diff written in a message as code."""
     ends = tips(root).split()
-    if ends:
+    if not ends:
+        return
+    for commit in git(root, "rev-list", "--reverse", "--topo-order", "--no-merges", *ends, "--not", *start).split():
+        mail = git(root, "format-patch", "--stdout", "--no-textconv", "--no-ext-diff", "--no-color", "-1", commit)
+        body = git(root, "log", "-1", "--format=%b", commit).rstrip(b"\n")
+        head, _, rest = mail.partition(b"\n\n")
+        lines, said = rest.split(b"\n"), body.split(b"\n") if body else []
+        if lines[:len(said)] != said:  # not where format-patch puts it: the whole mail is not the user's to apply
+            sys.exit(f"git format-patch: commit {commit.decode()}'s message not found in its text")
+        lines[:len(said)] = [b" " + line if BREAK.match(line) else line for line in said]
+        sys.stdout.buffer.write(head + b"\n\n" + b"\n".join(lines))
         sys.stdout.flush()
-        git(root, "format-patch", "--stdout", "--no-textconv", "--no-ext-diff", "--no-color", *ends, "--not", *start,
-            stdout=sys.stdout.buffer.fileno())
 
 
 def archive(root: str, listing: dict | None) -> None:

@@ -37,12 +37,12 @@ def take(folder: Path, session: str, made: Path, files: dict | None = None, limi
     results = folder / ".agent" / "results"
     patch = made.with_name("result.patch")
     archive_plan(made, folder, limits, None, dry=True)  # the same checks as apply's, nothing written
-    written = []
+    written, (text, escaped) = [], shown(patch.read_bytes()) if patch.is_file() else (None, 0)
     try:
         results.mkdir(parents=True, exist_ok=True)
-        need = made.stat().st_size + (patch.stat().st_size if patch.is_file() else 0)
+        need = made.stat().st_size + len(text or b"")
         staging.room("the session's result", need, results, "nothing of it was kept")
-        for name, data in ((".tar", made), (".patch", patch if patch.is_file() else None),
+        for name, data in ((".tar", made), (".patch", text),
                            (".start.json", None if files is None else json.dumps(files).encode()),
                            (".limits.json", json.dumps(limits.model_dump()).encode())):
             if data is not None:
@@ -53,8 +53,19 @@ def take(folder: Path, session: str, made: Path, files: dict | None = None, limi
             path.unlink()
         raise ResultError(f"the session's result could not be kept: {exc.strerror or exc}; nothing of it was "
                           "kept") from None
-    commits = f"; its commits as text in {results / f'{session}.patch'}" if patch.is_file() else ""
+    commits = f"; its commits as text in {results / f'{session}.patch'}" if text is not None else ""
+    commits += f" ({escaped} control characters escaped)" if escaped else ""
     return f"{results / f'{session}.tar'} (apply with engineer --apply {session}){commits}"
+
+
+# a terminal's control characters (tab and newline aside), C1 controls and the bidirectional overrides, in UTF-8
+CONTROLS = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xe2\x80[\xaa-\xae]|\xe2\x81[\xa6-\xa9]")
+
+
+def shown(text: bytes) -> tuple[bytes, int]:
+    """The agent's text (its commits) fit to read in a terminal: each control character escaped (``\\x1b``,
+    ``\\u202e``: a hidden line or a rewritten one shows as what it is); and how many there were."""
+    return CONTROLS.subn(lambda m: b"\\x%02x" % m[0][0] if len(m[0]) == 1 else b"\\u%04x" % ord(m[0].decode()), text)
 
 
 def keep(target: Path, data: bytes | Path) -> None:
