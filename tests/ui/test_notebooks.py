@@ -10,9 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
 REPO = Path(__file__).resolve().parents[2]
 # 04_rl_door trains a policy through the PettingZoo door: it needs the rl extra and minutes at its defaults, so
@@ -63,6 +61,9 @@ def checkout(tmp_path, notebook: Path) -> Path:
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS + EXPERIMENTS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_notebook_runs_with_its_defaults_and_leaves_the_checkout_clean(path, tmp_path):
+    import nbformat  # here, not at the top: with nbclient ~6-9 s of CPU in each process that collects this file
+    from nbclient import NotebookClient
+
     root = checkout(tmp_path, path)
     target = root / path.parent.name / path.name
     nb = nbformat.read(target, as_version=4)
