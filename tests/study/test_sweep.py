@@ -115,8 +115,8 @@ grid:
     # counted, not timed: this process's server threads are themselves slow on a loaded machine (6 arrivals spread
     # over 1.4 s at load 19, one game's worth each)
     assert len(after) <= 8, f"requests {after} s after the kill"
-    log = next((tmp_path / "results" / "k").glob("*/kernel.log")).read_text()
-    assert "is gone: stopping before another request is sent" in log
+    # the kernel's own line ("... is gone: stopping before another request is sent") is usually in its
+    # kernel.log, but ipykernel's parent poller may end it first when no request was due: not asserted
 
 
 @pytest.mark.slow
