@@ -23,6 +23,9 @@ pytest.importorskip("kaggle_environments", reason="needs kaggle-environments (ma
 from toolkit.core.files import FileError  # noqa: E402
 from toolkit.werewolf.kaggle import importer  # noqa: E402
 
+# kaggle-environments is the interop extra's (as in test_kaggle_import.py): out of the fast tier, in make test
+pytestmark = pytest.mark.interop
+
 
 @pytest.fixture(scope="module")
 def base():
