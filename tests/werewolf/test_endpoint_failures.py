@@ -405,8 +405,11 @@ def test_a_call_is_awaited_in_the_deciding_task_and_a_deadline_cut_leaves_that_t
         model.backend.complete = noted
 
     async def ask():
+        # the answered call gets a deadline of its own, generous: a first request on a loaded machine (a new
+        # session, a connect) can take longer than the 0.3 s the cut call is given
+        answered = await EndpointHealth("openai:ok", 30, ok.base_url).generate(
+            ok, Request(messages=[{"role": "user", "content": "hi"}]))
         health = EndpointHealth("openai:hang", 0.3, hang.base_url)
-        answered = await health.generate(ok, Request(messages=[{"role": "user", "content": "hi"}]))
         cut = await health.generate(hang, Request(messages=[{"role": "user", "content": "hi"}]))
         await asyncio.sleep(0.01)  # a cancellation left over would raise here
         return answered, cut, health
