@@ -429,3 +429,36 @@ def test_a_folder_of_more_than_100000_entries_still_keeps_the_users_edit(tmp_pat
         result.apply(folder, "s1")
     assert "changed in your folder since the session began" in str(refused.value)
     assert (folder / "a.txt").read_text() == "the user's edit\n"
+
+
+def test_a_folder_the_copy_cannot_list_fails_the_result_and_reads_as_no_deletion(tmp_path, monkeypatch):
+    """``collect.py tar`` over a copy with a listed folder it cannot list (mode 000 for the sandbox's user, or
+    one gone mid-walk) fails, as it did before the result carried only the change: on b89d905..e29c86f the walk
+    skipped the folder silently, its listed names went into ``.agent/deleted`` and ``--apply`` deleted the user's
+    unchanged files there (diff read s20, M1). Root lists a mode-000 folder, so the listing error is made by a
+    stand-in for ``os.scandir`` on that one folder (a test double: this suite runs as root)."""
+    import types
+
+    from toolkit.agent.environments import collect
+    from toolkit.agent.environments.manifest import manifest
+
+    copy = tmp_path / "copy"
+    (copy / "sub").mkdir(parents=True)
+    (copy / "a.txt").write_text("a\n")
+    (copy / "sub" / "b.txt").write_text("b\n")
+    listing = manifest(copy)
+    assert "sub/b.txt" in listing
+    (copy / "a.txt").write_text("changed\n")
+    real = os.scandir
+
+    def scandir(path="."):
+        if os.fspath(path) == str(copy / "sub"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(collect.os, "scandir", scandir)
+    out = types.SimpleNamespace(buffer=io.BytesIO())
+    monkeypatch.setattr(sys, "stdout", out)
+    with pytest.raises(PermissionError):
+        collect.archive(str(copy), listing)
+    assert collect.DELETED.encode() not in out.buffer.getvalue()

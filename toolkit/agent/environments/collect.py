@@ -93,7 +93,8 @@ def archive(root: str, listing: dict | None) -> None:
     data folder the session did not touch costs nothing), and the listed names no longer there end it."""
     seen = set()
     with tarfile.open(fileobj=sys.stdout.buffer, mode="w|") as tar:
-        for top, dirs, files in os.walk(root):
+        # a folder that cannot be listed fails the result: skipped, its names would read as the session's deletions
+        for top, dirs, files in os.walk(root, onerror=unlisted):
             at = os.path.relpath(top, root)
             out = (".agent", ".git") if at == "." else (".git",)
             dirs[:] = sorted(d for d in dirs if d not in out)
@@ -107,6 +108,11 @@ def archive(root: str, listing: dict | None) -> None:
             info = tarfile.TarInfo(DELETED)
             info.size = len(gone)
             tar.addfile(info, io.BytesIO(gone))
+
+
+def unlisted(error: OSError) -> None:
+    """``os.walk``'s ``onerror``: a folder of the copy it cannot list ends the archive (the walk would skip it)."""
+    raise error
 
 
 def unchanged(path: str, entry) -> bool:
